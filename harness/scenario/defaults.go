@@ -1,0 +1,144 @@
+package scenario
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Defaults for fields a scenario leaves out.
+const (
+	DefaultClusterName     = "droprun"
+	DefaultNodes           = 3
+	DefaultKubeProxyMode   = "iptables"
+	DefaultNodeImage       = "droprun/node:v1.37.2"
+	DefaultHostPort        = 30080
+	DefaultGatewayHostPort = 30081
+	DefaultNamespace       = "droprun"
+	DefaultOutput          = "results"
+	DefaultRollouts        = 3
+	DefaultRate            = 1000
+	DefaultPath            = "/version"
+	DefaultAppPort         = 8080
+
+	TargetNodePort = "nodeport"
+	TargetGateway  = "gateway"
+)
+
+// Default timings.
+const (
+	DefaultTimeout = 2 * time.Second
+	DefaultControl = 10 * time.Second
+	DefaultBetween = 10 * time.Second
+	DefaultSettle  = 5 * time.Second
+)
+
+// builtinWorkload is what a variant gets when neither it nor the scenario's
+// defaults set a field: the chapter's Deployment (2 replicas, 25%/25%, a
+// 30 s grace period, a 5 s preStop sleep) with a quick readiness probe.
+func builtinWorkload() Workload {
+	return Workload{
+		Replicas:                      ptr(int32(2)),
+		MaxSurge:                      ptr(intstr.FromString("25%")),
+		MaxUnavailable:                ptr(intstr.FromString("25%")),
+		MinReadySeconds:               ptr(int32(0)),
+		TerminationGracePeriodSeconds: ptr(int64(30)),
+		PreStopSeconds:                ptr(int64(5)),
+		DrainDelay:                    D(5 * time.Second),
+		Readiness: &Probe{
+			InitialDelaySeconds: ptr(int32(0)),
+			PeriodSeconds:       ptr(int32(1)),
+			TimeoutSeconds:      ptr(int32(1)),
+			SuccessThreshold:    ptr(int32(1)),
+			FailureThreshold:    ptr(int32(2)),
+		},
+		Resources: &Resources{Requests: map[string]string{"cpu": "10m", "memory": "16Mi"}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Default fills every unset field with its default. Load calls it; call it
+// yourself on a Scenario built in code.
+func (s *Scenario) Default() {
+	if s.Cluster.Kind == nil && s.Cluster.Existing == nil {
+		s.Cluster.Kind = &KindCluster{}
+	}
+	if k := s.Cluster.Kind; k != nil {
+		setDefault(&k.Name, DefaultClusterName)
+		setDefault(&k.Nodes, DefaultNodes)
+		setDefault(&k.KubeProxyMode, DefaultKubeProxyMode)
+		setDefault(&k.NodeImage, DefaultNodeImage)
+		setDefault(&k.HostPort, DefaultHostPort)
+		setDefault(&k.GatewayHostPort, DefaultGatewayHostPort)
+	}
+	setDefault(&s.Namespace, DefaultNamespace)
+	setDefault(&s.Output, DefaultOutput)
+	if s.Rollouts == nil {
+		s.Rollouts = ptr(DefaultRollouts)
+	}
+	if c := s.App.Custom; c != nil {
+		setDefault(&c.Port, DefaultAppPort)
+	}
+	for i := range s.Variants {
+		setDefault(&s.Variants[i].Name, s.Variants[i].Variant)
+	}
+	t := &s.Traffic
+	setDefault(&t.Rate, DefaultRate)
+	setDefault(&t.Target, TargetNodePort)
+	setDefault(&t.Path, DefaultPath)
+	setDefault(&t.Timeout, D(DefaultTimeout))
+	setDefault(&t.Control, D(DefaultControl))
+	setDefault(&t.Between, D(DefaultBetween))
+	setDefault(&t.Settle, D(DefaultSettle))
+	if t.MaxWorkers == 0 {
+		t.MaxWorkers = max(100, int(2*float64(t.Rate)*t.Timeout.Seconds()))
+	}
+}
+
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
+
+// Effective returns variant i's workload with every field set: the
+// variant's own value, else the scenario's default, else the built-in one.
+func (s *Scenario) Effective(i int) Workload {
+	w := merge(merge(s.Variants[i].Workload, s.Defaults), builtinWorkload())
+	return w
+}
+
+// merge returns a with every nil field taken from b.
+func merge(a, b Workload) Workload {
+	pick(&a.Replicas, b.Replicas)
+	pick(&a.MaxSurge, b.MaxSurge)
+	pick(&a.MaxUnavailable, b.MaxUnavailable)
+	pick(&a.MinReadySeconds, b.MinReadySeconds)
+	pick(&a.TerminationGracePeriodSeconds, b.TerminationGracePeriodSeconds)
+	pick(&a.PreStopSeconds, b.PreStopSeconds)
+	pick(&a.DrainDelay, b.DrainDelay)
+	if a.Flavour == "" {
+		a.Flavour = b.Flavour
+	}
+	if a.Readiness == nil {
+		a.Readiness = b.Readiness
+	} else if b.Readiness != nil {
+		p := *a.Readiness
+		pick(&p.InitialDelaySeconds, b.Readiness.InitialDelaySeconds)
+		pick(&p.PeriodSeconds, b.Readiness.PeriodSeconds)
+		pick(&p.TimeoutSeconds, b.Readiness.TimeoutSeconds)
+		pick(&p.SuccessThreshold, b.Readiness.SuccessThreshold)
+		pick(&p.FailureThreshold, b.Readiness.FailureThreshold)
+		a.Readiness = &p
+	}
+	pick(&a.Resources, b.Resources)
+	return a
+}
+
+func pick[T any](a **T, b *T) {
+	if *a == nil {
+		*a = b
+	}
+}

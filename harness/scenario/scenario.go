@@ -1,0 +1,207 @@
+package scenario
+
+import (
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// APIVersion and Kind identify a scenario file. A file with any other values
+// is rejected, so the format can change under a new version without old
+// files being misread.
+const (
+	APIVersion = "droprun/v1alpha1"
+	Kind       = "Scenario"
+)
+
+// Scenario is one experiment: a cluster, an app under test in one or more
+// shutdown variants, the number of rollouts per variant, and the traffic
+// that flows through all of them. Every field except metadata.name and
+// variants has a default; see Default.
+type Scenario struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+
+	// Cluster says where the rollouts happen: a kind cluster droprun
+	// creates, or an existing cluster the user names explicitly.
+	Cluster Cluster `json:"cluster"`
+
+	// Namespace is the only namespace droprun writes to. It is created
+	// before the run and deleted afterwards. Default "droprun".
+	Namespace string `json:"namespace,omitempty"`
+
+	// App is the application under test: bookshop (the default) or the
+	// user's own Deployment.
+	App App `json:"app"`
+
+	// Defaults are the workload settings every variant starts from.
+	Defaults Workload `json:"defaults"`
+
+	// Variants are measured one after another, in this order.
+	Variants []Variant `json:"variants"`
+
+	// Rollouts is the number of rollouts per variant (v1→v2→v1…).
+	// Zero means a control run: traffic only, no rollout at all.
+	Rollouts *int `json:"rollouts,omitempty"`
+
+	// Traffic is the load that runs during every variant.
+	Traffic Traffic `json:"traffic"`
+
+	// Output is the directory a run's results go under. Default "results".
+	Output string `json:"output,omitempty"`
+}
+
+// Metadata names and describes a scenario.
+type Metadata struct {
+	// Name is a DNS label; it names the results directory.
+	Name string `json:"name"`
+	// Description is free text shown in reports.
+	Description string `json:"description,omitempty"`
+}
+
+// Cluster selects and configures the cluster. Kind and Existing are
+// mutually exclusive; with neither, a kind cluster with defaults is used.
+type Cluster struct {
+	Kind     *KindCluster     `json:"kind,omitempty"`
+	Existing *ExistingCluster `json:"existing,omitempty"`
+}
+
+// KindCluster is a cluster droprun creates (or reuses) through the kind
+// library.
+type KindCluster struct {
+	// Name of the kind cluster. Default "droprun".
+	Name string `json:"name,omitempty"`
+	// Nodes is the total node count: 1 control plane plus Nodes-1 workers.
+	// Default 3, like the chapter's cluster.
+	Nodes int `json:"nodes,omitempty"`
+	// KubeProxyMode is iptables (default), nftables or ipvs.
+	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
+	// NodeImage is the kind node image. Default: droprun's offline image.
+	NodeImage string `json:"nodeImage,omitempty"`
+	// HostPort is the port on 127.0.0.1 mapped to the web Service's
+	// NodePort 30080. Default 30080.
+	HostPort int `json:"hostPort,omitempty"`
+	// GatewayHostPort is the port on 127.0.0.1 mapped to the gateway's
+	// NodePort 30081. Default 30081.
+	GatewayHostPort int `json:"gatewayHostPort,omitempty"`
+}
+
+// ExistingCluster is a cluster droprun does not own. droprun works only in
+// its own namespace there, and refuses a context that is not a kind cluster
+// unless the user names it with --allow-context.
+type ExistingCluster struct {
+	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context,omitempty"`
+	// URL is where traffic is sent (it must be on 127.0.0.1). Default
+	// http://127.0.0.1:30080.
+	URL string `json:"url,omitempty"`
+}
+
+// App is the application under test. With Custom unset it is bookshop.
+type App struct {
+	Custom *CustomApp `json:"custom,omitempty"`
+}
+
+// CustomApp is the user's own service: each variant names a Deployment
+// manifest, and rollouts alternate between two images of one container.
+type CustomApp struct {
+	// Images are the two images rollouts alternate between, e.g.
+	// ["myapp:1.4.0", "myapp:1.4.1"]. They must already be loadable by
+	// the cluster (droprun loads archives named in ImageArchives).
+	Images []string `json:"images"`
+	// ImageArchives are image tarballs loaded into every kind node.
+	ImageArchives []string `json:"imageArchives,omitempty"`
+	// Container is the name of the container whose image changes.
+	Container string `json:"container"`
+	// Port is the container port the Service targets. Default 8080.
+	Port int `json:"port,omitempty"`
+}
+
+// Variant is one shutdown behaviour to measure.
+type Variant struct {
+	// Name labels the variant's rows in results. Default: the variant.
+	Name string `json:"name,omitempty"`
+	// Variant is one of the built-in bookshop variants (see
+	// variant.Names). Empty for a custom app.
+	Variant string `json:"variant,omitempty"`
+	// From, when set, is the variant the Deployment runs before the first
+	// rollout. The first rollout switches to Variant and is reported as its
+	// own row: this is how "the trap" is measured (the rollout that adds a
+	// fix is run under the old pods' rules).
+	From string `json:"from,omitempty"`
+	// Manifest is a Deployment manifest for a custom app, relative to the
+	// scenario file.
+	Manifest string `json:"manifest,omitempty"`
+	// Workload overrides the scenario's defaults for this variant; its
+	// fields sit directly in the variant's entry.
+	Workload
+}
+
+// Workload holds the Deployment settings a scenario can tune. Unset
+// (nil) fields fall back to the scenario's defaults and then to
+// Kubernetes' own defaults.
+type Workload struct {
+	Replicas                      *int32              `json:"replicas,omitempty"`
+	MaxSurge                      *intstr.IntOrString `json:"maxSurge,omitempty"`
+	MaxUnavailable                *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	MinReadySeconds               *int32              `json:"minReadySeconds,omitempty"`
+	TerminationGracePeriodSeconds *int64              `json:"terminationGracePeriodSeconds,omitempty"`
+	// PreStopSeconds is the length of the preStop sleep for the variants
+	// that have one. Default 5, as in the chapter.
+	PreStopSeconds *int64 `json:"preStopSeconds,omitempty"`
+	// DrainDelay is how long the graceful-drain app keeps serving after
+	// SIGTERM. Default 5s.
+	DrainDelay *Duration `json:"drainDelay,omitempty"`
+	// Flavour is the bookshop image flavour: standard (has /bin/sleep) or
+	// distroless (has not). Default: the variant's own.
+	Flavour   string     `json:"flavour,omitempty"`
+	Readiness *Probe     `json:"readiness,omitempty"`
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// Probe tunes the readiness probe (an HTTP GET of /readyz for bookshop).
+type Probe struct {
+	InitialDelaySeconds *int32 `json:"initialDelaySeconds,omitempty"`
+	PeriodSeconds       *int32 `json:"periodSeconds,omitempty"`
+	TimeoutSeconds      *int32 `json:"timeoutSeconds,omitempty"`
+	SuccessThreshold    *int32 `json:"successThreshold,omitempty"`
+	FailureThreshold    *int32 `json:"failureThreshold,omitempty"`
+}
+
+// Resources are the container's requests and limits, as Kubernetes
+// quantities, e.g. {cpu: 50m, memory: 32Mi}.
+type Resources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+}
+
+// Traffic is the vegeta load that runs from the control window before the
+// first rollout until the settle window after the last.
+type Traffic struct {
+	// Rate is requests per second. Default 1000.
+	Rate int `json:"rate,omitempty"`
+	// KeepAlive reuses connections. Default false: a new TCP connection per
+	// request, as curl does, which exposes the routing race. With
+	// keep-alive droprun sends POST, because Go's client silently retries a
+	// failed idempotent request on a reused connection and would hide drops.
+	KeepAlive bool `json:"keepAlive,omitempty"`
+	// Timeout per request. Default 2s.
+	Timeout *Duration `json:"timeout,omitempty"`
+	// Target is "nodeport" (direct: a dead pod shows as 000) or "gateway"
+	// (through an in-cluster reverse proxy: a dead upstream shows as 502).
+	// Default nodeport.
+	Target string `json:"target,omitempty"`
+	// Path is the HTTP path requested. Default /version.
+	Path string `json:"path,omitempty"`
+	// Control is the steady-state window before the first rollout of each
+	// variant. Default 10s.
+	Control *Duration `json:"control,omitempty"`
+	// Between is the traffic time after one rollout completes and before
+	// the next starts. Default 10s.
+	Between *Duration `json:"between,omitempty"`
+	// Settle is added to a rollout's window after its old pods are gone.
+	// Default 5s.
+	Settle *Duration `json:"settle,omitempty"`
+	// MaxWorkers bounds vegeta's concurrent requests. Default 2×rate×timeout,
+	// at least 100.
+	MaxWorkers int `json:"maxWorkers,omitempty"`
+}

@@ -1,0 +1,181 @@
+package scenario
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLoadTestdata loads every testdata file: valid-*.yaml must load, and
+// each invalid-*.yaml must fail with the message its first line announces
+// ("# error: ...") and name the file.
+func TestLoadTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := Load(f)
+			if strings.HasPrefix(filepath.Base(f), "valid-") {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				if s.Metadata.Name == "" || len(s.Variants) == 0 {
+					t.Fatalf("loaded an empty scenario: %+v", s)
+				}
+				return
+			}
+			want := expectedError(t, f)
+			if err == nil {
+				t.Fatalf("Load succeeded; want an error containing %q", want)
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q\ndoes not contain %q", err, want)
+			}
+			if !strings.HasPrefix(err.Error(), f+":") {
+				t.Errorf("error %q does not start with the file name", err)
+			}
+			if _, ok := AsErrors(err); !ok {
+				t.Errorf("error is %T, want *Errors", err)
+			}
+		})
+	}
+}
+
+func expectedError(t *testing.T, file string) string {
+	t.Helper()
+	fh, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	if sc.Scan() {
+		if want, ok := strings.CutPrefix(sc.Text(), "# error: "); ok {
+			return want
+		}
+	}
+	t.Fatalf("%s: first line must be '# error: <expected message>'", file)
+	return ""
+}
+
+// TestShippedScenarios keeps every file in scenarios/ loadable.
+func TestShippedScenarios(t *testing.T) {
+	files, _ := filepath.Glob("../../scenarios/*.yaml")
+	if len(files) < 7 {
+		t.Fatalf("found %d shipped scenarios, want at least 7", len(files))
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	s, err := Load("testdata/valid-minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.Cluster.Kind
+	if k == nil || k.Name != "droprun" || k.Nodes != 3 || k.KubeProxyMode != "iptables" || k.HostPort != 30080 {
+		t.Errorf("cluster defaults = %+v", k)
+	}
+	if *s.Rollouts != 3 || s.Namespace != "droprun" || s.Output != "results" {
+		t.Errorf("rollouts=%d namespace=%q output=%q", *s.Rollouts, s.Namespace, s.Output)
+	}
+	tr := s.Traffic
+	if tr.Rate != 1000 || tr.KeepAlive || tr.Timeout.Duration != 2*time.Second || tr.Target != "nodeport" || tr.Path != "/version" {
+		t.Errorf("traffic defaults = %+v", tr)
+	}
+	if tr.MaxWorkers != 4000 {
+		t.Errorf("maxWorkers = %d, want 2×rate×timeout = 4000", tr.MaxWorkers)
+	}
+	if s.Variants[0].Name != "no-prestop" {
+		t.Errorf("variant name defaulted to %q", s.Variants[0].Name)
+	}
+	w := s.Effective(0)
+	if *w.Replicas != 2 || w.MaxSurge.String() != "25%" || *w.TerminationGracePeriodSeconds != 30 || *w.PreStopSeconds != 5 {
+		t.Errorf("workload defaults: replicas=%d surge=%s grace=%d prestop=%d", *w.Replicas, w.MaxSurge, *w.TerminationGracePeriodSeconds, *w.PreStopSeconds)
+	}
+}
+
+// TestEffectivePrecedence: a variant's own value beats the scenario's
+// defaults, which beat the built-in ones, field by field.
+func TestEffectivePrecedence(t *testing.T) {
+	s, err := Load("testdata/valid-tuned.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0, w1 := s.Effective(0), s.Effective(1)
+	if *w0.Replicas != 3 || *w0.PreStopSeconds != 10 || *w1.PreStopSeconds != 5 {
+		t.Errorf("replicas=%d prestop0=%d prestop1=%d", *w0.Replicas, *w0.PreStopSeconds, *w1.PreStopSeconds)
+	}
+	if *w0.Readiness.PeriodSeconds != 2 || *w0.Readiness.FailureThreshold != 2 {
+		t.Errorf("readiness = period %d failure %d; want the defaults' 2 and the built-in 2", *w0.Readiness.PeriodSeconds, *w0.Readiness.FailureThreshold)
+	}
+	if w1.DrainDelay.Duration != 2*time.Second || w1.Flavour != "distroless" {
+		t.Errorf("drain=%s flavour=%q", w1.DrainDelay, w1.Flavour)
+	}
+	p, err := s.Params(1, s.Variants[1].Variant, "v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Image != "bookshop:v2-distroless" || p.Name != "drain-2s" || p.Requests["cpu"] != "50m" {
+		t.Errorf("params image=%q name=%q requests=%v", p.Image, p.Name, p.Requests)
+	}
+}
+
+// TestAllProblemsAtOnce: a file with several mistakes reports each of them.
+func TestAllProblemsAtOnce(t *testing.T) {
+	_, err := Parse("many.yaml", []byte(`
+apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata: {name: Bad_Name}
+variants:
+  - variant: nope
+traffic: {rate: 0, path: version}
+`))
+	e, ok := AsErrors(err)
+	if !ok {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"metadata.name", "variants[0].variant", "traffic.path"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if len(e.List) < 3 {
+		t.Errorf("got %d problems, want at least 3", len(e.List))
+	}
+}
+
+func TestCustomManifestChecked(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\n")
+	f := write("s.yaml", `apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata: {name: custom}
+app: {custom: {images: [a:1, a:2], container: app}}
+variants:
+  - {name: mine, manifest: svc.yaml}
+`)
+	_, err := Load(f)
+	if err == nil || !strings.Contains(err.Error(), "not an apps/v1 Deployment") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Load("../../scenarios/custom-app.yaml"); err != nil {
+		t.Fatalf("shipped custom-app: %v", err)
+	}
+}

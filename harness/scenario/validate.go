@@ -1,0 +1,278 @@
+package scenario
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"net/url"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// MaxRate is the highest request rate a scenario may ask for. One client on
+// a 2-core machine sharing it with the cluster holds about 3,000 new
+// connections per second (../shared/ENVIRONMENT.md); above 20,000 no
+// single machine measures honestly.
+const MaxRate = 20000
+
+// AppShutdownTimeout is the bookshop app's --shutdown-timeout default: the
+// longest Shutdown waits for in-flight requests after the drain delay.
+const AppShutdownTimeout = 10 * time.Second
+
+// Validate checks a defaulted scenario and returns every problem found.
+func (s *Scenario) Validate() []FieldError {
+	var v validator
+	if s.APIVersion != APIVersion {
+		v.add("apiVersion", fmt.Sprintf("is %q", s.APIVersion), "set apiVersion: "+APIVersion)
+	}
+	if s.Kind != Kind {
+		v.add("kind", fmt.Sprintf("is %q", s.Kind), "set kind: "+Kind)
+	}
+	if s.Metadata.Name == "" {
+		v.add("metadata.name", "is required", "name the scenario, e.g. name: my-rollout-test")
+	} else if msgs := validation.IsDNS1123Label(s.Metadata.Name); len(msgs) > 0 {
+		v.add("metadata.name", fmt.Sprintf("%q is not a DNS label: %s", s.Metadata.Name, msgs[0]), "use lower-case letters, digits and '-'")
+	}
+	if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
+		v.add("namespace", fmt.Sprintf("%q is not a valid namespace: %s", s.Namespace, msgs[0]), "use lower-case letters, digits and '-'")
+	}
+	s.validateCluster(&v)
+	if *s.Rollouts < 0 {
+		v.add("rollouts", fmt.Sprintf("is %d", *s.Rollouts), "use 0 for a control run with no rollout, or a positive count")
+	}
+	s.validateTraffic(&v)
+	s.validateVariants(&v)
+	return v.errs
+}
+
+type validator struct{ errs []FieldError }
+
+func (v *validator) add(path, msg, fix string) {
+	v.errs = append(v.errs, FieldError{Path: path, Msg: msg, Fix: fix})
+}
+
+func (s *Scenario) validateCluster(v *validator) {
+	c := s.Cluster
+	if c.Kind != nil && c.Existing != nil {
+		v.add("cluster", "sets both kind and existing", "choose one: a kind cluster droprun manages, or an existing cluster")
+	}
+	if k := c.Kind; k != nil {
+		if k.Nodes < 1 || k.Nodes > 10 {
+			v.add("cluster.kind.nodes", fmt.Sprintf("is %d", k.Nodes), "use 1 (control plane only) to 10; 3 is the chapter's cluster")
+		}
+		switch k.KubeProxyMode {
+		case "iptables", "nftables", "ipvs":
+		default:
+			v.add("cluster.kind.kubeProxyMode", fmt.Sprintf("%q is not a kube-proxy mode", k.KubeProxyMode), "use iptables, nftables or ipvs")
+		}
+		checkPort(v, "cluster.kind.hostPort", k.HostPort)
+		checkPort(v, "cluster.kind.gatewayHostPort", k.GatewayHostPort)
+		if k.HostPort == k.GatewayHostPort {
+			v.add("cluster.kind.gatewayHostPort", fmt.Sprintf("is the same as hostPort (%d)", k.HostPort), "pick two different host ports")
+		}
+	}
+	if e := c.Existing; e != nil {
+		if e.Kubeconfig == "" {
+			v.add("cluster.existing.kubeconfig", "is required", "give the path of the kubeconfig file for the cluster")
+		}
+		if e.URL != "" {
+			u, err := url.Parse(e.URL)
+			if err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" {
+				v.add("cluster.existing.url", fmt.Sprintf("%q is not an http URL on 127.0.0.1", e.URL),
+					"droprun aims load only at loopback: forward the Service to 127.0.0.1 (e.g. a NodePort mapped to a host port) and use http://127.0.0.1:PORT")
+			}
+		}
+	}
+}
+
+func checkPort(v *validator, path string, p int) {
+	if p < 1 || p > 65535 {
+		v.add(path, fmt.Sprintf("%d is not a port", p), "use a free TCP port between 1024 and 65535")
+	}
+}
+
+func (s *Scenario) validateTraffic(v *validator) {
+	t := s.Traffic
+	if t.Rate <= 0 || t.Rate > MaxRate {
+		v.add("traffic.rate", fmt.Sprintf("is %d requests/s", t.Rate),
+			fmt.Sprintf("use a rate between 1 and %d; this project's 2-core machines hold about 3000 new connections/s", MaxRate))
+	}
+	switch t.Target {
+	case TargetNodePort, TargetGateway:
+	default:
+		v.add("traffic.target", fmt.Sprintf("%q is not a target", t.Target), "use nodeport (direct: drops show as 000) or gateway (through a proxy: drops show as 502)")
+	}
+	if t.Path == "" || t.Path[0] != '/' {
+		v.add("traffic.path", fmt.Sprintf("%q does not start with /", t.Path), "use an absolute path such as /version")
+	}
+	if t.Timeout.Duration <= 0 {
+		v.add("traffic.timeout", "must be positive", "use a short timeout such as 2s")
+	}
+	for _, f := range []struct {
+		path string
+		d    *Duration
+	}{{"traffic.control", t.Control}, {"traffic.between", t.Between}, {"traffic.settle", t.Settle}} {
+		if f.d.Duration < 0 {
+			v.add(f.path, "is negative", "use a duration of 0s or more")
+		}
+	}
+	if t.Control.Duration < t.Timeout.Duration {
+		v.add("traffic.control", fmt.Sprintf("%s is shorter than traffic.timeout (%s)", t.Control, t.Timeout),
+			"a control window must outlast one request timeout to say anything; use at least 5s")
+	}
+	if t.MaxWorkers < 1 {
+		v.add("traffic.maxWorkers", fmt.Sprintf("is %d", t.MaxWorkers), "leave it out for the default, or give a positive bound")
+	}
+	if *s.Rollouts == 0 && s.Traffic.Control.Duration == 0 {
+		v.add("traffic.control", "is 0s in a control run (rollouts: 0)", "a control run measures only the control window: give it a duration")
+	}
+}
+
+func (s *Scenario) validateVariants(v *validator) {
+	custom := s.App.Custom != nil
+	if custom {
+		c := s.App.Custom
+		if len(c.Images) != 2 {
+			v.add("app.custom.images", fmt.Sprintf("has %d images", len(c.Images)), "give exactly two images; rollouts alternate between them")
+		}
+		if c.Container == "" {
+			v.add("app.custom.container", "is required", "name the container whose image the rollouts change")
+		}
+		checkPort(v, "app.custom.port", c.Port)
+	}
+	if len(s.Variants) == 0 {
+		v.add("variants", "is empty", "list at least one variant, e.g. - variant: no-prestop")
+	}
+	seen := map[string]int{}
+	for i, vr := range s.Variants {
+		p := fmt.Sprintf("variants[%d]", i)
+		if j, dup := seen[vr.Name]; dup {
+			v.add(p+".name", fmt.Sprintf("%q is also the name of variants[%d]", vr.Name, j), "give each variant a unique name")
+		}
+		seen[vr.Name] = i
+		if msgs := validation.IsDNS1123Label(vr.Name); vr.Name != "" && len(msgs) > 0 {
+			v.add(p+".name", fmt.Sprintf("%q is not a DNS label", vr.Name), "use lower-case letters, digits and '-'")
+		}
+		if custom {
+			if vr.Manifest == "" {
+				v.add(p+".manifest", "is required for a custom app", "give the path of the variant's Deployment manifest")
+			}
+			if vr.Variant != "" || vr.From != "" {
+				v.add(p+".variant", "built-in variants apply only to bookshop", "remove variant/from, or remove app.custom")
+			}
+		} else {
+			if vr.Manifest != "" {
+				v.add(p+".manifest", "is set but the app is bookshop", "set app.custom to measure your own Deployment, or remove manifest")
+			}
+			checkVariantName(v, p+".variant", vr.Variant, true)
+			checkVariantName(v, p+".from", vr.From, false)
+			if vr.From != "" && *s.Rollouts == 0 {
+				v.add(p+".from", "needs at least one rollout", "set rollouts to 1 or more; the first rollout switches from "+vr.From+" to "+vr.Variant)
+			}
+		}
+		s.validateWorkload(v, i, s.Effective(i))
+	}
+}
+
+func checkVariantName(v *validator, path, name string, required bool) {
+	if name == "" {
+		if required {
+			v.add(path, "is required", "use one of: "+variant.NameList())
+		}
+		return
+	}
+	if _, ok := variant.Lookup(name); !ok {
+		v.add(path, fmt.Sprintf("%q is not a variant", name), "use one of: "+variant.NameList())
+	}
+}
+
+// validateWorkload checks variant i's effective workload. Problems are
+// reported at the field the value came from: the variant's entry, or the
+// scenario's defaults when the variant inherits it.
+func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
+	vr := s.Variants[i]
+	p := fmt.Sprintf("variants[%d]", i)
+	at := func(field string, inVariant, inDefaults bool) string {
+		if !inVariant && inDefaults {
+			return "defaults." + field
+		}
+		return p + "." + field
+	}
+	d := s.Defaults
+	if *w.Replicas < 1 {
+		v.add(at("replicas", vr.Replicas != nil, d.Replicas != nil), fmt.Sprintf("is %d", *w.Replicas), "use 1 or more; the chapter used 2")
+	}
+	surge, errS := intstr.GetScaledValueFromIntOrPercent(w.MaxSurge, int(*w.Replicas), true)
+	unavail, errU := intstr.GetScaledValueFromIntOrPercent(w.MaxUnavailable, int(*w.Replicas), false)
+	if errS != nil {
+		v.add(at("maxSurge", vr.MaxSurge != nil, d.MaxSurge != nil), errS.Error(), "use a count such as 1 or a percentage such as 25%")
+	}
+	if errU != nil {
+		v.add(at("maxUnavailable", vr.MaxUnavailable != nil, d.MaxUnavailable != nil), errU.Error(), "use a count such as 0 or a percentage such as 25%")
+	}
+	if errS == nil && errU == nil && surge == 0 && unavail == 0 {
+		v.add(at("maxSurge", vr.MaxSurge != nil, d.MaxSurge != nil), "and maxUnavailable both resolve to 0", "let one of them be at least 1, or the rollout cannot move")
+	}
+	grace := *w.TerminationGracePeriodSeconds
+	if grace < 1 {
+		v.add(at("terminationGracePeriodSeconds", vr.TerminationGracePeriodSeconds != nil, d.TerminationGracePeriodSeconds != nil), fmt.Sprintf("is %d", grace), "use at least 1; Kubernetes' default is 30")
+	}
+	if *w.PreStopSeconds < 0 {
+		v.add(at("preStopSeconds", vr.PreStopSeconds != nil, d.PreStopSeconds != nil), "is negative", "use a sleep of 1 to 10 seconds")
+	}
+	info, _ := variant.Lookup(vr.Variant)
+	if info.PreStop != variant.PreStopNone && *w.PreStopSeconds >= grace {
+		v.add(at("preStopSeconds", vr.PreStopSeconds != nil, d.PreStopSeconds != nil), fmt.Sprintf("%d is not less than terminationGracePeriodSeconds (%d)", *w.PreStopSeconds, grace),
+			"the sleep is spent inside the grace period and the kubelet kills the container at its end, mid-hook; raise terminationGracePeriodSeconds well above the sleep")
+	}
+	if w.DrainDelay.Duration < 0 {
+		v.add(at("drainDelay", vr.DrainDelay != nil, d.DrainDelay != nil), "is negative", "use a delay such as 5s")
+	}
+	if info.Shutdown == variant.ShutdownDrain {
+		need := w.DrainDelay.Duration + AppShutdownTimeout
+		if need >= time.Duration(grace)*time.Second {
+			v.add(at("drainDelay", vr.DrainDelay != nil, d.DrainDelay != nil), fmt.Sprintf("%s plus the app's %s shutdown timeout is not less than terminationGracePeriodSeconds (%d)", w.DrainDelay, AppShutdownTimeout, grace),
+				"the app must exit well inside the grace period: shorten drainDelay or raise terminationGracePeriodSeconds")
+		}
+	}
+	switch w.Flavour {
+	case "", "standard", "distroless":
+	default:
+		v.add(at("flavour", vr.Flavour != "", d.Flavour != ""), fmt.Sprintf("%q is not an image flavour", w.Flavour), "use standard (has /bin/sleep) or distroless (has not)")
+	}
+	if r := w.Readiness; r != nil {
+		for _, f := range []struct {
+			name string
+			val  *int32
+		}{{"periodSeconds", r.PeriodSeconds}, {"timeoutSeconds", r.TimeoutSeconds}, {"successThreshold", r.SuccessThreshold}, {"failureThreshold", r.FailureThreshold}} {
+			if f.val != nil && *f.val < 1 {
+				v.add(at("readiness."+f.name, vr.Readiness != nil, d.Readiness != nil), fmt.Sprintf("is %d", *f.val), "use 1 or more")
+			}
+		}
+		if r.InitialDelaySeconds != nil && *r.InitialDelaySeconds < 0 {
+			v.add(at("readiness.initialDelaySeconds", vr.Readiness != nil, d.Readiness != nil), "is negative", "use 0 or more")
+		}
+	}
+	if r := w.Resources; r != nil {
+		for _, kind := range []string{"requests", "limits"} {
+			m := r.Requests
+			if kind == "limits" {
+				m = r.Limits
+			}
+			for _, name := range slices.Sorted(maps.Keys(m)) {
+				q := m[name]
+				if name != "cpu" && name != "memory" {
+					v.add(at(fmt.Sprintf("resources.%s.%s", kind, name), vr.Resources != nil, d.Resources != nil), "is not a resource droprun sets", "use cpu or memory")
+				}
+				if _, err := resource.ParseQuantity(q); err != nil {
+					v.add(at(fmt.Sprintf("resources.%s.%s", kind, name), vr.Resources != nil, d.Resources != nil), fmt.Sprintf("%q is not a quantity", q), "write it like 50m (cpu) or 32Mi (memory)")
+				}
+			}
+		}
+	}
+}

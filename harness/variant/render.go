@@ -1,0 +1,218 @@
+package variant
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Names and ports of the objects droprun renders.
+const (
+	WebName         = "web"
+	GatewayName     = "gateway"
+	ContainerName   = "web"
+	ContainerPort   = 8080
+	ServicePort     = 80
+	WebNodePort     = 30080
+	GatewayNodePort = 30081
+
+	// LabelVariant is set on the pod template to the variant's row name.
+	LabelVariant = "droprun.dev/variant"
+	// AnnotationChangeCause is what `kubectl rollout history` shows.
+	AnnotationChangeCause = "kubernetes.io/change-cause"
+	// LabelManagedBy marks every object droprun owns.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy.
+	ManagedBy = "droprun"
+)
+
+// Probe is a readiness probe's timing.
+type Probe struct {
+	InitialDelaySeconds, PeriodSeconds, TimeoutSeconds, SuccessThreshold, FailureThreshold int32
+}
+
+// Params is everything needed to render the web Deployment of one
+// variant at one version. Every field is explicit: defaults are the
+// scenario's business (see scenario.Scenario.Params).
+type Params struct {
+	Namespace string
+	// Name is the variant's row name (a label on the pod template).
+	Name string
+	// Info is the built-in variant being rendered.
+	Info Info
+	// Image is the container image, e.g. bookshop:v1 or bookshop:v1-distroless.
+	Image string
+
+	Replicas                      int32
+	MaxSurge, MaxUnavailable      intstr.IntOrString
+	MinReadySeconds               int32
+	TerminationGracePeriodSeconds int64
+	PreStopSeconds                int64
+	DrainDelay                    time.Duration
+	Readiness                     Probe
+	Requests, Limits              map[string]string
+	// ChangeCause is recorded in the kubernetes.io/change-cause annotation.
+	ChangeCause string
+}
+
+// Deployment renders the bookshop web Deployment for p as a server-side
+// apply configuration. The pod template carries exactly the fields the
+// variant needs, so applying it with one field manager removes a hook or
+// flag an earlier variant left behind.
+func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
+	requests, err := resourceList(p.Requests)
+	if err != nil {
+		return nil, fmt.Errorf("requests: %w", err)
+	}
+	limits, err := resourceList(p.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("limits: %w", err)
+	}
+	args := []string{"--shutdown=" + string(p.Info.Shutdown)}
+	if p.Info.Shutdown == ShutdownDrain {
+		args = append(args, "--drain-delay="+p.DrainDelay.String())
+	}
+	c := corev1ac.Container().
+		WithName(ContainerName).
+		WithImage(p.Image).
+		WithImagePullPolicy(corev1.PullNever). // images are loaded into the nodes; nothing is pulled
+		WithArgs(args...).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(ContainerPort)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
+			WithInitialDelaySeconds(p.Readiness.InitialDelaySeconds).
+			WithPeriodSeconds(p.Readiness.PeriodSeconds).
+			WithTimeoutSeconds(p.Readiness.TimeoutSeconds).
+			WithSuccessThreshold(p.Readiness.SuccessThreshold).
+			WithFailureThreshold(p.Readiness.FailureThreshold)).
+		WithLivenessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString("http"))).
+			WithPeriodSeconds(10))
+	if len(requests) > 0 || len(limits) > 0 {
+		r := corev1ac.ResourceRequirements()
+		if len(requests) > 0 {
+			r.WithRequests(requests)
+		}
+		if len(limits) > 0 {
+			r.WithLimits(limits)
+		}
+		c.WithResources(r)
+	}
+	switch p.Info.PreStop {
+	case PreStopExec:
+		c.WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
+			WithExec(corev1ac.ExecAction().WithCommand("sleep", strconv.FormatInt(p.PreStopSeconds, 10)))))
+	case PreStopAction:
+		c.WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
+			WithSleep(corev1ac.SleepAction().WithSeconds(p.PreStopSeconds))))
+	}
+
+	selector := map[string]string{"app": WebName}
+	template := corev1ac.PodTemplateSpec().
+		WithLabels(selector).
+		WithLabels(map[string]string{LabelVariant: p.Name}).
+		WithSpec(corev1ac.PodSpec().
+			WithTerminationGracePeriodSeconds(p.TerminationGracePeriodSeconds).
+			WithContainers(c))
+	if p.ChangeCause != "" {
+		template.WithAnnotations(map[string]string{AnnotationChangeCause: p.ChangeCause})
+	}
+	d := appsv1ac.Deployment(WebName, p.Namespace).
+		WithLabels(map[string]string{"app": WebName, LabelManagedBy: ManagedBy}).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(p.Replicas).
+			WithMinReadySeconds(p.MinReadySeconds).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType("RollingUpdate").
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+					WithMaxSurge(p.MaxSurge).
+					WithMaxUnavailable(p.MaxUnavailable))).
+			WithTemplate(template))
+	if p.ChangeCause != "" {
+		d.WithAnnotations(map[string]string{AnnotationChangeCause: p.ChangeCause})
+	}
+	return d, nil
+}
+
+// Service renders a NodePort Service selecting app=name on the container's
+// http port; the host port mapped by the kind cluster reaches nodePort.
+func Service(namespace, name string, nodePort int32) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(name, namespace).
+		WithLabels(map[string]string{"app": name, LabelManagedBy: ManagedBy}).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeNodePort).
+			WithSelector(map[string]string{"app": name}).
+			WithPorts(corev1ac.ServicePort().
+				WithName("http").
+				WithPort(ServicePort).
+				WithTargetPort(intstr.FromString("http")).
+				WithNodePort(nodePort)))
+}
+
+// Gateway renders the in-cluster reverse proxy (bookshop in gateway mode)
+// that forwards to the web Service with a new connection per request, so a
+// request routed to a dead pod shows as 502 instead of 000. The gateway
+// itself drains gracefully and is never rolled, so its own shutdown never
+// enters the measurement.
+func Gateway(namespace, image string) *appsv1ac.DeploymentApplyConfiguration {
+	selector := map[string]string{"app": GatewayName}
+	upstream := fmt.Sprintf("http://%s.%s.svc:%d", WebName, namespace, ServicePort)
+	return appsv1ac.Deployment(GatewayName, namespace).
+		WithLabels(map[string]string{"app": GatewayName, LabelManagedBy: ManagedBy}).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(1).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(selector).
+				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().
+					WithName(GatewayName).
+					WithImage(image).
+					WithImagePullPolicy(corev1.PullNever).
+					WithArgs("--mode=gateway", "--upstream="+upstream, "--shutdown=drain").
+					WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(ContainerPort)).
+					WithReadinessProbe(corev1ac.Probe().
+						WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
+						WithPeriodSeconds(1))))))
+}
+
+func resourceList(m map[string]string) (corev1.ResourceList, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	l := corev1.ResourceList{}
+	for name, q := range m {
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", name, q, err)
+		}
+		l[corev1.ResourceName(name)] = v
+	}
+	return l, nil
+}
+
+// YAML renders objects as a multi-document YAML stream, the way kubectl
+// prints a list of manifests.
+func YAML(objs ...any) ([]byte, error) {
+	var b bytes.Buffer
+	for i, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("rendering object %d: %w", i, err)
+		}
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		b.Write(y)
+	}
+	return b.Bytes(), nil
+}
