@@ -2,6 +2,11 @@ package scenario
 
 import (
 	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/variant"
@@ -62,4 +67,71 @@ func (s *Scenario) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// Objects are the Kubernetes objects of one variant at one version: what
+// droprun applies before and during its rollouts. Everything after
+// rendering works on these and on the Deployment's name, never on bookshop
+// specifics.
+type Objects struct {
+	Deployment *appsv1ac.DeploymentApplyConfiguration
+	Service    *corev1ac.ServiceApplyConfiguration
+	// Gateway and GatewayService are set when traffic goes through the
+	// in-cluster reverse proxy.
+	Gateway        *appsv1ac.DeploymentApplyConfiguration
+	GatewayService *corev1ac.ServiceApplyConfiguration
+}
+
+// List returns the objects in apply order.
+func (o Objects) List() []any {
+	l := []any{o.Deployment, o.Service}
+	if o.Gateway != nil {
+		l = append(l, o.Gateway, o.GatewayService)
+	}
+	return l
+}
+
+// Render returns variant i's objects at version (0 or 1, an index into the
+// two versions or custom images). initial renders the state before the
+// first rollout: the variant's From, when it has one.
+func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Objects, error) {
+	v := s.Variants[i]
+	var o Objects
+	if c := s.App.Custom; c != nil {
+		manifest, err := os.ReadFile(v.Manifest)
+		if err != nil {
+			return o, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		d, err := variant.Custom(manifest, s.Namespace, v.Name, c.Container, c.Images[version], changeCause)
+		if err != nil {
+			return o, fmt.Errorf("variant %s: %s: %w", v.Name, v.Manifest, err)
+		}
+		o.Deployment = d
+		selector := map[string]string{}
+		if d.Spec.Selector != nil {
+			selector = d.Spec.Selector.MatchLabels
+		}
+		o.Service = variant.Service(s.Namespace, *d.Name, selector, intstr.FromInt32(int32(c.Port)), variant.WebNodePort)
+	} else {
+		kind := v.Variant
+		if initial && v.From != "" {
+			kind = v.From
+		}
+		p, err := s.Params(i, kind, Versions[version])
+		if err != nil {
+			return o, err
+		}
+		p.ChangeCause = changeCause
+		if o.Deployment, err = variant.Deployment(p); err != nil {
+			return o, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		o.Service = variant.WebService(s.Namespace)
+	}
+	if s.Traffic.Target == TargetGateway {
+		// The gateway is bookshop in gateway mode even for a custom app: it
+		// forwards to the Service named like the Deployment.
+		o.Gateway = variant.Gateway(s.Namespace, image.Ref(Versions[0], image.FlavourStandard), *o.Service.Name)
+		o.GatewayService = variant.GatewayService(s.Namespace)
+	}
+	return o, nil
 }

@@ -3,8 +3,8 @@ package scenario
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"net/url"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"

@@ -25,8 +25,12 @@ const (
 	WebNodePort     = 30080
 	GatewayNodePort = 30081
 
-	// LabelVariant is set on the pod template to the variant's row name.
+	// LabelVariant is set on the pod template to the built-in variant the
+	// template was rendered from (the trap's first pods say no-prestop).
 	LabelVariant = "droprun.dev/variant"
+	// LabelRow is set on the pod template to the name of the scenario's
+	// variant entry, the row its results are reported under.
+	LabelRow = "droprun.dev/row"
 	// AnnotationChangeCause is what `kubectl rollout history` shows.
 	AnnotationChangeCause = "kubernetes.io/change-cause"
 	// LabelManagedBy marks every object droprun owns.
@@ -119,7 +123,7 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	selector := map[string]string{"app": WebName}
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(selector).
-		WithLabels(map[string]string{LabelVariant: p.Name}).
+		WithLabels(map[string]string{LabelVariant: p.Info.Name, LabelRow: p.Name}).
 		WithSpec(corev1ac.PodSpec().
 			WithTerminationGracePeriodSeconds(p.TerminationGracePeriodSeconds).
 			WithContainers(c))
@@ -144,19 +148,57 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	return d, nil
 }
 
-// Service renders a NodePort Service selecting app=name on the container's
-// http port; the host port mapped by the kind cluster reaches nodePort.
-func Service(namespace, name string, nodePort int32) *corev1ac.ServiceApplyConfiguration {
+// Service renders a NodePort Service named name that selects the pods
+// labelled selector and forwards port 80 to targetPort on them; the host
+// port mapped by the kind cluster reaches nodePort.
+func Service(namespace, name string, selector map[string]string, targetPort intstr.IntOrString, nodePort int32) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(name, namespace).
 		WithLabels(map[string]string{"app": name, LabelManagedBy: ManagedBy}).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeNodePort).
-			WithSelector(map[string]string{"app": name}).
+			WithSelector(selector).
 			WithPorts(corev1ac.ServicePort().
 				WithName("http").
 				WithPort(ServicePort).
-				WithTargetPort(intstr.FromString("http")).
+				WithTargetPort(targetPort).
 				WithNodePort(nodePort)))
+}
+
+// WebService is the NodePort Service in front of the bookshop web pods.
+func WebService(namespace string) *corev1ac.ServiceApplyConfiguration {
+	return Service(namespace, WebName, map[string]string{"app": WebName}, intstr.FromString("http"), WebNodePort)
+}
+
+// GatewayService is the NodePort Service in front of the gateway.
+func GatewayService(namespace string) *corev1ac.ServiceApplyConfiguration {
+	return Service(namespace, GatewayName, map[string]string{"app": GatewayName}, intstr.FromString("http"), GatewayNodePort)
+}
+
+// Custom reads the user's Deployment manifest as an apply configuration,
+// moves it into namespace, labels its pod template with the variant's row
+// name (LabelRow), and sets container's image. Nothing else in the user's spec is
+// changed.
+func Custom(manifest []byte, namespace, name, container, image, changeCause string) (*appsv1ac.DeploymentApplyConfiguration, error) {
+	var d appsv1ac.DeploymentApplyConfiguration
+	if err := yaml.UnmarshalStrict(manifest, &d); err != nil {
+		return nil, err
+	}
+	if d.Spec == nil || d.Spec.Template == nil || d.Spec.Template.Spec == nil {
+		return nil, fmt.Errorf("the manifest has no spec.template.spec")
+	}
+	d.WithNamespace(namespace)
+	d.Spec.Template.WithLabels(map[string]string{LabelRow: name})
+	if changeCause != "" {
+		d.WithAnnotations(map[string]string{AnnotationChangeCause: changeCause})
+		d.Spec.Template.WithAnnotations(map[string]string{AnnotationChangeCause: changeCause})
+	}
+	for i := range d.Spec.Template.Spec.Containers {
+		if c := &d.Spec.Template.Spec.Containers[i]; c.Name != nil && *c.Name == container {
+			c.WithImage(image)
+			return &d, nil
+		}
+	}
+	return nil, fmt.Errorf("the Deployment has no container named %q", container)
 }
 
 // Gateway renders the in-cluster reverse proxy (bookshop in gateway mode)
@@ -164,9 +206,9 @@ func Service(namespace, name string, nodePort int32) *corev1ac.ServiceApplyConfi
 // request routed to a dead pod shows as 502 instead of 000. The gateway
 // itself drains gracefully and is never rolled, so its own shutdown never
 // enters the measurement.
-func Gateway(namespace, image string) *appsv1ac.DeploymentApplyConfiguration {
+func Gateway(namespace, image, upstreamService string) *appsv1ac.DeploymentApplyConfiguration {
 	selector := map[string]string{"app": GatewayName}
-	upstream := fmt.Sprintf("http://%s.%s.svc:%d", WebName, namespace, ServicePort)
+	upstream := fmt.Sprintf("http://%s.%s.svc:%d", upstreamService, namespace, ServicePort)
 	return appsv1ac.Deployment(GatewayName, namespace).
 		WithLabels(map[string]string{"app": GatewayName, LabelManagedBy: ManagedBy}).
 		WithSpec(appsv1ac.DeploymentSpec().

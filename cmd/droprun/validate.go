@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/droprun/droprun/harness/scenario"
+)
+
+func newValidateCmd(s streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Check scenario files and explain every problem",
+		Long: `Strictly decode and validate scenario files (apiVersion droprun/v1alpha1).
+
+Unknown fields are errors, so a typo never silently falls back to a default.
+Every problem is reported with the file, the field path and how to fix it,
+for example:
+
+  scenarios/x.yaml: variants[0].preStopSeconds: 30 is not less than
+  terminationGracePeriodSeconds (30) (fix: ...)
+
+Exit status: 0 when every file is valid, 1 when any is not, 2 on bad usage.
+The format is documented in scenarios/README.md.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("validate needs at least one scenario file, e.g. droprun validate scenarios/*.yaml")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			bad := 0
+			for _, f := range args {
+				sc, err := scenario.Load(f)
+				if err != nil {
+					fmt.Fprintln(s.Err, err)
+					bad++
+					continue
+				}
+				fmt.Fprintf(s.Out, "ok  %s: %s\n", f, describe(sc))
+			}
+			if bad > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d of %d scenario files are invalid", bad, len(args))}
+			}
+			return nil
+		},
+	}
+}
+
+// describe summarises a scenario in one line.
+func describe(sc *scenario.Scenario) string {
+	names := make([]string, len(sc.Variants))
+	for i, v := range sc.Variants {
+		names[i] = v.Name
+	}
+	where := "kind cluster " + func() string {
+		if sc.Cluster.Kind != nil {
+			return fmt.Sprintf("%q (%d nodes, %s)", sc.Cluster.Kind.Name, sc.Cluster.Kind.Nodes, sc.Cluster.Kind.KubeProxyMode)
+		}
+		return ""
+	}()
+	if sc.Cluster.Existing != nil {
+		where = "existing cluster " + sc.Cluster.Existing.Kubeconfig
+	}
+	return fmt.Sprintf("%d variant(s) %v × %d rollout(s) at %d req/s via %s on %s",
+		len(sc.Variants), names, *sc.Rollouts, sc.Traffic.Rate, sc.Traffic.Target, where)
+}

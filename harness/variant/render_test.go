@@ -1,0 +1,148 @@
+package variant_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// render returns the YAML `droprun render` prints for one variant of the
+// shipped compare-all scenario at v1.
+func render(t *testing.T, name string) []byte {
+	t.Helper()
+	s, err := scenario.Load("../../scenarios/compare-all.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := s.Index(name)
+	if i < 0 {
+		t.Fatalf("compare-all has no variant %q", name)
+	}
+	p, err := s.Params(i, s.Variants[i].Variant, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := variant.Deployment(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := variant.YAML(d, variant.WebService(s.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGolden compares each variant's rendered manifests with
+// testdata/<variant>.yaml. Run `go test ./harness/variant -update` after an
+// intended change and review the diff.
+func TestGolden(t *testing.T) {
+	for _, info := range variant.All() {
+		t.Run(info.Name, func(t *testing.T) {
+			got := render(t, info.Name)
+			golden := filepath.Join("testdata", info.Name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("rendered YAML differs from %s:\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// deployment decodes the first document of rendered YAML.
+func deployment(t *testing.T, y []byte) (*appsv1.Deployment, *corev1.Container) {
+	t.Helper()
+	first, _, _ := bytes.Cut(y, []byte("---\n"))
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(first, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d, &d.Spec.Template.Spec.Containers[0]
+}
+
+// TestVariantSemantics checks what each variant is about, independently of
+// the golden files' formatting: the hook, the app flag, the image flavour.
+func TestVariantSemantics(t *testing.T) {
+	tests := []struct {
+		name      string
+		image     string
+		shutdown  string
+		hookExec  []string
+		hookSleep int64
+	}{
+		{name: variant.NoPreStop, image: "bookshop:v1", shutdown: "--shutdown=none"},
+		{name: variant.PreStopSleep, image: "bookshop:v1", shutdown: "--shutdown=none", hookExec: []string{"sleep", "5"}},
+		{name: variant.PreStopSleepAction, image: "bookshop:v1", shutdown: "--shutdown=none", hookSleep: 5},
+		{name: variant.GracefulDrain, image: "bookshop:v1", shutdown: "--shutdown=drain"},
+		{name: variant.NaiveShutdown, image: "bookshop:v1", shutdown: "--shutdown=naive"},
+		{name: variant.PreStopExecDistroless, image: "bookshop:v1-distroless", shutdown: "--shutdown=none", hookExec: []string{"sleep", "5"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, c := deployment(t, render(t, tc.name))
+			if c.Image != tc.image || c.ImagePullPolicy != corev1.PullNever {
+				t.Errorf("image %q pull %q", c.Image, c.ImagePullPolicy)
+			}
+			if c.Args[0] != tc.shutdown {
+				t.Errorf("args %v, want %s first", c.Args, tc.shutdown)
+			}
+			if tc.shutdown == "--shutdown=drain" && !strings.HasPrefix(strings.Join(c.Args, " "), "--shutdown=drain --drain-delay=5s") {
+				t.Errorf("drain args %v", c.Args)
+			}
+			var exec []string
+			var sleep int64
+			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				if e := c.Lifecycle.PreStop.Exec; e != nil {
+					exec = e.Command
+				}
+				if s := c.Lifecycle.PreStop.Sleep; s != nil {
+					sleep = s.Seconds
+				}
+			}
+			if strings.Join(exec, " ") != strings.Join(tc.hookExec, " ") || sleep != tc.hookSleep {
+				t.Errorf("preStop exec=%v sleep=%d, want exec=%v sleep=%d", exec, sleep, tc.hookExec, tc.hookSleep)
+			}
+			if *d.Spec.Replicas != 2 || *d.Spec.Template.Spec.TerminationGracePeriodSeconds != 30 {
+				t.Errorf("replicas %d grace %d", *d.Spec.Replicas, *d.Spec.Template.Spec.TerminationGracePeriodSeconds)
+			}
+			if d.Spec.Template.Labels[variant.LabelVariant] != tc.name {
+				t.Errorf("pod template labels %v", d.Spec.Template.Labels)
+			}
+		})
+	}
+}
+
+func TestServiceNodePort(t *testing.T) {
+	y, err := variant.YAML(variant.WebService("ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s corev1.Service
+	if err := yaml.UnmarshalStrict(y, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Spec.Type != corev1.ServiceTypeNodePort || s.Spec.Ports[0].NodePort != 30080 || s.Spec.Selector["app"] != "web" || s.Namespace != "ns" {
+		t.Errorf("service %+v", s.Spec)
+	}
+}
