@@ -1,0 +1,61 @@
+// Command bookshop is the demo application whose rolling updates droprun
+// measures. One binary plays two roles:
+//
+//   - web (--mode=web, the default): a tiny storefront. GET / is an HTML page,
+//     GET /version answers {"pod": ..., "version": ...} (with an optional
+//     ?delay=DURATION, capped at 30s, to hold a request in flight).
+//   - gateway (--mode=gateway): a reverse proxy to --upstream (typically the
+//     web Service). By default it opens a fresh TCP connection per upstream
+//     request, so a request that lands on a dead web pod shows up as a 502
+//     instead of being hidden by a pooled connection to a live one.
+//
+// Both roles serve their own /healthz (liveness), /readyz (readiness) and
+// /metrics (Prometheus, on a private registry); in gateway mode those three
+// paths are answered by the gateway itself and never proxied. Every response
+// carries X-Bookshop-Pod and X-Bookshop-Version so a client can attribute it;
+// the gateway adds X-Bookshop-Gateway and passes the upstream pod's identity
+// through (a 502 the gateway makes itself carries the gateway's identity).
+//
+// # The race
+//
+// Deleting a pod starts two things at once with no ordering between them: the
+// kubelet runs the preStop hook and sends SIGTERM, and the endpoint
+// controller removes the pod from the Service's EndpointSlice, a change that
+// must then reach kube-proxy on every node. The kill is local and instant;
+// the route removal takes tens of milliseconds or more. A process that closes
+// its listener as soon as SIGTERM arrives refuses the connections that are
+// still routed to it in that window: the client sees "connection refused"
+// (curl's 000, a load balancer's 502) during a rollout Kubernetes reports as
+// successful.
+//
+// # Shutdown modes (--shutdown)
+//
+//   - none (the default, in both roles): no signal handling at all. SIGTERM
+//     kills the process through Go's default disposition and the listener
+//     closes at once. This is the app that drops requests. It cannot log its
+//     final request totals: it has no chance to.
+//   - naive: catch SIGTERM/SIGINT and call http.Server.Shutdown at once. The
+//     in-flight requests finish, but Shutdown closes the listener first, so new
+//     connections still routed here are refused exactly as with none.
+//   - drain: catch SIGTERM/SIGINT, fail /readyz (503), keep serving everything,
+//     new connections included, for --drain-delay, then Shutdown with
+//     --shutdown-timeout and exit 0. This is the fix: outlive the propagation
+//     delay. While draining, keep-alives are switched off so clients holding a
+//     persistent connection to this pod reconnect, and land elsewhere.
+//
+// The first signal uninstalls the handler, so a second SIGTERM during a naive
+// or drain shutdown kills the process at once.
+// In naive and drain modes the process logs its final request totals to
+// stderr as one JSON line before it exits, because its /metrics dies with it.
+//
+// Logs are JSON lines on stderr. The first is
+//
+//	{"time":...,"level":"INFO","msg":"listening","pod":...,"version":...,"addr":"127.0.0.1:43567","mode":"web","shutdown":"drain"}
+//
+// where addr is the address actually bound, so --addr 127.0.0.1:0 works.
+//
+// Flags fall back to environment variables: --addr to BOOKSHOP_ADDR,
+// --drain-delay to BOOKSHOP_DRAIN_DELAY and so on (BOOKSHOP_ + the flag name in
+// upper case with dashes as underscores). The version is stamped at build
+// time with -ldflags "-X main.version=v1".
+package main

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// version is stamped at build time: go build -ldflags "-X main.version=v1".
+var version = "dev"
+
+// Values of --mode and --shutdown.
+const (
+	modeWeb     = "web"
+	modeGateway = "gateway"
+
+	shutdownNone  = "none"
+	shutdownNaive = "naive"
+	shutdownDrain = "drain"
+)
+
+// config is the parsed command line.
+type config struct {
+	addr              string
+	mode              string
+	shutdown          string
+	drainDelay        time.Duration
+	shutdownTimeout   time.Duration
+	upstream          *url.URL // gateway mode only
+	upstreamKeepAlive bool
+	showVersion       bool
+}
+
+// errUsage marks a command line that could not be used; run exits 2 on it.
+var errUsage = errors.New("usage error")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run is the whole program; it returns the exit status: 0 after a clean
+// shutdown, 1 when serving or shutting down failed, 2 on a bad command line.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "bookshop: %v\n", err)
+		return 2
+	case cfg.showVersion:
+		fmt.Fprintln(stdout, version)
+		return 0
+	}
+
+	pod, err := os.Hostname()
+	if err != nil {
+		pod = "unknown"
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("pod", pod, "version", version)
+	id := identity{pod: pod, version: version}
+	life := new(lifecycle)
+	m := newMetrics(version, cfg.mode, life)
+
+	var handler http.Handler
+	if cfg.mode == modeGateway {
+		handler = newGateway(cfg.upstream, cfg.upstreamKeepAlive, id, life, m, log)
+	} else {
+		handler = newWeb(id, life, m)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	// Listen before logging, so the log names the port actually bound.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		log.Error("listen failed", "addr", cfg.addr, "err", err.Error())
+		return 1
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
+
+	err = serve(srv, ln, cfg, life, log)
+	m.logTotals(log)
+	if err != nil {
+		log.Error("exit", "err", err.Error())
+		return 1
+	}
+	log.Info("exit", "code", 0)
+	return 0
+}
+
+// parseConfig parses flags, falling back to BOOKSHOP_* environment variables
+// for flags not given, and validates the result. Errors wrap errUsage.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var cfg config
+	var upstream string
+	fs := flag.NewFlagSet("bookshop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.addr, "addr", ":8080", "listen address (host:port; port 0 picks a free one)")
+	fs.StringVar(&cfg.mode, "mode", modeWeb, "role: web or gateway")
+	fs.StringVar(&cfg.shutdown, "shutdown", shutdownNone, "SIGTERM handling: none, naive or drain")
+	fs.DurationVar(&cfg.drainDelay, "drain-delay", 5*time.Second, "drain mode: how long to keep serving after SIGTERM")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive and drain modes: how long Shutdown waits for in-flight requests")
+	fs.StringVar(&upstream, "upstream", "", "gateway mode: base URL to proxy to, e.g. http://web.bookshop.svc:80")
+	fs.BoolVar(&cfg.upstreamKeepAlive, "upstream-keepalive", false, "gateway mode: reuse upstream connections (hides dead pods behind pooled connections)")
+	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "version" {
+			f.Usage += " (env " + envName(f.Name) + ")"
+		}
+	})
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, fmt.Errorf("%w: %v", errUsage, err) // the flag package has printed usage
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+
+	// Environment variables fill in the flags that were not given.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := envName(f.Name)
+		if v := getenv(env); v != "" && !given[f.Name] && f.Name != "version" && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%w: %s=%q: %v", errUsage, env, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return cfg, envErr
+	}
+	if cfg.showVersion {
+		return cfg, nil
+	}
+
+	switch cfg.mode {
+	case modeWeb, modeGateway:
+	default:
+		return cfg, fmt.Errorf("%w: --mode %q: want web or gateway", errUsage, cfg.mode)
+	}
+	switch cfg.shutdown {
+	case shutdownNone, shutdownNaive, shutdownDrain:
+	default:
+		return cfg, fmt.Errorf("%w: --shutdown %q: want none, naive or drain", errUsage, cfg.shutdown)
+	}
+	if cfg.drainDelay < 0 {
+		return cfg, fmt.Errorf("%w: --drain-delay %v: must not be negative", errUsage, cfg.drainDelay)
+	}
+	if cfg.shutdownTimeout <= 0 {
+		return cfg, fmt.Errorf("%w: --shutdown-timeout %v: must be positive", errUsage, cfg.shutdownTimeout)
+	}
+	if cfg.mode == modeGateway {
+		u, err := url.Parse(upstream)
+		switch {
+		case upstream == "":
+			return cfg, fmt.Errorf("%w: --mode gateway needs --upstream", errUsage)
+		case err != nil:
+			return cfg, fmt.Errorf("%w: --upstream: %v", errUsage, err)
+		case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return cfg, fmt.Errorf("%w: --upstream %q: want an http:// or https:// URL with a host", errUsage, upstream)
+		}
+		cfg.upstream = u
+	}
+	return cfg, nil
+}
+
+// envName is the environment variable a flag falls back to:
+// drain-delay -> BOOKSHOP_DRAIN_DELAY.
+func envName(flagName string) string {
+	return "BOOKSHOP_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
