@@ -1,0 +1,157 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// FieldManager is the one field manager droprun applies with.
+const FieldManager = "droprun"
+
+var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+
+// EnsureNamespace creates droprun's namespace, or adopts it when droprun
+// created it before. A namespace of that name that droprun does not manage
+// is an error: droprun deletes its namespace afterwards and must never
+// delete someone else's.
+func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
+	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	case ns.Labels[variant.LabelManagedBy] != variant.ManagedBy:
+		return fmt.Errorf("namespace %q exists and is not droprun's (no %s=%s label): droprun deletes its namespace after a run, so choose another one with namespace: in the scenario", name, variant.LabelManagedBy, variant.ManagedBy)
+	case ns.DeletionTimestamp != nil:
+		if err := WaitNamespaceGone(ctx, c, name, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	_, err = c.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(name).
+		WithLabels(map[string]string{variant.LabelManagedBy: variant.ManagedBy}), applyOpts)
+	if err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteNamespace deletes droprun's namespace and waits until it is gone.
+func DeleteNamespace(ctx context.Context, c kubernetes.Interface, name string, timeout time.Duration) error {
+	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ns.Labels[variant.LabelManagedBy] != variant.ManagedBy {
+		return fmt.Errorf("refusing to delete namespace %q: it is not droprun's", name)
+	}
+	if err := c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", name, err)
+	}
+	return WaitNamespaceGone(ctx, c, name, timeout)
+}
+
+// WaitNamespaceGone waits until namespace name no longer exists.
+func WaitNamespaceGone(ctx context.Context, c kubernetes.Interface, name string, timeout time.Duration) error {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s still terminating after %s: %w", name, timeout, err)
+	}
+	return nil
+}
+
+// Apply server-side applies objects (Deployments and Services) in order and
+// returns the applied Deployments by name.
+func Apply(ctx context.Context, c kubernetes.Interface, objects ...any) (map[string]*appsv1.Deployment, error) {
+	deps := map[string]*appsv1.Deployment{}
+	for _, o := range objects {
+		switch o := o.(type) {
+		case *appsv1ac.DeploymentApplyConfiguration:
+			d, err := c.AppsV1().Deployments(*o.Namespace).Apply(ctx, o, applyOpts)
+			if err != nil {
+				return nil, fmt.Errorf("applying deployment %s: %w", *o.Name, err)
+			}
+			deps[d.Name] = d
+		case *corev1ac.ServiceApplyConfiguration:
+			if _, err := c.CoreV1().Services(*o.Namespace).Apply(ctx, o, applyOpts); err != nil {
+				return nil, fmt.Errorf("applying service %s: %w", *o.Name, err)
+			}
+		default:
+			return nil, fmt.Errorf("cannot apply %T", o)
+		}
+	}
+	return deps, nil
+}
+
+// RolloutComplete reports whether d's rollout is done the way `kubectl
+// rollout status` decides it (observedGeneration caught up, every replica
+// updated and available, no old replica left) and, beyond what kubectl
+// checks, no pod still terminating: Status.Replicas excludes terminating
+// pods, so "successfully rolled out" can arrive while old pods are still in
+// their preStop hook. The string says what is still pending.
+func RolloutComplete(d *appsv1.Deployment) (bool, string) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	switch {
+	case s.ObservedGeneration < d.Generation:
+		return false, "waiting for the deployment spec update to be observed"
+	case s.UpdatedReplicas < want:
+		return false, fmt.Sprintf("%d out of %d new replicas have been updated", s.UpdatedReplicas, want)
+	case s.Replicas > s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d old replicas are pending termination", s.Replicas-s.UpdatedReplicas)
+	case s.AvailableReplicas < s.UpdatedReplicas:
+		return false, fmt.Sprintf("%d of %d updated replicas are available", s.AvailableReplicas, s.UpdatedReplicas)
+	case s.TerminatingReplicas != nil && *s.TerminatingReplicas > 0:
+		return false, fmt.Sprintf("%d old pods are still terminating", *s.TerminatingReplicas)
+	}
+	return true, ""
+}
+
+// WaitRolledOut waits until RolloutComplete holds for deployment name, or
+// fails with what was still pending and, for pods that never became ready,
+// why (see Diagnose).
+func WaitRolledOut(ctx context.Context, c kubernetes.Interface, namespace, name string, timeout time.Duration) error {
+	var pending string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		d, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range d.Status.Conditions {
+			if cond.Type == appsv1.DeploymentProgressing && cond.Status == corev1.ConditionFalse && cond.Reason == "ProgressDeadlineExceeded" {
+				return false, fmt.Errorf("deployment %s exceeded its progress deadline: %s", name, cond.Message)
+			}
+		}
+		done, why := RolloutComplete(d)
+		pending = why
+		return done, nil
+	})
+	if err != nil {
+		diag := Diagnose(context.WithoutCancel(ctx), c, namespace, map[string]string{"app": name})
+		return fmt.Errorf("deployment %s/%s not rolled out after %s (%s): %w%s", namespace, name, timeout, pending, err, diag)
+	}
+	return nil
+}

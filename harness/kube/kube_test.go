@@ -1,0 +1,121 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/droprun/droprun/harness/variant"
+)
+
+func TestRolloutComplete(t *testing.T) {
+	two := int32(2)
+	one := int32(1)
+	base := func(mut func(*appsv1.Deployment)) *appsv1.Deployment {
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Generation: 3},
+			Spec:       appsv1.DeploymentSpec{Replicas: &two},
+			Status:     appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2},
+		}
+		mut(d)
+		return d
+	}
+	tests := []struct {
+		name string
+		d    *appsv1.Deployment
+		done bool
+		why  string
+	}{
+		{"complete", base(func(*appsv1.Deployment) {}), true, ""},
+		{"generation not observed", base(func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 2 }), false, "spec update to be observed"},
+		{"one of two updated", base(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1; d.Status.Replicas = 3 }), false, "1 out of 2 new replicas"},
+		{"old replica left", base(func(d *appsv1.Deployment) { d.Status.Replicas = 3 }), false, "1 old replicas are pending termination"},
+		{"not available", base(func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 }), false, "1 of 2 updated replicas are available"},
+		// kubectl would say "successfully rolled out" here; the old pod is
+		// still in its preStop hook and may still receive traffic.
+		{"old pod terminating", base(func(d *appsv1.Deployment) { d.Status.TerminatingReplicas = &one }), false, "1 old pods are still terminating"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			done, why := RolloutComplete(tc.d)
+			if done != tc.done || !strings.Contains(why, tc.why) {
+				t.Errorf("got (%v, %q), want (%v, %q)", done, why, tc.done, tc.why)
+			}
+		})
+	}
+}
+
+func TestEnsureNamespace(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}})
+	if err := EnsureNamespace(ctx, c, "theirs"); err == nil || !strings.Contains(err.Error(), "is not droprun's") {
+		t.Errorf("foreign namespace adopted: %v", err)
+	}
+	if err := DeleteNamespace(ctx, c, "theirs", 0); err == nil {
+		t.Error("foreign namespace deleted")
+	}
+	if err := EnsureNamespace(ctx, c, "droprun"); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{})
+	if err != nil || ns.Labels[variant.LabelManagedBy] != variant.ManagedBy {
+		t.Fatalf("namespace %v %v", ns, err)
+	}
+	if err := EnsureNamespace(ctx, c, "droprun"); err != nil {
+		t.Errorf("own namespace not adopted: %v", err)
+	}
+}
+
+func TestApply(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	d, err := variant.Deployment(variant.Params{Namespace: "ns", Name: "x", Info: mustLookup(t, variant.PreStopSleep), Image: "bookshop:v1", Replicas: 2, PreStopSeconds: 5, TerminationGracePeriodSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := Apply(ctx, c, d, variant.WebService("ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deps["web"] == nil || deps["web"].Spec.Template.Spec.Containers[0].Lifecycle == nil {
+		t.Fatalf("applied deployment %+v", deps)
+	}
+	if _, err := c.CoreV1().Services("ns").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("service not applied: %v", err)
+	}
+	if _, err := Apply(ctx, c, "not an object"); err == nil {
+		t.Error("applied a string")
+	}
+}
+
+func mustLookup(t *testing.T, name string) variant.Info {
+	i, ok := variant.Lookup(name)
+	if !ok {
+		t.Fatal(name)
+	}
+	return i
+}
+
+func TestDiagnose(t *testing.T) {
+	pod := func(name, node string, waiting string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{NodeName: node}}
+		if waiting != "" {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting, Message: "image not present"}}}}
+		}
+		return p
+	}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"}, Type: corev1.EventTypeWarning, Reason: "FailedScheduling", Message: "Insufficient cpu",
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "a"}}
+	c := fake.NewClientset(pod("a", "", ""), pod("b", "", ""), pod("c", "w1", "ErrImageNeverPull"), ev)
+	got := Diagnose(context.Background(), c, "ns", map[string]string{"app": "web"})
+	for _, want := range []string{"1 pod(s) not scheduled (Pending): FailedScheduling: Insufficient cpu", "1 pod(s) not scheduled (Pending)\n", "image not available (ErrImageNeverPull"} {
+		if !strings.Contains(got+"\n", want) {
+			t.Errorf("diagnosis lacks %q:\n%s", want, got)
+		}
+	}
+}
