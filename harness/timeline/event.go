@@ -1,0 +1,191 @@
+package timeline
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"time"
+)
+
+// Event is one transition, stamped with the local clock at receipt (API
+// timestamps have 1 s resolution). Events are written as JSON lines.
+type Event struct {
+	// Time is when droprun received the change, by its local clock, in UTC
+	// (written as RFC 3339 with nanoseconds).
+	Time time.Time `json:"t"`
+	// Kind says what happened, e.g. pod.ready or endpoint.removed.
+	Kind Kind `json:"kind"`
+	// Object is the object that changed, as kind/name, e.g.
+	// pod/web-5bff69ccb-4b98r, replicaset/web-5bff69ccb,
+	// endpointslice/web-abcde, deployment/web, node/droprun-worker.
+	Object string `json:"object,omitempty"`
+	// Pod is the pod the event concerns (the pod itself, an endpoint's
+	// target pod, or the pod a Warning event is about).
+	Pod string `json:"pod,omitempty"`
+	// Node is the node the pod or endpoint is on, or the kube-proxy's node.
+	Node string `json:"node,omitempty"`
+	// IP is the pod's IP, or the endpoint's first address.
+	IP string `json:"ip,omitempty"`
+	// Detail holds the facts that go with Kind: template hash, variant,
+	// image, replicas, reason, message, last sync time, and so on.
+	Detail map[string]string `json:"detail,omitempty"`
+}
+
+// Kind names what an Event records. The names are stable: reports and
+// analyses match on them.
+type Kind string
+
+// Pod transitions. Pod events carry the pod's labels droprun.dev/variant,
+// droprun.dev/row and pod-template-hash in Detail when the pod has them.
+const (
+	// KindPodSnapshot is a pod that existed when the Recorder started;
+	// Detail holds phase, ready and deleting.
+	KindPodSnapshot Kind = "pod.snapshot"
+	// KindPodCreated is a pod seen for the first time after Start.
+	KindPodCreated Kind = "pod.created"
+	// KindPodScheduled is spec.nodeName being set (or PodScheduled=True).
+	KindPodScheduled Kind = "pod.scheduled"
+	// KindPodStarted is every container of the pod reaching Running (the
+	// image was pulled and the process started).
+	KindPodStarted Kind = "pod.started"
+	// KindPodReady is the pod's Ready condition turning True.
+	KindPodReady Kind = "pod.ready"
+	// KindPodUnready is the pod's Ready condition leaving True.
+	KindPodUnready Kind = "pod.unready"
+	// KindPodDeletionRequested is metadata.deletionTimestamp being set;
+	// Detail grace_period_seconds.
+	KindPodDeletionRequested Kind = "pod.deletion_requested"
+	// KindPodContainersTerminated is every container of the pod being
+	// terminated; Detail exit_codes and reasons, as name=value lists.
+	KindPodContainersTerminated Kind = "pod.containers_terminated"
+	// KindPodContainerRestarted is a container's restart count growing;
+	// Detail container, restart_count, last_exit_code, last_reason.
+	KindPodContainerRestarted Kind = "pod.container_restarted"
+	// KindPodGone is the pod object being deleted from the API.
+	KindPodGone Kind = "pod.gone"
+	// KindPodEvent is a Warning Event about a pod (FailedPreStopHook,
+	// Unhealthy, FailedScheduling, ...); Detail reason, message, count.
+	KindPodEvent Kind = "pod.event"
+)
+
+// Endpoint transitions, one endpoint of an EndpointSlice at a time. Detail
+// holds slice, service and the endpoint's current ready, serving and
+// terminating conditions.
+const (
+	// KindEndpointSnapshot is an endpoint present when the Recorder started.
+	KindEndpointSnapshot Kind = "endpoint.snapshot"
+	// KindEndpointAdded is an endpoint appearing in a slice, with whatever
+	// conditions it has.
+	KindEndpointAdded Kind = "endpoint.added"
+	// KindEndpointReady is conditions.ready turning true.
+	KindEndpointReady Kind = "endpoint.ready"
+	// KindEndpointUnready is conditions.ready turning false.
+	KindEndpointUnready Kind = "endpoint.unready"
+	// KindEndpointServing is conditions.serving turning true.
+	KindEndpointServing Kind = "endpoint.serving"
+	// KindEndpointNotServing is conditions.serving turning false.
+	KindEndpointNotServing Kind = "endpoint.not_serving"
+	// KindEndpointTerminating is conditions.terminating turning true.
+	KindEndpointTerminating Kind = "endpoint.terminating"
+	// KindEndpointRemoved is an endpoint leaving its slice, or its slice
+	// being deleted (Detail reason=slice_deleted).
+	KindEndpointRemoved Kind = "endpoint.removed"
+)
+
+// ReplicaSet and Deployment transitions. Detail holds the pod template's
+// variant and image, and the ReplicaSet's pod-template-hash.
+const (
+	// KindReplicaSetSnapshot is a ReplicaSet present at Start.
+	KindReplicaSetSnapshot Kind = "replicaset.snapshot"
+	// KindReplicaSetCreated is a ReplicaSet created after Start.
+	KindReplicaSetCreated Kind = "replicaset.created"
+	// KindReplicaSetScaled is spec.replicas changing; Detail from and to.
+	KindReplicaSetScaled Kind = "replicaset.scaled"
+	// KindReplicaSetDeleted is a ReplicaSet being deleted.
+	KindReplicaSetDeleted Kind = "replicaset.deleted"
+	// KindDeploymentSnapshot is a Deployment present at Start.
+	KindDeploymentSnapshot Kind = "deployment.snapshot"
+	// KindDeploymentCreated is a Deployment created after Start.
+	KindDeploymentCreated Kind = "deployment.created"
+	// KindDeploymentUpdated is a change of generation, observedGeneration,
+	// replicas, status replica counts (updated, ready, available,
+	// unavailable, terminating) or the template's image or variant. Detail
+	// holds all of them and, in changed, the keys that changed.
+	KindDeploymentUpdated Kind = "deployment.updated"
+	// KindDeploymentDeleted is a Deployment being deleted.
+	KindDeploymentDeleted Kind = "deployment.deleted"
+)
+
+// kube-proxy, the routed stage. Object is node/NAME and Node the node.
+const (
+	// KindKubeProxyWatching is the first successful read of a node's
+	// kube-proxy metrics (and the first after it was unreachable); Detail
+	// last_sync_timestamp, kube_proxy (the pod).
+	KindKubeProxyWatching Kind = "kubeproxy.watching"
+	// KindKubeProxySynced is a node's kube-proxy finishing a sync of its
+	// rules: Detail last_sync_timestamp (kube-proxy's own clock, RFC 3339),
+	// and when the sync applied endpoint or service changes,
+	// programming_latency_avg (seconds, the mean network programming
+	// latency of those changes) and programming_changes.
+	KindKubeProxySynced Kind = "kubeproxy.synced"
+	// KindKubeProxyUnreachable is a warning: a node's kube-proxy metrics
+	// could not be read (or kube-proxy pods could not be listed). Written
+	// once per node until a read succeeds again; Detail error and hint.
+	KindKubeProxyUnreachable Kind = "kubeproxy.unreachable"
+)
+
+// Recorder-level events.
+const (
+	// KindWatchError is an informer's watch failing (the API connection
+	// was lost, a watch expired); the informer retries by itself. Detail
+	// resource and error.
+	KindWatchError Kind = "recorder.watch_error"
+)
+
+// Run-level marks, written by the caller with Recorder.Mark.
+const (
+	// KindRolloutStart marks the start of a rollout.
+	KindRolloutStart Kind = "rollout.start"
+	// KindRolloutComplete marks a rollout complete, old pods gone.
+	KindRolloutComplete Kind = "rollout.complete"
+	// KindWindowOpen marks the opening of a measurement window.
+	KindWindowOpen Kind = "window.open"
+	// KindWindowClose marks the closing of a measurement window.
+	KindWindowClose Kind = "window.close"
+	// KindConntrackFlushed marks stale conntrack entries being cleared.
+	KindConntrackFlushed Kind = "conntrack.flushed"
+)
+
+// clone returns a copy of e that shares no map with it.
+func (e Event) clone() Event {
+	if e.Detail != nil {
+		e.Detail = maps.Clone(e.Detail)
+	}
+	return e
+}
+
+// ReadEvents parses events written by a Recorder (events.jsonl), one JSON
+// Event a line; blank lines are skipped. An error names the line.
+func ReadEvents(r io.Reader) ([]Event, error) {
+	var events []Event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return events, fmt.Errorf("events line %d: %w", line, err)
+		}
+		events = append(events, e)
+	}
+	if err := sc.Err(); err != nil {
+		return events, fmt.Errorf("reading events: %w", err)
+	}
+	return events, nil
+}

@@ -1,0 +1,331 @@
+package timeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// KubeProxyOptions turns on the routed stage: polling every node's
+// kube-proxy metrics for the moment it reprogrammed its rules. The zero
+// value disables it.
+type KubeProxyOptions struct {
+	// Interval between two polls of every kube-proxy, e.g. 250ms; 0
+	// disables polling. kind's kube-proxy syncs at most once a second
+	// (iptables minSyncPeriod 1s), so an interval under a second sees each
+	// sync separately.
+	Interval time.Duration
+	// Namespace of the kube-proxy pods; "" means kube-system.
+	Namespace string
+	// LabelSelector of the kube-proxy pods; "" means k8s-app=kube-proxy.
+	LabelSelector string
+	// Port of kube-proxy's metrics server; 0 means 10249.
+	Port int
+	// Fetch reads the Prometheus text metrics of one kube-proxy pod. nil
+	// reads http://POD:Port/metrics through the API server's pod proxy,
+	// which needs kube-proxy's metricsBindAddress to be reachable from the
+	// API server (not the default 127.0.0.1; see the package
+	// documentation). A Fetch that reads 127.0.0.1:Port inside the node
+	// works with the default.
+	Fetch func(ctx context.Context, pod *corev1.Pod, port int) ([]byte, error)
+}
+
+const (
+	// metricLastSync is when kube-proxy last synced its rules (a gauge, unix
+	// seconds, one series per IP family).
+	metricLastSync = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+	// metricProgramming is the network programming latency histogram, from
+	// an endpoint or service change to the sync that applied it.
+	metricProgramming = "kubeproxy_network_programming_duration_seconds"
+
+	// failBackoffPolls is how many polls a node is skipped after a failed
+	// read (20 × 250 ms = 5 s), so an unreachable kube-proxy costs the API
+	// server little.
+	failBackoffPolls = 20
+	// relistEvery is how often the kube-proxy pods are listed again.
+	relistEvery = 10 * time.Second
+	// fetchTimeout bounds one read of one kube-proxy's metrics.
+	fetchTimeout = 2 * time.Second
+)
+
+// hintBindAddress explains the usual reason the default Fetch fails.
+const hintBindAddress = "kube-proxy serves metrics on 127.0.0.1:10249 unless metricsBindAddress says otherwise " +
+	"(kind v0.33.0 sets none), and the API server's pod proxy dials the node address: set " +
+	"metricsBindAddress: 0.0.0.0:10249 in the KubeProxyConfiguration (kind kubeadmConfigPatches) " +
+	"or read the metrics inside the node (KubeProxyOptions.Fetch)"
+
+// proxyMetrics is what droprun reads from one kube-proxy's metrics.
+type proxyMetrics struct {
+	lastSync  float64 // unix seconds, the latest over IP families
+	progSum   float64 // network programming latency sum over IP families, seconds
+	progCount float64 // number of changes programmed, over IP families
+}
+
+// parseKubeProxyMetrics reads the two series droprun needs from a
+// Prometheus text exposition. Both carry an ip_family label; a dual-stack
+// kube-proxy reports each family, so the latest sync and the summed
+// histogram are returned. Metrics without a last-sync series are an error:
+// either this is not kube-proxy or it has not synced yet.
+func parseKubeProxyMetrics(text []byte) (proxyMetrics, error) {
+	var m proxyMetrics
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for line := 1; sc.Scan(); line++ {
+		name, value, ok, err := parseSample(sc.Bytes())
+		if err != nil {
+			return m, fmt.Errorf("metrics line %d: %w", line, err)
+		}
+		if !ok {
+			continue
+		}
+		switch name {
+		case metricLastSync:
+			found = true
+			m.lastSync = math.Max(m.lastSync, value)
+		case metricProgramming + "_sum":
+			m.progSum += value
+		case metricProgramming + "_count":
+			m.progCount += value
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return m, fmt.Errorf("reading metrics: %w", err)
+	}
+	if !found {
+		return m, fmt.Errorf("no %s series in the metrics: not kube-proxy, or it has not synced its rules yet", metricLastSync)
+	}
+	return m, nil
+}
+
+// parseSample splits one exposition line "name{labels} value [timestamp]"
+// into its name and value, for the series droprun reads; other lines
+// (comments, blank lines, other metrics) report ok=false.
+func parseSample(line []byte) (name string, value float64, ok bool, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] == '#' {
+		return "", 0, false, nil
+	}
+	end := bytes.IndexAny(line, "{ \t")
+	if end < 0 {
+		return "", 0, false, fmt.Errorf("sample without a value: %q", line)
+	}
+	name = string(line[:end])
+	if name != metricLastSync && name != metricProgramming+"_sum" && name != metricProgramming+"_count" {
+		return "", 0, false, nil
+	}
+	rest := line[end:]
+	if rest[0] == '{' {
+		close, err := labelsEnd(rest)
+		if err != nil {
+			return "", 0, false, fmt.Errorf("%s: %w", name, err)
+		}
+		rest = rest[close+1:]
+	}
+	fields := bytes.Fields(rest)
+	if len(fields) == 0 {
+		return "", 0, false, fmt.Errorf("%s: sample without a value", name)
+	}
+	value, err = strconv.ParseFloat(string(fields[0]), 64)
+	if err != nil {
+		return "", 0, false, fmt.Errorf("%s: %w", name, err)
+	}
+	return name, value, true, nil
+}
+
+// labelsEnd returns the index of the '}' closing the label set that b
+// starts with, skipping quoted label values and their escapes.
+func labelsEnd(b []byte) (int, error) {
+	quoted := false
+	for i := 1; i < len(b); i++ {
+		switch {
+		case quoted && b[i] == '\\':
+			i++
+		case b[i] == '"':
+			quoted = !quoted
+		case !quoted && b[i] == '}':
+			return i, nil
+		}
+	}
+	return 0, errors.New("unterminated label set")
+}
+
+// unixTime turns float unix seconds into a time in UTC.
+func unixTime(sec float64) time.Time {
+	whole, frac := math.Modf(sec)
+	return time.Unix(int64(whole), int64(frac*1e9)).UTC()
+}
+
+// kubeProxyPoller polls every kube-proxy and records a node's syncs. It is
+// used by one goroutine only.
+type kubeProxyPoller struct {
+	r      *Recorder
+	client kubernetes.Interface
+	opts   KubeProxyOptions
+	hint   string // added to unreachable warnings, for the default Fetch
+
+	pods       []corev1.Pod
+	lastList   time.Time
+	listFailed bool
+	nodes      map[string]*nodeState
+}
+
+// nodeState is what the poller knows about one node's kube-proxy.
+type nodeState struct {
+	pod     string       // the kube-proxy pod last read (a new pod restarts the counters)
+	seen    bool         // a read of pod succeeded
+	last    proxyMetrics // from the last successful read
+	failing bool         // the last read failed (and was reported)
+	skip    int          // polls to skip before retrying a failing node
+}
+
+func newKubeProxyPoller(r *Recorder, client kubernetes.Interface, opts KubeProxyOptions) *kubeProxyPoller {
+	if opts.Namespace == "" {
+		opts.Namespace = metav1.NamespaceSystem
+	}
+	if opts.LabelSelector == "" {
+		opts.LabelSelector = "k8s-app=kube-proxy"
+	}
+	if opts.Port == 0 {
+		opts.Port = 10249
+	}
+	p := &kubeProxyPoller{r: r, client: client, opts: opts, nodes: map[string]*nodeState{}}
+	if opts.Fetch == nil {
+		p.opts.Fetch = p.proxyFetch
+		p.hint = hintBindAddress
+	}
+	return p
+}
+
+// proxyFetch reads a kube-proxy's metrics through the API server's pod
+// proxy (kube-proxy is hostNetwork: the pod IP is the node's).
+func (p *kubeProxyPoller) proxyFetch(ctx context.Context, pod *corev1.Pod, port int) ([]byte, error) {
+	b, err := p.client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s/%s:%d/metrics through the API server: %w", pod.Namespace, pod.Name, port, err)
+	}
+	return b, nil
+}
+
+func (p *kubeProxyPoller) run(ctx context.Context) {
+	t := time.NewTicker(p.opts.Interval)
+	defer t.Stop()
+	for {
+		p.poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poll reads every running kube-proxy once, listing them again every
+// relistEvery.
+func (p *kubeProxyPoller) poll(ctx context.Context) {
+	if p.lastList.IsZero() || time.Since(p.lastList) >= relistEvery {
+		p.list(ctx)
+	}
+	for i := range p.pods {
+		if ctx.Err() != nil {
+			return
+		}
+		p.read(ctx, &p.pods[i])
+	}
+}
+
+// list finds the running kube-proxy pods. A failure, or finding none, is
+// reported once until a list finds some again.
+func (p *kubeProxyPoller) list(ctx context.Context) {
+	p.lastList = time.Now()
+	list, err := p.client.CoreV1().Pods(p.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: p.opts.LabelSelector})
+	if err == nil && len(list.Items) == 0 {
+		err = fmt.Errorf("no pods match %s in namespace %s", p.opts.LabelSelector, p.opts.Namespace)
+	}
+	if err != nil {
+		if ctx.Err() == nil && !p.listFailed {
+			p.r.record(Event{Kind: KindKubeProxyUnreachable, Detail: map[string]string{"error": "listing kube-proxy pods: " + err.Error()}})
+		}
+		p.listFailed = true
+		return
+	}
+	p.listFailed = false
+	p.pods = p.pods[:0]
+	for _, pod := range list.Items {
+		if pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			p.pods = append(p.pods, pod)
+		}
+	}
+}
+
+// read polls one kube-proxy and records what changed on its node.
+func (p *kubeProxyPoller) read(ctx context.Context, pod *corev1.Pod) {
+	node := pod.Spec.NodeName
+	st := p.nodes[node]
+	if st == nil {
+		st = &nodeState{}
+		p.nodes[node] = st
+	}
+	if st.pod != pod.Name {
+		st.pod, st.seen = pod.Name, false
+	}
+	if st.skip > 0 {
+		st.skip--
+		return
+	}
+	fetchCtx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	text, err := p.opts.Fetch(fetchCtx, pod, p.opts.Port)
+	cancel()
+	var m proxyMetrics
+	if err == nil {
+		m, err = parseKubeProxyMetrics(text)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if !st.failing {
+			d := map[string]string{"kube_proxy": pod.Name, "error": err.Error()}
+			if p.hint != "" {
+				d["hint"] = p.hint
+			}
+			p.r.record(Event{Kind: KindKubeProxyUnreachable, Object: "node/" + node, Node: node, Detail: d})
+		}
+		st.failing, st.skip = true, failBackoffPolls
+		return
+	}
+	if ev, ok := syncEvent(st, m); ok {
+		ev.Object, ev.Node = "node/"+node, node
+		ev.Detail["kube_proxy"] = pod.Name
+		p.r.record(ev)
+	}
+	st.seen, st.failing, st.last = true, false, m
+}
+
+// syncEvent decides what a successful read means for a node: the first
+// read (or the first after a failure) is kubeproxy.watching, a new
+// last-sync time is kubeproxy.synced with the mean programming latency of
+// the changes counted since the previous read, and anything else nothing.
+func syncEvent(st *nodeState, m proxyMetrics) (Event, bool) {
+	d := map[string]string{"last_sync_timestamp": unixTime(m.lastSync).Format(time.RFC3339Nano)}
+	if !st.seen || st.failing {
+		return Event{Kind: KindKubeProxyWatching, Detail: d}, true
+	}
+	if m.lastSync == st.last.lastSync {
+		return Event{}, false
+	}
+	if n := m.progCount - st.last.progCount; n > 0 {
+		d["programming_latency_avg"] = strconv.FormatFloat((m.progSum-st.last.progSum)/n, 'f', 3, 64)
+		d["programming_changes"] = strconv.FormatFloat(n, 'f', 0, 64)
+	}
+	return Event{Kind: KindKubeProxySynced, Detail: d}, true
+}

@@ -1,0 +1,286 @@
+package timeline
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// flushEvery is how often buffered events reach the writer at the latest.
+const flushEvery = time.Second
+
+// warningSelector asks the API server for Warning events about pods only
+// (a fake clientset ignores it, so the handler filters too).
+const warningSelector = "type=Warning,involvedObject.kind=Pod"
+
+// Options configures a Recorder. The zero value records the namespace's
+// objects with time.Now and does not poll kube-proxy.
+type Options struct {
+	// KubeProxy turns on polling of each node's kube-proxy metrics, the
+	// routed stage. The zero value disables it.
+	KubeProxy KubeProxyOptions
+	// Now is the clock events are stamped with; nil means time.Now. Stamps
+	// are stored in UTC.
+	Now func() time.Time
+}
+
+// Recorder writes the transitions of one namespace's Pods, ReplicaSets,
+// EndpointSlices, Deployments and Warning pod Events, plus the caller's
+// marks, to one timeline. It keeps every event in memory too. Its methods
+// are safe for concurrent use.
+type Recorder struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	w       *bufio.Writer
+	events  []Event
+	err     error // the first write error, sticky
+	stopped bool
+
+	cancel    context.CancelFunc
+	factories []informers.SharedInformerFactory
+	done      chan struct{} // closed by Stop: ends the flusher
+	wg        sync.WaitGroup
+	stopOnce  sync.Once
+}
+
+// Start runs shared informers on the Pods, ReplicaSets, EndpointSlices
+// (discovery/v1), Deployments and Warning Events about pods of namespace,
+// and writes every Event as one JSON line to out, buffered and flushed at
+// least every second and on Stop. Objects that already exist are written as
+// snapshot events (see the package documentation), never as created.
+//
+// Start returns once every informer has listed its objects and the
+// snapshot events are recorded; give ctx a deadline, as an unreachable API
+// server would make it wait until ctx ends. The informers and the
+// kube-proxy poller run until Stop or until ctx ends; the Recorder keeps
+// accepting marks until Stop either way.
+func Start(ctx context.Context, client kubernetes.Interface, namespace string, out io.Writer, opts Options) (*Recorder, error) {
+	if client == nil || out == nil {
+		return nil, errors.New("timeline: Start needs a client and a writer")
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	r := &Recorder{now: now, w: bufio.NewWriter(out), cancel: cancel, done: make(chan struct{})}
+
+	objects := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	warnings := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = warningSelector }))
+	r.factories = []informers.SharedInformerFactory{objects, warnings}
+
+	var regs []cache.ResourceEventHandlerRegistration
+	var errs []error
+	keep := func(reg cache.ResourceEventHandlerRegistration, err error) {
+		regs, errs = append(regs, reg), append(errs, err)
+	}
+	keep(follow(r, objects.Core().V1().Pods().Informer(), "pods", podAdded, podUpdated, podDeleted))
+	keep(follow(r, objects.Discovery().V1().EndpointSlices().Informer(), "endpointslices", sliceAdded, sliceUpdated, sliceDeleted))
+	keep(follow(r, objects.Apps().V1().ReplicaSets().Informer(), "replicasets", rsAdded, rsUpdated, rsDeleted))
+	keep(follow(r, objects.Apps().V1().Deployments().Informer(), "deployments", deploymentAdded, deploymentUpdated, deploymentDeleted))
+	keep(follow(r, warnings.Core().V1().Events().Informer(), "events", warningAdded, warningUpdated, nil))
+	if err := errors.Join(errs...); err != nil {
+		cancel()
+		return nil, fmt.Errorf("timeline: registering informer handlers: %w", err)
+	}
+
+	for _, f := range r.factories {
+		f.StartWithContext(runCtx)
+	}
+	r.wg.Go(r.flushLoop)
+
+	checkers := make([]cache.DoneChecker, 0, len(regs))
+	for _, reg := range regs {
+		checkers = append(checkers, reg.HasSyncedChecker())
+	}
+	if !cache.WaitFor(runCtx, "", checkers...) {
+		err := context.Cause(runCtx)
+		_ = r.Stop()
+		return nil, fmt.Errorf("timeline: waiting for the informers of namespace %s to sync: %w", namespace, err)
+	}
+
+	if opts.KubeProxy.Interval > 0 {
+		p := newKubeProxyPoller(r, client, opts.KubeProxy)
+		r.wg.Go(func() { p.run(runCtx) })
+	}
+	return r, nil
+}
+
+// follow registers handlers that turn informer notifications for objects
+// of type T into events. A nil del records nothing on deletion.
+func follow[T any](r *Recorder, inf cache.SharedIndexInformer, resource string,
+	add func(obj T, initial bool) []Event, update func(old, cur T) []Event, del func(obj T) []Event,
+) (cache.ResourceEventHandlerRegistration, error) {
+	if err := inf.SetWatchErrorHandlerWithContext(r.watchError(resource)); err != nil {
+		return nil, fmt.Errorf("%s: %w", resource, err)
+	}
+	return inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if o, ok := obj.(T); ok {
+				r.record(add(o, initial)...)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, okOld := old.(T)
+			c, okCur := cur.(T)
+			if okOld && okCur {
+				r.record(update(o, c)...)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if o, ok := obj.(T); ok && del != nil {
+				r.record(del(o)...)
+			}
+		},
+	})
+}
+
+// warningAdded records a Warning about a pod emitted after Start; those
+// listed at Start are history and are not replayed.
+func warningAdded(e *corev1.Event, initial bool) []Event {
+	if ev, ok := warningEvent(e); ok && !initial {
+		return []Event{ev}
+	}
+	return nil
+}
+
+// warningUpdated records a Warning about a pod that was emitted again.
+func warningUpdated(old, cur *corev1.Event) []Event {
+	if ev, ok := warningEvent(cur); ok && warningRepeated(old, cur) {
+		return []Event{ev}
+	}
+	return nil
+}
+
+// watchError records a failed watch (the API connection was lost, ...),
+// keeping client-go's own logging. Expired watches are routine (the
+// informer relists) and are not recorded; nor is anything once the
+// Recorder is stopping.
+func (r *Recorder) watchError(resource string) cache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, ref *cache.Reflector, err error) {
+		cache.DefaultWatchErrorHandler(ctx, ref, err)
+		if ctx.Err() != nil || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return
+		}
+		r.record(Event{Kind: KindWatchError, Detail: map[string]string{"resource": resource, "error": err.Error()}})
+	}
+}
+
+// record stamps events with one reading of the clock (they arrived
+// together) and appends them to memory and to the file. Stamping under
+// the lock keeps the file in clock order.
+func (r *Recorder) record(events ...Event) {
+	if len(events) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	t := r.now().UTC()
+	for _, e := range events {
+		e.Time = t
+		r.events = append(r.events, e)
+		r.write(e)
+	}
+}
+
+// write encodes e as one line; the first error sticks and is returned by
+// Stop. Called with r.mu held.
+func (r *Recorder) write(e Event) {
+	if r.err != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		r.err = fmt.Errorf("timeline: encoding event %s: %w", e.Kind, err)
+		return
+	}
+	if _, err := r.w.Write(append(b, '\n')); err != nil {
+		r.err = fmt.Errorf("timeline: writing events: %w", err)
+	}
+}
+
+// flush hands buffered events to the writer. Called with r.mu held.
+func (r *Recorder) flush() {
+	if r.err != nil {
+		return
+	}
+	if err := r.w.Flush(); err != nil {
+		r.err = fmt.Errorf("timeline: writing events: %w", err)
+	}
+}
+
+func (r *Recorder) flushLoop() {
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			r.flush()
+			r.mu.Unlock()
+		}
+	}
+}
+
+// Mark records a caller event (rollout.start, window.open, ...) on the same
+// clock and in the same file as the cluster's events. detail is copied.
+// Marks after Stop are dropped.
+func (r *Recorder) Mark(kind Kind, detail map[string]string) {
+	r.record(Event{Kind: kind, Detail: maps.Clone(detail)})
+}
+
+// Events returns a copy of every event recorded so far, in the order
+// recorded (which is clock order).
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Event, len(r.events))
+	for i, e := range r.events {
+		out[i] = e.clone()
+	}
+	return out
+}
+
+// Stop stops the informers and the kube-proxy poller, flushes every event
+// to the writer and returns the first error writing them. It is safe to
+// call more than once; later calls return the same error.
+func (r *Recorder) Stop() error {
+	r.stopOnce.Do(func() {
+		r.cancel()
+		for _, f := range r.factories {
+			f.Shutdown()
+		}
+		close(r.done)
+		r.wg.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.stopped = true
+		r.flush()
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
