@@ -1,0 +1,455 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SetupOptions configure Setup. The zero value uses the standard paths.
+type SetupOptions struct {
+	// Out receives progress lines. Default: io.Discard.
+	Out io.Writer
+	// DaemonConfig is dockerd's configuration file.
+	// Default: /etc/docker/daemon.json.
+	DaemonConfig string
+	// WrapperPath is where the runc wrapper is installed.
+	// Default: /usr/local/bin/droprun-runc.
+	WrapperPath string
+	// LogPath receives dockerd's output when Setup starts it without
+	// systemd. Default: /var/log/droprun-dockerd.log.
+	LogPath string
+	// Timeout bounds the wait for the engine to answer. Default: 60s.
+	Timeout time.Duration
+}
+
+func (o *SetupOptions) defaults() {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.DaemonConfig == "" {
+		o.DaemonConfig = "/etc/docker/daemon.json"
+	}
+	if o.WrapperPath == "" {
+		o.WrapperPath = "/usr/local/bin/droprun-runc"
+	}
+	if o.LogPath == "" {
+		o.LogPath = "/var/log/droprun-dockerd.log"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 60 * time.Second
+	}
+}
+
+const (
+	routeLocalnetProc = "/proc/sys/net/ipv4/conf/all/route_localnet"
+	sysctlFile        = "/etc/sysctl.d/99-droprun.conf"
+	sysctlContent     = "# droprun: loopback traffic reaches NodePorts through dockerd's DNAT\n# (dockerd runs with \"userland-proxy\": false)\nnet.ipv4.conf.all.route_localnet = 1\n"
+	dockerPidFile     = "/var/run/docker.pid"
+)
+
+// Setup installs, configures and starts the docker engine on Debian, and
+// checks it. Run again, it changes nothing and reports "engine ready".
+// It needs root.
+func Setup(ctx context.Context, opts SetupOptions) error {
+	opts.defaults()
+	out := opts.Out
+	start := time.Now()
+	if os.Geteuid() != 0 {
+		return errors.New("engine setup needs root (it installs packages and configures dockerd): run it with sudo")
+	}
+
+	// 1. Packages.
+	if err := installPackages(ctx, out); err != nil {
+		return err
+	}
+
+	// 2. The runc wrapper, only where CAP_SYS_RESOURCE is missing.
+	needWrapper, bnd, err := needsRuncWrapper()
+	if err != nil {
+		return fmt.Errorf("read the capability bounding set: %w", err)
+	}
+	settings := daemonSettings{}
+	if needWrapper {
+		if err := installWrapper(ctx, out, opts.WrapperPath, bnd); err != nil {
+			return err
+		}
+		settings.wrapperPath = opts.WrapperPath
+	}
+
+	// 3. daemon.json, merged.
+	existing, err := os.ReadFile(opts.DaemonConfig)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	merged, changed, err := mergeDaemonConfig(existing, settings)
+	if err != nil {
+		return fmt.Errorf("%s: %w (fix the file by hand, then run setup again)", opts.DaemonConfig, err)
+	}
+	if len(changed) > 0 {
+		if len(existing) > 0 {
+			backup := opts.DaemonConfig + ".droprun-backup"
+			if _, err := os.Stat(backup); errors.Is(err, fs.ErrNotExist) {
+				if err := os.WriteFile(backup, existing, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+		if err := writeFileAtomic(opts.DaemonConfig, merged, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "engine: %s: set %s\n", opts.DaemonConfig, strings.Join(changed, ", "))
+	}
+
+	// 4. route_localnet, now and at boot.
+	if err := enableRouteLocalnet(out); err != nil {
+		return err
+	}
+
+	// 5. dockerd running with this configuration.
+	running := false
+	if _, err := DockerInfo(ctx); err == nil {
+		running = true
+	}
+	switch {
+	case !running:
+		if err := startDockerd(ctx, out, opts.LogPath); err != nil {
+			return err
+		}
+	case len(changed) > 0 && reloadable(changed):
+		fmt.Fprintln(out, "engine: reloading dockerd (SIGHUP) for the new runtime")
+		if err := signalDockerd(syscall.SIGHUP); err != nil {
+			return err
+		}
+	case len(changed) > 0:
+		fmt.Fprintln(out, "engine: restarting dockerd for the new configuration (running containers stop)")
+		if err := restartDockerd(ctx, out, opts.LogPath); err != nil {
+			return err
+		}
+	}
+
+	// 6. Wait for it and check it.
+	var info, last *Info
+	err = waitUntil(ctx, opts.Timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		i, err := DockerInfo(ctx)
+		if err != nil {
+			return false, nil
+		}
+		last = i
+		if needWrapper && i.DefaultRuntime != WrapperRuntime {
+			return false, nil // a reload is applied asynchronously
+		}
+		info = i
+		return true, nil
+	})
+	switch {
+	case err == nil:
+	case last == nil:
+		return fmt.Errorf("dockerd did not answer `docker info` (see %s): %w", opts.LogPath, err)
+	default:
+		return fmt.Errorf("dockerd's default runtime is %q, not %q: check %s and %s", last.DefaultRuntime, WrapperRuntime, opts.DaemonConfig, opts.LogPath)
+	}
+	fmt.Fprintf(out, "engine ready: docker %s, runtime %s, cgroup v%s (%s)\n",
+		info.ServerVersion, info.DefaultRuntime, info.CgroupVersion, time.Since(start).Round(100*time.Millisecond))
+	if info.CgroupVersion == "1" {
+		fmt.Fprintln(out, "engine: note: cgroup v1 host: kubelet >= 1.35 needs failCgroupV1: false (droprun's node image sets it)")
+	}
+	return nil
+}
+
+// installPackages installs docker.io (with runc and containerd) and
+// iptables from Debian when dockerd or runc is missing.
+func installPackages(ctx context.Context, out io.Writer) error {
+	var missing []string
+	for _, bin := range []string{"dockerd", "runc", "iptables"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := os.Stat("/etc/debian_version"); err != nil {
+		return fmt.Errorf("%s missing and this is not Debian: install Docker (engine, runc, iptables) with your distribution's packages, then run setup again", strings.Join(missing, ", "))
+	}
+	fmt.Fprintf(out, "engine: %s missing: apt-get install docker.io iptables\n", strings.Join(missing, ", "))
+	// Keep the package's maintainer scripts from starting dockerd before
+	// it is configured (Debian's policy-rc.d convention); Setup starts it.
+	const policy = "/usr/sbin/policy-rc.d"
+	if _, err := os.Stat(policy); errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(policy, []byte("#!/bin/sh\n# droprun engine setup: no service starts during the install\nexit 101\n"), 0o755); err == nil {
+			defer os.Remove(policy)
+		}
+	}
+	env := append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	args := []string{"install", "-y", "--no-install-recommends", "docker.io", "iptables"}
+	if _, err := run(ctx, env, "apt-get", args...); err != nil {
+		fmt.Fprintln(out, "engine: apt-get install failed; updating the package lists and retrying")
+		if _, err := run(ctx, env, "apt-get", "update"); err != nil {
+			return fmt.Errorf("apt-get update: %w", err)
+		}
+		if _, err := run(ctx, env, "apt-get", args...); err != nil {
+			return fmt.Errorf("apt-get install docker.io: %w", err)
+		}
+	}
+	for _, bin := range []string{"dockerd", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s still missing after installing docker.io", bin)
+		}
+	}
+	return nil
+}
+
+// The runc wrapper's source, built by installWrapper.
+//
+//go:embed runcwrap/main.go runcwrap/wrap.go
+var wrapperSource embed.FS
+
+// wrapperSourceHash identifies the embedded wrapper source.
+func wrapperSourceHash() string {
+	h := sha256.New()
+	names := []string{"runcwrap/main.go", "runcwrap/wrap.go"}
+	sort.Strings(names)
+	for _, n := range names {
+		b, _ := wrapperSource.ReadFile(n)
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// installedWrapperHash asks an installed wrapper for its source hash.
+func installedWrapperHash(ctx context.Context, path string) string {
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Env = append(os.Environ(), "DROPRUN_RUNCWRAP_INFO=1")
+	out, _ := cmd.Output()
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "source="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// installWrapper builds the runc wrapper from its embedded source with the
+// local Go toolchain and installs it at path, unless the same version is
+// there already.
+func installWrapper(ctx context.Context, out io.Writer, path string, bnd uint64) error {
+	want := wrapperSourceHash()
+	if installedWrapperHash(ctx, path) == want {
+		return nil
+	}
+	fmt.Fprintf(out, "engine: CapBnd %016x lacks CAP_SYS_RESOURCE: privileged containers need the runc wrapper\n", bnd)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("building the runc wrapper needs the Go toolchain (go on PATH): %w", err)
+	}
+	realRunc := ""
+	for _, c := range []string{"/usr/sbin/runc", "/usr/bin/runc", "/usr/local/sbin/runc"} {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			realRunc = c
+			break
+		}
+	}
+	if realRunc == "" {
+		return errors.New("no runc found in /usr/sbin, /usr/bin or /usr/local/sbin: install runc (Debian: apt-get install runc)")
+	}
+	dir, err := os.MkdirTemp("", "droprun-runcwrap-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, n := range []string{"main.go", "wrap.go"} {
+		b, err := wrapperSource.ReadFile("runcwrap/" + n)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module droprun.local/runcwrap\n\ngo 1.22\n"), 0o644); err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, "droprun-runc")
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-o", bin,
+		"-ldflags", "-s -w -X main.sourceHash="+want+" -X main.defaultRealRunc="+realRunc, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the runc wrapper: %w: %s", err, b)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, data, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "engine: installed the runc wrapper %s (runs %s without the capabilities the host lacks)\n", path, realRunc)
+	return nil
+}
+
+// enableRouteLocalnet sets net.ipv4.conf.all.route_localnet=1 now and in
+// /etc/sysctl.d for the next boot.
+func enableRouteLocalnet(out io.Writer) error {
+	cur, err := os.ReadFile(routeLocalnetProc)
+	if err != nil {
+		return fmt.Errorf("read route_localnet: %w", err)
+	}
+	if strings.TrimSpace(string(cur)) != "1" {
+		if err := os.WriteFile(routeLocalnetProc, []byte("1\n"), 0o644); err != nil {
+			return fmt.Errorf("sysctl -w net.ipv4.conf.all.route_localnet=1: %w", err)
+		}
+		fmt.Fprintln(out, "engine: sysctl net.ipv4.conf.all.route_localnet=1")
+	}
+	if old, err := os.ReadFile(sysctlFile); err != nil || string(old) != sysctlContent {
+		if err := writeFileAtomic(sysctlFile, []byte(sysctlContent), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasSystemd reports whether systemd is the init system here.
+func hasSystemd() bool {
+	_, err := os.Stat("/run/systemd/system")
+	return err == nil
+}
+
+// startDockerd starts the engine: through systemd where it runs, else as a
+// detached background process (its own session, so it outlives the caller)
+// logging to logPath.
+func startDockerd(ctx context.Context, out io.Writer, logPath string) error {
+	if hasSystemd() {
+		fmt.Fprintln(out, "engine: systemctl enable --now docker")
+		_, err := run(ctx, nil, "systemctl", "enable", "--now", "docker")
+		return err
+	}
+	dockerd, err := exec.LookPath("dockerd")
+	if err != nil {
+		return fmt.Errorf("no dockerd: %w", err)
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
+	// Not CommandContext: dockerd must outlive this call.
+	cmd := exec.Command(dockerd)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start dockerd: %w", err)
+	}
+	fmt.Fprintf(out, "engine: started dockerd (pid %d, log %s)\n", cmd.Process.Pid, logPath)
+	return cmd.Process.Release()
+}
+
+// dockerdPid reads dockerd's pid file and checks the process is alive.
+func dockerdPid() (int, error) {
+	b, err := os.ReadFile(dockerPidFile)
+	if err != nil {
+		return 0, fmt.Errorf("find dockerd: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", dockerPidFile, err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		return 0, fmt.Errorf("dockerd pid %d: %w", pid, err)
+	}
+	return pid, nil
+}
+
+func signalDockerd(sig syscall.Signal) error {
+	pid, err := dockerdPid()
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// restartDockerd restarts the engine so it reads its configuration again.
+func restartDockerd(ctx context.Context, out io.Writer, logPath string) error {
+	if hasSystemd() {
+		_, err := run(ctx, nil, "systemctl", "restart", "docker")
+		return err
+	}
+	pid, err := dockerdPid()
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if err := waitUntil(ctx, 60*time.Second, 200*time.Millisecond, func(context.Context) (bool, error) {
+		return syscall.Kill(pid, 0) != nil, nil
+	}); err != nil {
+		return fmt.Errorf("dockerd (pid %d) did not stop: %w", pid, err)
+	}
+	return startDockerd(ctx, out, logPath)
+}
+
+// run runs a command and returns its combined output; the error carries it.
+func run(ctx context.Context, env []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	if env != nil {
+		cmd.Env = env
+	}
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		o := strings.TrimSpace(buf.String())
+		if len(o) > 3000 {
+			o = "..." + o[len(o)-3000:]
+		}
+		return buf.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, o)
+	}
+	return buf.String(), nil
+}
+
+// writeFileAtomic replaces path with data through a temporary file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
