@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/droprun/droprun/harness/nodeimage"
 )
 
 // Defaults for fields a scenario leaves out.
@@ -11,7 +13,7 @@ const (
 	DefaultClusterName     = "droprun"
 	DefaultNodes           = 3
 	DefaultKubeProxyMode   = "iptables"
-	DefaultNodeImage       = "droprun/node:v1.37.2"
+	DefaultNodeImage       = nodeimage.DefaultImage
 	DefaultHostPort        = 30080
 	DefaultGatewayHostPort = 30081
 	DefaultNamespace       = "droprun"

@@ -146,3 +146,20 @@ func TestServiceNodePort(t *testing.T) {
 		t.Errorf("service %+v", s.Spec)
 	}
 }
+
+// TestDetectRoundTrip: every rendered variant is detected as itself from
+// its pod spec alone, and a hook left behind is noticed.
+func TestDetectRoundTrip(t *testing.T) {
+	for _, info := range variant.All() {
+		d, _ := deployment(t, render(t, info.Name))
+		got, found := variant.Detect(&d.Spec.Template.Spec)
+		if got != info.Name {
+			t.Errorf("%s detected as %q (%s)", info.Name, got, found)
+		}
+	}
+	d, c := deployment(t, render(t, variant.NoPreStop))
+	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}
+	if got, _ := variant.Detect(&d.Spec.Template.Spec); got != variant.PreStopSleep {
+		t.Errorf("no-prestop with a leftover hook detected as %q", got)
+	}
+}

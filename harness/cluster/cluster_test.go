@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+)
+
+var testConfig = Config{Name: "t", Nodes: 3, KubeProxyMode: "nftables", NodeImage: "droprun/node:test", HostPort: 31080, GatewayHostPort: 31081}
+
+func TestKindConfig(t *testing.T) {
+	k := KindConfig(testConfig)
+	if len(k.Nodes) != 3 || k.Nodes[0].Role != v1alpha4.ControlPlaneRole || k.Nodes[1].Role != v1alpha4.WorkerRole || k.Nodes[2].Role != v1alpha4.WorkerRole {
+		t.Fatalf("nodes %+v", k.Nodes)
+	}
+	for i, n := range k.Nodes {
+		if n.Image != "droprun/node:test" {
+			t.Errorf("node %d image %q: every node must name the image or kind pulls its default", i, n.Image)
+		}
+	}
+	pm := k.Nodes[0].ExtraPortMappings
+	if len(pm) != 2 || pm[0].HostPort != 31080 || pm[0].ContainerPort != 30080 || pm[0].ListenAddress != "127.0.0.1" || pm[1].HostPort != 31081 || pm[1].ContainerPort != 30081 {
+		t.Errorf("port mappings %+v", pm)
+	}
+	if k.Networking.KubeProxyMode != "nftables" {
+		t.Errorf("kube-proxy mode %q", k.Networking.KubeProxyMode)
+	}
+	if k.Nodes[0].Labels[LabelConfig] != testConfig.Hash() {
+		t.Errorf("control plane labels %v", k.Nodes[0].Labels)
+	}
+	if len(k.KubeadmConfigPatches) != 2 || !strings.Contains(k.KubeadmConfigPatches[0], "failCgroupV1: false") || !strings.Contains(k.KubeadmConfigPatches[1], "metricsBindAddress: 0.0.0.0:10249") {
+		t.Errorf("patches %v", k.KubeadmConfigPatches)
+	}
+	// kind reads the config as YAML: it must round-trip.
+	y, err := yaml.Marshal(k)
+	if err != nil || !strings.Contains(string(y), "apiVersion: kind.x-k8s.io/v1alpha4") {
+		t.Errorf("yaml %s %v", y, err)
+	}
+	one := testConfig
+	one.Nodes = 1
+	if n := len(KindConfig(one).Nodes); n != 1 {
+		t.Errorf("1-node config has %d nodes", n)
+	}
+}
+
+func TestHashChangesWithConfig(t *testing.T) {
+	other := testConfig
+	other.Nodes = 2
+	if testConfig.Hash() == other.Hash() {
+		t.Error("different node counts gave the same hash")
+	}
+	if testConfig.Hash() != testConfig.Hash() || len(testConfig.Hash()) != 16 {
+		t.Error("hash is not stable")
+	}
+}
+
+func node(name string, ready corev1.ConditionStatus) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "KubeletNotReady", Message: "cni not initialized"}}},
+	}
+}
+
+// TestWaitNodesReady: the wait returns once every node turns Ready, not
+// when the first one does.
+func TestWaitNodesReady(t *testing.T) {
+	client := fake.NewClientset(node("cp", corev1.ConditionTrue), node("w1", corev1.ConditionFalse))
+	lists := 0
+	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		if lists == 2 {
+			n := node("w1", corev1.ConditionTrue)
+			if _, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", "w1"); err == nil {
+				_ = client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("nodes"), n, "")
+			}
+		}
+		return false, nil, nil
+	})
+	if err := WaitNodesReady(context.Background(), client, 2, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if lists < 2 {
+		t.Errorf("returned after %d list(s), before w1 was Ready", lists)
+	}
+}
+
+func TestWaitNodesReadyTimeoutNamesTheNode(t *testing.T) {
+	client := fake.NewClientset(node("cp", corev1.ConditionTrue), node("w1", corev1.ConditionFalse))
+	err := WaitNodesReady(context.Background(), client, 2, 1500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "w1 (KubeletNotReady: cni not initialized)") {
+		t.Fatalf("err = %v", err)
+	}
+	err = WaitNodesReady(context.Background(), client, 3, 1500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "2 of 3 nodes registered") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLooksLikeKind(t *testing.T) {
+	tests := []struct {
+		context, server string
+		want            bool
+	}{
+		{"kind-droprun", "https://127.0.0.1:41233", true},
+		{"kind-x", "https://localhost:6443", true},
+		{"kind-x", "https://10.0.0.1:6443", false},
+		{"prod", "https://127.0.0.1:6443", false},
+		{"gke_prod", "https://34.1.2.3", false},
+	}
+	for _, tc := range tests {
+		if got := LooksLikeKind(tc.context, tc.server); got != tc.want {
+			t.Errorf("LooksLikeKind(%q, %q) = %v", tc.context, tc.server, got)
+		}
+	}
+}
+
+func TestExistingGuardRails(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: prod
+  cluster: {server: "https://10.1.2.3:6443"}
+- name: kind-mine
+  cluster: {server: "https://127.0.0.1:40000"}
+contexts:
+- name: prod
+  context: {cluster: prod, user: u}
+- name: kind-mine
+  context: {cluster: kind-mine, user: u}
+users:
+- name: u
+  user: {token: x}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Existing(kc, "", ""); err == nil || !strings.Contains(err.Error(), "--allow-context prod") {
+		t.Errorf("current context prod was not refused: %v", err)
+	}
+	if _, err := Existing(kc, "prod", "other"); err == nil {
+		t.Error("allowing another context let prod through")
+	}
+	if cl, err := Existing(kc, "prod", "prod"); err != nil || cl.Name != "prod" {
+		t.Errorf("explicitly allowed prod: %v", err)
+	}
+	if _, err := Existing(kc, "kind-mine", ""); err != nil {
+		t.Errorf("kind context refused: %v", err)
+	}
+	if _, err := Existing(kc, "nope", ""); err == nil || !strings.Contains(err.Error(), `no context "nope"`) {
+		t.Errorf("missing context: %v", err)
+	}
+}
+
+func TestPortFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := portFree(port); err == nil || !strings.Contains(err.Error(), "is taken") {
+		t.Errorf("held port: %v", err)
+	}
+	l.Close()
+	if err := portFree(port); err != nil {
+		t.Errorf("released port: %v", err)
+	}
+}
+
+func TestParseConntrackDeleted(t *testing.T) {
+	for in, want := range map[string]int{
+		"conntrack v1.4.7 (conntrack-tools): 375 flow entries have been deleted.\n": 375,
+		"conntrack v1.4.7 (conntrack-tools): 0 flow entries have been deleted.\n":   0,
+	} {
+		if got, ok := parseConntrackDeleted(in); !ok || got != want {
+			t.Errorf("%q: got %d %v", in, got, ok)
+		}
+	}
+	if _, ok := parseConntrackDeleted("conntrack: command not found"); ok {
+		t.Error("parsed an error as a count")
+	}
+}

@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// FlushConntrack deletes the TCP conntrack entries stuck in SYN_SENT in
+// every node of cluster name and returns how many were deleted, per node.
+//
+// Requests that timed out against a dead pod leave SYN_SENT [UNREPLIED]
+// entries pointing at its IP; a later connection that reuses the client's
+// source port matches one, is sent to the dead IP and times out too, for
+// tens of seconds (../shared/ENVIRONMENT.md). Call it between measured
+// windows only, never during one.
+func (k *Kind) FlushConntrack(ctx context.Context, name string) (map[string]int, error) {
+	nodes, err := k.provider.ListNodes(name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of %q: %w", name, err)
+	}
+	out := map[string]int{}
+	for _, n := range nodes {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		var buf bytes.Buffer
+		// conntrack exits 1 when nothing matched; its message says how many
+		// entries it deleted either way.
+		_ = n.CommandContext(ctx, "conntrack", "-D", "-p", "tcp", "--state", "SYN_SENT").SetStdout(&buf).SetStderr(&buf).Run()
+		deleted, ok := parseConntrackDeleted(buf.String())
+		if !ok {
+			return out, fmt.Errorf("conntrack on node %s: %s", n.String(), buf.String())
+		}
+		out[n.String()] = deleted
+	}
+	return out, nil
+}
+
+var conntrackDeleted = regexp.MustCompile(`(\d+) flow entries have been deleted`)
+
+func parseConntrackDeleted(s string) (int, bool) {
+	m := conntrackDeleted.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}

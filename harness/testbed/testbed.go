@@ -1,0 +1,216 @@
+// Package testbed prepares what a run measures: a cluster (kind, created
+// or reused, or an existing one), the app's images loaded into its nodes,
+// droprun's namespace, and a variant deployed and answering on 127.0.0.1.
+package testbed
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/kube"
+	"github.com/droprun/droprun/harness/scenario"
+)
+
+// Options tune Prepare.
+type Options struct {
+	// Log receives progress lines.
+	Log io.Writer
+	// ModuleDir is the droprun source tree, for building the bookshop
+	// images. Required for bookshop on a kind cluster.
+	ModuleDir string
+	// ImageDir caches the bookshop image archive. Default
+	// os.UserCacheDir()/droprun/images.
+	ImageDir string
+	// AllowContext names an existing non-kind context the user allows.
+	AllowContext string
+	// CreateCluster lets Prepare create the kind cluster when it does not
+	// exist; without it a missing cluster is an error.
+	CreateCluster bool
+}
+
+// Testbed is a prepared cluster with droprun's namespace in it.
+type Testbed struct {
+	Scenario *scenario.Scenario
+	Cluster  *cluster.Cluster
+	// Kind is set when the cluster is a kind cluster droprun manages.
+	Kind *cluster.Kind
+	// URL is where traffic goes: http://127.0.0.1:<port> for the web
+	// Service; GatewayURL for the gateway.
+	URL, GatewayURL string
+	log             io.Writer
+}
+
+// Prepare brings up (or connects to) the scenario's cluster, loads the
+// images, and creates droprun's namespace.
+func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	tb := &Testbed{Scenario: sc, log: o.Log}
+	if e := sc.Cluster.Existing; e != nil {
+		cl, err := cluster.Existing(e.Kubeconfig, e.Context, o.AllowContext)
+		if err != nil {
+			return nil, err
+		}
+		tb.Cluster = cl
+		tb.URL = e.URL
+		if tb.URL == "" {
+			tb.URL = fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultHostPort)
+		}
+		tb.GatewayURL = fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultGatewayHostPort)
+		fmt.Fprintf(o.Log, "using existing cluster %s (context %s); images must already be on its nodes\n", e.Kubeconfig, cl.Name)
+	} else {
+		k, err := cluster.NewKind(o.Log)
+		if err != nil {
+			return nil, err
+		}
+		cfg := cluster.FromScenario(sc.Cluster.Kind)
+		var cl *cluster.Cluster
+		if o.CreateCluster {
+			cl, err = k.Up(ctx, cfg)
+		} else {
+			cl, err = k.Connect(ctx, cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+		tb.Cluster, tb.Kind = cl, k
+		tb.URL = fmt.Sprintf("http://127.0.0.1:%d", cfg.HostPort)
+		tb.GatewayURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.GatewayHostPort)
+		if err := tb.loadImages(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	if err := kube.EnsureNamespace(ctx, tb.Cluster.Client, sc.Namespace); err != nil {
+		return nil, err
+	}
+	return tb, nil
+}
+
+// loadImages builds (a no-op when cached and unchanged) and loads the
+// bookshop images, or loads a custom app's archives.
+func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
+	archives := []string{}
+	if c := tb.Scenario.App.Custom; c != nil {
+		archives = c.ImageArchives
+	}
+	if tb.Scenario.App.Custom == nil || tb.Scenario.Traffic.Target == scenario.TargetGateway {
+		dir := o.ImageDir
+		if dir == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				return err
+			}
+			dir = filepath.Join(cache, "droprun", "images")
+		}
+		if o.ModuleDir == "" {
+			return fmt.Errorf("building the bookshop images needs the droprun source tree: run droprun from a checkout")
+		}
+		res, err := image.Build(ctx, image.BuildOptions{ModuleDir: o.ModuleDir, OutDir: dir, Log: o.Log})
+		if err != nil {
+			return err
+		}
+		archives = append(archives, res.Archive)
+	}
+	for _, a := range archives {
+		if err := tb.Kind.LoadImageArchive(ctx, tb.Cluster.Name, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Deploy applies variant i at version (0 or 1) and waits until it is rolled
+// out and answering on the traffic URL.
+func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) error {
+	sc := tb.Scenario
+	objs, err := sc.Render(i, version, initial, fmt.Sprintf("droprun: deploy %s %s", sc.Variants[i].Name, scenario.Versions[version]))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	deps, err := kube.Apply(ctx, tb.Cluster.Client, objs.List()...)
+	if err != nil {
+		return err
+	}
+	for name := range deps {
+		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, name, 3*time.Minute); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(tb.log, "variant %s (%s) rolled out in %s\n", sc.Variants[i].Name, scenario.Versions[version], time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// TargetURL is the URL traffic is sent to, per the scenario's target.
+func (tb *Testbed) TargetURL() string {
+	if tb.Scenario.Traffic.Target == scenario.TargetGateway {
+		return tb.GatewayURL + tb.Scenario.Traffic.Path
+	}
+	return tb.URL + tb.Scenario.Traffic.Path
+}
+
+// Answer is what one GET of the traffic URL returned.
+type Answer struct {
+	Status  int
+	Pod     string
+	Version string
+	Body    string
+}
+
+// WaitAnswering polls the traffic URL until it answers 200, which is the
+// last stage, "routed": kube-proxy on the node behind the host port has
+// rules for the Service.
+func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*Answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for {
+		a, err := get(ctx, client, tb.TargetURL())
+		if err == nil && a.Status == http.StatusOK {
+			return a, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("status %d", a.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s did not answer 200 within %s: %v", tb.TargetURL(), timeout, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	a := &Answer{Status: resp.StatusCode, Pod: resp.Header.Get("X-Bookshop-Pod"), Version: resp.Header.Get("X-Bookshop-Version"), Body: string(body)}
+	var v struct{ Pod, Version string }
+	if json.Unmarshal(body, &v) == nil && v.Pod != "" {
+		a.Pod, a.Version = v.Pod, v.Version
+	}
+	return a, nil
+}
+
+// Teardown deletes droprun's namespace.
+func (tb *Testbed) Teardown(ctx context.Context) error {
+	return kube.DeleteNamespace(ctx, tb.Cluster.Client, tb.Scenario.Namespace, 2*time.Minute)
+}
