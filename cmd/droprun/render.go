@@ -32,36 +32,13 @@ Examples:
   droprun render --variant graceful-drain --app-version v2 scenarios/compare-all.yaml | kubectl diff -f -`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			version := -1
-			for i, v := range scenario.Versions {
-				if v == ver {
-					version = i
-				}
+			version, err := parseAppVersion(ver)
+			if err != nil {
+				return err
 			}
-			if version < 0 {
-				return usageError("--app-version %q: use %s", ver, strings.Join(scenario.Versions[:], " or "))
-			}
-			var sc *scenario.Scenario
-			if len(args) == 1 {
-				var err error
-				if sc, err = scenario.Load(args[0]); err != nil {
-					return err
-				}
-				if name == "" && len(sc.Variants) == 1 {
-					name = sc.Variants[0].Name
-				}
-			} else {
-				if name == "" {
-					return usageError("--variant is required without a scenario file (one of: %s)", variant.NameList())
-				}
-				if _, ok := variant.Lookup(name); !ok {
-					return usageError("--variant %q is not a variant (use one of: %s)", name, variant.NameList())
-				}
-				sc = defaultScenario(name)
-			}
-			i := sc.Index(name)
-			if i < 0 {
-				return usageError("--variant %q: the scenario has no variant of that name", name)
+			sc, i, err := pickVariant(args, name)
+			if err != nil {
+				return err
 			}
 			objs, err := sc.Render(i, version, initial, "")
 			if err != nil {

@@ -45,6 +45,12 @@ Start with:
 		newRenderCmd(s),
 		newImageCmd(s),
 		newVariantsCmd(s),
+		newClusterCmd(s),
+		newDeployCmd(s),
+		newRunCmd(s),
+		newEngineCmd(s),
+		newDoctorCmd(s),
+		newNodeImageCmd(s),
 	)
 	return root
 }

@@ -1,0 +1,45 @@
+# droprun: reproduce, measure and compare the requests a rolling update drops.
+# `make help` lists the targets.
+
+GO      ?= go
+BIN     := bin/droprun
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: help build test test-short lint images engine node-image cluster demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build bin/droprun
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/droprun
+
+test: ## unit tests, process tests and integration tests (cluster tests skip without an engine)
+	$(GO) test -count=1 -timeout 30m ./...
+
+test-short: ## unit tests only (skips the process and build integration tests)
+	$(GO) test -short -count=1 ./...
+
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+images: build ## build the bookshop images (v1, v2; standard and distroless) into out/images/
+	$(BIN) image build --out out/images
+
+engine: build ## install, configure and start dockerd on Debian (a no-op when ready)
+	$(BIN) engine setup
+
+node-image: build ## build the kind node image offline (~15 min cold, a no-op when cached)
+	$(BIN) node-image build
+
+cluster: node-image ## create (or reuse) the 3-node kind cluster
+	$(BIN) cluster up
+
+demo: engine node-image ## the main job on a fresh machine: cluster, bookshop, a pod answering on 127.0.0.1:30080
+	$(BIN) cluster up
+	$(BIN) deploy --variant no-prestop
+	curl -s 127.0.0.1:30080/version; echo
+
+clean: ## remove build output (never results/)
+	rm -rf bin out

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/droprun/droprun/harness/engine"
+	"github.com/droprun/droprun/harness/nodeimage"
+)
+
+func newEngineCmd(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "engine",
+		Short: "Set up a container engine (Docker) on a bare Debian machine",
+	}
+	setup := &cobra.Command{
+		Use:   "setup",
+		Short: "Install, configure and start dockerd (Debian, as root); a no-op when ready",
+		Long: `Install Debian's docker.io, configure and start dockerd, and check it. Safe to
+run again: a ready engine is left as it is.
+
+What it configures, and why (see ../shared/ENVIRONMENT.md):
+  - "userland-proxy": false, with net.ipv4.conf.all.route_localnet=1, so
+    traffic to 127.0.0.1:30080 reaches the NodePort through kernel DNAT; the
+    userland proxy cost ~20% of a core at 1,000 req/s and turned resets into
+    EOFs, which would blur the failure classes droprun measures;
+  - only where the host lacks CAP_SYS_RESOURCE in its capability bounding
+    set: a runc wrapper (droprun-runc) that drops that capability from each
+    container's spec, because every kind node runs privileged and runc
+    otherwise fails with "unable to apply caps: operation not permitted".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return engine.Setup(cmd.Context(), engine.SetupOptions{Out: s.Err})
+		},
+	}
+	cmd.AddCommand(setup)
+	return cmd
+}
+
+func newDoctorCmd(s streams) *cobra.Command {
+	var o engine.DoctorOptions
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check what droprun needs on this machine, with the fix for each problem",
+		Long: `Check the container engine, the capabilities privileged containers need, the
+cgroup version, route_localnet and the userland proxy, free host ports, free
+disk and the node image, and print the fix for each problem.
+
+Exit status: 0 when every check passes, 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r := engine.Doctor(cmd.Context(), o)
+			if err := r.Print(s.Out); err != nil {
+				return err
+			}
+			if !r.OK() {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.NodeImage, "node-image", nodeimage.DefaultImage, "the node image to look for")
+	cmd.Flags().IntVar(&o.HostPort, "host-port", engine.DefaultHostPort, "the host port that must be free on 127.0.0.1 (or held by droprun's cluster)")
+	return cmd
+}
+
+func newNodeImageCmd(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "node-image",
+		Short: "Build the kind node image offline",
+	}
+	var o nodeimage.Options
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build the kind node image from the Go module proxy and Debian packages (a no-op when cached)",
+		Long: `Build a kind node image without any container registry: Kubernetes built from
+the k8s.io/kubernetes module, containerd, runc, crictl, CNI plugins, etcd and
+CoreDNS from the Go module proxy, a Debian root filesystem from debootstrap,
+kind's own base-image files, and every image kubeadm and the pod network need,
+preloaded into the node's containerd so nothing is ever pulled.
+
+Every artifact is cached under the user's cache directory (~/.cache/droprun);
+a second build with the same inputs is a no-op. Cold, on 2 cores, it takes
+about 15 minutes (Kubernetes itself about 10).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Out = s.Err
+			if o.SourceDir == "" {
+				o.SourceDir, _ = findModuleRoot()
+			}
+			res, err := nodeimage.Build(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			state := "built"
+			if res.UpToDate {
+				state = "up to date"
+			}
+			fmt.Fprintf(s.Out, "%s %s in %s\n", res.Image, state, res.Duration.Round(1e9))
+			return nil
+		},
+	}
+	build.Flags().StringVar(&o.Image, "image", "", "tag for the image (default "+nodeimage.DefaultImage+")")
+	build.Flags().BoolVar(&o.Force, "force", false, "rebuild the image even when one with the same inputs exists (cached artifacts are reused)")
+	cmd.AddCommand(build)
+	return cmd
+}

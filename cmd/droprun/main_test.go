@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// runCLI executes droprun with args and returns stdout, stderr and the exit
+// code main would use.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := newRootCmd(streams{In: strings.NewReader(""), Out: &out, Err: &errb})
+	cmd.SetArgs(args)
+	code := exitCode(&errb, cmd.ExecuteContext(context.Background()))
+	return out.String(), errb.String(), code
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		out, err string
+	}{
+		{name: "shipped scenario", args: []string{"validate", "../../scenarios/compare-all.yaml"}, code: 0, out: "ok  ../../scenarios/compare-all.yaml: 7 variant(s)"},
+		{name: "invalid scenario", args: []string{"validate", "../../harness/scenario/testdata/invalid-prestop-ge-grace.yaml"}, code: 1, err: "variants[0].preStopSeconds: 30 is not less than terminationGracePeriodSeconds (30)"},
+		{name: "one bad among good", args: []string{"validate", "../../scenarios/control.yaml", "../../harness/scenario/testdata/invalid-rate-zero.yaml"}, code: 1, out: "ok  ../../scenarios/control.yaml", err: "1 of 2 scenario files are invalid"},
+		{name: "missing file", args: []string{"validate", "nope.yaml"}, code: 1, err: "nope.yaml: no such file"},
+		{name: "no args", args: []string{"validate"}, code: 2, err: "validate needs at least one scenario file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tc.code, errs)
+			}
+			if !strings.Contains(out, tc.out) {
+				t.Errorf("stdout %q does not contain %q", out, tc.out)
+			}
+			if !strings.Contains(errs, tc.err) {
+				t.Errorf("stderr %q does not contain %q", errs, tc.err)
+			}
+		})
+	}
+}
+
+func TestRender(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		want    []string
+		notWant []string
+	}{
+		{name: "builtin default", args: []string{"render", "--variant", "prestop-sleep-action"}, want: []string{"kind: Deployment", "kind: Service", "nodePort: 30080", "sleep:\n              seconds: 5", "image: bookshop:v1\n"}},
+		{name: "v2", args: []string{"render", "--variant", "graceful-drain", "--app-version", "v2"}, want: []string{"image: bookshop:v2\n", "--drain-delay=5s"}},
+		{name: "trap initial has no hook", args: []string{"render", "--variant", "the-trap", "--initial", "../../scenarios/the-trap.yaml"}, want: []string{"droprun.dev/variant: no-prestop", "droprun.dev/row: the-trap"}, notWant: []string{"preStop"}},
+		{name: "trap after first rollout has the hook", args: []string{"render", "--variant", "the-trap", "../../scenarios/the-trap.yaml"}, want: []string{"preStop", "droprun.dev/variant: prestop-sleep"}},
+		{name: "gateway scenario adds the gateway", args: []string{"render", "--variant", "no-prestop", "../../scenarios/gateway.yaml"}, want: []string{"name: gateway", "--mode=gateway", "nodePort: 30081"}},
+		{name: "custom app", args: []string{"render", "../../scenarios/custom-app.yaml"}, want: []string{"name: my-service", "image: my-service:1.0.0", "namespace: droprun", "droprun.dev/row: current"}},
+		{name: "unknown variant", args: []string{"render", "--variant", "nap"}, code: 2},
+		{name: "no variant", args: []string{"render"}, code: 2},
+		{name: "bad version", args: []string{"render", "--variant", "no-prestop", "--app-version", "v3"}, code: 2},
+		{name: "bad flag", args: []string{"render", "--nope"}, code: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, tc.code, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestVariantsListsEveryVariant(t *testing.T) {
+	out, _, code := runCLI(t, "variants")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, v := range []string{"no-prestop", "prestop-sleep", "prestop-sleep-action", "graceful-drain", "naive-shutdown", "prestop-exec-distroless"} {
+		if !strings.Contains(out, v+" ") {
+			t.Errorf("variants output lacks %s", v)
+		}
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	out, _, code := runCLI(t, "render", "--help")
+	if code != 0 || !strings.Contains(out, "prestop-exec-distroless") || !strings.Contains(out, "Examples:") {
+		t.Errorf("render --help (exit %d):\n%s", code, out)
+	}
+}

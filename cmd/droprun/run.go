@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+func newRunCmd(s streams) *cobra.Command {
+	var (
+		o                   run.Options
+		kubeconfig, context string
+	)
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Measure the requests each variant's rollouts drop",
+		Long: `Run a scenario: for each variant, deploy it, start constant-rate vegeta traffic
+to 127.0.0.1, hold a control window, drive the rollouts (v1→v2→v1… by
+server-side apply), and record every request's outcome and every rollout event.
+
+Every request is one of: 2xx, 000:refused, 000:reset, 000:eof, 000:timeout,
+000:other, 502, 503, 5xx:other, 4xx. A failure counts against a rollout only
+inside that rollout's window (its start until its old pods are gone, plus the
+settle time). Failures in the control window are the rig's own floor, and
+failures after a window closes (stale conntrack entries) are reported apart.
+Between rollouts droprun clears stale conntrack entries in the kind nodes and
+waits for a clean baseline; before each rollout it reads the live pod template
+back and records the variant it actually measured.
+
+The run directory (results/<timestamp>-<scenario>/ by default) holds:
+  results-<variant>.bin   every result, in vegeta's encoding (vegeta report < file)
+  events.jsonl            the timeline: pods, endpoints, ReplicaSets, kube-proxy syncs
+  failures.jsonl          every failed request with its rollout and nearest pod deletion
+  summary.json            per variant: requests, drops, classes, rollouts, suspect flags
+  scenario.yaml, run.log
+
+The kind cluster is created (or reused) and deleted afterwards unless --keep.
+With --kubeconfig the run uses an existing cluster instead; droprun works only
+in its own namespace there and refuses a non-kind context unless
+--allow-context names it.
+
+Exit status: 0 when the run completed, 1 on error (the results recorded so far
+are kept), 2 on bad usage.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := scenario.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if kubeconfig != "" {
+				sc.Cluster = scenario.Cluster{Existing: &scenario.ExistingCluster{Kubeconfig: kubeconfig, Context: context}}
+			} else if context != "" {
+				return usageError("--context needs --kubeconfig")
+			}
+			o.Log = s.Err
+			o.Version = version
+			o.Testbed.ModuleDir, _ = findModuleRoot()
+			sum, err := run.Run(cmd.Context(), sc, o)
+			if sum != nil {
+				printSummary(s, sum)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "output-dir", "", "the run directory (default <scenario output>/<timestamp>-<name>); must not exist or be empty")
+	f.BoolVar(&o.Keep, "keep", false, "keep the kind cluster after the run")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of kind")
+	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
+	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
+	return cmd
+}
+
+// printSummary prints the run's table.
+func printSummary(s streams, sum *run.Summary) {
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tWINDOW REQ\tDROPS\tCONTROL\tFLOOR\tTAIL\tRATE\t")
+	for _, v := range sum.Variants {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d/%d\t%.1f\t%d\t%.0f/%.0f\t\n", v.Variant, len(v.Rollouts), v.RolloutsWithDrops,
+			v.WindowRequests, v.Drops, v.Control.Failures, v.Control.Requests, v.ExpectedFloor, v.Tail.Failures, v.Client.AchievedRate, v.Client.AskedRate)
+	}
+	tw.Flush()
+	for _, v := range sum.Variants {
+		if v.Drops == 0 {
+			continue
+		}
+		fmt.Fprintf(s.Out, "%s drops by class:", v.Variant)
+		for _, c := range traffic.Classes() {
+			if n := v.Classes[c]; c.Failed() && n > 0 {
+				fmt.Fprintf(s.Out, " %s=%d", c, n)
+			}
+		}
+		fmt.Fprintln(s.Out)
+	}
+	for _, msg := range sum.Suspect {
+		fmt.Fprintln(s.Out, "SUSPECT:", msg)
+	}
+	if sum.Error != "" {
+		fmt.Fprintln(s.Out, "the run ended early:", sum.Error)
+	}
+}
