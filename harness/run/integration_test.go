@@ -1,0 +1,301 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/engine"
+	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// The integration tests share one kind cluster, created by the first test
+// that needs it (reused when it exists with the same config) and deleted
+// when the package's tests end, unless DROPRUN_KEEP_CLUSTER=1. It has its
+// own name and host ports so it never touches the user's cluster.
+const itCluster = `
+cluster:
+  kind: {name: droprun-it, nodes: 3, hostPort: 31080, gatewayHostPort: 31081}
+namespace: droprun-it
+`
+
+var itCreated bool
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if itCreated && os.Getenv("DROPRUN_KEEP_CLUSTER") != "1" {
+		if k, err := cluster.NewKind(os.Stderr); err == nil {
+			if err := k.Down(context.Background(), "droprun-it"); err != nil {
+				fmt.Fprintln(os.Stderr, "deleting the integration cluster:", err)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// needCluster skips t where no engine or node image exists, saying how to
+// get them.
+func needCluster(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	if _, err := engine.DockerInfo(ctx); err != nil {
+		t.Skipf("no container engine here (%v): run `droprun engine setup` to run this test", err)
+	}
+	if ok, err := nodeimage.Exists(ctx, nodeimage.DefaultImage); err != nil || !ok {
+		t.Skipf("node image %s not built (%v): run `droprun node-image build` to run this test", nodeimage.DefaultImage, err)
+	}
+}
+
+func itScenario(t *testing.T, body string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Parse("integration", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\n"+itCluster+body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func moduleDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// TestIntegrationClusterBookshop proves the chain of the cluster issue on a
+// real kind cluster: create 3 nodes through the kind library, wait until all
+// are Ready, build and load the bookshop images, deploy the web Deployment,
+// and get an answer from a pod on 127.0.0.1; then roll to v2 and see v2
+// answer.
+func TestIntegrationClusterBookshop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	needCluster(t, ctx)
+	sc := itScenario(t, "metadata: {name: integration}\nvariants:\n  - variant: no-prestop\n")
+	log := testWriter{t}
+	start := time.Now()
+	tb, err := testbed.Prepare(ctx, sc, testbed.Options{Log: log, ModuleDir: moduleDir(), ImageDir: t.TempDir(), CreateCluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	itCreated = itCreated || tb.Cluster.Created
+	t.Logf("cluster up and images loaded in %s", time.Since(start).Round(time.Second))
+
+	nodes, err := tb.Kind.Status(ctx, "droprun-it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 3 {
+		t.Fatalf("%d nodes, want 3", len(nodes))
+	}
+	for _, n := range nodes {
+		if !n.Ready {
+			t.Errorf("node %s not Ready: %s", n.Name, n.Reason)
+		}
+	}
+
+	for version, want := range scenario.Versions {
+		start := time.Now()
+		if err := tb.Deploy(ctx, 0, version, false); err != nil {
+			t.Fatal(err)
+		}
+		a, err := tb.WaitAnswering(ctx, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Right after a rollout an old pod may still answer; wait for the
+		// new version the way a user would, by asking again.
+		deadline := time.Now().Add(30 * time.Second)
+		for a.Version != want && time.Now().Before(deadline) {
+			if a, err = tb.WaitAnswering(ctx, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if a.Version != want || !strings.HasPrefix(a.Pod, "web-") {
+			t.Fatalf("answer %+v, want version %s from a web pod", a, want)
+		}
+		t.Logf("%s answered by pod %s in %s", want, a.Pod, time.Since(start).Round(100*time.Millisecond))
+	}
+
+	pods, err := tb.Cluster.Client.CoreV1().Pods(sc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Labels[variant.LabelVariant] != "no-prestop" {
+			t.Errorf("pod %s labels %v", p.Name, p.Labels)
+		}
+	}
+
+	if err := tb.Teardown(ctx); err != nil {
+		t.Errorf("teardown: %v", err)
+	}
+	if _, err := tb.Cluster.Client.CoreV1().Namespaces().Get(ctx, sc.Namespace, metav1.GetOptions{}); err == nil {
+		t.Error("namespace still exists after teardown")
+	}
+}
+
+// TestIntegrationConnectMissingCluster: asking for a cluster that does not
+// exist, without --create, says how to create it.
+func TestIntegrationConnectMissingCluster(t *testing.T) {
+	ctx := context.Background()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	if _, err := engine.DockerInfo(ctx); err != nil {
+		t.Skipf("no container engine here (%v)", err)
+	}
+	k, err := cluster.NewKind(testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.Connect(ctx, cluster.Config{Name: "droprun-does-not-exist", Nodes: 1})
+	if !errors.Is(err, cluster.ErrNoCluster) || !strings.Contains(err.Error(), "droprun cluster up --name droprun-does-not-exist") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestIntegrationRun is the end-to-end proof of droprun run on a real
+// cluster with real traffic: no-prestop drops in every rollout,
+// graceful-drain drops at least 100 times less, the control windows are
+// clean, and every recorded file can be read back.
+func TestIntegrationRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	needCluster(t, ctx)
+	sc := itScenario(t, `metadata: {name: e2e}
+variants:
+  - variant: no-prestop
+  - variant: graceful-drain
+rollouts: 2
+traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	sum, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	if sum != nil {
+		itCreated = true // Run created or reused it; the package deletes it
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]VariantSummary{}
+	for _, v := range sum.Variants {
+		rows[v.Variant] = v
+		t.Logf("%s: %d drops / %d window requests, classes %v, control %d/%d, tail %d, rate %.0f/%.0f",
+			v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests, v.Tail.Failures, v.Client.AchievedRate, v.Client.AskedRate)
+	}
+	bad, good := rows["no-prestop"], rows["graceful-drain"]
+	if bad.RolloutsWithDrops != 2 || bad.Drops == 0 {
+		t.Errorf("no-prestop dropped in %d of 2 rollouts (%d drops): the race was not reproduced", bad.RolloutsWithDrops, bad.Drops)
+	}
+	if good.Drops*100 > bad.Drops {
+		t.Errorf("graceful-drain dropped %d, not 100 times less than no-prestop's %d", good.Drops, bad.Drops)
+	}
+	for _, v := range sum.Variants {
+		if v.Control.Failures != 0 || v.Control.Requests == 0 {
+			t.Errorf("%s control window: %d failures in %d requests", v.Variant, v.Control.Failures, v.Control.Requests)
+		}
+		for _, r := range v.Rollouts {
+			if r.MeasuredVariant != v.Builtin {
+				t.Errorf("%s rollout %d measured %s (%s)", v.Variant, r.N, r.MeasuredVariant, r.LiveTemplate)
+			}
+		}
+	}
+
+	// The raw data is there and reads back to the summary's counts.
+	var failuresInResults uint64
+	for _, v := range sum.Variants {
+		f, err := os.Open(filepath.Join(dir, ResultsFile(v.Variant)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		err = traffic.ReadResults(f, func(r traffic.Record) error {
+			n++
+			if r.Class.Failed() {
+				failuresInResults++
+			}
+			return nil
+		})
+		f.Close()
+		if err != nil || n != v.Requests {
+			t.Errorf("%s: read %d results back (%v), summary says %d", v.Variant, n, err, v.Requests)
+		}
+	}
+	failures, err := os.ReadFile(filepath.Join(dir, FailuresFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uint64(strings.Count(string(failures), "\n")); got != failuresInResults {
+		t.Errorf("failures.jsonl has %d lines, the results %d failures", got, failuresInResults)
+	}
+	ef, err := os.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	events, err := timeline.ReadEvents(ef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[timeline.Kind]int{}
+	for _, e := range events {
+		kinds[e.Kind]++
+	}
+	if kinds[timeline.KindRolloutStart] != 4 || kinds[timeline.KindPodDeletionRequested] < 8 || kinds[timeline.KindEndpointRemoved] < 8 {
+		t.Errorf("events by kind: %v", kinds)
+	}
+	if len(bad.Gaps) == 0 {
+		t.Error("no deletion→endpoint-removal gaps measured")
+	}
+}
+
+// TestIntegrationRunGateway: through the in-cluster proxy, no-prestop's
+// drops show as 502.
+func TestIntegrationRunGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	needCluster(t, ctx)
+	sc := itScenario(t, `metadata: {name: e2e-gateway}
+variants:
+  - variant: no-prestop
+rollouts: 1
+traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
+`)
+	sum, err := Run(ctx, sc, Options{Dir: filepath.Join(t.TempDir(), "run"), Log: testWriter{t}, Keep: true,
+		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	if sum != nil {
+		itCreated = true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sum.Variants[0]
+	t.Logf("gateway no-prestop: %d drops, classes %v", v.Drops, v.Classes)
+	if v.Classes[traffic.Class502] == 0 {
+		t.Errorf("no 502 through the gateway: classes %v", v.Classes)
+	}
+}

@@ -1,0 +1,415 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/droprun/droprun/harness/kube"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// Options tune a run. The zero value takes the defaults.
+type Options struct {
+	// Dir is the run's output directory. Default
+	// <scenario output>/<UTC timestamp>-<scenario name>. It must not exist
+	// or be empty: a run never overwrites recorded results.
+	Dir string
+	// Log receives progress lines (they are also kept in run.log).
+	Log io.Writer
+	// Testbed configures the cluster and images.
+	Testbed testbed.Options
+	// Keep leaves the kind cluster running after the run (the namespace
+	// is always deleted).
+	Keep bool
+	// BaselineQuiet is how long the traffic must be failure-free before a
+	// rollout starts. Default 2s.
+	BaselineQuiet time.Duration
+	// BaselineMax bounds the wait for a clean baseline. Default 60s.
+	BaselineMax time.Duration
+	// RolloutTimeout turns a stuck rollout into a failure. Default 3m.
+	RolloutTimeout time.Duration
+	// Version is droprun's version, recorded in the summary.
+	Version string
+}
+
+func (o *Options) defaults(sc *scenario.Scenario) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Join(sc.Output, time.Now().UTC().Format("20060102-150405")+"-"+sc.Metadata.Name)
+	}
+	if o.BaselineQuiet == 0 {
+		o.BaselineQuiet = 2 * time.Second
+	}
+	if o.BaselineMax == 0 {
+		o.BaselineMax = 60 * time.Second
+	}
+	if o.RolloutTimeout == 0 {
+		o.RolloutTimeout = 3 * time.Minute
+	}
+}
+
+// runner is one run in progress.
+type runner struct {
+	sc  *scenario.Scenario
+	o   Options
+	out *Output
+	tb  *testbed.Testbed
+	rec *timeline.Recorder
+	log io.Writer
+}
+
+// Run measures every variant of sc: for each, it deploys the variant,
+// starts traffic, holds a control window, drives the rollouts, and records
+// every request and every rollout event in the run directory. It returns
+// the summary, also written to summary.json. On cancellation or error the
+// results recorded so far stay on disk and the summary says how the run
+// ended.
+func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error) {
+	o.defaults(sc)
+	out, err := CreateOutput(o.Dir, sc)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	r := &runner{sc: sc, o: o, out: out, log: io.MultiWriter(o.Log, out.Log)}
+	r.o.Testbed.Log = r.log
+	if sc.Cluster.Kind != nil {
+		r.o.Testbed.CreateCluster = true
+	}
+	fmt.Fprintf(r.log, "run %s: %d variant(s) × %d rollout(s) at %d req/s; results in %s\n",
+		sc.Metadata.Name, len(sc.Variants), *sc.Rollouts, sc.Traffic.Rate, out.Dir)
+
+	sum := &Summary{Format: SummaryVersion, Scenario: sc.Metadata.Name, Started: time.Now()}
+	runErr := r.run(ctx, sum)
+	sum.Finished = time.Now()
+	if runErr != nil {
+		sum.Error = runErr.Error()
+		sum.Interrupted = errors.Is(runErr, context.Canceled)
+	}
+	if err := out.WriteSummary(sum); err != nil && runErr == nil {
+		runErr = err
+	}
+	fmt.Fprintf(r.log, "summary written to %s\n", filepath.Join(out.Dir, SummaryFile))
+	return sum, runErr
+}
+
+func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
+	sc := r.sc
+	tb, err := testbed.Prepare(ctx, sc, r.o.Testbed)
+	if err != nil {
+		return err
+	}
+	r.tb = tb
+	sum.Cluster = r.clusterInfo(ctx)
+	sum.Traffic = r.trafficInfo()
+	defer func() {
+		// Clean up even when cancelled, but not forever.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		if terr := tb.Teardown(cctx); terr != nil {
+			fmt.Fprintf(r.log, "warning: deleting namespace %s: %v\n", sc.Namespace, terr)
+		}
+		if tb.Kind != nil && !r.o.Keep {
+			if derr := tb.Kind.Down(cctx, tb.Cluster.Name); derr != nil {
+				fmt.Fprintf(r.log, "warning: deleting cluster %s: %v\n", tb.Cluster.Name, derr)
+			}
+		} else if tb.Kind != nil {
+			fmt.Fprintf(r.log, "cluster %q kept (--keep); delete it with `droprun cluster down --name %s`\n", tb.Cluster.Name, tb.Cluster.Name)
+		}
+	}()
+
+	rec, err := timeline.Start(ctx, tb.Cluster.Client, sc.Namespace, r.out.Events, timeline.Options{KubeProxy: r.kubeProxyOptions()})
+	if err != nil {
+		return fmt.Errorf("starting the timeline watches: %w", err)
+	}
+	r.rec = rec
+	defer func() {
+		if serr := rec.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+
+	for i := range sc.Variants {
+		rows, verr := r.variant(ctx, i)
+		sum.Variants = append(sum.Variants, rows...)
+		for _, v := range rows {
+			sum.Suspect = append(sum.Suspect, prefixed(v.Variant, v.Suspect)...)
+		}
+		if verr != nil {
+			return fmt.Errorf("variant %s: %w", sc.Variants[i].Name, verr)
+		}
+	}
+	return nil
+}
+
+// plan records what happened during one variant, for analysis.
+type plan struct {
+	attackStart, attackEnd time.Time
+	controlEnd             time.Time
+	rollouts               []RolloutSummary
+}
+
+// variant measures variant i and returns its summary rows.
+func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
+	sc, tb := r.sc, r.tb
+	v := sc.Variants[i]
+	fmt.Fprintf(r.log, "\n== variant %s\n", v.Name)
+	r.rec.Mark(timeline.Kind("variant.start"), map[string]string{"variant": v.Name})
+
+	// Start from a known state: the variant (or its From) at v1.
+	if err := tb.Deploy(ctx, i, 0, true); err != nil {
+		return nil, err
+	}
+	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
+		return nil, err
+	}
+	if _, err := r.flushConntrack(ctx, "before control"); err != nil {
+		return nil, err
+	}
+
+	resultsFile, err := r.out.Results(v.Name)
+	if err != nil {
+		return nil, err
+	}
+	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
+	cfg := traffic.Config{
+		URL: tb.TargetURL(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
+		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
+	}
+	p := &plan{attackStart: time.Now()}
+	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
+		if rec.Class.Failed() {
+			if t := rec.Time.UnixNano(); t > lastFailure.Load() {
+				lastFailure.Store(t)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.rec.Mark("traffic.start", map[string]string{"variant": v.Name, "url": cfg.URL, "rate": strconv.Itoa(cfg.Rate)})
+	fmt.Fprintf(r.log, "traffic: %d req/s to %s; control window %s\n", cfg.Rate, cfg.URL, sc.Traffic.Control)
+
+	runErr := r.rollouts(ctx, i, p, &lastFailure)
+
+	stats, stopErr := attack.Stop()
+	p.attackEnd = time.Now()
+	r.rec.Mark("traffic.stop", map[string]string{"variant": v.Name, "requests": strconv.FormatUint(stats.Requests, 10)})
+	if err := resultsFile.Close(); err != nil && stopErr == nil {
+		stopErr = err
+	}
+	if runErr == nil {
+		runErr = stopErr
+	}
+	rows, aerr := r.analyze(i, p, stats)
+	if aerr != nil && runErr == nil {
+		runErr = aerr
+	}
+	for _, row := range rows {
+		fmt.Fprintf(r.log, "%s: %d drops in %d rollout-window requests (%d rollouts, %d with drops); control %d/%d failures; tail %d\n",
+			row.Variant, row.Drops, row.WindowRequests, len(row.Rollouts), row.RolloutsWithDrops, row.Control.Failures, row.Control.Requests, row.Tail.Failures)
+	}
+	return rows, runErr
+}
+
+// rollouts holds the control window, then drives the variant's rollouts.
+func (r *runner) rollouts(ctx context.Context, i int, p *plan, lastFailure *atomic.Int64) error {
+	sc, tb := r.sc, r.tb
+	v := sc.Variants[i]
+	if err := sleep(ctx, sc.Traffic.Control.Duration); err != nil {
+		return err
+	}
+	p.controlEnd = time.Now()
+	r.rec.Mark("window.close", map[string]string{"variant": v.Name, "phase": string(PhaseControl)})
+
+	version := 0
+	for n := 1; n <= *sc.Rollouts; n++ {
+		rs := RolloutSummary{N: n, From: scenario.Versions[version], To: scenario.Versions[1-version]}
+		measured, found, err := r.liveVariant(ctx)
+		if err != nil {
+			return err
+		}
+		rs.MeasuredVariant, rs.LiveTemplate = measured, found
+		version = 1 - version
+		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, rs.From, rs.To)
+		objs, err := sc.Render(i, version, false, cause)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, rs.From, rs.To, measured)
+		rs.Start = time.Now()
+		r.rec.Mark("rollout.start", map[string]string{"variant": v.Name, "rollout": strconv.Itoa(n), "to": rs.To, "measured": measured})
+		if _, err := kube.Apply(ctx, tb.Cluster.Client, objs.Deployment); err != nil {
+			p.rollouts = append(p.rollouts, rs)
+			return err
+		}
+		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
+			p.rollouts = append(p.rollouts, rs)
+			return fmt.Errorf("rollout %d: %w", n, err)
+		}
+		rs.Complete = time.Now()
+		rs.Duration = rs.Complete.Sub(rs.Start).Round(100 * time.Millisecond).String()
+		r.rec.Mark("rollout.complete", map[string]string{"variant": v.Name, "rollout": strconv.Itoa(n)})
+		if err := sleep(ctx, sc.Traffic.Settle.Duration); err != nil {
+			p.rollouts = append(p.rollouts, rs)
+			return err
+		}
+		rs.WindowEnd = time.Now()
+		r.rec.Mark("window.close", map[string]string{"variant": v.Name, "phase": string(PhaseRollout), "rollout": strconv.Itoa(n)})
+		fmt.Fprintf(r.log, "rollout %d done in %s (old pods gone), window closed after %s settle\n", n, rs.Duration, sc.Traffic.Settle)
+
+		// Between rollouts: clear stale conntrack entries (never inside a
+		// measured window), then wait for a clean baseline.
+		flushed, err := r.flushConntrack(ctx, fmt.Sprintf("after rollout %d", n))
+		if err != nil {
+			p.rollouts = append(p.rollouts, rs)
+			return err
+		}
+		rs.ConntrackFlushed = flushed
+		start := time.Now()
+		if err := sleep(ctx, sc.Traffic.Between.Duration); err != nil {
+			p.rollouts = append(p.rollouts, rs)
+			return err
+		}
+		if n < *sc.Rollouts {
+			clean, err := r.waitBaseline(ctx, lastFailure)
+			rs.BaselineClean = clean
+			rs.BaselineWait = time.Since(start).Round(100 * time.Millisecond).String()
+			if err != nil {
+				p.rollouts = append(p.rollouts, rs)
+				return err
+			}
+		} else {
+			rs.BaselineClean = true
+		}
+		p.rollouts = append(p.rollouts, rs)
+	}
+	return nil
+}
+
+// waitBaseline waits until no failed request was sent in the last
+// BaselineQuiet (plus one request timeout, since a failure is known only
+// when it completes), up to BaselineMax. It reports whether it got one.
+func (r *runner) waitBaseline(ctx context.Context, lastFailure *atomic.Int64) (bool, error) {
+	quiet := r.o.BaselineQuiet + r.sc.Traffic.Timeout.Duration
+	deadline := time.Now().Add(r.o.BaselineMax)
+	for {
+		since := time.Since(time.Unix(0, lastFailure.Load()))
+		if since >= quiet {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(r.log, "warning: no clean baseline within %s: failures keep coming (last %s ago); rolling anyway, the rollout's numbers are suspect\n", r.o.BaselineMax, since.Round(100*time.Millisecond))
+			r.rec.Mark("baseline.dirty", nil)
+			return false, nil
+		}
+		if err := sleep(ctx, min(quiet-since, time.Until(deadline))+10*time.Millisecond); err != nil {
+			return false, err
+		}
+	}
+}
+
+// liveVariant reads the Deployment's live pod template and names the
+// variant it actually is.
+func (r *runner) liveVariant(ctx context.Context) (string, string, error) {
+	if r.sc.App.Custom != nil {
+		return "custom", "", nil
+	}
+	d, err := r.tb.Cluster.Client.AppsV1().Deployments(r.sc.Namespace).Get(ctx, variant.WebName, metav1.GetOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("reading the live deployment: %w", err)
+	}
+	name, found := variant.Detect(&d.Spec.Template.Spec)
+	if name == "" {
+		name = "unknown"
+	}
+	return name, found, nil
+}
+
+// flushConntrack clears stale SYN_SENT entries on kind nodes and records it.
+func (r *runner) flushConntrack(ctx context.Context, when string) (map[string]int, error) {
+	if r.tb.Kind == nil {
+		return nil, nil
+	}
+	flushed, err := r.tb.Kind.FlushConntrack(ctx, r.tb.Cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	detail := map[string]string{"when": when}
+	for node, n := range flushed {
+		total += n
+		detail[node] = strconv.Itoa(n)
+	}
+	r.rec.Mark("conntrack.flushed", detail)
+	if total > 0 {
+		fmt.Fprintf(r.log, "conntrack: cleared %d stale SYN_SENT entries %s\n", total, when)
+	}
+	return flushed, nil
+}
+
+func (r *runner) kubeProxyOptions() timeline.KubeProxyOptions {
+	if r.tb.Kind == nil {
+		return timeline.KubeProxyOptions{}
+	}
+	return timeline.KubeProxyOptions{Interval: 250 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
+}
+
+func (r *runner) clusterInfo(ctx context.Context) ClusterInfo {
+	ci := ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version}
+	if k := r.sc.Cluster.Kind; k != nil {
+		ci.Nodes, ci.KubeProxyMode, ci.NodeImage = k.Nodes, k.KubeProxyMode, k.NodeImage
+	}
+	if v, err := r.tb.Cluster.Client.Discovery().ServerVersion(); err == nil {
+		ci.Kubernetes = v.GitVersion
+	}
+	return ci
+}
+
+func (r *runner) trafficInfo() TrafficInfo {
+	t := r.sc.Traffic
+	method := "GET"
+	if t.KeepAlive {
+		method = "POST"
+	}
+	return TrafficInfo{URL: r.tb.TargetURL(), Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
+		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String()}
+}
+
+// sleep waits d or until ctx is done. It times measurement windows; it is
+// never used to wait for a condition.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func prefixed(p string, l []string) []string {
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = p + ": " + s
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package run
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func twoRollouts() *plan {
+	return &plan{
+		attackStart: at(0), attackEnd: at(50),
+		rollouts: []RolloutSummary{
+			{N: 1, Start: at(10), WindowEnd: at(20), MeasuredVariant: "no-prestop", BaselineClean: true},
+			{N: 2, Start: at(30), WindowEnd: at(40), MeasuredVariant: "prestop-sleep", BaselineClean: true},
+		},
+	}
+}
+
+func TestWindowsLayout(t *testing.T) {
+	got := twoRollouts().windows()
+	want := []Window{
+		{PhaseControl, 0, at(0), at(10)},
+		{PhaseRollout, 1, at(10), at(20)},
+		{PhaseTail, 1, at(20), at(30)},
+		{PhaseRollout, 2, at(30), at(40)},
+		{PhaseTail, 2, at(40), at(50)},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d windows: %+v", len(got), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("window %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestWindowsInterrupted: a run cancelled inside a rollout window keeps the
+// window open until traffic stopped, so its failures still count.
+func TestWindowsInterrupted(t *testing.T) {
+	p := twoRollouts()
+	p.rollouts[1].WindowEnd = time.Time{}
+	w := p.windows()
+	last := w[len(w)-1]
+	if last.Phase != PhaseRollout || last.Rollout != 2 || !last.End.Equal(at(50)) {
+		t.Errorf("last window %+v", last)
+	}
+	if w := (&plan{attackStart: at(0), attackEnd: at(30)}).windows(); len(w) != 1 || w[0].Phase != PhaseControl {
+		t.Errorf("control run windows %+v", w)
+	}
+}
+
+func TestTimelineFind(t *testing.T) {
+	tl := NewTimeline(twoRollouts().windows())
+	for _, tc := range []struct {
+		s     float64
+		phase Phase
+		n     int
+	}{{0, PhaseControl, 0}, {9.999, PhaseControl, 0}, {10, PhaseRollout, 1}, {25, PhaseTail, 1}, {39.9, PhaseRollout, 2}, {49, PhaseTail, 2}} {
+		i := tl.Find(at(tc.s))
+		if i < 0 || tl.Windows[i].Phase != tc.phase || tl.Windows[i].Rollout != tc.n {
+			t.Errorf("t=%v: window %d", tc.s, i)
+		}
+	}
+	if tl.Find(at(-1)) != -1 || tl.Find(at(50)) != -1 {
+		t.Error("times outside every window were placed")
+	}
+}
+
+// fill sends n requests of class c evenly over [from, to).
+func fill(tl *Timeline, from, to float64, n int, c traffic.Class) {
+	for k := range n {
+		tl.Add(at(from+(to-from)*float64(k)/float64(n)), c)
+	}
+}
+
+func TestBuildRows(t *testing.T) {
+	p := twoRollouts()
+	tl := NewTimeline(p.windows())
+	fill(tl, 0, 10, 100, traffic.Class2xx)
+	fill(tl, 5, 6, 1, traffic.ClassTimeout) // the rig's floor
+	fill(tl, 10, 20, 200, traffic.Class2xx)
+	fill(tl, 12, 13, 5, traffic.ClassRefused)
+	fill(tl, 14, 15, 2, traffic.ClassTimeout)
+	fill(tl, 20, 30, 3, traffic.ClassTimeout) // the conntrack tail
+	fill(tl, 30, 40, 200, traffic.Class2xx)
+	fill(tl, 40, 50, 100, traffic.Class2xx)
+	stats := traffic.Stats{AskedRate: 1000, AchievedRate: 990}
+
+	rows := buildRows("no-prestop", "no-prestop", "", p, tl, stats, nil)
+	if len(rows) != 1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	r := rows[0]
+	if r.Drops != 7 || r.WindowRequests != 407 || r.RolloutsWithDrops != 1 || r.Tail.Failures != 3 || r.Control.Failures != 1 || r.Requests != 611 {
+		t.Errorf("drops=%d window=%d withDrops=%d tail=%d control=%d requests=%d", r.Drops, r.WindowRequests, r.RolloutsWithDrops, r.Tail.Failures, r.Control.Failures, r.Requests)
+	}
+	if r.Classes[traffic.ClassRefused] != 5 || r.Classes[traffic.ClassTimeout] != 2 {
+		t.Errorf("classes %v", r.Classes)
+	}
+	if r.Rollouts[0].Window.Failures != 7 || r.Rollouts[1].Window.Failures != 0 || r.Rollouts[0].Tail.Failures != 3 {
+		t.Errorf("per rollout %+v", r.Rollouts)
+	}
+	if want := 1.0 / 101 * 407; r.ExpectedFloor < want-1e-9 || r.ExpectedFloor > want+1e-9 {
+		t.Errorf("floor %v, want %v", r.ExpectedFloor, want)
+	}
+	joined := strings.Join(r.Suspect, "\n")
+	for _, want := range []string{"control window was not clean: 1 failures in 101 requests", "rollout 2 deleted pods of variant prestop-sleep, not no-prestop"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("suspect lacks %q:\n%s", want, joined)
+		}
+	}
+}
+
+// TestBuildRowsTrap: a variant with `from` reports the rollout that
+// introduced it apart from the later ones.
+func TestBuildRowsTrap(t *testing.T) {
+	p := twoRollouts()
+	tl := NewTimeline(p.windows())
+	fill(tl, 0, 10, 100, traffic.Class2xx)
+	fill(tl, 10, 20, 200, traffic.ClassRefused)
+	fill(tl, 30, 40, 200, traffic.Class2xx)
+	rows := buildRows("the-trap", "prestop-sleep", "no-prestop", p, tl, traffic.Stats{}, nil)
+	if len(rows) != 2 || rows[0].Variant != "the-trap/introducing" || rows[1].Variant != "the-trap" {
+		t.Fatalf("rows %+v", rows)
+	}
+	if rows[0].Drops != 200 || rows[1].Drops != 0 || len(rows[0].Rollouts) != 1 || len(rows[1].Rollouts) != 1 {
+		t.Errorf("intro drops %d, later drops %d", rows[0].Drops, rows[1].Drops)
+	}
+	// The introducing rollout deletes no-prestop pods, as expected: not suspect.
+	for _, s := range append(rows[0].Suspect, rows[1].Suspect...) {
+		if strings.Contains(s, "deleted pods of variant") {
+			t.Errorf("unexpected suspect: %s", s)
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package run
+
+import (
+	"sort"
+	"time"
+
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// Phase says what a stretch of traffic time was for.
+type Phase string
+
+// The phases of one variant's traffic, in time order: control, then per
+// rollout its window and its tail.
+const (
+	// PhaseControl is the steady state before the first rollout: any
+	// failure here is the rig's own floor, not a rollout's.
+	PhaseControl Phase = "control"
+	// PhaseRollout runs from a rollout's start until its old pods are gone
+	// plus the settle time. Failures here count against the rollout.
+	PhaseRollout Phase = "rollout"
+	// PhaseTail runs from a rollout window's end to the next rollout (or
+	// the end of traffic). Failures here are the conntrack tail or
+	// background noise, reported apart, never mixed into the next rollout.
+	PhaseTail Phase = "tail"
+)
+
+// Window is one stretch of a variant's traffic. Rollout is 1-based for
+// rollout and tail windows, 0 for control.
+type Window struct {
+	Phase   Phase     `json:"phase"`
+	Rollout int       `json:"rollout,omitempty"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+}
+
+// Tally counts requests by outcome class.
+type Tally struct {
+	Requests uint64                   `json:"requests"`
+	Failures uint64                   `json:"failures"`
+	Classes  map[traffic.Class]uint64 `json:"classes"`
+}
+
+// Add counts one request.
+func (t *Tally) Add(c traffic.Class) {
+	if t.Classes == nil {
+		t.Classes = map[traffic.Class]uint64{}
+	}
+	t.Requests++
+	t.Classes[c]++
+	if c.Failed() {
+		t.Failures++
+	}
+}
+
+// Merge adds o's counts to t.
+func (t *Tally) Merge(o Tally) {
+	for c, n := range o.Classes {
+		if t.Classes == nil {
+			t.Classes = map[traffic.Class]uint64{}
+		}
+		t.Classes[c] += n
+	}
+	t.Requests += o.Requests
+	t.Failures += o.Failures
+}
+
+// Timeline assigns requests to windows by the time they were sent.
+// Windows must not overlap; requests outside every window are counted in
+// Outside.
+type Timeline struct {
+	Windows []Window
+	Tallies []Tally
+	Outside Tally
+}
+
+// NewTimeline returns a Timeline over windows (sorted by start).
+func NewTimeline(windows []Window) *Timeline {
+	w := append([]Window(nil), windows...)
+	sort.Slice(w, func(i, j int) bool { return w[i].Start.Before(w[j].Start) })
+	return &Timeline{Windows: w, Tallies: make([]Tally, len(w))}
+}
+
+// Find returns the index of the window holding t, or -1.
+func (tl *Timeline) Find(t time.Time) int {
+	i := sort.Search(len(tl.Windows), func(i int) bool { return tl.Windows[i].End.After(t) })
+	if i < len(tl.Windows) && !t.Before(tl.Windows[i].Start) {
+		return i
+	}
+	return -1
+}
+
+// Add counts a request sent at t with outcome c and returns its window
+// index (-1 for none).
+func (tl *Timeline) Add(t time.Time, c traffic.Class) int {
+	i := tl.Find(t)
+	if i < 0 {
+		tl.Outside.Add(c)
+		return -1
+	}
+	tl.Tallies[i].Add(c)
+	return i
+}

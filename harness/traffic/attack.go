@@ -1,0 +1,344 @@
+package traffic
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// flushEvery bounds how stale the results file is on disk while an attack
+// runs: a crash loses at most this much of the stream.
+const flushEvery = time.Second
+
+// maxLagTolerance is how far behind schedule the pacer may fall before the
+// attack is called suspect.
+const maxLagTolerance = 250 * time.Millisecond
+
+// Stats summarises an attack.
+type Stats struct {
+	// Requests is the number of requests sent, each with exactly one result.
+	Requests uint64
+	// ByClass counts the requests of each class; every class of Classes is
+	// present, zero or not, and the counts sum to Requests.
+	ByClass map[Class]uint64
+	// Start is when the attack began; End is when it was told to stop (by
+	// Stop, by its context or by a write error). Requests in flight at End
+	// finished later and are counted.
+	Start, End time.Time
+	// AskedRate is Config.Rate; AchievedRate is Requests / (End − Start).
+	AskedRate, AchievedRate float64
+	// MaxWorkers is the worker bound the attack ran with (after defaults).
+	MaxWorkers uint64
+	// PeakInFlight is the most requests in flight at once, sampled each time
+	// a request was sent (exact to within one).
+	PeakInFlight uint64
+	// WorkersExhausted reports that at some moment every one of MaxWorkers
+	// workers was busy while the next request was already due, so requests
+	// went out late. vegeta itself does not report this (its pacing loop
+	// just blocks handing out the next request), so the attack watches from
+	// its pacer: requests handed out minus results received is the number
+	// of busy workers.
+	WorkersExhausted bool
+	// MaxLag is the furthest behind schedule a request was sent: how late
+	// the pacer handed out a request that was due.
+	MaxLag time.Duration
+	// ClientCPU is the CPU this whole process used from Start to End (user +
+	// system, from getrusage RUSAGE_SELF) divided by the wall time: 1.0 is
+	// one core busy. It includes every goroutine of the process, not only
+	// the attack's. Zero where it cannot be measured.
+	ClientCPU float64
+	// Suspect lists, in words, why the client may not have held its rate:
+	// a rate shortfall over 5%, exhausted workers, a lag over 250ms, or a
+	// client using more than 90% of the machine's cores. Empty when none.
+	// Numbers from a suspect attack measure the client, not the target.
+	Suspect []string
+}
+
+// Attack is a running constant-rate attack. Create it with Start, end it
+// with Stop.
+type Attack struct {
+	cfg     Config
+	atk     *vegeta.Attacker
+	pacer   *pacer
+	buf     *bufio.Writer
+	pipe    pipeline
+	observe func(Record)
+	stopCtx func() bool
+
+	start time.Time
+	cpu0  time.Duration
+	cpuOK bool
+
+	haltOnce sync.Once
+	end      time.Time
+	cpu1     time.Duration
+
+	// received counts results taken off vegeta's channel; the pacer reads it.
+	received atomic.Uint64
+	// done is closed when the results stream has ended and everything is
+	// flushed to out. The fields below belong to the consumer goroutine
+	// until then.
+	done     chan struct{}
+	requests uint64
+	byClass  map[Class]uint64
+	err      error
+
+	stopOnce sync.Once
+	stats    Stats
+}
+
+// Start begins a constant-rate attack on cfg.URL that runs until Stop is
+// called or ctx is done, whichever comes first.
+//
+// Every result is (1) encoded to out with vegeta's own gob encoder
+// (vegeta.NewEncoder), so `vegeta report` and `vegeta plot` read the file
+// and ReadResults rebuilds every Record from it, and (2) classified and
+// passed to observe (which may be nil), called from one goroutine in arrival
+// order. observe must be quick: while it runs, results queue up in busy
+// workers. Before encoding, a result is trimmed: response headers other than
+// X-Bookshop-* are dropped, and so is the body of a 2xx response (failures
+// keep up to MaxBody bytes of body).
+//
+// out is written through a bufio.Writer, flushed every second and when the
+// attack ends; nothing is kept in memory per result, so memory stays flat
+// however long the attack runs. If writing fails, the attack stops (a
+// measurement that is not on disk is lost) and Stop returns the error.
+//
+// The client sends only to cfg.URL: redirects are not followed (a 3xx is a
+// result of class ClassOther), no proxy is used, and its dialer refuses any
+// address but the URL's.
+func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (*Attack, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, errors.New("traffic: Start: out is nil")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("traffic: Start: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	addr, err := targetAddr(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+
+	a := &Attack{
+		cfg:     cfg,
+		buf:     bufio.NewWriterSize(out, 64<<10),
+		observe: observe,
+		done:    make(chan struct{}),
+		byClass: make(map[Class]uint64, len(classes)),
+	}
+	a.pipe.enc = vegeta.NewEncoder(a.buf)
+	a.pacer = newPacer(cfg.Rate, cfg.MaxWorkers, &a.received)
+	a.atk = vegeta.NewAttacker(
+		// Client must come first: the options below modify the client it copies.
+		vegeta.Client(newClient(cfg, addr)),
+		vegeta.Redirects(vegeta.NoFollow),
+		vegeta.MaxWorkers(cfg.MaxWorkers),
+		vegeta.MaxBody(MaxBody),
+	)
+	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: cfg.Method(), URL: cfg.URL})
+
+	a.start = time.Now()
+	a.cpu0, a.cpuOK = processCPU()
+	results := a.atk.Attack(targeter, a.pacer, 0, cfg.Name)
+	a.stopCtx = context.AfterFunc(ctx, a.halt)
+	go a.consume(results)
+	return a, nil
+}
+
+// newClient returns the HTTP client of an attack on addr. It is what
+// vegeta's own options KeepAlive, Timeout and Proxy would build, plus a
+// dialer that refuses every address but addr (vegeta's KeepAlive option
+// would replace a guarded dialer with its own, so the client is built here).
+func newClient(cfg Config, addr string) *http.Client {
+	dialer := &net.Dialer{}
+	tr := &http.Transport{
+		Proxy:              nil, // never a proxy: the load goes to addr and nowhere else
+		DialContext:        guardDial(dialer.DialContext, addr),
+		DisableKeepAlives:  !cfg.KeepAlive,
+		DisableCompression: true,
+		MaxIdleConns:       int(min(cfg.MaxWorkers, 1<<20)),
+		// Enough idle connections that a kept-alive attack reuses them
+		// instead of churning: one per worker.
+		MaxIdleConnsPerHost: int(min(cfg.MaxWorkers, 1<<20)),
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &http.Client{Transport: tr, Timeout: cfg.Timeout}
+}
+
+// Done returns a channel that is closed when the attack has ended (by Stop,
+// by its context, or by a write error) and every result has been observed
+// and flushed to out. Call Stop for the stats.
+func (a *Attack) Done() <-chan struct{} { return a.done }
+
+// Stop ends the attack, waits for the requests in flight (at most one
+// Config.Timeout), flushes out and returns the stats. The error is the first
+// failure to write the results; the stats are complete even then. Calling
+// Stop again returns the same stats.
+func (a *Attack) Stop() (Stats, error) {
+	a.halt()
+	<-a.done
+	a.stopOnce.Do(func() {
+		a.stopCtx()
+		a.stats = a.summarise(runtime.NumCPU())
+	})
+	s := a.stats
+	s.ByClass = maps.Clone(s.ByClass)
+	s.Suspect = append([]string(nil), s.Suspect...)
+	return s, a.err
+}
+
+// halt tells vegeta to stop handing out requests, once, and notes when.
+func (a *Attack) halt() {
+	a.haltOnce.Do(func() {
+		a.end = time.Now()
+		a.cpu1, _ = processCPU()
+		a.atk.Stop()
+	})
+}
+
+// consume is the only reader of vegeta's results: it classifies, encodes
+// and observes each result in arrival order, until vegeta closes the channel
+// (after Stop, once the requests in flight are done).
+func (a *Attack) consume(results <-chan *vegeta.Result) {
+	defer close(a.done)
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case res, ok := <-results:
+			if !ok {
+				a.halt()
+				a.fail(a.buf.Flush())
+				return
+			}
+			a.received.Add(1)
+			rec, err := a.pipe.process(res)
+			a.fail(err)
+			a.requests++
+			a.byClass[rec.Class]++
+			if a.observe != nil {
+				a.observe(rec)
+			}
+		case <-tick.C:
+			a.fail(a.buf.Flush())
+		}
+	}
+}
+
+// fail records the first write error, stops writing and stops the attack.
+// Results still in flight are classified and observed.
+func (a *Attack) fail(err error) {
+	if err == nil || a.err != nil {
+		return
+	}
+	a.err = fmt.Errorf("traffic: writing results: %w", err)
+	a.pipe.enc = nil
+	a.halt()
+}
+
+// summarise builds the stats once the attack has ended.
+func (a *Attack) summarise(numCPU int) Stats {
+	s := Stats{
+		Requests:         a.requests,
+		ByClass:          make(map[Class]uint64, len(classes)),
+		Start:            a.start,
+		End:              a.end,
+		AskedRate:        float64(a.cfg.Rate),
+		MaxWorkers:       a.cfg.MaxWorkers,
+		PeakInFlight:     a.pacer.peak,
+		WorkersExhausted: a.pacer.exhausted,
+		MaxLag:           a.pacer.maxLag,
+	}
+	for _, c := range classes {
+		s.ByClass[c] = a.byClass[c]
+	}
+	if wall := a.end.Sub(a.start); wall > 0 {
+		s.AchievedRate = float64(a.requests) / wall.Seconds()
+		if a.cpuOK {
+			s.ClientCPU = float64(a.cpu1-a.cpu0) / float64(wall)
+		}
+	}
+	s.Suspect = suspects(s, numCPU)
+	return s
+}
+
+// suspects explains, in words, why s may measure the client rather than the
+// target.
+func suspects(s Stats, numCPU int) []string {
+	var why []string
+	if s.AchievedRate < 0.95*s.AskedRate {
+		why = append(why, fmt.Sprintf("achieved %.0f req/s of %.0f asked (%.1f%% short): the client could not hold its rate",
+			s.AchievedRate, s.AskedRate, 100*(1-s.AchievedRate/s.AskedRate)))
+	}
+	if s.WorkersExhausted {
+		why = append(why, fmt.Sprintf("all %d workers were busy while requests were due (peak %d in flight): requests went out late; raise MaxWorkers or lower the rate",
+			s.MaxWorkers, s.PeakInFlight))
+	}
+	if s.MaxLag > maxLagTolerance {
+		why = append(why, fmt.Sprintf("requests went out up to %s behind schedule (tolerance %s)",
+			s.MaxLag.Round(time.Millisecond), maxLagTolerance))
+	}
+	if numCPU > 0 && s.ClientCPU > 0.9*float64(numCPU) {
+		why = append(why, fmt.Sprintf("the client process used %.2f of %d cores: a saturated client is not a measurement",
+			s.ClientCPU, numCPU))
+	}
+	return why
+}
+
+// pacer is vegeta's constant pacer, watched: vegeta calls Pace (from one
+// goroutine) right after each request is handed to a worker, with the number
+// handed out so far. That is where the attack sees how many workers are busy
+// and how late it runs. Its fields are read only after vegeta has closed the
+// results channel, which happens after its pacing goroutine has returned.
+type pacer struct {
+	vegeta.ConstantPacer
+	interval   time.Duration
+	maxWorkers uint64
+	received   *atomic.Uint64
+
+	peak      uint64
+	exhausted bool
+	maxLag    time.Duration
+}
+
+func newPacer(rate int, maxWorkers uint64, received *atomic.Uint64) *pacer {
+	return &pacer{
+		ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second},
+		interval:      time.Second / time.Duration(rate),
+		maxWorkers:    maxWorkers,
+		received:      received,
+	}
+}
+
+// Pace implements vegeta.Pacer.
+func (p *pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	// Busy workers: handed out minus received. A result can be received just
+	// before vegeta counts its hit, so guard the subtraction.
+	var busy uint64
+	if got := p.received.Load(); got < hits {
+		busy = hits - got
+	}
+	p.peak = max(p.peak, busy)
+	// vegeta sends hit n (1-based) at n × interval; the next is hit hits+1.
+	lag := elapsed - time.Duration(hits+1)*p.interval
+	p.maxLag = max(p.maxLag, lag)
+	if busy >= p.maxWorkers && lag > 0 {
+		p.exhausted = true
+	}
+	return p.ConstantPacer.Pace(elapsed, hits)
+}

@@ -1,0 +1,593 @@
+package traffic
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// guard bounds every wait in these tests; nothing waits for it to pass.
+const guard = 15 * time.Second
+
+// wait fails the test if ch is not closed within guard.
+func wait(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(guard):
+		t.Fatalf("timed out after %s waiting for %s", guard, what)
+	}
+}
+
+// attackUntil runs an attack until n results have been observed, stops it,
+// and returns every observed record, the stats and the results file.
+func attackUntil(t *testing.T, cfg Config, n int) ([]Record, Stats, []byte) {
+	t.Helper()
+	var (
+		buf    bytes.Buffer
+		got    []Record
+		enough = make(chan struct{})
+	)
+	a, err := Start(t.Context(), cfg, &buf, func(r Record) {
+		got = append(got, r)
+		if len(got) == n {
+			close(enough)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-enough:
+	case <-time.After(guard):
+		a.Stop()
+		t.Fatalf("fewer than %d results after %s", n, guard)
+	}
+	stats, err := a.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(got)) != stats.Requests {
+		t.Fatalf("observed %d results, Stats.Requests = %d", len(got), stats.Requests)
+	}
+	return got, stats, buf.Bytes()
+}
+
+// sameRecord compares records, times by instant (a decoded time has no
+// monotonic reading).
+func sameRecord(a, b Record) bool {
+	return a.Seq == b.Seq && a.Time.Equal(b.Time) && a.Latency == b.Latency && a.Code == b.Code &&
+		a.Class == b.Class && a.Error == b.Error && a.Pod == b.Pod
+}
+
+func TestAttackRecordsEveryResult(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(PodHeader, "pod-a")
+		w.Header().Set("X-Bookshop-Version", "v1")
+		w.Header().Set("X-Other", "dropped")
+		io.WriteString(w, `{"pod":"pod-a","version":"v1"}`)
+	}))
+	defer srv.Close()
+
+	const rate = 200
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	var (
+		buf      bytes.Buffer
+		observed []Record
+	)
+	a, err := Start(ctx, Config{URL: srv.URL + "/version", Rate: rate, Name: "records"}, &buf, func(r Record) {
+		observed = append(observed, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, a.Done(), "the attack to end with its context")
+	stats, err := a.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats: %+v", stats)
+
+	if got := math.Abs(stats.AchievedRate-rate) / rate; got > 0.10 {
+		t.Errorf("achieved %.1f req/s, asked %d: off by %.0f%%", stats.AchievedRate, rate, 100*got)
+	}
+	if stats.Requests < rate/2 {
+		t.Fatalf("only %d requests in a 1s attack at %d/s", stats.Requests, rate)
+	}
+	var sum uint64
+	for _, c := range Classes() {
+		n, ok := stats.ByClass[c]
+		if !ok {
+			t.Errorf("ByClass lacks %s", c)
+		}
+		sum += n
+	}
+	if sum != stats.Requests || len(stats.ByClass) != len(Classes()) {
+		t.Errorf("ByClass %v sums to %d, Requests = %d", stats.ByClass, sum, stats.Requests)
+	}
+	if stats.ByClass[Class2xx] != stats.Requests {
+		t.Errorf("ByClass = %v, want every request 2xx", stats.ByClass)
+	}
+	if stats.WorkersExhausted || stats.PeakInFlight >= stats.MaxWorkers {
+		t.Errorf("workers exhausted (peak %d of %d) against a fast local server", stats.PeakInFlight, stats.MaxWorkers)
+	}
+	if stats.MaxWorkers != 800 { // 2 × 200/s × 2s
+		t.Errorf("MaxWorkers = %d, want 800", stats.MaxWorkers)
+	}
+
+	// The file holds exactly what was observed, in the same order.
+	var decoded []Record
+	if err := ReadResults(bytes.NewReader(buf.Bytes()), func(r Record) error {
+		decoded = append(decoded, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(decoded)) != stats.Requests {
+		t.Fatalf("file has %d results, Stats.Requests = %d", len(decoded), stats.Requests)
+	}
+	seen := make(map[uint64]bool)
+	for i, r := range decoded {
+		if !sameRecord(r, observed[i]) {
+			t.Fatalf("result %d: file %+v, observed %+v", i, r, observed[i])
+		}
+		if r.Pod != "pod-a" {
+			t.Fatalf("result %d: Pod = %q, want pod-a", i, r.Pod)
+		}
+		if seen[r.Seq] {
+			t.Fatalf("result %d: duplicate seq %d", i, r.Seq)
+		}
+		seen[r.Seq] = true
+	}
+
+	// vegeta's own tools read the file: its decoder and its metrics.
+	dec := vegeta.DecoderFor(bytes.NewReader(buf.Bytes()))
+	if dec == nil {
+		t.Fatal("vegeta.DecoderFor does not recognise the file")
+	}
+	var m vegeta.Metrics
+	for {
+		var res vegeta.Result
+		if err := dec.Decode(&res); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if res.Method != "GET" || res.Attack != "records" || len(res.Body) != 0 {
+			t.Fatalf("result %d: method %q attack %q body %q", res.Seq, res.Method, res.Attack, res.Body)
+		}
+		if _, ok := res.Headers["X-Other"]; ok || res.Headers.Get("X-Bookshop-Version") != "v1" {
+			t.Fatalf("result %d: headers %v, want only X-Bookshop-*", res.Seq, res.Headers)
+		}
+		m.Add(&res)
+	}
+	m.Close()
+	if m.Requests != stats.Requests || m.Success != 1 {
+		t.Errorf("vegeta metrics: %d requests, success %.3f; want %d, 1", m.Requests, m.Success, stats.Requests)
+	}
+
+	again, err := a.Stop()
+	if err != nil || again.Requests != stats.Requests || again.End != stats.End {
+		t.Errorf("second Stop: %+v, %v", again, err)
+	}
+}
+
+// failingWriter accepts limit bytes, then fails.
+type failingWriter struct{ limit int }
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.limit {
+		n := w.limit
+		w.limit = 0
+		return n, errDiskFull
+	}
+	w.limit -= len(p)
+	return len(p), nil
+}
+
+func TestWriteErrorStopsTheAttack(t *testing.T) {
+	// A failure keeps its body, so each result is ~1 KiB and the 64 KiB
+	// buffer overflows after ~60 results.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, strings.Repeat("x", MaxBody), http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	var observed atomic.Uint64
+	a, err := Start(t.Context(), Config{URL: srv.URL + "/", Rate: 500}, &failingWriter{limit: 1000}, func(Record) {
+		observed.Add(1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, a.Done(), "the attack to stop itself after a write error")
+	stats, err := a.Stop()
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("Stop error = %v, want %v", err, errDiskFull)
+	}
+	if stats.Requests == 0 || observed.Load() != stats.Requests || stats.ByClass[Class5xxOther] != stats.Requests {
+		t.Errorf("after a write error: %d requests, %d observed, by class %v", stats.Requests, observed.Load(), stats.ByClass)
+	}
+}
+
+func TestKeepAliveChoosesMethodAndConnections(t *testing.T) {
+	for _, keepAlive := range []bool{false, true} {
+		name := map[bool]string{false: "new connection per request", true: "keep-alive"}[keepAlive]
+		t.Run(name, func(t *testing.T) {
+			var gets, posts, closes, conns atomic.Uint64
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.Method {
+				case "GET":
+					gets.Add(1)
+				case "POST":
+					posts.Add(1)
+				}
+				if r.Close {
+					closes.Add(1)
+				}
+			}))
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+
+			_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 100, KeepAlive: keepAlive}, 20)
+			n := stats.Requests
+			if stats.ByClass[Class2xx] != n {
+				t.Fatalf("ByClass = %v", stats.ByClass)
+			}
+			if keepAlive {
+				if posts.Load() != n || gets.Load() != 0 {
+					t.Errorf("server saw %d POST and %d GET for %d requests, want all POST", posts.Load(), gets.Load(), n)
+				}
+				if conns.Load() >= n {
+					t.Errorf("%d connections for %d kept-alive requests, want reuse", conns.Load(), n)
+				}
+			} else {
+				if gets.Load() != n || posts.Load() != 0 {
+					t.Errorf("server saw %d GET and %d POST for %d requests, want all GET", gets.Load(), posts.Load(), n)
+				}
+				if conns.Load() != n || closes.Load() != n {
+					t.Errorf("%d connections and %d Connection: close for %d requests, want one new connection each", conns.Load(), closes.Load(), n)
+				}
+			}
+		})
+	}
+}
+
+// TestKeptAliveGETHidesResets shows why a kept-alive attack uses POST: a
+// server that resets a connection when a second request arrives on it fails
+// the POST, while net/http silently retries the GET on a new connection.
+func TestKeptAliveGETHidesResets(t *testing.T) {
+	url := rawServer(t, func(c *net.TCPConn, _ <-chan struct{}) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			c.Close()
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		http.ReadRequest(br) // the second request on this connection: reset it
+		c.SetLinger(0)
+		c.Close()
+	})
+	for _, method := range []string{"GET", "POST"} {
+		// A fresh client per method: no connection carries over.
+		client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+		defer client.CloseIdleConnections()
+		var errs []error
+		for range 2 {
+			req, _ := http.NewRequest(method, url, nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			errs = append(errs, err)
+		}
+		switch method {
+		case "GET":
+			if errs[0] != nil || errs[1] != nil {
+				t.Errorf("GET: %v; net/http no longer retries kept-alive GETs: revisit Config.KeepAlive's choice of POST", errs)
+			}
+		case "POST":
+			if errs[0] != nil || errs[1] == nil {
+				t.Fatalf("POST: %v, want the second to fail", errs)
+			}
+			if c := Classify(0, errs[1].Error()); c != ClassReset && c != ClassEOF {
+				t.Errorf("reset POST classified %s (%v)", c, errs[1])
+			}
+		}
+	}
+}
+
+func TestWorkersExhaustedIsReported(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond) // a slow target, not synchronisation
+	}))
+	defer srv.Close()
+	_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 50, MaxWorkers: 2}, 4)
+	if !stats.WorkersExhausted || stats.PeakInFlight < 2 {
+		t.Errorf("2 workers at 50/s on 200ms requests: exhausted %v, peak %d", stats.WorkersExhausted, stats.PeakInFlight)
+	}
+	if stats.AchievedRate > 0.5*stats.AskedRate {
+		t.Errorf("achieved %.1f of %.0f req/s with 2 workers on 200ms requests", stats.AchievedRate, stats.AskedRate)
+	}
+	joined := strings.Join(stats.Suspect, "\n")
+	if !strings.Contains(joined, "workers were busy") || !strings.Contains(joined, "could not hold its rate") {
+		t.Errorf("Suspect = %q, want the exhausted workers and the shortfall", stats.Suspect)
+	}
+}
+
+func TestSuspects(t *testing.T) {
+	ok := Stats{AskedRate: 1000, AchievedRate: 990, MaxWorkers: 4000, PeakInFlight: 3, MaxLag: time.Millisecond, ClientCPU: 0.5}
+	tests := []struct {
+		name string
+		edit func(*Stats)
+		want []string // substrings, one per reason, in order
+	}{
+		{"clean", func(*Stats) {}, nil},
+		{"shortfall", func(s *Stats) { s.AchievedRate = 900 }, []string{"achieved 900 req/s of 1000 asked (10.0% short)"}},
+		{"4% short is fine", func(s *Stats) { s.AchievedRate = 960 }, nil},
+		{"workers", func(s *Stats) { s.WorkersExhausted = true; s.PeakInFlight = 4000 }, []string{"all 4000 workers were busy"}},
+		{"lag", func(s *Stats) { s.MaxLag = 300 * time.Millisecond }, []string{"up to 300ms behind schedule"}},
+		{"cpu", func(s *Stats) { s.ClientCPU = 1.9 }, []string{"used 1.90 of 2 cores"}},
+		{"cpu 1.7 of 2 is fine", func(s *Stats) { s.ClientCPU = 1.7 }, nil},
+		{"all", func(s *Stats) {
+			s.AchievedRate, s.WorkersExhausted, s.MaxLag, s.ClientCPU = 500, true, time.Second, 2
+		}, []string{"short", "workers", "behind schedule", "cores"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := ok
+			tt.edit(&s)
+			got := suspects(s, 2)
+			if len(got) != len(tt.want) {
+				t.Fatalf("suspects = %q, want %d reasons", got, len(tt.want))
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tt.want[i]) {
+					t.Errorf("reason %d = %q, want it to contain %q", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	const refusal = "host must be 127.0.0.1: droprun only aims load at the loopback port mapping, never at private or public addresses"
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // "" = valid
+	}{
+		{"valid", Config{URL: "http://127.0.0.1:30080/version", Rate: 1000}, ""},
+		{"valid with query and timeout", Config{URL: "http://127.0.0.1:30081/version?delay=1s", Rate: 1, Timeout: time.Second}, ""},
+		{"private 10/8", Config{URL: "http://10.0.0.1:30080/", Rate: 1}, refusal},
+		{"private 192.168/16", Config{URL: "http://192.168.49.2:30080/", Rate: 1}, refusal},
+		{"docker network 172.18/16", Config{URL: "http://172.18.0.2:30080/", Rate: 1}, refusal},
+		{"public name", Config{URL: "http://example.com:80/", Rate: 1}, refusal},
+		{"localhost", Config{URL: "http://localhost:30080/", Rate: 1}, refusal},
+		{"other loopback address", Config{URL: "http://127.0.0.2:30080/", Rate: 1}, refusal},
+		{"ipv6 loopback", Config{URL: "http://[::1]:30080/", Rate: 1}, refusal},
+		{"https", Config{URL: "https://127.0.0.1:8443/", Rate: 1}, "scheme must be http"},
+		{"no scheme", Config{URL: "127.0.0.1:30080", Rate: 1}, "Config.URL"},
+		{"no scheme with path", Config{URL: "//127.0.0.1:30080/", Rate: 1}, "scheme must be http"},
+		{"empty", Config{Rate: 1}, "scheme must be http"},
+		{"no port", Config{URL: "http://127.0.0.1/", Rate: 1}, "explicit port"},
+		{"port 0", Config{URL: "http://127.0.0.1:0/", Rate: 1}, "explicit port"},
+		{"port 70000", Config{URL: "http://127.0.0.1:70000/", Rate: 1}, "explicit port"},
+		{"unparsable", Config{URL: "http://127.0.0.1:30080/%zz", Rate: 1}, "Config.URL"},
+		{"rate 0", Config{URL: "http://127.0.0.1:30080/"}, "Config.Rate 0: must be > 0"},
+		{"rate negative", Config{URL: "http://127.0.0.1:30080/", Rate: -5}, "Config.Rate -5"},
+		{"timeout negative", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Timeout: -time.Second}, "Config.Timeout -1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+			// Start refuses it too, before sending anything.
+			if a, err := Start(t.Context(), tt.cfg, io.Discard, nil); err == nil || a != nil {
+				t.Fatalf("Start accepted an invalid config: %v", err)
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	tests := []struct {
+		in      Config
+		timeout time.Duration
+		workers uint64
+		method  string
+	}{
+		{Config{Rate: 1000}, 2 * time.Second, 4000, "GET"},
+		{Config{Rate: 10}, 2 * time.Second, MinMaxWorkers, "GET"},
+		{Config{Rate: 1000, Timeout: 500 * time.Millisecond, KeepAlive: true}, 500 * time.Millisecond, 1000, "POST"},
+		{Config{Rate: 1000, MaxWorkers: 7}, 2 * time.Second, 7, "GET"},
+	}
+	for _, tt := range tests {
+		got := tt.in.withDefaults()
+		if got.Timeout != tt.timeout || got.MaxWorkers != tt.workers || got.Method() != tt.method {
+			t.Errorf("%+v with defaults: timeout %s, workers %d, method %s; want %s, %d, %s",
+				tt.in, got.Timeout, got.MaxWorkers, got.Method(), tt.timeout, tt.workers, tt.method)
+		}
+	}
+}
+
+func TestStartRefusesNilOutAndDoneContext(t *testing.T) {
+	cfg := Config{URL: "http://127.0.0.1:30080/", Rate: 1}
+	if _, err := Start(t.Context(), cfg, nil, nil); err == nil {
+		t.Error("Start with a nil writer succeeded")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Start(ctx, cfg, io.Discard, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start with a done context: %v, want context.Canceled", err)
+	}
+}
+
+// encodeResults writes results the way an Attack does.
+func encodeResults(t testing.TB, results ...vegeta.Result) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	p := pipeline{enc: vegeta.NewEncoder(&buf)}
+	for i := range results {
+		if _, err := p.process(&results[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func sampleResults() []vegeta.Result {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	return []vegeta.Result{
+		{Seq: 0, Code: 200, Timestamp: t0, Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-a"}, "Date": {"x"}}, Body: []byte("ok")},
+		{Seq: 1, Code: 0, Timestamp: t0.Add(time.Millisecond), Latency: 2 * time.Millisecond, Error: "dial tcp 127.0.0.1:30080: connect: connection refused"},
+		{Seq: 2, Code: 502, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, Error: "502 Bad Gateway", Headers: http.Header{PodHeader: {"gw"}}, Body: []byte("upstream dead")},
+		{Seq: 3, Code: 200, Timestamp: t0.Add(3 * time.Millisecond), Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-b"}}},
+	}
+}
+
+func TestReadResults(t *testing.T) {
+	file := encodeResults(t, sampleResults()...)
+	read := func(in []byte) ([]Record, error) {
+		var got []Record
+		err := ReadResults(bytes.NewReader(in), func(r Record) error { got = append(got, r); return nil })
+		return got, err
+	}
+
+	got, err := read(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		class Class
+		pod   string
+		err   string
+	}{{Class2xx, "pod-a", ""}, {ClassRefused, "", "dial tcp 127.0.0.1:30080: connect: connection refused"}, {Class502, "gw", "502 Bad Gateway"}, {Class2xx, "pod-b", ""}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d records, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		// Seq 3 decodes after a record with an error: a reused Result would leak it.
+		if got[i].Seq != uint64(i) || got[i].Class != w.class || got[i].Pod != w.pod || got[i].Error != w.err {
+			t.Errorf("record %d = %+v, want class %s pod %q error %q", i, got[i], w.class, w.pod, w.err)
+		}
+	}
+
+	t.Run("empty input is no results", func(t *testing.T) {
+		if got, err := read(nil); err != nil || len(got) != 0 {
+			t.Errorf("got %v, %v", got, err)
+		}
+	})
+	t.Run("garbage is an error", func(t *testing.T) {
+		if _, err := read([]byte("\x00\x01 not results")); err == nil {
+			t.Error("no error")
+		}
+	})
+	t.Run("truncated file delivers complete results then fails", func(t *testing.T) {
+		got, err := read(file[:len(file)-3])
+		if !errors.Is(err, io.ErrUnexpectedEOF) || len(got) != len(want)-1 {
+			t.Errorf("got %d records, %v; want %d and io.ErrUnexpectedEOF", len(got), err, len(want)-1)
+		}
+	})
+	t.Run("an error from fn stops reading", func(t *testing.T) {
+		stop := errors.New("stop")
+		calls := 0
+		err := ReadResults(bytes.NewReader(file), func(Record) error { calls++; return stop })
+		if err != stop || calls != 1 {
+			t.Errorf("err %v after %d calls", err, calls)
+		}
+	})
+	t.Run("vegeta's JSON encoding", func(t *testing.T) {
+		var buf bytes.Buffer
+		enc := vegeta.NewJSONEncoder(&buf)
+		for _, r := range sampleResults() {
+			if err := enc.Encode(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := read(buf.Bytes())
+		if err != nil || len(got) != len(want) || got[2].Class != Class502 || got[0].Pod != "pod-a" {
+			t.Errorf("got %+v, %v", got, err)
+		}
+	})
+}
+
+func TestTrimKeepsFailureBodiesAndBookshopHeaders(t *testing.T) {
+	rs := sampleResults()
+	p := pipeline{}
+	for i := range rs {
+		p.process(&rs[i])
+	}
+	if rs[0].Body != nil || rs[0].Headers.Get("Date") != "" || rs[0].Headers.Get(PodHeader) != "pod-a" {
+		t.Errorf("2xx after trim: body %q headers %v", rs[0].Body, rs[0].Headers)
+	}
+	if string(rs[2].Body) != "upstream dead" {
+		t.Errorf("502 after trim: body %q, want it kept", rs[2].Body)
+	}
+}
+
+// TestVegetaCLIReadsResults checks that the vegeta binary's own report reads
+// a results file. It skips when no vegeta binary is on PATH (install one
+// with `go install github.com/tsenart/vegeta/v12@v12.13.0`).
+func TestVegetaCLIReadsResults(t *testing.T) {
+	bin, err := exec.LookPath("vegeta")
+	if err != nil {
+		t.Skip("no vegeta binary on PATH")
+	}
+	url := statusServer(t, 200)
+	_, stats, file := attackUntil(t, Config{URL: url, Rate: 100}, 10)
+	path := filepath.Join(t.TempDir(), "results.gob")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), bin, "report", "-type=json", path).Output()
+	if err != nil {
+		t.Fatalf("vegeta report: %v", err)
+	}
+	var rep struct {
+		Requests    uint64         `json:"requests"`
+		Success     float64        `json:"success"`
+		StatusCodes map[string]int `json:"status_codes"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("vegeta report output %q: %v", out, err)
+	}
+	if rep.Requests != stats.Requests || rep.Success != 1 {
+		t.Errorf("vegeta report: %+v; want %d requests, all successful", rep, stats.Requests)
+	}
+	if err := exec.CommandContext(t.Context(), bin, "plot", "-output", filepath.Join(t.TempDir(), "plot.html"), path).Run(); err != nil {
+		t.Errorf("vegeta plot: %v", err)
+	}
+}

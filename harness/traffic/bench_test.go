@@ -1,0 +1,291 @@
+package traffic
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Flags of BenchmarkAttackLoopback (for `make bench`).
+var (
+	benchRate      = flag.Int("traffic.rate", 3000, "BenchmarkAttackLoopback: asked rate, requests/s")
+	benchDuration  = flag.Duration("traffic.duration", 3*time.Second, "BenchmarkAttackLoopback: length of each attack")
+	benchKeepAlive = flag.Bool("traffic.keepalive", false, "BenchmarkAttackLoopback: reuse connections (POST)")
+)
+
+// serverEnv makes the test binary a plain HTTP server (see TestMain), so the
+// attack benchmark's target runs in another process and ClientCPU measures
+// the client alone.
+const serverEnv = "DROPRUN_TRAFFIC_BENCH_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "1" {
+		os.Exit(benchServer())
+	}
+	os.Exit(m.Run())
+}
+
+// benchServer serves 127.0.0.1:0, prints the address on stdout, and exits
+// when stdin closes (the parent is done, or gone).
+func benchServer() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(ln.Addr().String())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		ln.Close()
+	}()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(PodHeader, "bench")
+		io.WriteString(w, `{"pod":"bench","version":"v1"}`)
+	})}
+	srv.Serve(ln)
+	return 0
+}
+
+// startBenchServer runs the test binary as a server in a child process and
+// returns its URL.
+func startBenchServer(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill() // the child we started, by its pid
+			<-exited
+		}
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("bench server: %v", err)
+	}
+	return "http://" + addr[:len(addr)-1] + "/version"
+}
+
+func BenchmarkClassify(b *testing.B) {
+	inputs := []struct {
+		code uint16
+		err  string
+	}{
+		{200, ""},
+		{502, "502 Bad Gateway"},
+		{0, `Get "http://127.0.0.1:30080/version": dial tcp 127.0.0.1:30080: connect: connection refused`},
+		{0, `Get "http://127.0.0.1:30080/version": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`},
+		{0, `Get "http://127.0.0.1:30080/version": EOF`},
+	}
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		in := inputs[n%len(inputs)]
+		if Classify(in.code, in.err) == "" {
+			b.Fatal("no class")
+		}
+		n++
+	}
+}
+
+// countingWriter counts bytes written.
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
+
+// BenchmarkPipeline measures what the attack does per result: classify,
+// trim, gob-encode through a bufio.Writer. file-B/result is the size of a
+// result in the results file.
+func BenchmarkPipeline(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		res  vegeta.Result
+	}{
+		{"2xx", vegeta.Result{Code: 200, Method: "GET", URL: "http://127.0.0.1:30080/version", Attack: "bench",
+			BytesIn: 31, Headers: http.Header{PodHeader: {"bookshop-web-7d4b9c6f5-x2x9q"}, "X-Bookshop-Version": {"v1"}}}},
+		{"refused", vegeta.Result{Code: 0, Method: "GET", URL: "http://127.0.0.1:30080/version", Attack: "bench",
+			Error: `Get "http://127.0.0.1:30080/version": dial tcp 127.0.0.1:30080: connect: connection refused`}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var cw countingWriter
+			buf := bufio.NewWriterSize(&cw, 64<<10)
+			p := pipeline{enc: vegeta.NewEncoder(buf)}
+			res := tc.res
+			t0 := time.Now()
+			// Warm up: the first gob message carries the type description.
+			if _, err := p.process(&res); err != nil {
+				b.Fatal(err)
+			}
+			buf.Flush()
+			start := cw.n
+			b.ReportAllocs()
+			b.ResetTimer()
+			var n uint64
+			for b.Loop() {
+				n++
+				res.Seq = n
+				res.Timestamp = t0.Add(time.Duration(n) * time.Millisecond)
+				res.Latency = time.Duration(n%1000) * time.Microsecond
+				if _, err := p.process(&res); err != nil {
+					b.Fatal(err)
+				}
+			}
+			buf.Flush()
+			b.ReportMetric(float64(cw.n-start)/float64(n), "file-B/result")
+		})
+	}
+}
+
+// liveHeap returns HeapAlloc and HeapInuse after two full collections (the
+// second frees what sync.Pools, net/http's buffers among them, only let go
+// of at the first).
+func liveHeap() (alloc, inuse uint64) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.HeapInuse
+}
+
+// BenchmarkAttackLoopback runs an attack at -traffic.rate for
+// -traffic.duration against a trivial server in a child process on
+// 127.0.0.1, writing the results to a file, and reports:
+//
+//   - req/s: the achieved rate (asked-req/s is the asked one);
+//   - client-cores: ClientCPU, the attack process's CPU in cores (the
+//     server's is not in it);
+//   - heap-B/Mresults: live heap (HeapAlloc after full GCs) after the
+//     attack minus before it, with the Attack still referenced, per million
+//     results. Memory that grows with results shows here; memory held by
+//     requests in flight does not (that is peak-heap-MB). A warm-up attack
+//     at the same rate runs first, because Go keeps every goroutine
+//     descriptor it ever allocated (~4 MB after a peak of ~5,000
+//     goroutines); a measured attack whose peak concurrency exceeds the
+//     warm-up's still pays that. Short runs amplify noise: ±100 KB over
+//     10,000 results reads as ±10 MB per million.
+//     inuse-B/Mresults is the same from HeapInuse, which also counts spans
+//     kept after the in-flight peak (fragmentation, not growth).
+//   - peak-heap-MB: the largest HeapInuse seen during the attack (sampled
+//     every 100ms), which grows with the requests in flight;
+//   - peak-goroutines: the most goroutines seen (sampled every 100ms);
+//   - failed, exhausted (1 = workers exhausted), file-B/result.
+func BenchmarkAttackLoopback(b *testing.B) {
+	url := startBenchServer(b)
+	cfg := Config{URL: url, Rate: *benchRate, KeepAlive: *benchKeepAlive, Name: "bench"}
+	var last Stats
+	var retainedPerM, inusePerM, peakHeap, peakGoroutines, fileB float64
+	for i := 0; i < b.N; i++ {
+		f, err := os.CreateTemp(b.TempDir(), "results-*.gob")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Warm up at the same rate: Go never frees a goroutine's descriptor,
+		// so the first time the process reaches a number of goroutines (one
+		// per request in flight, plus net/http's) costs heap for good, and
+		// that is not memory that grows with results.
+		warm, cancelWarm := context.WithTimeout(context.Background(), *benchDuration/3)
+		w, err := Start(warm, cfg, io.Discard, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-w.Done()
+		cancelWarm()
+		if _, err := w.Stop(); err != nil {
+			b.Fatal(err)
+		}
+
+		var results atomic.Uint64
+		ctx, cancel := context.WithTimeout(context.Background(), *benchDuration)
+		beforeAlloc, beforeInuse := liveHeap()
+		a, err := Start(ctx, cfg, f, func(Record) { results.Add(1) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		var peak uint64
+		var peakG int
+	sample:
+		for {
+			select {
+			case <-tick.C:
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+				peakG = max(peakG, runtime.NumGoroutine())
+			case <-a.Done():
+				break sample
+			}
+		}
+		tick.Stop()
+		cancel()
+		last, err = a.Stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		afterAlloc, afterInuse := liveHeap()
+		runtime.KeepAlive(a)
+		fi, err := f.Stat()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		if n := results.Load(); n > 0 {
+			retainedPerM = (float64(afterAlloc) - float64(beforeAlloc)) / float64(n) * 1e6
+			inusePerM = (float64(afterInuse) - float64(beforeInuse)) / float64(n) * 1e6
+		}
+		peakHeap = float64(peak) / (1 << 20)
+		peakGoroutines = float64(peakG)
+		fileB = float64(fi.Size()) / float64(max(last.Requests, 1))
+	}
+	var failed uint64
+	for c, n := range last.ByClass {
+		if c.Failed() {
+			failed += n
+		}
+	}
+	exhausted := 0.0
+	if last.WorkersExhausted {
+		exhausted = 1
+	}
+	b.ReportMetric(last.AchievedRate, "req/s")
+	b.ReportMetric(last.AskedRate, "asked-req/s")
+	b.ReportMetric(last.ClientCPU, "client-cores")
+	b.ReportMetric(retainedPerM, "heap-B/Mresults")
+	b.ReportMetric(inusePerM, "inuse-B/Mresults")
+	b.ReportMetric(peakHeap, "peak-heap-MB")
+	b.ReportMetric(peakGoroutines, "peak-goroutines")
+	b.ReportMetric(float64(failed), "failed")
+	b.ReportMetric(exhausted, "exhausted")
+	b.ReportMetric(fileB, "file-B/result")
+	b.Logf("%d requests in %s, by class %v, peak in flight %d of %d, max lag %s, suspect: %q",
+		last.Requests, last.End.Sub(last.Start).Round(time.Millisecond), last.ByClass,
+		last.PeakInFlight, last.MaxWorkers, last.MaxLag, last.Suspect)
+}

@@ -1,0 +1,219 @@
+package traffic
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestClassesOrderAndFailed(t *testing.T) {
+	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
+	got := Classes()
+	if !slices.Equal(got, want) {
+		t.Fatalf("Classes() = %v, want %v", got, want)
+	}
+	got[0] = "changed"
+	if Classes()[0] != Class2xx {
+		t.Fatal("Classes() returned the package's own slice")
+	}
+	for _, c := range want {
+		if c.Failed() != (c != Class2xx) {
+			t.Errorf("%s.Failed() = %v", c, c.Failed())
+		}
+	}
+}
+
+func TestClassifyText(t *testing.T) {
+	const u = `Get "http://127.0.0.1:30080/version": `
+	tests := []struct {
+		name string
+		code uint16
+		err  string
+		want Class
+	}{
+		{"200", 200, "", Class2xx},
+		{"204", 204, "", Class2xx},
+		{"404", 404, "404 Not Found", Class4xx},
+		{"429", 429, "429 Too Many Requests", Class4xx},
+		{"500", 500, "500 Internal Server Error", Class5xxOther},
+		{"502", 502, "502 Bad Gateway", Class502},
+		{"503", 503, "503 Service Unavailable", Class503},
+		{"504", 504, "504 Gateway Timeout", Class5xxOther},
+		{"101 is other", 101, "101 Switching Protocols", ClassOther},
+		{"302 is other", 302, "", ClassOther},
+		{"code 600 is other", 600, "600 ", ClassOther},
+		{"refused", 0, u + "dial tcp 127.0.0.1:30080: connect: connection refused", ClassRefused},
+		{"reset on read", 0, u + "read tcp 127.0.0.1:4000->127.0.0.1:30080: read: connection reset by peer", ClassReset},
+		{"reset on write", 0, u + "write tcp 127.0.0.1:4000->127.0.0.1:30080: write: broken pipe", ClassReset},
+		{"eof", 0, u + "EOF", ClassEOF},
+		{"unexpected eof in body", 0, "unexpected EOF", ClassEOF},
+		{"server closed idle", 0, u + "http: server closed idle connection", ClassEOF},
+		{"client timeout awaiting headers", 0, u + "context deadline exceeded (Client.Timeout exceeded while awaiting headers)", ClassTimeout},
+		{"client timeout in body", 0, "context deadline exceeded (Client.Timeout or context cancellation while reading body)", ClassTimeout},
+		{"dial timeout", 0, u + "dial tcp 127.0.0.1:30080: i/o timeout", ClassTimeout},
+		{"old net/http timeout text", 0, u + "net/http: request canceled (Client.Timeout exceeded while awaiting headers)", ClassTimeout},
+		{"dial guard", 0, u + "traffic: refusing to dial tcp 10.0.0.1:80: this client only connects to 127.0.0.1:30080", ClassOther},
+		{"no such host", 0, u + "dial tcp: lookup nowhere: no such host", ClassOther},
+		{"code 0 without error", 0, "", ClassOther},
+		{"status text ignored for codes", 200, "connection refused", Class2xx},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Classify(tt.code, tt.err); got != tt.want {
+				t.Errorf("Classify(%d, %q) = %s, want %s", tt.code, tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// rawServer serves 127.0.0.1 with handle, one goroutine per connection.
+// quit is closed when the test ends, for handlers that stall.
+func rawServer(t *testing.T, handle func(c *net.TCPConn, quit <-chan struct{})) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { handle(c.(*net.TCPConn), quit) })
+		}
+	})
+	t.Cleanup(func() {
+		close(quit)
+		ln.Close()
+		wg.Wait()
+	})
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// readRequest reads one request's headers off c.
+func readRequest(c net.Conn) {
+	_, _ = http.ReadRequest(bufio.NewReader(c))
+}
+
+// statusServer answers every request with code, stamped with a pod header.
+func statusServer(t *testing.T, code int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(PodHeader, "pod-a")
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// TestClassifyRealFailures drives the classifier with the errors Go and
+// vegeta actually produce, from local servers that refuse, reset, close and
+// stall, through a real attack.
+func TestClassifyRealFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		url     func(t *testing.T) string
+		timeout time.Duration
+		want    Class
+	}{
+		{"nothing listening", func(t *testing.T) string {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.Close()
+			return "http://" + ln.Addr().String() + "/"
+		}, 0, ClassRefused},
+		{"accept then close with SO_LINGER 0", func(t *testing.T) string {
+			return rawServer(t, func(c *net.TCPConn, _ <-chan struct{}) {
+				_ = c.SetLinger(0)
+				c.Close()
+			})
+		}, 0, ClassReset},
+		{"read the request then close", func(t *testing.T) string {
+			return rawServer(t, func(c *net.TCPConn, _ <-chan struct{}) {
+				readRequest(c)
+				c.Close()
+			})
+		}, 0, ClassEOF},
+		{"read the request then never answer", func(t *testing.T) string {
+			return rawServer(t, func(c *net.TCPConn, quit <-chan struct{}) {
+				readRequest(c)
+				<-quit
+				c.Close()
+			})
+		}, 150 * time.Millisecond, ClassTimeout},
+		{"200", func(t *testing.T) string { return statusServer(t, 200) }, 0, Class2xx},
+		{"404", func(t *testing.T) string { return statusServer(t, 404) }, 0, Class4xx},
+		{"500", func(t *testing.T) string { return statusServer(t, 500) }, 0, Class5xxOther},
+		{"502", func(t *testing.T) string { return statusServer(t, 502) }, 0, Class502},
+		{"503", func(t *testing.T) string { return statusServer(t, 503) }, 0, Class503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{URL: tt.url(t), Rate: 50, Timeout: tt.timeout, Name: "classify"}
+			recs, stats, _ := attackUntil(t, cfg, 3)
+			if stats.ByClass[tt.want] != stats.Requests {
+				t.Errorf("ByClass = %v, want all %d requests in %s", stats.ByClass, stats.Requests, tt.want)
+			}
+			for _, r := range recs {
+				if r.Class != tt.want {
+					t.Errorf("seq %d: class %s, want %s (code %d, error %q)", r.Seq, r.Class, tt.want, r.Code, r.Error)
+				}
+				if tt.want.Failed() != (r.Error != "") {
+					t.Errorf("seq %d: class %s with error text %q", r.Seq, r.Class, r.Error)
+				}
+			}
+			t.Logf("%s: code %d, error %q", tt.want, recs[0].Code, recs[0].Error)
+		})
+	}
+}
+
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the client followed a redirect to %s", r.URL)
+	}))
+	defer other.Close()
+	src := httptest.NewServer(http.RedirectHandler(other.URL+"/", http.StatusFound))
+	defer src.Close()
+
+	recs, stats, _ := attackUntil(t, Config{URL: src.URL + "/", Rate: 50}, 2)
+	for _, r := range recs {
+		if r.Code != http.StatusFound || r.Class != ClassOther {
+			t.Errorf("seq %d: code %d class %s error %q, want 302 %s", r.Seq, r.Code, r.Class, r.Error, ClassOther)
+		}
+	}
+	if stats.ByClass[ClassOther] != stats.Requests {
+		t.Errorf("ByClass = %v", stats.ByClass)
+	}
+}
+
+func TestGuardDialRefusesOtherAddresses(t *testing.T) {
+	called := 0
+	dial := guardDial(func(context.Context, string, string) (net.Conn, error) {
+		called++
+		return nil, nil
+	}, "127.0.0.1:30080")
+	for _, addr := range []string{"10.0.0.1:30080", "127.0.0.1:30081", "example.com:80", "[::1]:30080"} {
+		_, err := dial(t.Context(), "tcp", addr)
+		if err == nil || !strings.Contains(err.Error(), "refusing to dial") {
+			t.Errorf("dial %s: err = %v, want a refusal", addr, err)
+		}
+	}
+	if _, err := dial(t.Context(), "tcp", "127.0.0.1:30080"); err != nil {
+		t.Errorf("dial of the allowed address: %v", err)
+	}
+	if called != 1 {
+		t.Errorf("underlying dial called %d times, want 1 (only for the allowed address)", called)
+	}
+}

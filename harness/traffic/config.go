@@ -1,0 +1,130 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// LoopbackHost is the only host Config.URL may name. Load goes to the host
+// port mapping on loopback, never to private (docker network) or public
+// addresses.
+const LoopbackHost = "127.0.0.1"
+
+// DefaultTimeout is the per-request timeout when Config.Timeout is zero.
+const DefaultTimeout = 2 * time.Second
+
+// MinMaxWorkers is the smallest default worker bound (see Config.MaxWorkers).
+const MinMaxWorkers = 100
+
+// MaxBody is how many bytes of each response body are kept; the rest is read
+// and discarded so the connection completes normally.
+const MaxBody = 1024
+
+// Config describes one attack.
+type Config struct {
+	// URL is the target, http://127.0.0.1:PORT/PATH. Any other scheme or host
+	// (localhost and ::1 included) is refused: droprun aims load at the
+	// loopback port mapping only, never at private or public addresses.
+	URL string
+	// Rate is the constant request rate in requests per second; > 0.
+	Rate int
+	// KeepAlive reuses connections. False (the default) opens a new TCP
+	// connection per request, like curl, which is what exposes the routing
+	// race. With KeepAlive the method is POST instead of GET, because net/http
+	// silently retries an idempotent request that fails on a reused
+	// connection, which would hide the very failures droprun counts; the
+	// target must therefore answer POST with a 2xx.
+	KeepAlive bool
+	// Timeout bounds each request: dial, headers and body. Zero means
+	// DefaultTimeout; negative is an error.
+	Timeout time.Duration
+	// MaxWorkers bounds the number of requests in flight (vegeta MaxWorkers).
+	// Zero means 2 × Rate × Timeout in seconds, at least MinMaxWorkers: twice
+	// what a target that times out every request needs to hold the rate.
+	MaxWorkers uint64
+	// Name is the attack name, stored in every result and sent as the
+	// X-Vegeta-Attack request header. May be empty.
+	Name string
+}
+
+// Method returns the HTTP method the attack uses: GET without keep-alive,
+// POST with it (see Config.KeepAlive).
+func (c Config) Method() string {
+	if c.KeepAlive {
+		return "POST"
+	}
+	return "GET"
+}
+
+// Validate checks c without applying defaults. Errors name the field.
+func (c Config) Validate() error {
+	if _, err := targetAddr(c.URL); err != nil {
+		return err
+	}
+	if c.Rate <= 0 {
+		return fmt.Errorf("traffic: Config.Rate %d: must be > 0 requests per second", c.Rate)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("traffic: Config.Timeout %s: must not be negative (0 means %s)", c.Timeout, DefaultTimeout)
+	}
+	return nil
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = uint64(2 * float64(c.Rate) * c.Timeout.Seconds())
+		if c.MaxWorkers < MinMaxWorkers {
+			c.MaxWorkers = MinMaxWorkers
+		}
+	}
+	return c
+}
+
+// errNotLoopback explains why a host is refused.
+var errNotLoopback = errors.New("host must be " + LoopbackHost +
+	": droprun only aims load at the loopback port mapping, never at private or public addresses")
+
+// targetAddr validates raw as http://127.0.0.1:PORT/... and returns
+// "127.0.0.1:PORT", the only address the client may dial.
+func targetAddr(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("traffic: Config.URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" {
+		return "", fmt.Errorf("traffic: Config.URL %q: scheme must be http (got %q); %w", raw, u.Scheme, errNotLoopback)
+	}
+	if u.Hostname() != LoopbackHost {
+		return "", fmt.Errorf("traffic: Config.URL %q: %w", raw, errNotLoopback)
+	}
+	port := u.Port()
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("traffic: Config.URL %q: needs an explicit port 1-65535, as in http://%s:30080/", raw, LoopbackHost)
+	}
+	return net.JoinHostPort(LoopbackHost, port), nil
+}
+
+// dialFunc is the signature of net.Dialer.DialContext.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// guardDial wraps dial so that it refuses every address but allowed. The
+// target URL never changes, redirects are not followed and no proxy is used,
+// so this never fires; it is the last line that keeps load on loopback.
+func guardDial(dial dialFunc, allowed string) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr != allowed {
+			return nil, fmt.Errorf("traffic: refusing to dial %s %s: this client only connects to %s", network, addr, allowed)
+		}
+		return dial(ctx, network, addr)
+	}
+}

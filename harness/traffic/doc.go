@@ -1,0 +1,57 @@
+// Package traffic drives constant-rate HTTP load at the bookshop with vegeta
+// (github.com/tsenart/vegeta/v12/lib) as a library, classifies every
+// result, and streams every result to disk as it arrives.
+//
+//	a, err := traffic.Start(ctx, traffic.Config{URL: "http://127.0.0.1:30080/version", Rate: 1000}, file, observe)
+//	...
+//	stats, err := a.Stop()
+//
+// # Where the load goes
+//
+// Only to http://127.0.0.1:PORT: Config refuses every other host (localhost
+// and ::1 included) and scheme, the client follows no redirect (a 3xx is a
+// result of its own), uses no proxy, and its dialer refuses any address but
+// the URL's. Load is never aimed at the docker network's private addresses.
+//
+// # Connections and methods
+//
+// By default every request opens a new TCP connection and sends
+// "Connection: close", like curl: that is what exposes the routing race of
+// a rolling update (a new connection routed to a pod that is gone is
+// refused or times out). With Config.KeepAlive connections are reused and
+// the method is POST, not GET: net/http silently retries an idempotent
+// request (GET, HEAD, ...) that fails on a reused connection before any
+// response byte arrives, so a kept-alive GET attack shows a reset
+// connection as a 200 (measured: a server resetting kept-alive connections
+// gave all-200 GETs while the POSTs failed). The target must answer POST
+// with a 2xx for a kept-alive attack to measure anything.
+//
+// # Outcome classes
+//
+// Each request is exactly one Class: 2xx, 000:refused, 000:reset, 000:eof,
+// 000:timeout, 000:other, 502, 503, 5xx:other, 4xx. The names are stable
+// (CSV columns, metric labels). Transport failures (code 0) are classified
+// from Go's error text; the text itself is kept in Record.Error. Every class
+// but 2xx is a failure; 1xx and 3xx responses are 000:other, because the
+// bookshop never redirects and a 3xx means the request did not reach it.
+//
+// # The results file
+//
+// The file is vegeta's own gob stream (vegeta.NewEncoder), so
+// `vegeta report` and `vegeta plot` read it, and ReadResults rebuilds every
+// Record from it: droprun's reports can be rebuilt from raw data. vegeta's
+// gob encoding keeps Result.Headers, which is where Record.Pod comes from.
+// To keep the file small each result is trimmed before encoding: only the
+// X-Bookshop-* response headers are kept, and the body only for failures
+// (at most MaxBody bytes; BytesIn still counts what was read). A 2xx result
+// with the bookshop's two headers takes about 150 bytes: ~0.5 GB an hour at
+// 1,000 req/s.
+//
+// # An honest client
+//
+// A client that cannot hold its rate measures itself, not the target. Stop
+// reports the achieved rate against the asked one, whether the worker bound
+// (Config.MaxWorkers) made requests go out late, how far behind schedule the
+// pacing fell, and the process's own CPU use; Stats.Suspect says in words
+// when any of these makes the numbers suspect.
+package traffic

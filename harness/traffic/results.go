@@ -1,0 +1,125 @@
+package traffic
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// PodHeader is the response header that names the pod that answered.
+const PodHeader = "X-Bookshop-Pod"
+
+// keptHeaderPrefix selects the response headers stored in the results file:
+// the bookshop's attribution headers (pod, version, gateway). The others
+// (Date, Content-Type, Content-Length) would only grow the file.
+const keptHeaderPrefix = "X-Bookshop-"
+
+// Record is one request's outcome.
+type Record struct {
+	// Seq is vegeta's sequence number, unique within an attack, in order of
+	// request start.
+	Seq uint64
+	// Time is when the request started.
+	Time time.Time
+	// Latency is how long the request took, until it failed or its body was read.
+	Latency time.Duration
+	// Code is the HTTP status code, 0 when there was no response.
+	Code uint16
+	// Class is the outcome class, Classify(Code, Error).
+	Class Class
+	// Error is the raw error text: the Go error for a transport failure, the
+	// status line ("502 Bad Gateway") for a code < 200 or >= 400, else empty.
+	Error string
+	// Pod is the X-Bookshop-Pod response header, empty when absent.
+	Pod string
+}
+
+// End returns when the request ended.
+func (r Record) End() time.Time { return r.Time.Add(r.Latency) }
+
+// newRecord classifies res.
+func newRecord(res *vegeta.Result) Record {
+	return Record{
+		Seq:     res.Seq,
+		Time:    res.Timestamp,
+		Latency: res.Latency,
+		Code:    res.Code,
+		Class:   Classify(res.Code, res.Error),
+		Error:   res.Error,
+		Pod:     res.Headers.Get(PodHeader),
+	}
+}
+
+// trim drops what the results file does not need before res is encoded:
+// response headers other than X-Bookshop-*, and the body of a 2xx response
+// (the body of a failure, at most MaxBody bytes, is kept: a 502's body says
+// why). BytesIn still counts the body bytes that were read.
+func trim(res *vegeta.Result, class Class) {
+	if !class.Failed() {
+		res.Body = nil
+	}
+	for k := range res.Headers {
+		if !strings.HasPrefix(k, keptHeaderPrefix) {
+			delete(res.Headers, k)
+		}
+	}
+	if len(res.Headers) == 0 {
+		res.Headers = nil
+	}
+}
+
+// pipeline is what happens to every result: classify, trim, encode.
+type pipeline struct {
+	enc vegeta.Encoder
+}
+
+// process classifies res, trims it and encodes it. It returns the record
+// and the encoding error, if any; with a nil encoder nothing is written.
+func (p *pipeline) process(res *vegeta.Result) (Record, error) {
+	rec := newRecord(res)
+	trim(res, rec.Class)
+	if p.enc == nil {
+		return rec, nil
+	}
+	return rec, p.enc.Encode(res)
+}
+
+// ReadResults decodes a results file written by an Attack and calls fn for
+// every result, in file order (arrival order). It also reads vegeta's JSON
+// and CSV encodings (vegeta.DecoderFor detects which). An empty input holds
+// no results and is not an error. Record.Pod comes from the response headers,
+// which vegeta's gob, JSON and CSV encodings all keep.
+//
+// A truncated file (a crash mid-write) delivers every complete result and
+// then returns an error wrapping io.ErrUnexpectedEOF. An error from fn stops
+// the reading and is returned as is.
+func ReadResults(r io.Reader, fn func(Record) error) error {
+	br := bufio.NewReader(r)
+	if _, err := br.Peek(1); err == io.EOF {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("traffic: reading results: %w", err)
+	}
+	dec := vegeta.DecoderFor(br)
+	if dec == nil {
+		return errors.New("traffic: reading results: not a vegeta results stream (gob, JSON or CSV)")
+	}
+	for n := 0; ; n++ {
+		// Decode into a fresh Result: gob leaves fields that are zero in the
+		// stream untouched, so a reused one would keep the previous Error.
+		var res vegeta.Result
+		if err := dec.Decode(&res); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("traffic: reading results: after %d results: %w", n, err)
+		}
+		if err := fn(newRecord(&res)); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package traffic
+
+import "time"
+
+// processCPU cannot measure CPU time on this platform.
+func processCPU() (time.Duration, bool) { return 0, false }
