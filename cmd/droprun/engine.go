@@ -81,8 +81,8 @@ kind's own base-image files, and every image kubeadm and the pod network need,
 preloaded into the node's containerd so nothing is ever pulled.
 
 Every artifact is cached under the user's cache directory (~/.cache/droprun);
-a second build with the same inputs is a no-op. Cold, on 2 cores, it takes
-about 15 minutes (Kubernetes itself about 10).`,
+a second build with the same inputs is a no-op. Cold, on 2 cores, it took
+25 to 46 minutes here (Kubernetes itself 10 to 25, depending on other load).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = s.Err

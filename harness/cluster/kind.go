@@ -144,7 +144,7 @@ func (k *Kind) create(ctx context.Context, c Config) error {
 		return err
 	}
 	if !present && strings.HasPrefix(c.NodeImage, "droprun/") {
-		return fmt.Errorf("node image %s is not present and no registry has it: build it with `droprun node-image build` (or `make node-image`; about 15 minutes cold, a no-op when cached)", c.NodeImage)
+		return fmt.Errorf("node image %s is not present and no registry has it: build it with `droprun node-image build` (or `make node-image`; 25-46 minutes cold on 2 cores, a no-op when cached)", c.NodeImage)
 	}
 	for _, p := range []int{c.HostPort, c.GatewayHostPort} {
 		if err := portFree(p); err != nil {

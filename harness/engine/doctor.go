@@ -338,5 +338,3 @@ func existingParent(p string) string {
 		p = parent
 	}
 }
-
-

@@ -93,7 +93,9 @@ func (b *builder) assemble(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("the node's containerd lacks %s after the import; it has:\n%s", strings.Join(missing, ", "), list)
 	}
 	if _, err := runCmd(ctx, "", nil, "docker", "exec", container, "bash", "-c",
-		`pkill containerd; for i in $(seq 50); do pgrep -x containerd >/dev/null || exit 0; sleep 0.2; done; exit 1`); err != nil {
+		// sleep, the container's PID 1, reaps nothing: an exited containerd
+		// stays a zombie (state Z), which counts as stopped.
+		`pkill -x containerd; for i in $(seq 100); do ps -C containerd -o stat= | grep -qv '^Z' || exit 0; sleep 0.2; done; exit 1`); err != nil {
 		return false, fmt.Errorf("stop containerd in the build container: %w", err)
 	}
 	_, _ = runCmd(ctx, "", nil, "docker", "exec", container, "rm", "-rf", "/var/log/containerd-build.log", "/run/containerd")

@@ -45,6 +45,20 @@ func (c cache) tmpDir(prefix string) (string, error) {
 	return os.MkdirTemp(base, prefix+"-")
 }
 
+// pruneTmp removes scratch directories that interrupted builds left behind
+// (older than a day, so that a build running concurrently keeps its own).
+func (c cache) pruneTmp() {
+	entries, err := os.ReadDir(c.path("tmp"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(c.path("tmp", e.Name()))
+		}
+	}
+}
+
 // exists reports whether every named file exists in dir.
 func exists(dir string, names ...string) bool {
 	for _, n := range names {

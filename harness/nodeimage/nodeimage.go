@@ -161,6 +161,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 
+	c.pruneTmp()
 	p := &progress{out: out, total: 14}
 	b := &builder{c: c, v: v, out: out, src: src, cniHash: cniHash, inputs: inputs, ref: ref}
 	defer b.cleanup()

@@ -494,3 +494,27 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("temporary files left: %v", entries)
 	}
 }
+
+func TestHashDirAndSourceDir(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module github.com/droprun/droprun\n\ngo 1.26\n"), 0o644))
+	cni := filepath.Join(dir, "apps", "cni")
+	must(t, os.MkdirAll(cni, 0o755))
+	must(t, os.WriteFile(filepath.Join(cni, "main.go"), []byte("package main\n"), 0o644))
+	a, err := hashDir(cni)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(cni, "main_test.go"), []byte("package main // tests\n"), 0o644))
+	if b, _ := hashDir(cni); b != a {
+		t.Error("a test file changed the source hash")
+	}
+	must(t, os.WriteFile(filepath.Join(cni, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	if c, _ := hashDir(cni); c == a {
+		t.Error("a source change did not change the hash")
+	}
+	if got, err := findSourceDir(dir); err != nil || got != dir {
+		t.Errorf("findSourceDir(%s) = %q, %v", dir, got, err)
+	}
+	if _, err := findSourceDir(cni); err == nil {
+		t.Error("a directory without droprun's go.mod: want an error")
+	}
+}
