@@ -2,9 +2,10 @@ package main
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
+	"time"
 )
 
 // newGateway returns the gateway handler: /healthz, /readyz and /metrics are
@@ -13,13 +14,22 @@ import (
 // X-Bookshop-Pod and X-Bookshop-Version, responses the gateway makes itself
 // (its probes, a 502) carry its own.
 //
-// Unless keepAlive is set, each upstream request gets a fresh TCP connection,
-// which kube-proxy routes afresh: a request routed to a pod that has just
-// died fails with a 502 here. A pooled connection would instead stick to a
-// pod that is still alive and hide the dropped request.
-func newGateway(upstream *url.URL, keepAlive bool, id identity, life *lifecycle, m *metrics, log *slog.Logger) http.Handler {
+// Unless cfg.upstreamKeepAlive is set, each upstream request gets a fresh
+// TCP connection, which kube-proxy routes afresh: a request routed to a pod
+// that has just died fails with a 502 here. A pooled connection would
+// instead stick to a pod that is still alive and hide the dropped request.
+//
+// The gateway gives up on an upstream sooner than a client does (dial
+// timeout cfg.upstreamDialTimeout, response headers cfg.upstreamTimeout):
+// a connection to a dead pod's IP gets no answer at all, and a proxy that
+// waited longer than its client would turn every 502 into the client's own
+// timeout.
+func newGateway(cfg config, id identity, life *lifecycle, m *metrics, log *slog.Logger) http.Handler {
+	upstream := cfg.upstream
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.DisableKeepAlives = !keepAlive
+	transport.DisableKeepAlives = !cfg.upstreamKeepAlive
+	transport.DialContext = (&net.Dialer{Timeout: cfg.upstreamDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	transport.ResponseHeaderTimeout = cfg.upstreamTimeout
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)

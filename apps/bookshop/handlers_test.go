@@ -234,7 +234,8 @@ func newTestGateway(t *testing.T, upstream string, keepAlive bool) http.Handler 
 	}
 	life := new(lifecycle)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	return newGateway(u, keepAlive, identity{pod: "gw-1", version: "v9"}, life, newMetrics("v9", modeGateway, life), log)
+	cfg := config{upstream: u, upstreamKeepAlive: keepAlive, upstreamDialTimeout: 500 * time.Millisecond, upstreamTimeout: time.Second}
+	return newGateway(cfg, identity{pod: "gw-1", version: "v9"}, life, newMetrics("v9", modeGateway, life), log)
 }
 
 // closedPort returns 127.0.0.1:PORT where nothing listens.
@@ -379,5 +380,41 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	if code := run([]string{"--addr", "127.0.0.1:-1"}, noEnv, &stdout, &stderr); code != 1 {
 		t.Errorf("unusable address: exit %d, want 1", code)
+	}
+}
+
+// TestVersionAcceptsPOST: droprun's keep-alive traffic POSTs /version.
+func TestVersionAcceptsPOST(t *testing.T) {
+	h, _ := newTestWeb()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/version", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"version"`) {
+		t.Errorf("POST /version: %d %q", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/version", nil))
+	if rec.Code == http.StatusOK {
+		t.Error("DELETE /version answered 200")
+	}
+}
+
+// TestGatewayStalledUpstreamIs502: an upstream that never answers becomes a
+// 502 after the gateway's upstream timeout (1s here), before a client's own
+// 2s timeout would turn it into a 000.
+func TestGatewayStalledUpstreamIs502(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer up.Close()
+	defer close(release)
+	gw := httptest.NewServer(newTestGateway(t, up.URL, false))
+	defer gw.Close()
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(gw.URL + "/version")
+	if err != nil {
+		t.Fatalf("client saw %v, want a 502 from the gateway", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("status %d, want 502", resp.StatusCode)
 	}
 }

@@ -36,6 +36,9 @@ type config struct {
 	shutdownTimeout   time.Duration
 	upstream          *url.URL // gateway mode only
 	upstreamKeepAlive bool
+	// upstreamDialTimeout and upstreamTimeout bound a gateway's wait for an
+	// upstream connection and its response headers.
+	upstreamDialTimeout, upstreamTimeout time.Duration
 	showVersion       bool
 }
 
@@ -72,7 +75,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 	var handler http.Handler
 	if cfg.mode == modeGateway {
-		handler = newGateway(cfg.upstream, cfg.upstreamKeepAlive, id, life, m, log)
+		handler = newGateway(cfg, id, life, m, log)
 	} else {
 		handler = newWeb(id, life, m)
 	}
@@ -114,6 +117,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive and drain modes: how long Shutdown waits for in-flight requests")
 	fs.StringVar(&upstream, "upstream", "", "gateway mode: base URL to proxy to, e.g. http://web.bookshop.svc:80")
 	fs.BoolVar(&cfg.upstreamKeepAlive, "upstream-keepalive", false, "gateway mode: reuse upstream connections (hides dead pods behind pooled connections)")
+	fs.DurationVar(&cfg.upstreamDialTimeout, "upstream-dial-timeout", 500*time.Millisecond, "gateway mode: give up connecting to an upstream pod after this (a dead pod's IP never answers)")
+	fs.DurationVar(&cfg.upstreamTimeout, "upstream-timeout", time.Second, "gateway mode: give up waiting for an upstream's response headers after this; keep it below the client's timeout so a dead upstream shows as 502")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "version" {
