@@ -76,6 +76,22 @@ func (f *clusterFlags) config() (cluster.Config, error) {
 	return cluster.FromScenario(sc.Cluster.Kind), nil
 }
 
+// withKind makes a command's RunE: it resolves the cluster config from the
+// flags and hands it to fn with a kind manager that logs to stderr.
+func (f *clusterFlags) withKind(s streams, fn func(*cobra.Command, *cluster.Kind, cluster.Config) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, err := f.config()
+		if err != nil {
+			return err
+		}
+		k, err := cluster.NewKind(s.Err)
+		if err != nil {
+			return err
+		}
+		return fn(cmd, k, cfg)
+	}
+}
+
 func override[T comparable](field *T, v T) {
 	var zero T
 	if v != zero {
@@ -98,22 +114,14 @@ Examples:
   droprun cluster up --nodes 1 --name solo --host-port 31080 --gateway-host-port 31081
   droprun cluster up -f scenarios/compare-all.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config()
-			if err != nil {
-				return err
-			}
-			k, err := cluster.NewKind(s.Err)
-			if err != nil {
-				return err
-			}
+		RunE: f.withKind(s, func(cmd *cobra.Command, k *cluster.Kind, cfg cluster.Config) error {
 			cl, err := k.Up(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(s.Out, "export KUBECONFIG=%s\n", cl.Kubeconfig)
 			return nil
-		},
+		}),
 	}
 	f.register(cmd.Flags(), true)
 	return cmd
@@ -125,17 +133,9 @@ func newClusterDownCmd(s streams) *cobra.Command {
 		Use:   "down",
 		Short: "Delete the kind cluster and its kubeconfig",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config()
-			if err != nil {
-				return err
-			}
-			k, err := cluster.NewKind(s.Err)
-			if err != nil {
-				return err
-			}
+		RunE: f.withKind(s, func(cmd *cobra.Command, k *cluster.Kind, cfg cluster.Config) error {
 			return k.Down(cmd.Context(), cfg.Name)
-		},
+		}),
 	}
 	f.register(cmd.Flags(), false)
 	return cmd
@@ -147,15 +147,7 @@ func newClusterStatusCmd(s streams) *cobra.Command {
 		Use:   "status",
 		Short: "List the cluster's nodes, Ready or NotReady (exit 1 unless all are Ready)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config()
-			if err != nil {
-				return err
-			}
-			k, err := cluster.NewKind(s.Err)
-			if err != nil {
-				return err
-			}
+		RunE: f.withKind(s, func(cmd *cobra.Command, k *cluster.Kind, cfg cluster.Config) error {
 			nodes, err := k.Status(cmd.Context(), cfg.Name)
 			if err != nil {
 				return err
@@ -178,7 +170,7 @@ func newClusterStatusCmd(s streams) *cobra.Command {
 				return &exitError{code: 1, err: fmt.Errorf("%d of %d nodes are not Ready", notReady, len(nodes))}
 			}
 			return nil
-		},
+		}),
 	}
 	f.register(cmd.Flags(), false)
 	return cmd
