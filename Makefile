@@ -6,7 +6,7 @@ BIN     := bin/droprun
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-short lint images engine node-image cluster demo clean
+.PHONY: help build test test-short lint bench images engine node-image cluster demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,6 +23,11 @@ test-short: ## unit tests only (skips the process and build integration tests)
 lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench: ## traffic client benchmarks: achieved vs asked rate, client CPU, memory per million results (run on a quiet machine)
+	$(GO) test -run '^$$' -bench 'Classify|Pipeline' -benchmem ./harness/traffic/
+	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 10s
+	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 3000 -traffic.duration 10s
 
 images: build ## build the bookshop images (v1, v2; standard and distroless) into out/images/
 	$(BIN) image build --out out/images
