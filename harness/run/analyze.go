@@ -1,13 +1,93 @@
 package run
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
+
+// The marks a run writes into events.jsonl. They carry the variant (and
+// the rollout) in Detail; the analysis rebuilds every window from them, so
+// a run directory can always be analysed again from its raw data.
+const (
+	MarkTrafficStart     timeline.Kind = "traffic.start"
+	MarkTrafficStop      timeline.Kind = "traffic.stop" // Detail["stats"]: traffic.Stats as JSON
+	MarkRolloutStart                   = timeline.KindRolloutStart
+	MarkRolloutComplete                = timeline.KindRolloutComplete
+	MarkWindowClose                    = timeline.KindWindowClose
+	MarkConntrackFlushed               = timeline.KindConntrackFlushed
+	MarkBaseline         timeline.Kind = "baseline" // Detail["clean"], Detail["wait"]
+)
+
+// plan is what happened during one variant, rebuilt from the marks.
+type plan struct {
+	attackStart, attackEnd time.Time
+	controlEnd             time.Time
+	rollouts               []RolloutSummary
+	stats                  traffic.Stats
+}
+
+// planFromEvents rebuilds variant's plan from the run's marks.
+func planFromEvents(events []timeline.Event, variant string) (*plan, error) {
+	p := &plan{}
+	var cur *RolloutSummary
+	for _, e := range events {
+		if e.Detail["variant"] != variant {
+			continue
+		}
+		n, _ := strconv.Atoi(e.Detail["rollout"])
+		switch e.Kind {
+		case MarkTrafficStart:
+			p.attackStart = e.Time
+		case MarkTrafficStop:
+			p.attackEnd = e.Time
+			if s := e.Detail["stats"]; s != "" {
+				if err := json.Unmarshal([]byte(s), &p.stats); err != nil {
+					return nil, fmt.Errorf("traffic stats of %s: %w", variant, err)
+				}
+			}
+		case MarkRolloutStart:
+			p.rollouts = append(p.rollouts, RolloutSummary{N: n, From: e.Detail["from"], To: e.Detail["to"],
+				MeasuredVariant: e.Detail["measured"], LiveTemplate: e.Detail["live"], Start: e.Time, BaselineClean: true})
+			cur = &p.rollouts[len(p.rollouts)-1]
+		case MarkRolloutComplete:
+			if cur != nil && cur.N == n {
+				cur.Complete = e.Time
+				cur.Duration = e.Time.Sub(cur.Start).Round(100 * time.Millisecond).String()
+			}
+		case MarkWindowClose:
+			if Phase(e.Detail["phase"]) == PhaseControl {
+				p.controlEnd = e.Time
+			} else if cur != nil && cur.N == n {
+				cur.WindowEnd = e.Time
+			}
+		case MarkConntrackFlushed:
+			if cur != nil && cur.N == n {
+				_ = json.Unmarshal([]byte(e.Detail["flushed"]), &cur.ConntrackFlushed)
+			}
+		case MarkBaseline:
+			if cur != nil && cur.N == n {
+				cur.BaselineClean = e.Detail["clean"] == "true"
+				cur.BaselineWait = e.Detail["wait"]
+			}
+		}
+	}
+	if p.attackStart.IsZero() {
+		return nil, fmt.Errorf("variant %s: no %s mark: its traffic never started", variant, MarkTrafficStart)
+	}
+	if p.attackEnd.IsZero() && len(events) > 0 {
+		// The run died without stopping traffic: the last event bounds it.
+		p.attackEnd = events[len(events)-1].Time
+	}
+	return p, nil
+}
 
 // windows lays out a variant's traffic time: control until the first
 // rollout, then each rollout's window and its tail. A request still in
@@ -36,20 +116,24 @@ func (p *plan) windows() []Window {
 	return w
 }
 
-// analyze reads variant i's results back from disk, assigns every request
-// to its window, writes the failures, and builds the variant's rows.
-func (r *runner) analyze(i int, p *plan, stats traffic.Stats) ([]VariantSummary, error) {
-	v := r.sc.Variants[i]
-	events := r.rec.Events()
+// analyzeVariant reads variant i's results back from dir, assigns every
+// request to its window (rebuilt from the marks in events), passes each
+// failure to failure (may be nil), and builds the variant's rows.
+func analyzeVariant(dir string, sc *scenario.Scenario, i int, events []timeline.Event, failure func(Failure) error) ([]VariantSummary, error) {
+	v := sc.Variants[i]
+	p, err := planFromEvents(events, v.Name)
+	if err != nil {
+		return nil, err
+	}
 	tl := NewTimeline(p.windows())
-	f, err := os.Open(r.out.ResultsPath(v.Name))
+	f, err := os.Open(filepath.Join(dir, ResultsFile(v.Name)))
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	err = traffic.ReadResults(f, func(rec traffic.Record) error {
 		w := tl.Add(rec.Time, rec.Class)
-		if !rec.Class.Failed() {
+		if !rec.Class.Failed() || failure == nil {
 			return nil
 		}
 		fl := Failure{Time: rec.Time, Variant: v.Name, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error, Latency: rec.Latency.Seconds()}
@@ -59,12 +143,69 @@ func (r *runner) analyze(i int, p *plan, stats traffic.Stats) ([]VariantSummary,
 		if d, ok := timeline.NearestDeletion(events, rec.Time); ok {
 			fl.NearestDeletion, fl.SinceDeletion = d.Pod, rec.Time.Sub(d.Time).Seconds()
 		}
-		return r.out.WriteFailure(fl)
+		return failure(fl)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading results of %s back: %w", v.Name, err)
 	}
-	return buildRows(r.sc.Variants[i].Name, r.sc.Variants[i].Variant, r.sc.Variants[i].From, p, tl, stats, between(events, p.attackStart, p.attackEnd)), nil
+	return buildRows(v.Name, v.Variant, v.From, p, tl, p.stats, between(events, p.attackStart, p.attackEnd)), nil
+}
+
+// Analyze rebuilds a run's summary from its directory's raw data: the
+// scenario as run, events.jsonl and the results files. failure, if not nil,
+// receives every failed request, attributed. Variants whose traffic never
+// started are left out.
+func Analyze(dir string, failure func(Failure) error) (*Summary, error) {
+	sc, err := scenario.Load(filepath.Join(dir, ScenarioFile))
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	events, err := timeline.ReadEvents(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EventsFile, err)
+	}
+	sum := &Summary{Format: SummaryVersion, Scenario: sc.Metadata.Name}
+	if old, err := ReadSummary(dir); err == nil {
+		// Keep what only the live run knew: where and when it ran.
+		sum.Started, sum.Finished, sum.Cluster, sum.Traffic = old.Started, old.Finished, old.Cluster, old.Traffic
+		sum.Interrupted, sum.Error = old.Interrupted, old.Error
+	}
+	for i, v := range sc.Variants {
+		if _, err := os.Stat(filepath.Join(dir, ResultsFile(v.Name))); err != nil {
+			continue
+		}
+		rows, err := analyzeVariant(dir, sc, i, events, failure)
+		if err != nil {
+			return nil, err
+		}
+		sum.Variants = append(sum.Variants, rows...)
+		for _, row := range rows {
+			sum.Suspect = append(sum.Suspect, prefixed(row.Variant, row.Suspect)...)
+		}
+	}
+	return sum, nil
+}
+
+// ReadSummary reads a run directory's summary.json.
+func ReadSummary(dir string) (*Summary, error) {
+	path := filepath.Join(dir, SummaryFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.Format != SummaryVersion {
+		return nil, fmt.Errorf("%s: format %q, this droprun reads %q", path, s.Format, SummaryVersion)
+	}
+	return &s, nil
 }
 
 // between returns the events in [from, to].

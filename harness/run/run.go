@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -156,19 +157,11 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 	return nil
 }
 
-// plan records what happened during one variant, for analysis.
-type plan struct {
-	attackStart, attackEnd time.Time
-	controlEnd             time.Time
-	rollouts               []RolloutSummary
-}
-
 // variant measures variant i and returns its summary rows.
 func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	sc, tb := r.sc, r.tb
 	v := sc.Variants[i]
 	fmt.Fprintf(r.log, "\n== variant %s\n", v.Name)
-	r.rec.Mark(timeline.Kind("variant.start"), map[string]string{"variant": v.Name})
 
 	// Start from a known state: the variant (or its From) at v1.
 	if err := tb.Deploy(ctx, i, 0, true); err != nil {
@@ -177,7 +170,7 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
 		return nil, err
 	}
-	if _, err := r.flushConntrack(ctx, "before control"); err != nil {
+	if err := r.flushConntrack(ctx, v.Name, 0); err != nil {
 		return nil, err
 	}
 
@@ -190,7 +183,6 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 		URL: tb.TargetURL(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 	}
-	p := &plan{attackStart: time.Now()}
 	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
 		if rec.Class.Failed() {
 			if t := rec.Time.UnixNano(); t > lastFailure.Load() {
@@ -201,21 +193,21 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.rec.Mark("traffic.start", map[string]string{"variant": v.Name, "url": cfg.URL, "rate": strconv.Itoa(cfg.Rate)})
+	r.rec.Mark(MarkTrafficStart, map[string]string{"variant": v.Name, "url": cfg.URL, "rate": strconv.Itoa(cfg.Rate)})
 	fmt.Fprintf(r.log, "traffic: %d req/s to %s; control window %s\n", cfg.Rate, cfg.URL, sc.Traffic.Control)
 
-	runErr := r.rollouts(ctx, i, p, &lastFailure)
+	runErr := r.rollouts(ctx, i, &lastFailure)
 
 	stats, stopErr := attack.Stop()
-	p.attackEnd = time.Now()
-	r.rec.Mark("traffic.stop", map[string]string{"variant": v.Name, "requests": strconv.FormatUint(stats.Requests, 10)})
 	if err := resultsFile.Close(); err != nil && stopErr == nil {
 		stopErr = err
 	}
+	statsJSON, _ := json.Marshal(stats)
+	r.rec.Mark(MarkTrafficStop, map[string]string{"variant": v.Name, "stats": string(statsJSON)})
 	if runErr == nil {
 		runErr = stopErr
 	}
-	rows, aerr := r.analyze(i, p, stats)
+	rows, aerr := analyzeVariant(r.out.Dir, sc, i, r.rec.Events(), r.out.WriteFailure)
 	if aerr != nil && runErr == nil {
 		runErr = aerr
 	}
@@ -227,76 +219,64 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 }
 
 // rollouts holds the control window, then drives the variant's rollouts.
-func (r *runner) rollouts(ctx context.Context, i int, p *plan, lastFailure *atomic.Int64) error {
+func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64) error {
 	sc, tb := r.sc, r.tb
 	v := sc.Variants[i]
 	if err := sleep(ctx, sc.Traffic.Control.Duration); err != nil {
 		return err
 	}
-	p.controlEnd = time.Now()
-	r.rec.Mark("window.close", map[string]string{"variant": v.Name, "phase": string(PhaseControl)})
+	r.rec.Mark(MarkWindowClose, map[string]string{"variant": v.Name, "phase": string(PhaseControl)})
 
 	version := 0
 	for n := 1; n <= *sc.Rollouts; n++ {
-		rs := RolloutSummary{N: n, From: scenario.Versions[version], To: scenario.Versions[1-version]}
+		from, to := scenario.Versions[version], scenario.Versions[1-version]
 		measured, found, err := r.liveVariant(ctx)
 		if err != nil {
 			return err
 		}
-		rs.MeasuredVariant, rs.LiveTemplate = measured, found
 		version = 1 - version
-		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, rs.From, rs.To)
+		mark := func(kind timeline.Kind, detail map[string]string) {
+			detail["variant"], detail["rollout"] = v.Name, strconv.Itoa(n)
+			r.rec.Mark(kind, detail)
+		}
+		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, from, to)
 		objs, err := sc.Render(i, version, false, cause)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, rs.From, rs.To, measured)
-		rs.Start = time.Now()
-		r.rec.Mark("rollout.start", map[string]string{"variant": v.Name, "rollout": strconv.Itoa(n), "to": rs.To, "measured": measured})
+		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, from, to, measured)
+		start := time.Now()
+		mark(MarkRolloutStart, map[string]string{"from": from, "to": to, "measured": measured, "live": found})
 		if _, err := kube.Apply(ctx, tb.Cluster.Client, objs.Deployment); err != nil {
-			p.rollouts = append(p.rollouts, rs)
 			return err
 		}
 		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
-			p.rollouts = append(p.rollouts, rs)
 			return fmt.Errorf("rollout %d: %w", n, err)
 		}
-		rs.Complete = time.Now()
-		rs.Duration = rs.Complete.Sub(rs.Start).Round(100 * time.Millisecond).String()
-		r.rec.Mark("rollout.complete", map[string]string{"variant": v.Name, "rollout": strconv.Itoa(n)})
+		mark(MarkRolloutComplete, map[string]string{})
+		took := time.Since(start).Round(100 * time.Millisecond)
 		if err := sleep(ctx, sc.Traffic.Settle.Duration); err != nil {
-			p.rollouts = append(p.rollouts, rs)
 			return err
 		}
-		rs.WindowEnd = time.Now()
-		r.rec.Mark("window.close", map[string]string{"variant": v.Name, "phase": string(PhaseRollout), "rollout": strconv.Itoa(n)})
-		fmt.Fprintf(r.log, "rollout %d done in %s (old pods gone), window closed after %s settle\n", n, rs.Duration, sc.Traffic.Settle)
+		mark(MarkWindowClose, map[string]string{"phase": string(PhaseRollout)})
+		fmt.Fprintf(r.log, "rollout %d done in %s (old pods gone), window closed after %s settle\n", n, took, sc.Traffic.Settle)
 
 		// Between rollouts: clear stale conntrack entries (never inside a
 		// measured window), then wait for a clean baseline.
-		flushed, err := r.flushConntrack(ctx, fmt.Sprintf("after rollout %d", n))
-		if err != nil {
-			p.rollouts = append(p.rollouts, rs)
+		if err := r.flushConntrack(ctx, v.Name, n); err != nil {
 			return err
 		}
-		rs.ConntrackFlushed = flushed
-		start := time.Now()
+		waitStart := time.Now()
 		if err := sleep(ctx, sc.Traffic.Between.Duration); err != nil {
-			p.rollouts = append(p.rollouts, rs)
 			return err
 		}
+		clean := true
 		if n < *sc.Rollouts {
-			clean, err := r.waitBaseline(ctx, lastFailure)
-			rs.BaselineClean = clean
-			rs.BaselineWait = time.Since(start).Round(100 * time.Millisecond).String()
-			if err != nil {
-				p.rollouts = append(p.rollouts, rs)
+			if clean, err = r.waitBaseline(ctx, lastFailure); err != nil {
 				return err
 			}
-		} else {
-			rs.BaselineClean = true
 		}
-		p.rollouts = append(p.rollouts, rs)
+		mark(MarkBaseline, map[string]string{"clean": strconv.FormatBool(clean), "wait": time.Since(waitStart).Round(100 * time.Millisecond).String()})
 	}
 	return nil
 }
@@ -314,7 +294,6 @@ func (r *runner) waitBaseline(ctx context.Context, lastFailure *atomic.Int64) (b
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(r.log, "warning: no clean baseline within %s: failures keep coming (last %s ago); rolling anyway, the rollout's numbers are suspect\n", r.o.BaselineMax, since.Round(100*time.Millisecond))
-			r.rec.Mark("baseline.dirty", nil)
 			return false, nil
 		}
 		if err := sleep(ctx, min(quiet-since, time.Until(deadline))+10*time.Millisecond); err != nil {
@@ -340,26 +319,26 @@ func (r *runner) liveVariant(ctx context.Context) (string, string, error) {
 	return name, found, nil
 }
 
-// flushConntrack clears stale SYN_SENT entries on kind nodes and records it.
-func (r *runner) flushConntrack(ctx context.Context, when string) (map[string]int, error) {
+// flushConntrack clears stale SYN_SENT entries on kind nodes and records
+// it, as done after rollout n (0: before the control window).
+func (r *runner) flushConntrack(ctx context.Context, variant string, n int) error {
 	if r.tb.Kind == nil {
-		return nil, nil
+		return nil
 	}
 	flushed, err := r.tb.Kind.FlushConntrack(ctx, r.tb.Cluster.Name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	total := 0
-	detail := map[string]string{"when": when}
-	for node, n := range flushed {
-		total += n
-		detail[node] = strconv.Itoa(n)
+	for _, k := range flushed {
+		total += k
 	}
-	r.rec.Mark("conntrack.flushed", detail)
+	b, _ := json.Marshal(flushed)
+	r.rec.Mark(MarkConntrackFlushed, map[string]string{"variant": variant, "rollout": strconv.Itoa(n), "flushed": string(b)})
 	if total > 0 {
-		fmt.Fprintf(r.log, "conntrack: cleared %d stale SYN_SENT entries %s\n", total, when)
+		fmt.Fprintf(r.log, "conntrack: cleared %d stale SYN_SENT entries (after rollout %d)\n", total, n)
 	}
-	return flushed, nil
+	return nil
 }
 
 func (r *runner) kubeProxyOptions() timeline.KubeProxyOptions {

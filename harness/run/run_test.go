@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -138,5 +139,47 @@ func TestBuildRowsTrap(t *testing.T) {
 		if strings.Contains(s, "deleted pods of variant") {
 			t.Errorf("unexpected suspect: %s", s)
 		}
+	}
+}
+
+// TestPlanFromEvents: the windows are rebuilt from the run's marks alone,
+// so `droprun report` gets the same answer as the live run.
+func TestPlanFromEvents(t *testing.T) {
+	ev := func(s float64, kind timeline.Kind, d map[string]string) timeline.Event {
+		return timeline.Event{Time: at(s), Kind: kind, Detail: d}
+	}
+	events := []timeline.Event{
+		ev(0, MarkTrafficStart, map[string]string{"variant": "a"}),
+		ev(1, MarkTrafficStart, map[string]string{"variant": "other"}),
+		ev(10, MarkWindowClose, map[string]string{"variant": "a", "phase": "control"}),
+		ev(10, MarkRolloutStart, map[string]string{"variant": "a", "rollout": "1", "from": "v1", "to": "v2", "measured": "no-prestop", "live": "shutdown=none"}),
+		ev(17, MarkRolloutComplete, map[string]string{"variant": "a", "rollout": "1"}),
+		ev(20, MarkWindowClose, map[string]string{"variant": "a", "rollout": "1", "phase": "rollout"}),
+		ev(20.1, MarkConntrackFlushed, map[string]string{"variant": "a", "rollout": "1", "flushed": `{"n1":3}`}),
+		ev(30, MarkBaseline, map[string]string{"variant": "a", "rollout": "1", "clean": "false", "wait": "9.9s"}),
+		ev(30, MarkRolloutStart, map[string]string{"variant": "a", "rollout": "2", "from": "v2", "to": "v1"}),
+		ev(50, MarkTrafficStop, map[string]string{"variant": "a", "stats": `{"AskedRate":1000,"AchievedRate":990}`}),
+	}
+	p, err := planFromEvents(events, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.attackStart.Equal(at(0)) || !p.attackEnd.Equal(at(50)) || len(p.rollouts) != 2 || p.stats.AchievedRate != 990 {
+		t.Fatalf("plan %+v", p)
+	}
+	r1, r2 := p.rollouts[0], p.rollouts[1]
+	if r1.Duration != "7s" || !r1.WindowEnd.Equal(at(20)) || r1.ConntrackFlushed["n1"] != 3 || r1.BaselineClean || r1.MeasuredVariant != "no-prestop" {
+		t.Errorf("rollout 1 %+v", r1)
+	}
+	// Interrupted: no completion, no window close; the window runs to the end.
+	if !r2.WindowEnd.IsZero() || !r2.BaselineClean {
+		t.Errorf("rollout 2 %+v", r2)
+	}
+	w := p.windows()
+	if last := w[len(w)-1]; last.Phase != PhaseRollout || !last.End.Equal(at(50)) {
+		t.Errorf("last window %+v", last)
+	}
+	if _, err := planFromEvents(events, "never-ran"); err == nil {
+		t.Error("a variant without traffic got a plan")
 	}
 }
