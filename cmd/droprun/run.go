@@ -1,14 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"text/tabwriter"
-
 	"github.com/spf13/cobra"
 
+	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/run"
 	"github.com/droprun/droprun/harness/scenario"
-	"github.com/droprun/droprun/harness/traffic"
 )
 
 func newRunCmd(s streams) *cobra.Command {
@@ -62,7 +59,9 @@ are kept), 2 on bad usage.`,
 			o.Testbed.ModuleDir, _ = findModuleRoot()
 			sum, err := run.Run(cmd.Context(), sc, o)
 			if sum != nil {
-				printSummary(s, sum)
+				if rerr := report.Table(s.Out, sum); rerr != nil && err == nil {
+					err = rerr
+				}
 			}
 			return err
 		},
@@ -74,33 +73,4 @@ are kept), 2 on bad usage.`,
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
 	return cmd
-}
-
-// printSummary prints the run's table.
-func printSummary(s streams, sum *run.Summary) {
-	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tWINDOW REQ\tDROPS\tCONTROL\tFLOOR\tTAIL\tRATE\t")
-	for _, v := range sum.Variants {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d/%d\t%.1f\t%d\t%.0f/%.0f\t\n", v.Variant, len(v.Rollouts), v.RolloutsWithDrops,
-			v.WindowRequests, v.Drops, v.Control.Failures, v.Control.Requests, v.ExpectedFloor, v.Tail.Failures, v.Client.AchievedRate, v.Client.AskedRate)
-	}
-	tw.Flush()
-	for _, v := range sum.Variants {
-		if v.Drops == 0 {
-			continue
-		}
-		fmt.Fprintf(s.Out, "%s drops by class:", v.Variant)
-		for _, c := range traffic.Classes() {
-			if n := v.Classes[c]; c.Failed() && n > 0 {
-				fmt.Fprintf(s.Out, " %s=%d", c, n)
-			}
-		}
-		fmt.Fprintln(s.Out)
-	}
-	for _, msg := range sum.Suspect {
-		fmt.Fprintln(s.Out, "SUSPECT:", msg)
-	}
-	if sum.Error != "" {
-		fmt.Fprintln(s.Out, "the run ended early:", sum.Error)
-	}
 }

@@ -1,0 +1,205 @@
+// Package report turns a run's summary into what people read: a terminal
+// table, Markdown, CSV and JSON, each row with its drop rate and 95%
+// interval, and comparisons between variants or runs with their p-values.
+// Every output is rendered from a run.Summary, which `droprun report`
+// rebuilds from the run's raw data.
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/stats"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// Conf is the confidence level of every interval: 95%.
+const Conf = 0.95
+
+// Row is one variant row with its statistics.
+type Row struct {
+	Variant           string  `json:"variant"`
+	Rollouts          int     `json:"rollouts"`
+	RolloutsWithDrops int     `json:"rolloutsWithDrops"`
+	WindowRequests    uint64  `json:"windowRequests"`
+	Drops             uint64  `json:"drops"`
+	DropRate          float64 `json:"dropRate"`
+	// DropRateLo and DropRateHi are the 95% Wilson interval of DropRate.
+	DropRateLo float64 `json:"dropRateLo"`
+	DropRateHi float64 `json:"dropRateHi"`
+	// DropsPerRollout with its exact Poisson 95% interval.
+	DropsPerRollout   float64 `json:"dropsPerRollout"`
+	DropsPerRolloutHi float64 `json:"dropsPerRolloutHi"`
+	// MaxRolloutDrops is the most any single rollout dropped.
+	MaxRolloutDrops uint64                   `json:"maxRolloutDrops"`
+	ControlFailures uint64                   `json:"controlFailures"`
+	ControlRequests uint64                   `json:"controlRequests"`
+	ExpectedFloor   float64                  `json:"expectedFloor"`
+	TailFailures    uint64                   `json:"tailFailures"`
+	AchievedRate    float64                  `json:"achievedRate"`
+	AskedRate       float64                  `json:"askedRate"`
+	Classes         map[traffic.Class]uint64 `json:"classes"`
+	// Bound is said instead of a bare zero: "0 in 18,800 requests: rate <
+	// 1.6e-4 at 95%".
+	Bound   string   `json:"bound,omitempty"`
+	Suspect []string `json:"suspect,omitempty"`
+}
+
+// Rows computes the statistics of every row of sum.
+func Rows(sum *run.Summary) []Row {
+	rows := make([]Row, 0, len(sum.Variants))
+	for _, v := range sum.Variants {
+		r := Row{Variant: v.Variant, Rollouts: len(v.Rollouts), RolloutsWithDrops: v.RolloutsWithDrops,
+			WindowRequests: v.WindowRequests, Drops: v.Drops, ControlFailures: v.Control.Failures, ControlRequests: v.Control.Requests,
+			ExpectedFloor: v.ExpectedFloor, TailFailures: v.Tail.Failures, AchievedRate: v.Client.AchievedRate, AskedRate: v.Client.AskedRate,
+			Classes: v.Classes, Suspect: v.Suspect}
+		w := stats.Wilson(v.Drops, v.WindowRequests, Conf)
+		r.DropRate, r.DropRateLo, r.DropRateHi = finite(w.Point), finite(w.Lo), finite(w.Hi)
+		if n := len(v.Rollouts); n > 0 {
+			p := stats.PoissonRate(v.Drops, float64(n), Conf)
+			r.DropsPerRollout, r.DropsPerRolloutHi = finite(p.Point), finite(p.Hi)
+		}
+		for _, ro := range v.Rollouts {
+			r.MaxRolloutDrops = max(r.MaxRolloutDrops, ro.Window.Failures)
+		}
+		if v.Drops == 0 && v.WindowRequests > 0 {
+			r.Bound = stats.ZeroBoundPhrase(v.WindowRequests, Conf)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
+}
+
+// Table writes the terminal table, the drop classes, the bounds of clean
+// variants and every suspect flag.
+func Table(w io.Writer, sum *run.Summary) error {
+	rows := Rows(sum)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tWINDOW REQ\tDROPS\tDROP RATE (95% CI)\tCONTROL\tFLOOR\tTAIL\tRATE\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%.1f\t%d\t%.0f/%.0f\t\n", r.Variant, r.Rollouts, r.RolloutsWithDrops,
+			r.WindowRequests, r.Drops, rateCI(r), r.ControlFailures, r.ControlRequests, r.ExpectedFloor, r.TailFailures, r.AchievedRate, r.AskedRate)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Drops > 0 {
+			fmt.Fprintf(w, "%s: %s\n", r.Variant, classList(r.Classes))
+		} else if r.Bound != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Variant, r.Bound)
+		}
+	}
+	for _, s := range sum.Suspect {
+		fmt.Fprintln(w, "SUSPECT:", s)
+	}
+	if sum.Error != "" {
+		fmt.Fprintln(w, "the run ended early:", sum.Error)
+	}
+	return nil
+}
+
+func rateCI(r Row) string {
+	if r.WindowRequests == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s–%s)", stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2))
+}
+
+// classList lists the failed classes with counts, in the stable order.
+func classList(m map[traffic.Class]uint64) string {
+	var parts []string
+	for _, c := range traffic.Classes() {
+		if n := m[c]; c.Failed() && n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Markdown writes the table as GitHub-flavoured Markdown.
+func Markdown(w io.Writer, sum *run.Summary) error {
+	fmt.Fprintf(w, "| variant | rollouts | with drops | window requests | drops | drop rate (95%% CI) | failed classes | control | floor | tail | rate |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
+	for _, r := range Rows(sum) {
+		classes := classList(r.Classes)
+		if r.Drops == 0 {
+			classes = r.Bound
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %s | %s | %d/%d | %.1f | %d | %.0f/%.0f |\n", r.Variant, r.Rollouts, r.RolloutsWithDrops,
+			r.WindowRequests, r.Drops, rateCI(r), classes, r.ControlFailures, r.ControlRequests, r.ExpectedFloor, r.TailFailures, r.AchievedRate, r.AskedRate)
+	}
+	for _, s := range sum.Suspect {
+		fmt.Fprintf(w, "\n- **suspect:** %s", s)
+	}
+	if len(sum.Suspect) > 0 {
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// CSVHeader is the stable column list of CSV; one column per outcome class
+// follows the fixed ones.
+func CSVHeader() []string {
+	h := []string{"variant", "rollouts", "rollouts_with_drops", "window_requests", "drops", "drop_rate", "drop_rate_lo95", "drop_rate_hi95",
+		"drops_per_rollout", "max_rollout_drops", "control_failures", "control_requests", "expected_floor", "tail_failures", "achieved_rate", "asked_rate"}
+	for _, c := range traffic.Classes() {
+		h = append(h, string(c))
+	}
+	return h
+}
+
+// CSV writes one line per row under CSVHeader.
+func CSV(w io.Writer, sum *run.Summary) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader()); err != nil {
+		return err
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
+	for _, r := range Rows(sum) {
+		rec := []string{r.Variant, strconv.Itoa(r.Rollouts), strconv.Itoa(r.RolloutsWithDrops), u(r.WindowRequests), u(r.Drops),
+			f(r.DropRate), f(r.DropRateLo), f(r.DropRateHi), f(r.DropsPerRollout), u(r.MaxRolloutDrops), u(r.ControlFailures), u(r.ControlRequests),
+			f(r.ExpectedFloor), u(r.TailFailures), f(r.AchievedRate), f(r.AskedRate)}
+		for _, c := range traffic.Classes() {
+			rec = append(rec, u(r.Classes[c]))
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Document is the JSON output: the summary and the computed rows.
+type Document struct {
+	Summary *run.Summary `json:"summary"`
+	Rows    []Row        `json:"rows"`
+}
+
+// JSON writes the Document, indented.
+func JSON(w io.Writer, sum *run.Summary) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(Document{Summary: sum, Rows: Rows(sum)})
+}
+
+// Formats maps the --format names to their writers.
+var Formats = map[string]func(io.Writer, *run.Summary) error{
+	"table": Table, "markdown": Markdown, "csv": CSV, "json": JSON,
+}

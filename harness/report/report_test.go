@@ -1,0 +1,93 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"strings"
+	"testing"
+
+	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+func rollouts(drops ...uint64) []run.RolloutSummary {
+	var rs []run.RolloutSummary
+	for i, d := range drops {
+		rs = append(rs, run.RolloutSummary{N: i + 1, Window: run.Tally{Requests: 15000, Failures: d}})
+	}
+	return rs
+}
+
+func summary() *run.Summary {
+	return &run.Summary{Format: run.SummaryVersion, Variants: []run.VariantSummary{
+		{Variant: "no-prestop", Drops: 2100, WindowRequests: 45000, RolloutsWithDrops: 3, Rollouts: rollouts(600, 700, 800),
+			Classes: map[traffic.Class]uint64{traffic.ClassRefused: 2000, traffic.ClassTimeout: 100, traffic.Class2xx: 42900},
+			Control: run.Tally{Requests: 10000}, Client: run.ClientSummary{AskedRate: 1000, AchievedRate: 999}},
+		{Variant: "graceful-drain", Drops: 0, WindowRequests: 45000, Rollouts: rollouts(0, 0, 0),
+			Classes: map[traffic.Class]uint64{traffic.Class2xx: 45000}, Control: run.Tally{Requests: 10000}},
+	}}
+}
+
+func TestRowsStatistics(t *testing.T) {
+	rows := Rows(summary())
+	bad, good := rows[0], rows[1]
+	if bad.DropRate < 0.0466 || bad.DropRate > 0.0467 || bad.DropRateLo >= bad.DropRate || bad.DropRateHi <= bad.DropRate {
+		t.Errorf("no-prestop rate %v (%v–%v)", bad.DropRate, bad.DropRateLo, bad.DropRateHi)
+	}
+	if bad.MaxRolloutDrops != 800 || bad.DropsPerRollout != 700 {
+		t.Errorf("max %d per rollout %v", bad.MaxRolloutDrops, bad.DropsPerRollout)
+	}
+	if good.Bound != "0 in 45,000 requests: rate < 6.7e-5 at 95%" {
+		t.Errorf("bound %q", good.Bound)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for name, f := range Formats {
+		var b bytes.Buffer
+		if err := f(&b, summary()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(b.String(), "graceful-drain") || !strings.Contains(b.String(), "no-prestop") {
+			t.Errorf("%s output lacks a row:\n%s", name, b.String())
+		}
+	}
+	var b bytes.Buffer
+	if err := CSV(&b, summary()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 3 || len(recs[0]) != len(CSVHeader()) || recs[1][4] != "2100" {
+		t.Errorf("csv %v %v", recs, err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	sum := summary()
+	if f := Check(sum, nil, Limits{MaxDropRate: 0.001, MaxDropsPerRollout: -1}); len(f) != 1 || !strings.Contains(f[0], "no-prestop: drop rate 0.047") {
+		t.Errorf("rate limit: %v", f)
+	}
+	if f := Check(sum, nil, Limits{MaxDropRate: -1, MaxDropsPerRollout: 750}); len(f) != 1 || !strings.Contains(f[0], "a rollout dropped 800") {
+		t.Errorf("per-rollout limit: %v", f)
+	}
+	if f := Check(sum, nil, Limits{MaxDropRate: 0.001, MaxDropsPerRollout: 0, Variants: []string{"graceful-drain"}}); len(f) != 0 {
+		t.Errorf("graceful-drain failed: %v", f)
+	}
+	// Against a baseline where no-prestop dropped nothing, this run is worse.
+	base := summary()
+	base.Variants[0].Drops = 0
+	if f := Check(sum, base, Limits{MaxDropRate: -1, MaxDropsPerRollout: -1}); len(f) != 1 || !strings.Contains(f[0], "worse than the baseline") {
+		t.Errorf("baseline: %v", f)
+	}
+	sum.Variants[1].Suspect = []string{"the control window was not clean"}
+	if f := Check(sum, nil, Limits{MaxDropRate: 1, MaxDropsPerRollout: -1, Variants: []string{"graceful-drain"}}); len(f) != 1 || !strings.Contains(f[0], "suspect measurement") {
+		t.Errorf("suspect: %v", f)
+	}
+}
+
+func TestCompareVariants(t *testing.T) {
+	v := CompareVariants(summary())
+	if len(v) != 1 || !strings.Contains(v[0], "graceful-drain drops less than no-prestop") {
+		t.Errorf("verdicts %v", v)
+	}
+}
