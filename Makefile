@@ -14,8 +14,8 @@ help: ## list the targets
 build: ## build bin/droprun
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/droprun
 
-test: ## unit tests, process tests and integration tests (cluster tests skip without an engine)
-	$(GO) test -count=1 -timeout 30m ./...
+test: ## every test, one package at a time (the cluster tests measure, so nothing else may load the machine); cluster tests skip without an engine or node image
+	$(GO) test -p 1 -count=1 -timeout 30m ./...
 
 test-short: ## unit tests only (skips the process and build integration tests)
 	$(GO) test -short -count=1 ./...
