@@ -41,10 +41,8 @@ node-image: build ## build the kind node image offline (25-46 min cold on 2 core
 cluster: node-image ## create (or reuse) the 3-node kind cluster
 	$(BIN) cluster up
 
-demo: engine node-image ## the main job on a fresh machine: cluster, bookshop, a pod answering on 127.0.0.1:30080
-	$(BIN) cluster up
-	$(BIN) deploy --variant no-prestop
-	curl -s 127.0.0.1:30080/version; echo
+demo: engine node-image ## the main job on a fresh machine: a kind cluster, then no-prestop vs graceful-drain under 1000 req/s
+	$(BIN) run scenarios/demo.yaml
 
 clean: ## remove build output (never results/)
 	rm -rf bin out
