@@ -32,11 +32,7 @@ Examples:
   droprun deploy --variant graceful-drain --app-version v2 scenarios/compare-all.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			version, err := parseAppVersion(ver)
-			if err != nil {
-				return err
-			}
-			sc, i, err := pickVariant(args, name)
+			sc, i, version, err := pickVariantVersion(args, name, ver)
 			if err != nil {
 				return err
 			}
@@ -71,6 +67,17 @@ func parseAppVersion(v string) (int, error) {
 		}
 	}
 	return 0, usageError("--app-version %q: use v1 or v2", v)
+}
+
+// pickVariantVersion is pickVariant plus --app-version, for the commands
+// that render one variant at one version.
+func pickVariantVersion(args []string, name, ver string) (*scenario.Scenario, int, int, error) {
+	version, err := parseAppVersion(ver)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	sc, i, err := pickVariant(args, name)
+	return sc, i, version, err
 }
 
 // pickVariant loads the scenario in args (or a default one for a built-in

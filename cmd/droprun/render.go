@@ -32,11 +32,7 @@ Examples:
   droprun render --variant graceful-drain --app-version v2 scenarios/compare-all.yaml | kubectl diff -f -`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			version, err := parseAppVersion(ver)
-			if err != nil {
-				return err
-			}
-			sc, i, err := pickVariant(args, name)
+			sc, i, version, err := pickVariantVersion(args, name, ver)
 			if err != nil {
 				return err
 			}

@@ -121,30 +121,9 @@ func betaCF(a, b, x float64) float64 {
 	for m := 1; m < maxIter; m++ {
 		fm := float64(m)
 		m2 := 2 * fm
-		// Even step.
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		h *= d * c
-		// Odd step.
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
+		// Even step, then odd step.
+		h *= lentzStep(fm*(b-fm)*x/((qam+m2)*(a+m2)), &c, &d)
+		del := lentzStep(-(a+fm)*(qab+fm)*x/((a+m2)*(qap+m2)), &c, &d)
 		h *= del
 		if math.Abs(del-1) < relEps {
 			break
@@ -307,4 +286,20 @@ func discreteTest(lo, hi, obs uint64, logpmf func(uint64) float64) (less, greate
 	norm := all.log()
 	p := func(s logSum) float64 { return math.Min(1, math.Exp(s.log()-norm)) }
 	return p(le), p(ge), p(tw)
+}
+
+// lentzStep advances the modified Lentz evaluation of a continued fraction
+// by one term with numerator aa (denominator 1), and returns the factor
+// that multiplies the running value.
+func lentzStep(aa float64, c, d *float64) float64 {
+	*d = 1 + aa**d
+	if math.Abs(*d) < tiny {
+		*d = tiny
+	}
+	*c = 1 + aa/(*c)
+	if math.Abs(*c) < tiny {
+		*c = tiny
+	}
+	*d = 1 / *d
+	return *d * *c
 }
