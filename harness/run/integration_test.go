@@ -178,18 +178,42 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // TestIntegrationRun is the end-to-end proof of droprun run on a real
-// cluster with real traffic: no-prestop drops in every rollout,
-// graceful-drain drops at least 100 times less, the control windows are
-// clean, and every recorded file can be read back.
+// cluster with real traffic (2 rollouts each, 500 req/s): no-prestop drops
+// in every rollout, graceful-drain at least 100 times less, the control
+// windows are clean, and every recorded file reads back to the summary's
+// counts and to the same numbers when re-analysed.
 func TestIntegrationRun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	testRun(t, "  - variant: no-prestop\n  - variant: graceful-drain\n")
+}
+
+// TestIntegrationRunAllVariants runs every variant of compare-all the same
+// way and checks what each is expected to show: prestop-sleep,
+// prestop-sleep-action, graceful-drain and the trap's later rollouts drop at
+// least 100 times less than no-prestop; naive-shutdown drops;
+// prestop-exec-distroless drops and its failed hook is reported; the trap's
+// first rollout drops. It takes about 15 minutes, so it runs only with
+// DROPRUN_E2E_ALL=1.
+func TestIntegrationRunAllVariants(t *testing.T) {
+	if os.Getenv("DROPRUN_E2E_ALL") != "1" {
+		t.Skip("every variant end to end takes ~15 minutes: set DROPRUN_E2E_ALL=1 to run it")
+	}
+	testRun(t, `  - variant: no-prestop
+  - variant: prestop-sleep
+  - variant: prestop-sleep-action
+  - variant: graceful-drain
+  - variant: naive-shutdown
+  - variant: prestop-exec-distroless
+  - {name: the-trap, variant: prestop-sleep, from: no-prestop}
+`)
+}
+
+// testRun runs the variants (a YAML list) with 2 rollouts at 500 req/s and
+// checks every expectation that applies to the rows present.
+func testRun(t *testing.T, variants string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	needCluster(t, ctx)
-	sc := itScenario(t, `metadata: {name: e2e}
-variants:
-  - variant: no-prestop
-  - variant: graceful-drain
-rollouts: 2
+	sc := itScenario(t, "metadata: {name: e2e}\nvariants:\n"+variants+`rollouts: 2
 traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 `)
 	dir := filepath.Join(t.TempDir(), "run")
@@ -204,30 +228,57 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 	rows := map[string]VariantSummary{}
 	for _, v := range sum.Variants {
 		rows[v.Variant] = v
-		t.Logf("%s: %d drops / %d window requests, classes %v, control %d/%d, tail %d, rate %.0f/%.0f",
-			v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests, v.Tail.Failures, v.Client.AchievedRate, v.Client.AskedRate)
+		t.Logf("%s: %d drops / %d window requests in %d rollouts (%d with drops), classes %v, control %d/%d, tail %d, rate %.0f/%.0f, hooks %d",
+			v.Variant, v.Drops, v.WindowRequests, len(v.Rollouts), v.RolloutsWithDrops, v.Classes, v.Control.Failures, v.Control.Requests, v.Tail.Failures, v.Client.AchievedRate, v.Client.AskedRate, len(v.HookFailures))
 	}
-	bad, good := rows["no-prestop"], rows["graceful-drain"]
+	bad := rows["no-prestop"]
 	if bad.RolloutsWithDrops != 2 || bad.Drops == 0 {
 		t.Errorf("no-prestop dropped in %d of 2 rollouts (%d drops): the race was not reproduced", bad.RolloutsWithDrops, bad.Drops)
 	}
-	if good.Drops*100 > bad.Drops {
-		t.Errorf("graceful-drain dropped %d, not 100 times less than no-prestop's %d", good.Drops, bad.Drops)
+	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
+		if good, ok := rows[name]; ok && good.Drops*100 > bad.Drops {
+			t.Errorf("%s dropped %d, not 100 times less than no-prestop's %d", name, good.Drops, bad.Drops)
+		}
+	}
+	for _, name := range []string{"naive-shutdown", "prestop-exec-distroless", "the-trap/introducing"} {
+		if v, ok := rows[name]; ok && v.Drops == 0 {
+			t.Errorf("%s dropped nothing", name)
+		}
+	}
+	if v, ok := rows["prestop-exec-distroless"]; ok && len(v.HookFailures) == 0 {
+		t.Error("the distroless variant's failed preStop hook was not reported")
 	}
 	for _, v := range sum.Variants {
 		if v.Control.Failures != 0 || v.Control.Requests == 0 {
 			t.Errorf("%s control window: %d failures in %d requests", v.Variant, v.Control.Failures, v.Control.Requests)
 		}
+		expected := v.Builtin
+		if v.Variant == "the-trap/introducing" {
+			expected = "no-prestop"
+		}
 		for _, r := range v.Rollouts {
-			if r.MeasuredVariant != v.Builtin {
+			if r.MeasuredVariant != expected {
 				t.Errorf("%s rollout %d measured %s (%s)", v.Variant, r.N, r.MeasuredVariant, r.LiveTemplate)
 			}
+		}
+	}
+	// The report rebuilt from the raw data agrees with the live run.
+	again, err := Analyze(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range again.Variants {
+		if v.Drops != sum.Variants[i].Drops || v.Requests != sum.Variants[i].Requests {
+			t.Errorf("re-analysis of %s: %d drops / %d requests, the run said %d / %d", v.Variant, v.Drops, v.Requests, sum.Variants[i].Drops, sum.Variants[i].Requests)
 		}
 	}
 
 	// The raw data is there and reads back to the summary's counts.
 	var failuresInResults uint64
 	for _, v := range sum.Variants {
+		if strings.HasSuffix(v.Variant, "/introducing") {
+			continue // the same results file as its variant's row
+		}
 		f, err := os.Open(filepath.Join(dir, ResultsFile(v.Variant)))
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +316,8 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 	for _, e := range events {
 		kinds[e.Kind]++
 	}
-	if kinds[timeline.KindRolloutStart] != 4 || kinds[timeline.KindPodDeletionRequested] < 8 || kinds[timeline.KindEndpointRemoved] < 8 {
+	n := 2 * len(sc.Variants) // rollouts
+	if kinds[timeline.KindRolloutStart] != n || kinds[timeline.KindPodDeletionRequested] < 2*n || kinds[timeline.KindEndpointRemoved] < 2*n || kinds[timeline.KindKubeProxySynced] == 0 {
 		t.Errorf("events by kind: %v", kinds)
 	}
 	if len(bad.Gaps) == 0 {
