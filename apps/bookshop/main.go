@@ -39,7 +39,7 @@ type config struct {
 	// upstreamDialTimeout and upstreamTimeout bound a gateway's wait for an
 	// upstream connection and its response headers.
 	upstreamDialTimeout, upstreamTimeout time.Duration
-	showVersion       bool
+	showVersion                          bool
 }
 
 // errUsage marks a command line that could not be used; run exits 2 on it.
