@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ErrNoDockerCLI means the docker command is not installed.
@@ -51,22 +53,12 @@ func DockerInfo(ctx context.Context) (*Info, error) {
 }
 
 // waitUntil polls cond every interval until it returns true, an error
-// other than "not yet", or the timeout passes.
+// other than "not yet", or the timeout passes: apimachinery's poll, as the
+// rest of droprun uses, with the timeout named in the error.
 func waitUntil(ctx context.Context, timeout, interval time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, err := cond(ctx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s: %w", timeout, ctx.Err())
-		case <-time.After(interval):
-		}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, cond)
+	if wait.Interrupted(err) {
+		return fmt.Errorf("not ready after %s: %w", timeout, err)
 	}
+	return err
 }
