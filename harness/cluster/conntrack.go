@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // FlushConntrack deletes the TCP conntrack entries stuck in SYN_SENT in
@@ -48,4 +50,23 @@ func parseConntrackDeleted(s string) (int, bool) {
 	}
 	n, err := strconv.Atoi(m[1])
 	return n, err == nil
+}
+
+// NodeContainerIDs returns the docker container ID of every node of
+// cluster name, by node name. The rig sampler uses them to find each
+// node's CPU accounting.
+func (k *Kind) NodeContainerIDs(ctx context.Context, name string) (map[string]string, error) {
+	nodes, err := k.provider.ListNodes(name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of %q: %w", name, err)
+	}
+	ids := map[string]string{}
+	for _, n := range nodes {
+		out, err := exec.CommandContext(ctx, "docker", "inspect", "--format", "{{.Id}}", n.String()).Output()
+		if err != nil {
+			return ids, fmt.Errorf("docker inspect %s: %w", n.String(), err)
+		}
+		ids[n.String()] = strings.TrimSpace(string(out))
+	}
+	return ids, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/droprun/droprun/harness/scenario"
@@ -24,6 +25,7 @@ const (
 	MarkWindowClose                    = timeline.KindWindowClose
 	MarkConntrackFlushed               = timeline.KindConntrackFlushed
 	MarkBaseline         timeline.Kind = "baseline" // Detail["clean"], Detail["wait"]
+	MarkRigSample        timeline.Kind = "rig.sample" // Detail: rig.Sample.Detail()
 )
 
 // plan is what happened during one variant, rebuilt from the marks.
@@ -219,6 +221,15 @@ func between(events []timeline.Event, from, to time.Time) []timeline.Event {
 	return out
 }
 
+// introducingSuffix names the row of a variant with From that holds the
+// rollout which introduced it.
+const introducingSuffix = "/introducing"
+
+// RowVariant returns the scenario variant a summary row was built from:
+// the one whose results file (ResultsFile) holds the row's requests. The
+// rows of a variant with From share its results file.
+func RowVariant(row string) string { return strings.TrimSuffix(row, introducingSuffix) }
+
 // buildRows turns one variant's windows into summary rows: one row, or two
 // for a variant with From (the rollout that introduced it, then the rest).
 func buildRows(name, builtin, from string, p *plan, tl *Timeline, stats traffic.Stats, events []timeline.Event) []VariantSummary {
@@ -287,7 +298,7 @@ func buildRows(name, builtin, from string, p *plan, tl *Timeline, stats traffic.
 		return []VariantSummary{row(name, builtin, rollouts)}
 	}
 	return []VariantSummary{
-		row(name+"/introducing", from, rollouts[:1]),
+		row(name+introducingSuffix, from, rollouts[:1]),
 		row(name, builtin, rollouts[1:]),
 	}
 }

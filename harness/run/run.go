@@ -71,6 +71,9 @@ type runner struct {
 	tb  *testbed.Testbed
 	rec *timeline.Recorder
 	log io.Writer
+	// attack is the traffic running now, nil between variants; the rig
+	// sampler reads its pacing.
+	attack atomic.Pointer[traffic.Attack]
 }
 
 // Run measures every variant of sc: for each, it deploys the variant,
@@ -143,6 +146,8 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 			err = serr
 		}
 	}()
+	stopSampler := r.startRigSampler(ctx)
+	defer stopSampler()
 
 	for i := range sc.Variants {
 		rows, verr := r.variant(ctx, i)
@@ -183,8 +188,11 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 		URL: tb.TargetURL(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 	}
+	var sent, failed atomic.Uint64
 	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
+		sent.Add(1)
 		if rec.Class.Failed() {
+			failed.Add(1)
 			if t := rec.Time.UnixNano(); t > lastFailure.Load() {
 				lastFailure.Store(t)
 			}
@@ -193,6 +201,10 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.attack.Store(attack)
+	defer r.attack.Store(nil)
+	stopProgress := r.progress(ctx, v.Name, &sent, &failed)
+	defer stopProgress()
 	r.rec.Mark(MarkTrafficStart, map[string]string{"variant": v.Name, "url": cfg.URL, "rate": strconv.Itoa(cfg.Rate)})
 	fmt.Fprintf(r.log, "traffic: %d req/s to %s; control window %s\n", cfg.Rate, cfg.URL, sc.Traffic.Control)
 

@@ -300,6 +300,13 @@ func suspects(s Stats, numCPU int) []string {
 	return why
 }
 
+// Pacing is the attack's state as of the latest request sent: how far
+// behind schedule it went out (negative: early) and how many requests were
+// in flight. It is safe to call while the attack runs.
+func (a *Attack) Pacing() (lag time.Duration, inFlight uint64) {
+	return time.Duration(a.pacer.lag.Load()), a.pacer.busy.Load()
+}
+
 // pacer is vegeta's constant pacer, watched: vegeta calls Pace (from one
 // goroutine) right after each request is handed to a worker, with the number
 // handed out so far. That is where the attack sees how many workers are busy
@@ -314,6 +321,11 @@ type pacer struct {
 	peak      uint64
 	exhausted bool
 	maxLag    time.Duration
+
+	// lag and busy are the latest values, for Pacing, read while the
+	// attack runs.
+	lag  atomic.Int64
+	busy atomic.Uint64
 }
 
 func newPacer(rate int, maxWorkers uint64, received *atomic.Uint64) *pacer {
@@ -337,6 +349,8 @@ func (p *pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 	// vegeta sends hit n (1-based) at n × interval; the next is hit hits+1.
 	lag := elapsed - time.Duration(hits+1)*p.interval
 	p.maxLag = max(p.maxLag, lag)
+	p.lag.Store(int64(lag))
+	p.busy.Store(busy)
 	if busy >= p.maxWorkers && lag > 0 {
 		p.exhausted = true
 	}

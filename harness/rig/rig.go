@@ -1,0 +1,345 @@
+package rig
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime/metrics"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Sample is the rig's state over one interval, ending at Time.
+type Sample struct {
+	Time     time.Time
+	Interval time.Duration
+	// HostBusy is the share of all the host's cores that were busy (not
+	// idle, not waiting for I/O), 0..1. HostSoftirq is the part of it
+	// spent in soft interrupts (the network stack), HostIOWait the share
+	// idle while waiting for I/O.
+	HostBusy, HostSoftirq, HostIOWait float64
+	// CPUPressure is the share of the interval in which at least one
+	// runnable task waited for a core (/proc/pressure/cpu "some"); -1 when
+	// the kernel does not report it. IOPressure is the same for I/O.
+	CPUPressure, IOPressure float64
+	// ClientCPU is the cores this process used (1.0 = one core busy).
+	ClientCPU float64
+	// SchedMax is an upper bound on the longest a runnable goroutine of
+	// this process waited to run during the interval (Go's
+	// /sched/latencies:seconds histogram, highest non-empty bucket).
+	SchedMax time.Duration
+	// Nodes are the cores each watched container used, by name.
+	Nodes map[string]float64
+	// Client is the traffic client's state at the end of the interval,
+	// when a ClientProbe is set.
+	Client ClientState
+}
+
+// ClientState is the traffic client's pacing state.
+type ClientState struct {
+	// Lag is how far behind schedule the latest request went out.
+	Lag time.Duration
+	// InFlight is the requests sent and not yet answered.
+	InFlight uint64
+}
+
+// Options configure a Sampler.
+type Options struct {
+	// Interval between samples. Default 250ms.
+	Interval time.Duration
+	// Cgroups maps a name (a kind node) to the cgroup file that counts its
+	// CPU time: cpuacct.usage (cgroup v1, nanoseconds) or cpu.stat (cgroup
+	// v2, usage_usec). See NodeCgroups.
+	Cgroups map[string]string
+	// Client, when set, is read at each sample.
+	Client func() ClientState
+	// Proc is the procfs root; default /proc (tests point it elsewhere).
+	Proc string
+}
+
+// Sampler takes Samples. Create it with New.
+type Sampler struct {
+	o    Options
+	prev reading
+}
+
+// reading is the cumulative counters at one moment.
+type reading struct {
+	t             time.Time
+	cpu           cpuTimes
+	cpuOK         bool
+	cpuSome       time.Duration
+	ioSome        time.Duration
+	psiOK         bool
+	self          time.Duration
+	nodes         map[string]time.Duration
+	sched         *metrics.Float64Histogram
+	schedBucketsN []uint64
+}
+
+// cpuTimes are the host's aggregate /proc/stat jiffies.
+type cpuTimes struct{ total, idle, iowait, softirq uint64 }
+
+// New returns a Sampler and takes its first reading.
+func New(o Options) *Sampler {
+	if o.Interval <= 0 {
+		o.Interval = 250 * time.Millisecond
+	}
+	if o.Proc == "" {
+		o.Proc = "/proc"
+	}
+	s := &Sampler{o: o}
+	s.prev = s.read()
+	return s
+}
+
+// Run takes a sample every Interval and passes it to fn until ctx ends.
+func (s *Sampler) Run(ctx context.Context, fn func(Sample)) {
+	t := time.NewTicker(s.o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn(s.Next())
+		}
+	}
+}
+
+// Next takes a reading and returns the sample since the previous one.
+func (s *Sampler) Next() Sample {
+	cur := s.read()
+	prev := s.prev
+	s.prev = cur
+	return diff(prev, cur, s.o.Client)
+}
+
+func diff(prev, cur reading, client func() ClientState) Sample {
+	wall := cur.t.Sub(prev.t)
+	out := Sample{Time: cur.t, Interval: wall, CPUPressure: -1, IOPressure: -1}
+	if wall <= 0 {
+		return out
+	}
+	if prev.cpuOK && cur.cpuOK {
+		if total := float64(cur.cpu.total - prev.cpu.total); total > 0 {
+			idle := float64(cur.cpu.idle-prev.cpu.idle) + float64(cur.cpu.iowait-prev.cpu.iowait)
+			out.HostBusy = clamp01(1 - idle/total)
+			out.HostSoftirq = clamp01(float64(cur.cpu.softirq-prev.cpu.softirq) / total)
+			out.HostIOWait = clamp01(float64(cur.cpu.iowait-prev.cpu.iowait) / total)
+		}
+	}
+	if prev.psiOK && cur.psiOK {
+		out.CPUPressure = clamp01(float64(cur.cpuSome-prev.cpuSome) / float64(wall))
+		out.IOPressure = clamp01(float64(cur.ioSome-prev.ioSome) / float64(wall))
+	}
+	out.ClientCPU = float64(cur.self-prev.self) / float64(wall)
+	for name, v := range cur.nodes {
+		if p, ok := prev.nodes[name]; ok && v >= p {
+			if out.Nodes == nil {
+				out.Nodes = map[string]float64{}
+			}
+			out.Nodes[name] = float64(v-p) / float64(wall)
+		}
+	}
+	out.SchedMax = schedMax(prev.schedBucketsN, cur.sched)
+	if client != nil {
+		out.Client = client()
+	}
+	return out
+}
+
+func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+
+// schedMax is the upper edge of the highest bucket of h whose count grew
+// since prev.
+func schedMax(prev []uint64, h *metrics.Float64Histogram) time.Duration {
+	if h == nil || len(prev) != len(h.Counts) {
+		return 0
+	}
+	for i := len(h.Counts) - 1; i >= 0; i-- {
+		if h.Counts[i] > prev[i] {
+			edge := h.Buckets[i+1]
+			if math.IsInf(edge, 1) {
+				edge = h.Buckets[i]
+			}
+			return time.Duration(edge * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+const schedMetric = "/sched/latencies:seconds"
+
+func (s *Sampler) read() reading {
+	r := reading{t: time.Now()}
+	r.cpu, r.cpuOK = readCPU(s.o.Proc + "/stat")
+	cpuSome, ok1 := readPSI(s.o.Proc + "/pressure/cpu")
+	ioSome, ok2 := readPSI(s.o.Proc + "/pressure/io")
+	r.cpuSome, r.ioSome, r.psiOK = cpuSome, ioSome, ok1 && ok2
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		r.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for name, path := range s.o.Cgroups {
+		if v, ok := readCgroupCPU(path); ok {
+			if r.nodes == nil {
+				r.nodes = map[string]time.Duration{}
+			}
+			r.nodes[name] = v
+		}
+	}
+	sm := []metrics.Sample{{Name: schedMetric}}
+	metrics.Read(sm)
+	if sm[0].Value.Kind() == metrics.KindFloat64Histogram {
+		h := sm[0].Value.Float64Histogram()
+		r.sched = h
+		r.schedBucketsN = append([]uint64(nil), h.Counts...)
+	}
+	return r
+}
+
+// readCPU parses the aggregate "cpu" line of /proc/stat.
+func readCPU(path string) (cpuTimes, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return cpuTimes{}, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return cpuTimes{}, false
+	}
+	return parseCPULine(sc.Text())
+}
+
+// parseCPULine parses "cpu user nice system idle iowait irq softirq steal ...".
+func parseCPULine(line string) (cpuTimes, bool) {
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return cpuTimes{}, false
+	}
+	var t cpuTimes
+	for i, s := range f[1:] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return cpuTimes{}, false
+		}
+		// guest and guest_nice (fields 9 and 10) are already in user/nice.
+		if i < 8 {
+			t.total += v
+		}
+		switch i {
+		case 3:
+			t.idle = v
+		case 4:
+			t.iowait = v
+		case 6:
+			t.softirq = v
+		}
+	}
+	return t, true
+}
+
+// readPSI returns the cumulative "some" stall time of a pressure file.
+func readPSI(path string) (time.Duration, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	return parsePSI(b)
+}
+
+func parsePSI(b []byte) (time.Duration, bool) {
+	for line := range bytes.Lines(b) {
+		f := strings.Fields(string(line))
+		if len(f) == 0 || f[0] != "some" {
+			continue
+		}
+		for _, kv := range f[1:] {
+			if v, ok := strings.CutPrefix(kv, "total="); ok {
+				us, err := strconv.ParseUint(v, 10, 64)
+				return time.Duration(us) * time.Microsecond, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// readCgroupCPU reads a cgroup's cumulative CPU time from cpuacct.usage
+// (v1, nanoseconds) or cpu.stat (v2, usage_usec).
+func readCgroupCPU(path string) (time.Duration, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	if strings.HasSuffix(path, "cpu.stat") {
+		for line := range bytes.Lines(b) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "usage_usec "); ok {
+				us, err := strconv.ParseUint(v, 10, 64)
+				return time.Duration(us) * time.Microsecond, err == nil
+			}
+		}
+		return 0, false
+	}
+	ns, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return time.Duration(ns), err == nil
+}
+
+// CgroupCPUFile finds the file counting a docker container's CPU time,
+// given its full ID, under the usual cgroup v1 and v2 layouts.
+func CgroupCPUFile(root, id string) (string, error) {
+	candidates := []string{
+		root + "/cpuacct/docker/" + id + "/cpuacct.usage",
+		root + "/cpu,cpuacct/docker/" + id + "/cpuacct.usage",
+		root + "/cpuacct/system.slice/docker-" + id + ".scope/cpuacct.usage",
+		root + "/system.slice/docker-" + id + ".scope/cpu.stat",
+		root + "/docker/" + id + "/cpu.stat",
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no CPU accounting file for container %.12s under %s", id, root)
+}
+
+// Detail renders a sample as the string map of a timeline event. Shares
+// and cores have three decimals, durations are in milliseconds.
+func (s Sample) Detail() map[string]string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
+	d := map[string]string{
+		"interval_ms":  ms(s.Interval),
+		"host_busy":    f(s.HostBusy),
+		"host_softirq": f(s.HostSoftirq),
+		"host_iowait":  f(s.HostIOWait),
+		"client_cpu":   f(s.ClientCPU),
+		"sched_max_ms": ms(s.SchedMax),
+		"lag_ms":       ms(s.Client.Lag),
+		"in_flight":    strconv.FormatUint(s.Client.InFlight, 10),
+	}
+	if s.CPUPressure >= 0 {
+		d["cpu_pressure"] = f(s.CPUPressure)
+		d["io_pressure"] = f(s.IOPressure)
+	}
+	if len(s.Nodes) > 0 {
+		names := make([]string, 0, len(s.Nodes))
+		for n := range s.Nodes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = n + "=" + f(s.Nodes[n])
+		}
+		d["nodes_cpu"] = strings.Join(parts, ",")
+	}
+	return d
+}

@@ -1,0 +1,135 @@
+package rig
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestParseCPULine(t *testing.T) {
+	got, ok := parseCPULine("cpu  100 5 50 800 20 3 7 2 9 9")
+	if !ok {
+		t.Fatal("parse failed")
+	}
+	// guest fields (9 9) are not added again.
+	want := cpuTimes{total: 100 + 5 + 50 + 800 + 20 + 3 + 7 + 2, idle: 800, iowait: 20, softirq: 7}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 x 4 5 6 7 8", "cpu 1 2"} {
+		if _, ok := parseCPULine(bad); ok {
+			t.Errorf("parseCPULine(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParsePSI(t *testing.T) {
+	got, ok := parsePSI([]byte("some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"))
+	if !ok || got != 2500*time.Millisecond {
+		t.Errorf("got %v %v, want 2.5s true", got, ok)
+	}
+	if _, ok := parsePSI([]byte("full total=3\n")); ok {
+		t.Error("accepted a file without a some line")
+	}
+}
+
+func TestCgroupFiles(t *testing.T) {
+	root := t.TempDir()
+	v1 := filepath.Join(root, "cpuacct/docker/abc")
+	v2 := filepath.Join(root, "system.slice/docker-def.scope")
+	for _, d := range []string{v1, v2} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(v1, "cpuacct.usage"), []byte("1500000000\n"), 0o644)
+	os.WriteFile(filepath.Join(v2, "cpu.stat"), []byte("usage_usec 2000000\nuser_usec 1\n"), 0o644)
+
+	for id, want := range map[string]time.Duration{"abc": 1500 * time.Millisecond, "def": 2 * time.Second} {
+		p, err := CgroupCPUFile(root, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := readCgroupCPU(p)
+		if !ok || got != want {
+			t.Errorf("%s: %s gave %v %v, want %v", id, p, got, ok, want)
+		}
+	}
+	if _, err := CgroupCPUFile(root, "nope"); err == nil {
+		t.Error("found a file for a missing container")
+	}
+}
+
+// TestDiff checks the shares computed between two readings.
+func TestDiff(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	prev := reading{
+		t: t0, cpuOK: true, psiOK: true,
+		cpu:     cpuTimes{total: 1000, idle: 500, iowait: 100, softirq: 10},
+		cpuSome: time.Second, ioSome: 0, self: time.Second,
+		nodes: map[string]time.Duration{"w1": 0, "gone": 0},
+	}
+	cur := reading{
+		t: t0.Add(time.Second), cpuOK: true, psiOK: true,
+		// 200 jiffies: 50 idle, 10 iowait, 20 softirq.
+		cpu:     cpuTimes{total: 1200, idle: 550, iowait: 110, softirq: 30},
+		cpuSome: 1250 * time.Millisecond, ioSome: 100 * time.Millisecond, self: 1500 * time.Millisecond,
+		nodes: map[string]time.Duration{"w1": 700 * time.Millisecond, "new": time.Second},
+	}
+	s := diff(prev, cur, func() ClientState { return ClientState{Lag: time.Second, InFlight: 7} })
+	check := func(name string, got, want float64) {
+		t.Helper()
+		if d := got - want; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	check("HostBusy", s.HostBusy, 1-60.0/200)
+	check("HostSoftirq", s.HostSoftirq, 0.1)
+	check("HostIOWait", s.HostIOWait, 0.05)
+	check("CPUPressure", s.CPUPressure, 0.25)
+	check("IOPressure", s.IOPressure, 0.1)
+	check("ClientCPU", s.ClientCPU, 0.5)
+	check("w1", s.Nodes["w1"], 0.7)
+	if _, ok := s.Nodes["new"]; ok {
+		t.Error("a node without a previous reading got a value")
+	}
+	if s.Client.InFlight != 7 || s.Client.Lag != time.Second {
+		t.Errorf("client = %+v", s.Client)
+	}
+	d := s.Detail()
+	if d["host_busy"] != "0.700" || d["nodes_cpu"] != "w1=0.700" || d["lag_ms"] != "1000.0" {
+		t.Errorf("detail = %v", d)
+	}
+
+	// Without PSI the pressures are -1 and not in the detail.
+	prev.psiOK = false
+	s = diff(prev, cur, nil)
+	if s.CPUPressure != -1 || s.Detail()["cpu_pressure"] != "" {
+		t.Errorf("without PSI: %v, %v", s.CPUPressure, s.Detail())
+	}
+}
+
+// TestSamplerFromProc reads a fake procfs and sees the busy share change.
+func TestSamplerFromProc(t *testing.T) {
+	proc := t.TempDir()
+	os.MkdirAll(filepath.Join(proc, "pressure"), 0o755)
+	write := func(stat, cpuTotal string) {
+		os.WriteFile(filepath.Join(proc, "stat"), []byte(stat+"\ncpu0 0 0 0 0 0 0 0 0\n"), 0o644)
+		os.WriteFile(filepath.Join(proc, "pressure/cpu"), []byte("some avg10=0 avg60=0 avg300=0 total="+cpuTotal+"\n"), 0o644)
+		os.WriteFile(filepath.Join(proc, "pressure/io"), []byte("some avg10=0 avg60=0 avg300=0 total=0\n"), 0o644)
+	}
+	write("cpu 100 0 100 800 0 0 0 0", "0")
+	s := New(Options{Proc: proc})
+	write("cpu 200 0 200 800 0 0 0 0", "1000")
+	got := s.Next()
+	if got.HostBusy != 1 {
+		t.Errorf("HostBusy = %v, want 1 (no idle jiffies passed)", got.HostBusy)
+	}
+	if got.CPUPressure <= 0 {
+		t.Errorf("CPUPressure = %v, want > 0", got.CPUPressure)
+	}
+	if got.Interval <= 0 {
+		t.Errorf("Interval = %v", got.Interval)
+	}
+}
