@@ -100,6 +100,9 @@ func New(o Options) *Sampler {
 }
 
 // Run takes a sample every Interval and passes it to fn until ctx ends.
+// A tick that comes less than half an interval after the last sample (the
+// ticker catching up after the process was starved) is skipped, so every
+// sample spans at least half an interval.
 func (s *Sampler) Run(ctx context.Context, fn func(Sample)) {
 	t := time.NewTicker(s.o.Interval)
 	defer t.Stop()
@@ -107,7 +110,10 @@ func (s *Sampler) Run(ctx context.Context, fn func(Sample)) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			if now.Sub(s.prev.t) < s.o.Interval/2 {
+				continue
+			}
 			fn(s.Next())
 		}
 	}

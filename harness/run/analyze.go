@@ -245,11 +245,28 @@ func buildRows(name, builtin, from string, p *plan, tl *Timeline, stats traffic.
 			control.Merge(tl.Tallies[k])
 		case PhaseRollout:
 			perRollout[w.Rollout].Window.Merge(tl.Tallies[k])
+			perRollout[w.Rollout].Rig = rigSummary(events, w.Start, w.End)
 		case PhaseTail:
 			perRollout[w.Rollout].Tail.Merge(tl.Tallies[k])
 		}
 	}
 	outside.Merge(tl.Outside)
+	var controlRig *RigSummary
+	if len(tl.Windows) > 0 && tl.Windows[0].Phase == PhaseControl {
+		controlRig = rigSummary(events, tl.Windows[0].Start, tl.Windows[0].End)
+	}
+	// With rig samples, when the client lagged is known per window: the
+	// rollouts it affected are flagged below, so the attack-wide lag
+	// reason would only repeat it less precisely.
+	clientSuspect := stats.Suspect
+	if hasRigSamples(events) {
+		clientSuspect = nil
+		for _, s := range stats.Suspect {
+			if !strings.HasPrefix(s, traffic.LagSuspect) {
+				clientSuspect = append(clientSuspect, s)
+			}
+		}
+	}
 
 	var requests uint64
 	for _, t := range tl.Tallies {
@@ -257,16 +274,24 @@ func buildRows(name, builtin, from string, p *plan, tl *Timeline, stats traffic.
 	}
 	requests += tl.Outside.Requests
 
-	client := ClientSummary{AskedRate: stats.AskedRate, AchievedRate: stats.AchievedRate, CPU: stats.ClientCPU, WorkersExhausted: stats.WorkersExhausted, Suspect: stats.Suspect}
+	client := ClientSummary{AskedRate: stats.AskedRate, AchievedRate: stats.AchievedRate, CPU: stats.ClientCPU, WorkersExhausted: stats.WorkersExhausted, Suspect: clientSuspect}
 	gaps := gapsOf(events)
 	hooks := hookFailures(events)
 
 	row := func(rowName, expected string, rs []RolloutSummary) VariantSummary {
 		vs := VariantSummary{Variant: rowName, Builtin: builtin, Requests: requests, Control: control, Outside: outside,
-			Rollouts: rs, Client: client, Gaps: gaps, HookFailures: hooks, Classes: map[traffic.Class]uint64{}}
+			Rollouts: rs, Client: client, Gaps: gaps, HookFailures: hooks, Classes: map[traffic.Class]uint64{}, ControlRig: controlRig}
 		var window Tally
 		for _, r := range rs {
 			window.Merge(r.Window)
+			if r.Rig != nil && r.Rig.Saturated {
+				vs.SaturatedRollouts++
+				if r.Window.Failures > 0 {
+					vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: the rig was short of CPU (%s): its %d drops may be the rig's, not the variant's", r.N, r.Rig, r.Window.Failures))
+				}
+			} else {
+				vs.Measurable.Merge(r.Window)
+			}
 			vs.Tail.Merge(r.Tail)
 			if r.Window.Failures > 0 {
 				vs.RolloutsWithDrops++
@@ -291,7 +316,7 @@ func buildRows(name, builtin, from string, p *plan, tl *Timeline, stats traffic.
 		if control.Requests == 0 {
 			vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
 		}
-		vs.Suspect = append(vs.Suspect, stats.Suspect...)
+		vs.Suspect = append(vs.Suspect, clientSuspect...)
 		return vs
 	}
 	if from == "" || len(rollouts) == 0 {
@@ -310,6 +335,17 @@ func gapsOf(events []timeline.Event) []Gap {
 		gaps = append(gaps, Gap{Pod: g.Pod, EndpointUnready: seconds(g.EndpointUnready), EndpointRemoved: seconds(g.EndpointRemoved)})
 	}
 	return gaps
+}
+
+// hasRigSamples reports whether events hold rig samples (runs recorded
+// before the sampler existed have none).
+func hasRigSamples(events []timeline.Event) bool {
+	for _, e := range events {
+		if e.Kind == MarkRigSample {
+			return true
+		}
+	}
+	return false
 }
 
 func seconds(d time.Duration) float64 {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,57 @@ func TestPlanFromEvents(t *testing.T) {
 	}
 	if _, err := planFromEvents(events, "never-ran"); err == nil {
 		t.Error("a variant without traffic got a plan")
+	}
+}
+
+// TestBuildRowsRig: a rollout during which the client fell behind schedule
+// is flagged as saturated, its drops are kept out of Measurable, and the
+// attack-wide lag reason gives way to the per-rollout one.
+func TestBuildRowsRig(t *testing.T) {
+	p := twoRollouts()
+	tl := NewTimeline(p.windows())
+	fill(tl, 0, 10, 100, traffic.Class2xx)
+	fill(tl, 10, 20, 200, traffic.Class2xx)
+	fill(tl, 12, 13, 4, traffic.ClassTimeout) // rollout 1, rig saturated
+	fill(tl, 30, 40, 200, traffic.Class2xx)
+	fill(tl, 31, 32, 1, traffic.ClassRefused) // rollout 2, rig fine
+	sample := func(s float64, lag, pressure string) timeline.Event {
+		return timeline.Event{Time: at(s), Kind: MarkRigSample, Detail: map[string]string{
+			"host_busy": "0.900", "cpu_pressure": pressure, "lag_ms": lag, "sched_max_ms": "12.0"}}
+	}
+	events := []timeline.Event{
+		sample(5, "1.0", "0.200"),
+		sample(12, "2400.0", "0.950"), sample(13, "10.0", "0.850"),
+		sample(31, "40.0", "0.300"), sample(32, "20.0", "0.100"),
+	}
+	stats := traffic.Stats{AskedRate: 1000, AchievedRate: 990, Suspect: []string{traffic.LagSuspect + " 2.4s behind schedule (tolerance 250ms)"}}
+	r := buildRows("prestop-sleep", "prestop-sleep", "", p, tl, stats, events)[0]
+
+	r1, r2 := r.Rollouts[0].Rig, r.Rollouts[1].Rig
+	if r1 == nil || !r1.Saturated || r1.Samples != 2 || r1.ClientLagMax != 2.4 || r1.CPUPressureMax != 0.95 || math.Abs(r1.CPUPressureMean-0.9) > 1e-9 {
+		t.Errorf("rollout 1 rig %+v", r1)
+	}
+	if r2 == nil || r2.Saturated || r2.ClientLagMax != 0.04 {
+		t.Errorf("rollout 2 rig %+v", r2)
+	}
+	if r.ControlRig == nil || r.ControlRig.Samples != 1 || r.ControlRig.Saturated {
+		t.Errorf("control rig %+v", r.ControlRig)
+	}
+	if r.SaturatedRollouts != 1 || r.Drops != 5 || r.Measurable.Failures != 1 || r.Measurable.Requests != 201 {
+		t.Errorf("saturated=%d drops=%d measurable=%+v", r.SaturatedRollouts, r.Drops, r.Measurable)
+	}
+	joined := strings.Join(r.Suspect, "\n")
+	if !strings.Contains(joined, "rollout 1: the rig was short of CPU (client up to 2.40s behind schedule") {
+		t.Errorf("no per-rollout rig reason:\n%s", joined)
+	}
+	if strings.Contains(joined, traffic.LagSuspect) || len(r.Client.Suspect) != 0 {
+		t.Errorf("the attack-wide lag reason stayed:\n%s\nclient: %v", joined, r.Client.Suspect)
+	}
+
+	// Without rig samples (older runs) nothing is flagged and the
+	// attack-wide reason stays.
+	r = buildRows("prestop-sleep", "prestop-sleep", "", p, tl, stats, nil)[0]
+	if r.SaturatedRollouts != 0 || r.Rollouts[0].Rig != nil || !strings.Contains(strings.Join(r.Suspect, "\n"), traffic.LagSuspect) {
+		t.Errorf("without samples: saturated=%d rig=%v suspect=%v", r.SaturatedRollouts, r.Rollouts[0].Rig, r.Suspect)
 	}
 }

@@ -77,6 +77,13 @@ type VariantSummary struct {
 	RolloutsWithDrops int `json:"rolloutsWithDrops"`
 	// Control is the steady-state window before the first rollout.
 	Control Tally `json:"control"`
+	// ControlRig is the rig's load during the control window.
+	ControlRig *RigSummary `json:"controlRig,omitempty"`
+	// SaturatedRollouts counts the rollouts during which the rig was short
+	// of CPU (RigSummary.Saturated); Measurable tallies the windows of the
+	// other rollouts, the ones the rig could measure.
+	SaturatedRollouts int   `json:"saturatedRollouts"`
+	Measurable        Tally `json:"measurable"`
 	// ExpectedFloor is the failures the rollout windows would show at the
 	// control window's failure rate: drops near it are the rig's noise.
 	ExpectedFloor float64 `json:"expectedFloor"`
@@ -119,6 +126,9 @@ type RolloutSummary struct {
 	// the next rollout; BaselineClean false means it never got one.
 	BaselineWait  string `json:"baselineWait,omitempty"`
 	BaselineClean bool   `json:"baselineClean"`
+	// Rig is the rig's load during the window (absent in runs recorded
+	// before droprun sampled it).
+	Rig *RigSummary `json:"rig,omitempty"`
 }
 
 // ClientSummary is how well the traffic client held its rate.

@@ -21,9 +21,9 @@ import (
 // runs: a crash loses at most this much of the stream.
 const flushEvery = time.Second
 
-// maxLagTolerance is how far behind schedule the pacer may fall before the
+// MaxLagTolerance is how far behind schedule the pacer may fall before the
 // attack is called suspect.
-const maxLagTolerance = 250 * time.Millisecond
+const MaxLagTolerance = 250 * time.Millisecond
 
 // Stats summarises an attack.
 type Stats struct {
@@ -277,6 +277,10 @@ func (a *Attack) summarise(numCPU int) Stats {
 	return s
 }
 
+// LagSuspect starts the Suspect reason about requests sent late, so that a
+// caller with a finer view of when the client lagged can replace it.
+const LagSuspect = "requests went out up to"
+
 // suspects explains, in words, why s may measure the client rather than the
 // target.
 func suspects(s Stats, numCPU int) []string {
@@ -289,9 +293,9 @@ func suspects(s Stats, numCPU int) []string {
 		why = append(why, fmt.Sprintf("all %d workers were busy while requests were due (peak %d in flight): requests went out late; raise MaxWorkers or lower the rate",
 			s.MaxWorkers, s.PeakInFlight))
 	}
-	if s.MaxLag > maxLagTolerance {
-		why = append(why, fmt.Sprintf("requests went out up to %s behind schedule (tolerance %s)",
-			s.MaxLag.Round(time.Millisecond), maxLagTolerance))
+	if s.MaxLag > MaxLagTolerance {
+		why = append(why, fmt.Sprintf(LagSuspect+" %s behind schedule (tolerance %s)",
+			s.MaxLag.Round(time.Millisecond), MaxLagTolerance))
 	}
 	if numCPU > 0 && s.ClientCPU > 0.9*float64(numCPU) {
 		why = append(why, fmt.Sprintf("the client process used %.2f of %d cores: a saturated client is not a measurement",

@@ -1,0 +1,86 @@
+package run
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// RigSummary is what the rig sampler (harness/rig) saw during one window:
+// how loaded the machine that runs both the cluster and the client was.
+type RigSummary struct {
+	// Samples is the number of rig samples in the window.
+	Samples int `json:"samples"`
+	// HostBusyMean is the mean share of the host's cores that were busy.
+	HostBusyMean float64 `json:"hostBusyMean"`
+	// CPUPressureMean and CPUPressureMax are the share of time some
+	// runnable task waited for a core (-1: the kernel does not say).
+	CPUPressureMean float64 `json:"cpuPressureMean"`
+	CPUPressureMax  float64 `json:"cpuPressureMax"`
+	// ClientLagMax is the furthest behind schedule the client sent a
+	// request, in seconds.
+	ClientLagMax float64 `json:"clientLagMaxSeconds"`
+	// SchedMax bounds the longest a goroutine of the client waited for a
+	// core, in seconds.
+	SchedMax float64 `json:"schedMaxSeconds"`
+	// Saturated is true when the client fell further behind schedule than
+	// traffic.MaxLagTolerance: the machine was short of CPU, so slow or
+	// timed-out requests in this window may be the rig's and not the
+	// variant's.
+	Saturated bool `json:"saturated"`
+}
+
+// String says what the rig did, in a few words.
+func (s *RigSummary) String() string {
+	if s == nil {
+		return "no rig samples"
+	}
+	p := "n/a"
+	if s.CPUPressureMax >= 0 {
+		p = fmt.Sprintf("%.0f%% (max %.0f%%)", 100*s.CPUPressureMean, 100*s.CPUPressureMax)
+	}
+	return fmt.Sprintf("client up to %.2fs behind schedule, host %.0f%% busy, CPU pressure %s",
+		s.ClientLagMax, 100*s.HostBusyMean, p)
+}
+
+// rigSummary summarises the rig samples stamped within [from, to]; nil
+// when there are none (a run recorded before the sampler existed).
+func rigSummary(events []timeline.Event, from, to time.Time) *RigSummary {
+	var s RigSummary
+	var busy, pressure float64
+	pressureN := 0
+	s.CPUPressureMax = -1
+	for _, e := range events {
+		if e.Kind != MarkRigSample || e.Time.Before(from) || e.Time.After(to) {
+			continue
+		}
+		s.Samples++
+		busy += detailFloat(e.Detail, "host_busy")
+		if p, ok := e.Detail["cpu_pressure"]; ok {
+			v, _ := strconv.ParseFloat(p, 64)
+			pressure += v
+			pressureN++
+			s.CPUPressureMax = max(s.CPUPressureMax, v)
+		}
+		s.ClientLagMax = max(s.ClientLagMax, detailFloat(e.Detail, "lag_ms")/1000)
+		s.SchedMax = max(s.SchedMax, detailFloat(e.Detail, "sched_max_ms")/1000)
+	}
+	if s.Samples == 0 {
+		return nil
+	}
+	s.HostBusyMean = busy / float64(s.Samples)
+	s.CPUPressureMean = -1
+	if pressureN > 0 {
+		s.CPUPressureMean = pressure / float64(pressureN)
+	}
+	s.Saturated = s.ClientLagMax > traffic.MaxLagTolerance.Seconds()
+	return &s
+}
+
+func detailFloat(d map[string]string, key string) float64 {
+	v, _ := strconv.ParseFloat(d[key], 64)
+	return v
+}
