@@ -34,7 +34,18 @@ The run directory (results/<timestamp>-<scenario>/ by default) holds:
   events.jsonl            the timeline: pods, endpoints, ReplicaSets, kube-proxy syncs
   failures.jsonl          every failed request with its rollout and nearest pod deletion
   summary.json            per variant: requests, drops, classes, rollouts, suspect flags
+  metrics.prom            the live metrics' final values (Prometheus text format)
   scenario.yaml, run.log
+
+While it runs, droprun samples the rig itself every 250 ms (host CPU, CPU
+pressure, the client's and each node's CPU, how far behind schedule the client
+is) into events.jsonl. A rollout during which the client fell more than 250 ms
+behind schedule is flagged as saturated: its drops may be the machine's, not
+the variant's, and the summary keeps them apart.
+
+With --metrics-addr, droprun serves its live view on /metrics (requests by
+variant and outcome class, latency, rollouts and their durations, the current
+phase); --pushgateway pushes the final values at the end, grouped by run id.
 
 The kind cluster is created (or reused) and deleted afterwards unless --keep.
 With --kubeconfig the run uses an existing cluster instead; droprun works only
@@ -72,5 +83,7 @@ are kept), 2 on bad usage.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of kind")
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address during the run, e.g. 127.0.0.1:9464")
+	f.StringVar(&o.Pushgateway, "pushgateway", "", "push the final metrics to this Pushgateway base URL, e.g. http://127.0.0.1:9091")
 	return cmd
 }

@@ -24,7 +24,7 @@ const (
 	MarkRolloutComplete                = timeline.KindRolloutComplete
 	MarkWindowClose                    = timeline.KindWindowClose
 	MarkConntrackFlushed               = timeline.KindConntrackFlushed
-	MarkBaseline         timeline.Kind = "baseline" // Detail["clean"], Detail["wait"]
+	MarkBaseline         timeline.Kind = "baseline"   // Detail["clean"], Detail["wait"]
 	MarkRigSample        timeline.Kind = "rig.sample" // Detail: rig.Sample.Detail()
 )
 

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
@@ -183,7 +189,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // windows are clean, and every recorded file reads back to the summary's
 // counts and to the same numbers when re-analysed.
 func TestIntegrationRun(t *testing.T) {
-	testRun(t, "  - variant: no-prestop\n  - variant: graceful-drain\n")
+	testRun(t, 500, 2, "  - variant: no-prestop\n  - variant: graceful-drain\n")
 }
 
 // TestIntegrationRunAllVariants runs every variant of compare-all the same
@@ -191,13 +197,14 @@ func TestIntegrationRun(t *testing.T) {
 // prestop-sleep-action, graceful-drain and the trap's later rollouts drop at
 // least 100 times less than no-prestop; naive-shutdown drops;
 // prestop-exec-distroless drops and its failed hook is reported; the trap's
-// first rollout drops. It takes about 15 minutes, so it runs only with
+// first rollout drops. Like the issue asks, it runs 3 rollouts each at
+// 1000 req/s. It takes about 25 minutes, so it runs only with
 // DROPRUN_E2E_ALL=1.
 func TestIntegrationRunAllVariants(t *testing.T) {
 	if os.Getenv("DROPRUN_E2E_ALL") != "1" {
-		t.Skip("every variant end to end takes ~15 minutes: set DROPRUN_E2E_ALL=1 to run it")
+		t.Skip("every variant end to end takes ~25 minutes: set DROPRUN_E2E_ALL=1 to run it")
 	}
-	testRun(t, `  - variant: no-prestop
+	testRun(t, 1000, 3, `  - variant: no-prestop
   - variant: prestop-sleep
   - variant: prestop-sleep-action
   - variant: graceful-drain
@@ -207,17 +214,34 @@ func TestIntegrationRunAllVariants(t *testing.T) {
 `)
 }
 
-// testRun runs the variants (a YAML list) with 2 rollouts at 500 req/s and
-// checks every expectation that applies to the rows present.
-func testRun(t *testing.T, variants string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+// testRun runs the variants (a YAML list) with the given rollouts at the
+// given rate and checks every expectation that applies to the rows
+// present. It also serves the live metrics and pushes them to a fake
+// Pushgateway, and checks both.
+func testRun(t *testing.T, rate, rollouts int, variants string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	needCluster(t, ctx)
-	sc := itScenario(t, "metadata: {name: e2e}\nvariants:\n"+variants+`rollouts: 2
-traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
-`)
+	sc := itScenario(t, fmt.Sprintf("metadata: {name: e2e}\nvariants:\n%srollouts: %d\ntraffic: {rate: %d, control: 5s, between: 5s, settle: 3s}\n",
+		variants, rollouts, rate))
 	dir := filepath.Join(t.TempDir(), "run")
+	metricsAddr := freeAddr(t)
+	pushed := make(chan string, 1)
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		select {
+		case pushed <- req.Method + " " + req.URL.Path + "\n" + string(body):
+		default:
+		}
+	}))
+	defer gateway.Close()
+	sawRollout := make(chan bool, 1)
+	scrapeCtx, stopScraping := context.WithCancel(ctx)
+	defer stopScraping()
+	go scrapeUntilRollout(scrapeCtx, "http://"+metricsAddr+"/metrics", sawRollout)
+
 	sum, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+		MetricsAddr: metricsAddr, Pushgateway: gateway.URL,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	if sum != nil {
 		itCreated = true // Run created or reused it; the package deletes it
@@ -225,6 +249,8 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopScraping()
+	checkMetrics(t, dir, sawRollout, pushed)
 	rows := map[string]VariantSummary{}
 	for _, v := range sum.Variants {
 		rows[v.Variant] = v
@@ -232,12 +258,26 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 			v.Variant, v.Drops, v.WindowRequests, len(v.Rollouts), v.RolloutsWithDrops, v.Classes, v.Control.Failures, v.Control.Requests, v.Tail.Failures, v.Client.AchievedRate, v.Client.AskedRate, len(v.HookFailures))
 	}
 	bad := rows["no-prestop"]
-	if bad.RolloutsWithDrops != 2 || bad.Drops == 0 {
-		t.Errorf("no-prestop dropped in %d of 2 rollouts (%d drops): the race was not reproduced", bad.RolloutsWithDrops, bad.Drops)
+	if bad.RolloutsWithDrops != rollouts || bad.Drops == 0 {
+		t.Errorf("no-prestop dropped in %d of %d rollouts (%d drops): the race was not reproduced", bad.RolloutsWithDrops, rollouts, bad.Drops)
 	}
+	// Good variants are held to the rollouts the rig could measure: a
+	// rollout during which the client itself fell behind schedule (the
+	// 2-core machine out of CPU) is reported, not counted against the
+	// variant. Most rollouts must be measurable, or nothing was measured.
 	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
-		if good, ok := rows[name]; ok && good.Drops*100 > bad.Drops {
-			t.Errorf("%s dropped %d, not 100 times less than no-prestop's %d", name, good.Drops, bad.Drops)
+		good, ok := rows[name]
+		if !ok {
+			continue
+		}
+		if good.SaturatedRollouts > 0 {
+			t.Logf("%s: %d of %d rollouts saturated the rig; all drops %d, in measurable rollouts %d", name, good.SaturatedRollouts, len(good.Rollouts), good.Drops, good.Measurable.Failures)
+		}
+		if 2*good.SaturatedRollouts > len(good.Rollouts) {
+			t.Errorf("%s: the rig was saturated in %d of %d rollouts: not a measurement", name, good.SaturatedRollouts, len(good.Rollouts))
+		}
+		if good.Measurable.Failures*100 > bad.Drops {
+			t.Errorf("%s dropped %d in measurable rollouts, not 100 times less than no-prestop's %d", name, good.Measurable.Failures, bad.Drops)
 		}
 	}
 	for _, name := range []string{"naive-shutdown", "prestop-exec-distroless", "the-trap/introducing"} {
@@ -316,12 +356,62 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 	for _, e := range events {
 		kinds[e.Kind]++
 	}
-	n := 2 * len(sc.Variants) // rollouts
-	if kinds[timeline.KindRolloutStart] != n || kinds[timeline.KindPodDeletionRequested] < 2*n || kinds[timeline.KindEndpointRemoved] < 2*n || kinds[timeline.KindKubeProxySynced] == 0 {
+	n := rollouts * len(sc.Variants)
+	if kinds[timeline.KindRolloutStart] != n || kinds[timeline.KindPodDeletionRequested] < 2*n || kinds[timeline.KindEndpointRemoved] < 2*n || kinds[timeline.KindKubeProxySynced] == 0 || kinds[MarkRigSample] == 0 {
 		t.Errorf("events by kind: %v", kinds)
 	}
 	if len(bad.Gaps) == 0 {
 		t.Error("no deletion→endpoint-removal gaps measured")
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrapeUntilRollout scrapes url until it shows a variant in its rollout
+// phase, then reports true; false if ctx ends first.
+func scrapeUntilRollout(ctx context.Context, url string, saw chan<- bool) {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return regexp.MustCompile(`droprun_phase\{phase="rollout",variant="[^"]+"\} 1`).Match(b), nil
+	})
+	saw <- err == nil
+}
+
+// checkMetrics: the live metrics showed a rollout while it ran, the final
+// values are in the run directory, and they were pushed, grouped by run id.
+func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-chan string) {
+	t.Helper()
+	if !<-sawRollout {
+		t.Error("/metrics never showed a variant in its rollout phase")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`droprun_requests_total\{class="2xx",variant="no-prestop"\} [1-9]`).Match(b) {
+		t.Errorf("%s lacks no-prestop's 2xx count:\n%.2000s", MetricsFile, b)
+	}
+	select {
+	case p := <-pushed:
+		if want := "PUT /metrics/job/droprun/run_id/run\n"; !strings.HasPrefix(p, want) || !strings.Contains(p, "droprun_requests_total") {
+			t.Errorf("push: got %.300q, want %q with the metrics", p, want)
+		}
+	default:
+		t.Error("nothing was pushed to the Pushgateway")
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	FailuresFile = "failures.jsonl" // every failed request, attributed
 	SummaryFile  = "summary.json"   // the Summary
 	LogFile      = "run.log"        // the progress output
+	MetricsFile  = "metrics.prom"   // the live metrics' final values, Prometheus text format
 )
 
 // ResultsFile is the raw results of one variant, in vegeta's own encoding:

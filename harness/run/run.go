@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/droprun/droprun/harness/kube"
+	"github.com/droprun/droprun/harness/metrics"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
@@ -43,6 +44,12 @@ type Options struct {
 	RolloutTimeout time.Duration
 	// Version is droprun's version, recorded in the summary.
 	Version string
+	// MetricsAddr, when set, is where droprun serves its live Prometheus
+	// metrics (/metrics) during the run, e.g. 127.0.0.1:9464.
+	MetricsAddr string
+	// Pushgateway, when set, is a Pushgateway base URL the final metrics
+	// are pushed to at the end of the run, grouped by run id.
+	Pushgateway string
 }
 
 func (o *Options) defaults(sc *scenario.Scenario) {
@@ -71,6 +78,8 @@ type runner struct {
 	tb  *testbed.Testbed
 	rec *timeline.Recorder
 	log io.Writer
+	// metrics is the live Prometheus view of the run.
+	metrics *metrics.Metrics
 	// attack is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
 	attack atomic.Pointer[traffic.Attack]
@@ -94,6 +103,17 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error
 	if sc.Cluster.Kind != nil {
 		r.o.Testbed.CreateCluster = true
 	}
+	runID := filepath.Base(out.Dir)
+	r.metrics = metrics.New(runID, sc.Metadata.Name, o.Version)
+	if o.MetricsAddr != "" {
+		sctx, stopServing := context.WithCancel(ctx)
+		defer stopServing()
+		addr, err := r.metrics.Serve(sctx, o.MetricsAddr)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(r.log, "metrics: serving http://%s%s\n", addr, metrics.MetricsPath)
+	}
 	fmt.Fprintf(r.log, "run %s: %d variant(s) × %d rollout(s) at %d req/s; results in %s\n",
 		sc.Metadata.Name, len(sc.Variants), *sc.Rollouts, sc.Traffic.Rate, out.Dir)
 
@@ -108,6 +128,22 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error
 		runErr = err
 	}
 	fmt.Fprintf(r.log, "summary written to %s\n", filepath.Join(out.Dir, SummaryFile))
+	if err := r.metrics.WriteFile(filepath.Join(out.Dir, MetricsFile)); err != nil && runErr == nil {
+		runErr = err
+	}
+	if o.Pushgateway != "" {
+		// Push even after an interrupted run: what was measured is kept.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := r.metrics.Push(pctx, o.Pushgateway); err != nil {
+			fmt.Fprintf(r.log, "warning: %v\n", err)
+			if runErr == nil {
+				runErr = err
+			}
+		} else {
+			fmt.Fprintf(r.log, "metrics pushed to %s (job droprun, run_id %s)\n", o.Pushgateway, runID)
+		}
+	}
 	return sum, runErr
 }
 
@@ -167,6 +203,8 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	sc, tb := r.sc, r.tb
 	v := sc.Variants[i]
 	fmt.Fprintf(r.log, "\n== variant %s\n", v.Name)
+	r.metrics.VariantStarted(v.Name)
+	defer r.metrics.Phase(v.Name, metrics.PhaseDone)
 
 	// Start from a known state: the variant (or its From) at v1.
 	if err := tb.Deploy(ctx, i, 0, true); err != nil {
@@ -190,6 +228,7 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	}
 	var sent, failed atomic.Uint64
 	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
+		r.metrics.Observe(v.Name, rec)
 		sent.Add(1)
 		if rec.Class.Failed() {
 			failed.Add(1)
@@ -205,10 +244,11 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	defer r.attack.Store(nil)
 	stopProgress := r.progress(ctx, v.Name, &sent, &failed)
 	defer stopProgress()
+	r.metrics.Phase(v.Name, metrics.PhaseControl)
 	r.rec.Mark(MarkTrafficStart, map[string]string{"variant": v.Name, "url": cfg.URL, "rate": strconv.Itoa(cfg.Rate)})
 	fmt.Fprintf(r.log, "traffic: %d req/s to %s; control window %s\n", cfg.Rate, cfg.URL, sc.Traffic.Control)
 
-	runErr := r.rollouts(ctx, i, &lastFailure)
+	runErr := r.rollouts(ctx, i, &lastFailure, &failed)
 
 	stats, stopErr := attack.Stop()
 	if err := resultsFile.Close(); err != nil && stopErr == nil {
@@ -231,7 +271,10 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 }
 
 // rollouts holds the control window, then drives the variant's rollouts.
-func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64) error {
+//
+// failed counts the failures seen so far; the live metrics take each
+// rollout's share of it (by completion time, so only roughly its drops).
+func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64, failed *atomic.Uint64) error {
 	sc, tb := r.sc, r.tb
 	v := sc.Variants[i]
 	if err := sleep(ctx, sc.Traffic.Control.Duration); err != nil {
@@ -257,7 +300,8 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64)
 			return err
 		}
 		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, from, to, measured)
-		start := time.Now()
+		start, failedBefore := time.Now(), failed.Load()
+		r.metrics.RolloutStarted(v.Name, n)
 		mark(MarkRolloutStart, map[string]string{"from": from, "to": to, "measured": measured, "live": found})
 		if _, err := kube.Apply(ctx, tb.Cluster.Client, objs.Deployment); err != nil {
 			return err
@@ -267,10 +311,13 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64)
 		}
 		mark(MarkRolloutComplete, map[string]string{})
 		took := time.Since(start).Round(100 * time.Millisecond)
+		r.metrics.Phase(v.Name, metrics.PhaseSettle)
 		if err := sleep(ctx, sc.Traffic.Settle.Duration); err != nil {
 			return err
 		}
 		mark(MarkWindowClose, map[string]string{"phase": string(PhaseRollout)})
+		r.metrics.RolloutDone(v.Name, took, failed.Load()-failedBefore)
+		r.metrics.Phase(v.Name, metrics.PhaseBetween)
 		fmt.Fprintf(r.log, "rollout %d done in %s (old pods gone), window closed after %s settle\n", n, took, sc.Traffic.Settle)
 
 		// Between rollouts: clear stale conntrack entries (never inside a
