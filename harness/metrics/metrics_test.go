@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 
@@ -21,46 +21,10 @@ const (
 	testVersion  = "v0.1.0-test"
 )
 
-// The helpers below do what prometheus/testutil's ToFloat64,
-// CollectAndCount and GatherAndLint do: testutil itself imports
-// github.com/kylelemons/godebug, which go.mod does not list (see
-// testutil_test.go).
-
-// toFloat64 is the value of the one counter or gauge c collects.
-func toFloat64(t *testing.T, c prometheus.Collector) float64 {
-	t.Helper()
-	ch := make(chan prometheus.Metric, 1000)
-	c.Collect(ch)
-	close(ch)
-	if len(ch) != 1 {
-		t.Fatalf("collected %d metrics, want 1", len(ch))
-	}
-	var pb dto.Metric
-	if err := (<-ch).Write(&pb); err != nil {
-		t.Fatal(err)
-	}
-	switch {
-	case pb.Counter != nil:
-		return pb.Counter.GetValue()
-	case pb.Gauge != nil:
-		return pb.Gauge.GetValue()
-	}
-	t.Fatalf("not a counter or gauge: %v", &pb)
-	return 0
-}
-
-// collectAndCount is the number of series c collects.
-func collectAndCount(c prometheus.Collector) int {
-	ch := make(chan prometheus.Metric, 1000)
-	c.Collect(ch)
-	close(ch)
-	return len(ch)
-}
-
 // requests is droprun_requests_total{variant, class}.
 func requests(t *testing.T, m *Metrics, variant string, c traffic.Class) float64 {
 	t.Helper()
-	return toFloat64(t, m.requests.WithLabelValues(variant, string(c)))
+	return testutil.ToFloat64(m.requests.WithLabelValues(variant, string(c)))
 }
 
 // family gathers m and returns the family called name, or fails.
@@ -133,7 +97,7 @@ func TestObserveCountsEachClass(t *testing.T) {
 	if n != uint64(total) || math.Abs(sum-0.01*float64(total)) > 1e-9 {
 		t.Errorf("duration{a}: count %d sum %v, want %d and %v", n, sum, total, 0.01*float64(total))
 	}
-	if got := collectAndCount(m.requests); got != 2*len(all) {
+	if got := testutil.CollectAndCount(m.requests); got != 2*len(all) {
 		t.Errorf("%d request series, want %d (every class of both variants)", got, 2*len(all))
 	}
 }
@@ -159,7 +123,7 @@ func TestUnknownClassCountsAsOther(t *testing.T) {
 	if got := requests(t, m, "a", traffic.ClassOther); got != 2 {
 		t.Errorf("requests{a, 000:other} = %v, want 2", got)
 	}
-	if got := collectAndCount(m.requests); got != len(traffic.Classes()) {
+	if got := testutil.CollectAndCount(m.requests); got != len(traffic.Classes()) {
 		t.Errorf("%d request series, want %d: an unknown class must not add one", got, len(traffic.Classes()))
 	}
 }
@@ -173,7 +137,7 @@ func TestVariantStartedPreinitialises(t *testing.T) {
 		}
 	}
 	// The series exist, at zero: the exposition holds them.
-	if got, want := collectAndCount(m.requests), len(traffic.Classes()); got != want {
+	if got, want := testutil.CollectAndCount(m.requests), len(traffic.Classes()); got != want {
 		t.Errorf("%d request series after VariantStarted, want %d", got, want)
 	}
 	for _, name := range []string{RequestDurationSeconds, RolloutsTotal, RolloutDurationSeconds, RolloutWindowDropsTotal, CurrentRollout} {
@@ -182,7 +146,7 @@ func TestVariantStartedPreinitialises(t *testing.T) {
 		}
 	}
 	checkPhase(t, m, "a", PhaseDeploy)
-	if got := toFloat64(t, m.rollout.WithLabelValues("a")); got != 0 {
+	if got := testutil.ToFloat64(m.rollout.WithLabelValues("a")); got != 0 {
 		t.Errorf("current rollout = %v, want 0", got)
 	}
 }
@@ -191,7 +155,7 @@ func TestVariantStartedPreinitialises(t *testing.T) {
 func checkPhase(t *testing.T, m *Metrics, variant string, want Phase) {
 	t.Helper()
 	for _, p := range Phases() {
-		v := toFloat64(t, m.phase.WithLabelValues(variant, string(p)))
+		v := testutil.ToFloat64(m.phase.WithLabelValues(variant, string(p)))
 		if (p == want) != (v == 1) || (v != 0 && v != 1) {
 			t.Errorf("phase{%s, %s} = %v with %q current", variant, p, v, want)
 		}
@@ -206,7 +170,7 @@ func TestPhaseAndRollouts(t *testing.T) {
 
 	m.RolloutStarted("a", 1)
 	checkPhase(t, m, "a", PhaseRollout)
-	if got := toFloat64(t, m.rollout.WithLabelValues("a")); got != 1 {
+	if got := testutil.ToFloat64(m.rollout.WithLabelValues("a")); got != 1 {
 		t.Errorf("current rollout = %v, want 1", got)
 	}
 	m.Phase("a", PhaseSettle)
@@ -218,13 +182,13 @@ func TestPhaseAndRollouts(t *testing.T) {
 	m.Phase("a", PhaseDone)
 	checkPhase(t, m, "a", PhaseDone)
 
-	if got := toFloat64(t, m.rollout.WithLabelValues("a")); got != 2 {
+	if got := testutil.ToFloat64(m.rollout.WithLabelValues("a")); got != 2 {
 		t.Errorf("current rollout = %v, want 2", got)
 	}
-	if got := toFloat64(t, m.rollouts.WithLabelValues("a")); got != 2 {
+	if got := testutil.ToFloat64(m.rollouts.WithLabelValues("a")); got != 2 {
 		t.Errorf("rollouts = %v, want 2", got)
 	}
-	if got := toFloat64(t, m.windowDrops.WithLabelValues("a")); got != 7 {
+	if got := testutil.ToFloat64(m.windowDrops.WithLabelValues("a")); got != 7 {
 		t.Errorf("window drops = %v, want 7", got)
 	}
 	if n, sum := histogram(t, m, RolloutDurationSeconds, "a"); n != 2 || sum != 42 {
