@@ -30,10 +30,12 @@
 //
 // # Shutdown modes (--shutdown)
 //
-//   - none (the default, in both roles): no signal handling at all. SIGTERM
-//     kills the process through Go's default disposition and the listener
-//     closes at once. This is the app that drops requests. It cannot log its
-//     final request totals: it has no chance to.
+//   - none (the default, in both roles): no graceful handling at all. SIGTERM
+//     (or SIGINT) closes the listener and every connection at once, in-flight
+//     requests included, and the process dies by the same signal (re-raised,
+//     so its exit status is the default action's, 143 for SIGTERM). The
+//     signal is caught only to record the final request totals on the way
+//     (see below). This is the app that drops requests.
 //   - naive: catch SIGTERM/SIGINT and call http.Server.Shutdown at once. The
 //     in-flight requests finish, but Shutdown closes the listener first, so new
 //     connections still routed here are refused exactly as with none.
@@ -44,9 +46,28 @@
 //     persistent connection to this pod reconnect, and land elsewhere.
 //
 // The first signal uninstalls the handler, so a second SIGTERM during a naive
-// or drain shutdown kills the process at once.
-// In naive and drain modes the process logs its final request totals to
-// stderr as one JSON line before it exits, because its /metrics dies with it.
+// or drain shutdown kills the process at once (and records nothing).
+//
+// # Final request totals
+//
+// A pod's /metrics dies with it, so in every mode the process records its
+// final request totals as it exits, from one reading of its counters: it
+// logs them to stderr ("final request totals") and writes them as one JSON
+// line, at most 4096 bytes, to --termination-log (default
+// /dev/termination-log, the file Kubernetes turns into the container's
+// termination message, status.containerStatuses[].state.terminated.message),
+// here wrapped:
+//
+//	{"pod":"web-7d9c-x2x","version":"v1","mode":"web","shutdown":"none","exit":"killed","signal":"SIGTERM","code":143,
+//	 "requests":1234,"inFlight":2,"byCode":{"200":1230,"503":4},"byHandler":{"version":{"200":1200},"readyz":{"200":30,"503":4}}}
+//
+// exit is killed (mode none), clean (exit 0) or error (exit 1, with an
+// "error" text); code is the exit status; requests and byCode sum
+// bookshop_http_requests_total over every handler, probes and /metrics
+// scrapes included, and byHandler is that counter by handler and code (left
+// out should the line not fit). inFlight counts the requests cut unanswered.
+// The file must exist (Kubernetes creates it; nothing is created in /dev
+// elsewhere); a failure to write it is logged and the exit goes on.
 //
 // Logs are JSON lines on stderr. The first is
 //

@@ -39,7 +39,10 @@ type config struct {
 	// upstreamDialTimeout and upstreamTimeout bound a gateway's wait for an
 	// upstream connection and its response headers.
 	upstreamDialTimeout, upstreamTimeout time.Duration
-	showVersion                          bool
+	// terminationLog is the file the final totals are written to on exit;
+	// "" writes none.
+	terminationLog string
+	showVersion    bool
 }
 
 // errUsage marks a command line that could not be used; run exits 2 on it.
@@ -93,11 +96,29 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
 
-	err = serve(srv, ln, cfg, life, log)
-	m.logTotals(log)
-	if err != nil {
-		log.Error("exit", "err", err.Error())
-		return 1
+	sig, err := serve(srv, ln, cfg, life, log)
+	// Read the totals once. In mode none, read them before closing: a
+	// request cut by the close would otherwise count as answered by the
+	// time its handler returns, which death would never let it do.
+	t := m.totals()
+	exit, code := exitClean, 0
+	switch {
+	case cfg.shutdown == shutdownNone && sig != nil:
+		_ = srv.Close()
+		exit, code = exitKilled, signalStatus(sig)
+	case err != nil:
+		exit, code = exitError, 1
+	}
+	writeTerminationMessage(cfg.terminationLog, newTerminationMessage(id, cfg, t, exit, sig, code, err), log)
+	t.log(log)
+	switch exit {
+	case exitKilled:
+		log.Info("exit", "signal", signalName(sig), "code", code)
+		reraise(sig) // does not return
+		return code
+	case exitError:
+		log.Error("exit", "err", err.Error(), "code", code)
+		return code
 	}
 	log.Info("exit", "code", 0)
 	return 0
@@ -119,6 +140,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&cfg.upstreamKeepAlive, "upstream-keepalive", false, "gateway mode: reuse upstream connections (hides dead pods behind pooled connections)")
 	fs.DurationVar(&cfg.upstreamDialTimeout, "upstream-dial-timeout", 500*time.Millisecond, "gateway mode: give up connecting to an upstream pod after this (a dead pod's IP never answers)")
 	fs.DurationVar(&cfg.upstreamTimeout, "upstream-timeout", time.Second, "gateway mode: give up waiting for an upstream's response headers after this; keep it below the client's timeout so a dead upstream shows as 502")
+	fs.StringVar(&cfg.terminationLog, "termination-log", defaultTerminationLog, "file the final request totals are written to on exit, as one JSON line (Kubernetes' termination message); it must exist; empty writes none")
 	fs.BoolVar(&cfg.showVersion, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "version" {

@@ -20,14 +20,18 @@ const (
 // metrics holds the process's Prometheus metrics on a registry of its own,
 // so nothing registered on the global default registry leaks into /metrics.
 type metrics struct {
-	reg      *prometheus.Registry
+	reg *prometheus.Registry
+	// counts holds requests and inFlight only, so that reading the totals
+	// as the process dies costs microseconds, not a runtime and /proc scan.
+	counts   *prometheus.Registry
 	requests *prometheus.CounterVec
 	inFlight prometheus.Gauge
 }
 
 func newMetrics(version, mode string, life *lifecycle) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		counts: prometheus.NewRegistry(),
 		// Both labels are bounded: handler is a fixed route name, code an HTTP status.
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricRequests,
@@ -51,6 +55,7 @@ func newMetrics(version, mode string, life *lifecycle) *metrics {
 	m.reg.MustRegister(m.requests, m.inFlight, phase, build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.counts.MustRegister(m.requests, m.inFlight)
 	return m
 }
 
@@ -69,33 +74,58 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// totals sums bookshop_http_requests_total by code and by handler.
-func (m *metrics) totals() (total int, byCode, byHandler map[string]int) {
-	byCode, byHandler = map[string]int{}, map[string]int{}
-	families, _ := m.reg.Gather() // a partial result is still worth logging
+// totals is one reading of the request counters.
+type totals struct {
+	total     int
+	byCode    map[string]int
+	byHandler map[string]int
+	// byHandlerCode is the counter as the registry holds it: handler, then code.
+	byHandlerCode map[string]map[string]int
+	inFlight      int
+}
+
+// totals reads bookshop_http_requests_total and the in-flight gauge once.
+func (m *metrics) totals() totals {
+	t := totals{byCode: map[string]int{}, byHandler: map[string]int{}, byHandlerCode: map[string]map[string]int{}}
+	families, _ := m.counts.Gather() // a partial result is still worth reporting
 	for _, f := range families {
-		if f.GetName() != metricRequests {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			n := int(s.GetCounter().GetValue())
-			total += n
-			for _, l := range s.GetLabel() {
-				switch l.GetName() {
-				case "code":
-					byCode[l.GetValue()] += n
-				case "handler":
-					byHandler[l.GetValue()] += n
+		switch f.GetName() {
+		case metricInFlight:
+			for _, s := range f.GetMetric() {
+				t.inFlight += int(s.GetGauge().GetValue())
+			}
+		case metricRequests:
+			for _, s := range f.GetMetric() {
+				n := int(s.GetCounter().GetValue())
+				var code, handler string
+				for _, l := range s.GetLabel() {
+					switch l.GetName() {
+					case "code":
+						code = l.GetValue()
+					case "handler":
+						handler = l.GetValue()
+					}
 				}
+				t.total += n
+				t.byCode[code] += n
+				t.byHandler[handler] += n
+				if t.byHandlerCode[handler] == nil {
+					t.byHandlerCode[handler] = map[string]int{}
+				}
+				t.byHandlerCode[handler][code] += n
 			}
 		}
 	}
-	return total, byCode, byHandler
+	return t
 }
 
-// logTotals logs the request totals as one JSON line. A pod's /metrics dies
-// with it; this line is what a log collector can still read afterwards.
+// log logs the totals as one JSON line. A pod's /metrics dies with it; this
+// line is what a log collector can still read afterwards.
+func (t totals) log(log *slog.Logger) {
+	log.Info("final request totals", "total", t.total, "by_code", t.byCode, "by_handler", t.byHandler, "in_flight", t.inFlight)
+}
+
+// logTotals reads the totals and logs them (see totals.log).
 func (m *metrics) logTotals(log *slog.Logger) {
-	total, byCode, byHandler := m.totals()
-	log.Info("final request totals", "total", total, "by_code", byCode, "by_handler", byHandler)
+	m.totals().log(log)
 }

@@ -4,15 +4,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,8 +79,9 @@ func bookshopBinary(t *testing.T) string {
 
 // proc is a running bookshop process.
 type proc struct {
-	cmd  *exec.Cmd
-	addr string // the address it listens on, from its "listening" log line
+	cmd     *exec.Cmd
+	addr    string // the address it listens on, from its "listening" log line
+	termLog string // its --termination-log
 
 	done     chan struct{} // closed once it has exited and its stderr is read
 	state    *os.ProcessState
@@ -87,11 +92,23 @@ type proc struct {
 }
 
 // startBookshop starts the binary on 127.0.0.1:0 with args and returns once
-// its /healthz answers. The process is killed at the end of the test if it
-// is still running, and its log is shown if the test failed.
+// its /healthz answers. Unless args set --termination-log, it writes its
+// termination message to an empty file in a temporary directory. The
+// process is killed at the end of the test if it is still running, and its
+// log is shown if the test failed.
 func startBookshop(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bookshopBinary(t), append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	bin := bookshopBinary(t)
+	p := &proc{done: make(chan struct{})}
+	if !slices.Contains(args, "--termination-log") {
+		p.termLog = filepath.Join(t.TempDir(), "termination-log")
+		if err := os.WriteFile(p.termLog, nil, 0o666); err != nil { // Kubernetes creates it too
+			t.Fatal(err)
+		}
+		args = append([]string{"--termination-log", p.termLog}, args...)
+	}
+	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	p.cmd = cmd
 	for _, kv := range os.Environ() { // the flags alone configure it
 		if !strings.HasPrefix(kv, "BOOKSHOP_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -104,7 +121,6 @@ func startBookshop(t *testing.T, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
 	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -264,6 +280,66 @@ func (p *proc) totals(t *testing.T) (total int, byCode map[string]int) {
 	return 0, nil
 }
 
+// termMessage is the termination message as Kubernetes would hand it on,
+// decoded independently of the type that writes it.
+type termMessage struct {
+	Pod, Version, Mode, Shutdown, Exit, Signal, Error string
+	Code, Requests, InFlight                          int
+	ByCode                                            map[string]int
+	ByHandler                                         map[string]map[string]int
+}
+
+// terminationMessage reads the process's termination log, checks that it
+// is one JSON line within Kubernetes' 4096 bytes naming this process, and
+// that its counts add up, and returns it.
+func (p *proc) terminationMessage(t *testing.T) termMessage {
+	t.Helper()
+	b, err := os.ReadFile(p.termLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || len(b) > 4096 || bytes.Count(b, []byte("\n")) != 1 || b[len(b)-1] != '\n' {
+		t.Fatalf("termination log is not one line of at most 4096 bytes (%d bytes):\n%s", len(b), b)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var m termMessage
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("termination log: %v\n%s", err, b)
+	}
+	if m.Pod == "" || m.Version != testVersion || m.Mode != modeWeb {
+		t.Errorf("termination message names pod %q, version %q, mode %q; want a pod, %s, web", m.Pod, m.Version, m.Mode, testVersion)
+	}
+	byCode, byHandler := 0, 0
+	for _, n := range m.ByCode {
+		byCode += n
+	}
+	for _, codes := range m.ByHandler {
+		for _, n := range codes {
+			byHandler += n
+		}
+	}
+	if m.Requests == 0 || byCode != m.Requests || byHandler != m.Requests {
+		t.Errorf("termination message: requests %d, by code sum to %d, by handler to %d; want equal and non-zero\n%s", m.Requests, byCode, byHandler, b)
+	}
+	// The log line and the message come from one reading of the counters.
+	if total, codes := p.totals(t); total != m.Requests || !maps.Equal(codes, m.ByCode) {
+		t.Errorf("logged totals %d %v differ from the termination message's %d %v", total, codes, m.Requests, m.ByCode)
+	}
+	return m
+}
+
+// send makes n GET requests for path, each on a new connection, and fails
+// the test unless every one is answered with status want.
+func (p *proc) send(t *testing.T, n int, path string, want int) {
+	t.Helper()
+	for i := range n {
+		if code, err := p.status(path); err != nil || code != want {
+			t.Fatalf("%s #%d: %d, %v; want %d", path, i+1, code, err, want)
+		}
+	}
+}
+
 // waitFor polls cond every 5ms until it holds, failing the test after timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -277,21 +353,58 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // none: SIGTERM kills the process outright and its port refuses connections
-// at once; this is the window in which a rollout drops requests.
+// at once; this is the window in which a rollout drops requests. The signal
+// is caught only to write the termination message: the in-flight request is
+// cut, and the process still dies by SIGTERM.
 func TestProcessShutdownNone(t *testing.T) {
 	t.Parallel()
 	p := startBookshop(t, "--shutdown", "none")
+	p.send(t, 3, "/version", http.StatusOK)
+	p.send(t, 1, "/nope", http.StatusNotFound)
 
+	cut := make(chan error, 1)
+	go func() {
+		_, err := p.get("/version?delay=5s")
+		cut <- err
+	}()
+	waitFor(t, 5*time.Second, "the slow request is in flight", func() bool {
+		n, err := p.inFlight()
+		return err == nil && n == 1
+	})
+
+	sent := time.Now()
 	p.signal(t, syscall.SIGTERM)
-	p.waitRefused(t, 500*time.Millisecond)
+	refusedAt := p.waitRefused(t, 100*time.Millisecond)
+	t.Logf("new connections refused %v after SIGTERM", refusedAt.Sub(sent))
 
+	select {
+	case err := <-cut:
+		if err == nil {
+			t.Error("the in-flight request was answered; mode none must cut it")
+		}
+	case <-time.After(2 * time.Second):
+		t.Error("the in-flight request was not cut within 2s of SIGTERM")
+	}
 	state := p.wait(t, 5*time.Second)
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Errorf("exit = %v, want death by SIGTERM", state)
 	}
-	if strings.Contains(p.log(), "final request totals") {
-		t.Error("a process killed by SIGTERM cannot have logged its totals; something caught the signal")
+	if took := p.exitedAt.Sub(sent); took > time.Second {
+		t.Errorf("exited %v after SIGTERM; mode none must not linger", took)
+	}
+
+	m := p.terminationMessage(t)
+	if m.Shutdown != shutdownNone || m.Exit != "killed" || m.Signal != "SIGTERM" || m.Code != 143 || m.Error != "" {
+		t.Errorf("termination message: shutdown %q, exit %q, signal %q, code %d, error %q; want none, killed, SIGTERM, 143, none",
+			m.Shutdown, m.Exit, m.Signal, m.Code, m.Error)
+	}
+	if m.InFlight != 1 {
+		t.Errorf("termination message: inFlight %d, want the 1 cut request", m.InFlight)
+	}
+	// The cut request is not counted as answered; /healthz was polled at least once.
+	if m.ByHandler["version"]["200"] != 3 || m.ByHandler["other"]["404"] != 1 || m.ByHandler["healthz"]["200"] < 1 || m.ByCode["404"] != 1 {
+		t.Errorf("termination message counts %v (by code %v); want 3 version 200s, one 404, some healthz 200s", m.ByHandler, m.ByCode)
 	}
 }
 
@@ -342,6 +455,14 @@ func TestProcessShutdownNaive(t *testing.T) {
 	}
 	if _, byCode := p.totals(t); byCode["200"] < 2 { // /healthz and the slow /version at least
 		t.Errorf("final totals by code = %v, want at least two 200s", byCode)
+	}
+	m := p.terminationMessage(t)
+	if m.Shutdown != shutdownNaive || m.Exit != "clean" || m.Signal != "SIGTERM" || m.Code != 0 || m.InFlight != 0 {
+		t.Errorf("termination message: shutdown %q, exit %q, signal %q, code %d, inFlight %d; want naive, clean, SIGTERM, 0, 0",
+			m.Shutdown, m.Exit, m.Signal, m.Code, m.InFlight)
+	}
+	if m.ByHandler["version"]["200"] != 1 { // the slow request, finished
+		t.Errorf("termination message counts %v; want the one /version 200", m.ByHandler)
 	}
 }
 
@@ -405,5 +526,39 @@ func TestProcessShutdownDrain(t *testing.T) {
 	}
 	if _, byCode := p.totals(t); byCode["200"] < served || byCode["503"] < 1 {
 		t.Errorf("final totals by code = %v, want at least %d 200s and one 503", byCode, served)
+	}
+	m := p.terminationMessage(t)
+	if m.Shutdown != shutdownDrain || m.Exit != "clean" || m.Signal != "SIGTERM" || m.Code != 0 || m.InFlight != 0 {
+		t.Errorf("termination message: shutdown %q, exit %q, signal %q, code %d, inFlight %d; want drain, clean, SIGTERM, 0, 0",
+			m.Shutdown, m.Exit, m.Signal, m.Code, m.InFlight)
+	}
+	if m.ByHandler["version"]["200"] != served || m.ByHandler["readyz"]["503"] < 1 {
+		t.Errorf("termination message counts %v; want exactly %d /version 200s and a /readyz 503", m.ByHandler, served)
+	}
+}
+
+// A termination log that cannot be written is logged and skipped: the
+// process exits as it would have.
+func TestProcessTerminationLogUnwritable(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{shutdownNone, shutdownNaive} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			missing := filepath.Join(t.TempDir(), "no-such-dir", "termination-log")
+			p := startBookshop(t, "--shutdown", mode, "--termination-log", missing)
+			p.signal(t, syscall.SIGTERM)
+			state := p.wait(t, 5*time.Second)
+			ws, _ := state.Sys().(syscall.WaitStatus)
+			if mode == shutdownNone && !(ws.Signaled() && ws.Signal() == syscall.SIGTERM) || mode == shutdownNaive && state.ExitCode() != 0 {
+				t.Errorf("exit = %v, want what mode %s gives without a termination log", state, mode)
+			}
+			log := p.log()
+			if !strings.Contains(log, "termination message not written") || !strings.Contains(log, "final request totals") {
+				t.Errorf("log lacks the warning or the totals:\n%s", log)
+			}
+			if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("stat %s: %v; nothing should have been created", missing, err)
+			}
+		})
 	}
 }

@@ -13,15 +13,16 @@ import (
 	"time"
 )
 
-// serve runs srv on ln until it fails or, in the naive and drain modes, until
-// SIGTERM or SIGINT has shut it down. It returns nil after a clean shutdown.
-func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *slog.Logger) error {
-	if cfg.shutdown == shutdownNone {
-		// No signal.Notify: SIGTERM keeps Go's default disposition and kills
-		// the process on the spot, closing the listener with it.
-		return srv.Serve(ln)
-	}
-
+// serve runs srv on ln until it fails or a signal ends it, and returns the
+// signal (nil if none came) and any failure. In the naive and drain modes
+// SIGTERM or SIGINT shuts the server down and serve returns nil after a
+// clean shutdown.
+//
+// In mode none serve returns as soon as the signal arrives, with srv still
+// serving: the caller reads the final totals, closes srv (the listener and
+// every connection at once, as the signal's default action would) and
+// re-raises the signal (reraise). No request is finished, nothing drained.
+func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *slog.Logger) (os.Signal, error) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	served := make(chan error, 1)
@@ -31,8 +32,13 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	select {
 	case err := <-served:
 		signal.Stop(sigs)
-		return err
+		return nil, err
 	case sig = <-sigs:
+	}
+	if cfg.shutdown == shutdownNone {
+		// The caller reads the totals, closes srv and re-raises sig; the
+		// handler stays installed until then.
+		return sig, nil
 	}
 	// From here on, a second signal gets the default disposition: death.
 	signal.Stop(sigs)
@@ -50,7 +56,7 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 		case <-t.C:
 		case err := <-served:
 			t.Stop()
-			return err
+			return sig, err
 		}
 	}
 
@@ -61,13 +67,13 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		_ = srv.Close() // cut what is left
-		return fmt.Errorf("shutdown: %w", err)
+		return sig, fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
+		return sig, err
 	}
 	log.Info("shutdown complete")
-	return nil
+	return sig, nil
 }
 
 // transition sets the phase and logs it (slog stamps the time).

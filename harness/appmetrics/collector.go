@@ -1,0 +1,471 @@
+package appmetrics
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// flushEvery is how often buffered records reach the writer at the latest.
+const flushEvery = time.Second
+
+// maxErrorText bounds the error text kept in a record.
+const maxErrorText = 300
+
+// Options tune a Collector. The zero value scrapes port 8080's /metrics
+// every second through the API server.
+type Options struct {
+	// Interval between two scrapes of a pod; default 1s.
+	Interval time.Duration
+	// Timeout bounds one scrape; default 1s. A pod whose previous scrape
+	// is still running is skipped, so scrapes never pile up.
+	Timeout time.Duration
+	// Port and Path of the metrics; defaults 8080 (variant.ContainerPort)
+	// and /metrics.
+	Port int
+	Path string
+	// Container is the app's container in the pod, whose state and
+	// termination message are read; "" means the pod's first container.
+	Container string
+	// Scraper reads one pod's metrics; nil means a ProxyScraper on the
+	// client, Port and Path.
+	Scraper Scraper
+	// Now is the clock records are stamped with; nil means time.Now.
+	Now func() time.Time
+}
+
+// Stats counts what a Collector did.
+type Stats struct {
+	// Scrapes is the number of successful scrapes, Failures of failed
+	// ones (expected while pods shut down).
+	Scrapes, Failures int
+	// TerminationMessages is the number of termination messages recorded;
+	// BadMessages of those that were not bookshop's.
+	TerminationMessages, BadMessages int
+}
+
+// Collector scrapes the pods of one namespace and selector and records
+// their termination messages. Its methods are safe for concurrent use.
+type Collector struct {
+	opts     Options
+	selector labels.Selector
+	now      func() time.Time
+
+	mu      sync.Mutex
+	w       *bufio.Writer
+	records []Record
+	err     error // the first write error, sticky
+	stopped bool
+	pods    map[string]*target   // by pod name, the pods the informer has
+	failing map[string]*failures // by pod name, failed scrapes not yet written
+	finals  map[string]bool      // termination messages recorded, by instance
+	stats   Stats
+
+	cancel   context.CancelFunc
+	factory  informers.SharedInformerFactory
+	done     chan struct{} // closed by Stop: ends the flusher
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// target is a pod the collector follows.
+type target struct {
+	pod     *corev1.Pod // the informer's latest; read-only
+	running int         // scrapes under way
+}
+
+// failures are the failed scrapes of one pod since the last record of them.
+type failures struct {
+	n           int
+	first, last time.Time
+	err         string
+}
+
+// Start watches the pods of namespace that match selector (a label
+// selector such as app=web; "" is every pod), scrapes each running one
+// every opts.Interval and records their termination messages, writing
+// every Record as one JSON line to out (buffered, flushed at least every
+// second and on Stop).
+//
+// Start returns once the pods are listed; give ctx a deadline, as an
+// unreachable API server would make it wait until ctx ends. Collection
+// runs until Stop or until ctx ends.
+func Start(ctx context.Context, client kubernetes.Interface, namespace, selector string, out io.Writer, opts Options) (*Collector, error) {
+	if client == nil || out == nil {
+		return nil, errors.New("appmetrics: Start needs a client and a writer")
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, fmt.Errorf("appmetrics: selector %q: %w", selector, err)
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.Port == 0 {
+		opts.Port = variant.ContainerPort
+	}
+	if opts.Path == "" {
+		opts.Path = "/metrics"
+	}
+	if opts.Scraper == nil {
+		opts.Scraper = ProxyScraper{Client: client, Port: opts.Port, Path: opts.Path}
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	c := &Collector{
+		opts: opts, selector: sel, now: func() time.Time { return now().UTC() },
+		w:    bufio.NewWriter(out),
+		pods: map[string]*target{}, failing: map[string]*failures{}, finals: map[string]bool{},
+		cancel: cancel, done: make(chan struct{}),
+	}
+	c.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	inf := c.factory.Core().V1().Pods().Informer()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.podSeen(obj) },
+		UpdateFunc: func(_, obj any) { c.podSeen(obj) },
+		DeleteFunc: c.podGone,
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("appmetrics: registering the pod handler: %w", err)
+	}
+	c.factory.StartWithContext(runCtx)
+	c.wg.Go(c.flushLoop)
+	if !cache.WaitForCacheSync(runCtx.Done(), reg.HasSynced) {
+		err := context.Cause(runCtx)
+		_ = c.Stop()
+		return nil, fmt.Errorf("appmetrics: listing the pods of namespace %s: %w", namespace, err)
+	}
+	c.wg.Go(func() { c.loop(runCtx) })
+	return c, nil
+}
+
+// podSeen follows a pod the informer added or updated and records its
+// termination messages.
+func (c *Collector) podSeen(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.selector.Matches(labels.Set(pod.Labels)) { // relabelled, or a watch that does not filter
+		c.forget(pod.Name)
+		return
+	}
+	c.recordFinals(pod)
+	if t := c.pods[pod.Name]; t != nil {
+		t.pod = pod
+		return
+	}
+	c.pods[pod.Name] = &target{pod: pod}
+}
+
+// podGone records the termination messages of a deleted pod, if its last
+// state has them, and stops following it.
+func (c *Collector) podGone(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.selector.Matches(labels.Set(pod.Labels)) {
+		c.recordFinals(pod)
+	}
+	c.forget(pod.Name)
+}
+
+// forget stops following a pod and writes its pending scrape failures.
+// Called with c.mu held.
+func (c *Collector) forget(name string) {
+	delete(c.pods, name)
+	c.writeFailures(name)
+}
+
+// container is the status of the app's container in pod, nil if none.
+func (c *Collector) container(pod *corev1.Pod) *corev1.ContainerStatus {
+	name := c.opts.Container
+	if name == "" && len(pod.Spec.Containers) > 0 {
+		name = pod.Spec.Containers[0].Name
+	}
+	for i := range pod.Status.ContainerStatuses {
+		if s := &pod.Status.ContainerStatuses[i]; s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// base is a record about pod's container instance id, with the pod's
+// identity filled in.
+func base(pod *corev1.Pod, container, id string, started time.Time) Record {
+	return Record{
+		Pod: pod.Name, Variant: pod.Labels[variant.LabelVariant], Row: pod.Labels[variant.LabelRow],
+		Container: container, ContainerID: id, Started: started.UTC(),
+	}
+}
+
+// recordFinals records the termination messages in pod's app container
+// status (its current state and its last one) not recorded yet. Called
+// with c.mu held.
+func (c *Collector) recordFinals(pod *corev1.Pod) {
+	cs := c.container(pod)
+	if cs == nil {
+		return
+	}
+	for _, term := range []*corev1.ContainerStateTerminated{cs.LastTerminationState.Terminated, cs.State.Terminated} {
+		if term == nil || term.Message == "" {
+			continue
+		}
+		r := base(pod, cs.Name, term.ContainerID, term.StartedAt.Time)
+		key := r.instance()
+		if term.ContainerID == "" { // no runtime ID (a fake): one instance per finish time
+			key += "@" + term.FinishedAt.String()
+		}
+		if c.finals[key] {
+			continue
+		}
+		c.finals[key] = true
+		r.Time, r.Source, r.ExitCode, r.Reason = term.FinishedAt.UTC(), SourceTermination, term.ExitCode, term.Reason
+		if term.FinishedAt.IsZero() {
+			r.Time = c.now()
+		}
+		c.stats.TerminationMessages++
+		m, err := parseTerminationMessage(term.Message)
+		if err != nil {
+			c.stats.BadMessages++
+			r.Error = truncate(err.Error())
+		} else {
+			r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.Exit, r.Signal = *m.Requests, m.ByCode, m.ByHandler, m.InFlight, m.Exit, m.Signal
+		}
+		c.record(r)
+	}
+}
+
+func (c *Collector) loop(ctx context.Context) {
+	t := time.NewTicker(c.opts.Interval)
+	defer t.Stop()
+	for {
+		c.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tick starts a scrape of every followed pod whose app container is
+// running and whose previous scrape is over.
+func (c *Collector) tick(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.launch(ctx, &c.wg, false)
+}
+
+// ScrapeNow scrapes every followed pod whose app container is running
+// once, even one whose periodic scrape is under way, and returns when the
+// scrapes are done and recorded: a reading as fresh as the caller's
+// moment (the end of the traffic, say). ctx bounds it, as does
+// Options.Timeout. Stop does it once more before it returns.
+func (c *Collector) ScrapeNow(ctx context.Context) {
+	var wg sync.WaitGroup
+	c.mu.Lock()
+	if !c.stopped {
+		c.launch(ctx, &wg, true)
+	}
+	c.mu.Unlock()
+	wg.Wait()
+}
+
+// launch starts a scrape, counted by wg, of every followed pod whose app
+// container is running, skipping those with a scrape under way unless
+// force. Called with c.mu held.
+func (c *Collector) launch(ctx context.Context, wg *sync.WaitGroup, force bool) {
+	for _, t := range c.pods {
+		cs := c.container(t.pod)
+		if (t.running > 0 && !force) || ctx.Err() != nil || t.pod.Status.Phase != corev1.PodRunning || t.pod.Status.PodIP == "" ||
+			cs == nil || cs.State.Running == nil {
+			continue
+		}
+		t.running++
+		r := base(t.pod, cs.Name, cs.ContainerID, cs.State.Running.StartedAt.Time)
+		pod := t.pod
+		wg.Go(func() { c.scrape(ctx, pod, r) })
+	}
+}
+
+// scrape reads one pod's metrics and records them as r, or counts the
+// failure.
+func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record) {
+	sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	text, err := c.opts.Scraper.Scrape(sctx, pod)
+	cancel()
+	var s sample
+	if err == nil {
+		s, err = parseMetrics(text)
+	}
+	at := c.now()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.pods[pod.Name]; t != nil && t.running > 0 {
+		t.running--
+	}
+	if err != nil {
+		if ctx.Err() != nil { // stopping: not the pod's failure
+			return
+		}
+		c.stats.Failures++
+		f := c.failing[pod.Name]
+		if f == nil {
+			f = &failures{first: at}
+			c.failing[pod.Name] = f
+		}
+		f.n, f.last, f.err = f.n+1, at, err.Error()
+		if c.pods[pod.Name] == nil { // the pod went while this scrape ran
+			c.writeFailures(pod.Name)
+		}
+		return
+	}
+	c.stats.Scrapes++
+	r.Time, r.Source = at, SourceScrape
+	r.Requests, r.ByCode, r.ByHandler, r.InFlight = s.counts.Total(), s.counts.ByCode(), s.counts, s.inFlight
+	c.record(r)
+}
+
+// writeFailures records the pod's pending scrape failures, if any. Called
+// with c.mu held.
+func (c *Collector) writeFailures(name string) {
+	f := c.failing[name]
+	if f == nil {
+		return
+	}
+	delete(c.failing, name)
+	c.record(Record{Time: f.last, Since: f.first, Source: SourceScrapeErrors, Pod: name, Errors: f.n, Error: truncate(f.err)})
+}
+
+// record keeps r and writes it as one line. Called with c.mu held.
+func (c *Collector) record(r Record) {
+	if c.stopped {
+		return
+	}
+	c.records = append(c.records, r)
+	if c.err != nil {
+		return
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		c.err = fmt.Errorf("appmetrics: encoding a record: %w", err)
+		return
+	}
+	if _, err := c.w.Write(append(b, '\n')); err != nil {
+		c.err = fmt.Errorf("appmetrics: writing records: %w", err)
+	}
+}
+
+// flush hands buffered records to the writer. Called with c.mu held.
+func (c *Collector) flush() {
+	if c.err != nil {
+		return
+	}
+	if err := c.w.Flush(); err != nil {
+		c.err = fmt.Errorf("appmetrics: writing records: %w", err)
+	}
+}
+
+func (c *Collector) flushLoop() {
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+			c.mu.Lock()
+			c.flush()
+			c.mu.Unlock()
+		}
+	}
+}
+
+// Records returns a copy of every record so far, in the order written.
+// Their maps are shared: do not modify them.
+func (c *Collector) Records() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Record(nil), c.records...)
+}
+
+// Totals is Totals over the records so far.
+func (c *Collector) Totals(from, to time.Time) Summary {
+	return Totals(c.Records(), from, to)
+}
+
+// Stats returns the counts of scrapes and termination messages so far.
+func (c *Collector) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Stop scrapes the running pods a last time (see ScrapeNow), ends
+// collection, writes the pending scrape failures, flushes every record to
+// the writer and returns the first error writing them. It is
+// safe to call more than once; later calls return the same error.
+func (c *Collector) Stop() error {
+	c.stopOnce.Do(func() {
+		// The last values of the pods still running.
+		final, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+		c.ScrapeNow(final)
+		cancel()
+
+		c.cancel()
+		c.factory.Shutdown()
+		close(c.done)
+		c.wg.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for name := range c.failing {
+			c.writeFailures(name)
+		}
+		c.stopped = true
+		c.flush()
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func truncate(s string) string {
+	if len(s) > maxErrorText {
+		return s[:maxErrorText] + "…"
+	}
+	return s
+}

@@ -1,0 +1,224 @@
+package appmetrics
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Summary is what the pods answered in a time range, from their own
+// counters.
+type Summary struct {
+	// From and To are the range asked for.
+	From, To time.Time
+	// Requests is every response counted, probes and scrapes included;
+	// ByHandler breaks it down.
+	Requests  int
+	ByHandler Counts
+	// Answered is Requests less the ProbeHandlers' responses: the pods'
+	// count of what they answered the client. ByCode breaks it down by
+	// status code and Answered2xx is its 2xx part, to set beside "the
+	// client got 2xx".
+	Answered    int
+	Answered2xx int
+	ByCode      map[string]int
+	// Pods has one entry per pod counted, sorted by name.
+	Pods []PodSummary
+	// ScrapeErrors is the number of failed scrapes recorded in the range.
+	ScrapeErrors int
+	// Uncertain is the number of pods whose count is not exact (see
+	// PodSummary.Uncertain).
+	Uncertain int
+}
+
+// PodSummary is one pod's share of a Summary.
+type PodSummary struct {
+	Pod, Variant, Row string
+	// Requests, Answered and ByHandler are as in Summary, for this pod.
+	Requests, Answered int
+	ByHandler          Counts
+	// Instances is the number of container instances counted (more than
+	// one if the container restarted).
+	Instances int
+	// Final reports that every instance's count ends with its termination
+	// message, the app's exact final totals.
+	Final bool
+	// Last is the time of the latest record used for the end of the range.
+	Last time.Time
+	// Uncertain reports a count that is not exact: an instance that was
+	// running before From but first read after it (counted from that
+	// read, so requests before it are missed), or whose counters went
+	// down between the two ends.
+	Uncertain bool
+	// ScrapeErrors is the number of failed scrapes of the pod recorded in
+	// the range.
+	ScrapeErrors int
+}
+
+// instanceRecords are the count-bearing records of one container instance.
+type instanceRecords struct {
+	pod, variant, row string
+	started           time.Time
+	scrapes           []*Record // sorted by time
+	final             *Record   // the termination message, if any
+}
+
+// valueAt is the instance's latest known counts at t: its termination
+// message if it had ended by t, else its last scrape at or before t.
+func (in *instanceRecords) valueAt(t time.Time) *Record {
+	if in.final != nil && !in.final.Time.After(t) {
+		return in.final
+	}
+	var last *Record
+	for _, r := range in.scrapes {
+		if r.Time.After(t) {
+			break
+		}
+		last = r
+	}
+	return last
+}
+
+// firstAfter is the instance's first record after t, nil if none.
+func (in *instanceRecords) firstAfter(t time.Time) *Record {
+	for _, r := range in.scrapes {
+		if r.Time.After(t) {
+			return r
+		}
+	}
+	if in.final != nil && in.final.Time.After(t) {
+		return in.final
+	}
+	return nil
+}
+
+// Totals says how many requests the pods answered between from and to,
+// from records in any order. A zero from counts from each container's
+// start, a zero to up to the last record.
+//
+// For each container instance, the count is its value at to less its
+// value at from, where an instance's value at t is its termination
+// message if it had ended by t (the exact final count), else its last
+// scrape at or before t; so a pod that has gone keeps its last value. An
+// instance with no record by to is not counted; one with no record by from
+// counts from zero if it started after from (to the second: the kubelet's
+// start times are whole seconds, so a container that started less than a
+// second before from counts from zero too), and otherwise from its first
+// record (and is marked Uncertain). Records with an Error carry no counts
+// and are ignored.
+func Totals(records []Record, from, to time.Time) Summary {
+	end := to
+	if end.IsZero() {
+		end = time.Unix(1<<62, 0) // all of them
+	}
+	instances := map[string]*instanceRecords{}
+	errs := map[string]int{}
+	for i := range records {
+		r := &records[i]
+		if r.Source == SourceScrapeErrors {
+			if !r.Time.Before(from) && !r.Time.After(end) {
+				errs[r.Pod] += r.Errors
+			}
+			continue
+		}
+		if r.Error != "" || (r.Source != SourceScrape && r.Source != SourceTermination) {
+			continue
+		}
+		in := instances[r.instance()]
+		if in == nil {
+			in = &instanceRecords{pod: r.Pod}
+			instances[r.instance()] = in
+		}
+		in.variant, in.row = or(in.variant, r.Variant), or(in.row, r.Row)
+		if in.started.IsZero() {
+			in.started = r.Started
+		}
+		if r.Source == SourceTermination {
+			in.final = r
+		} else {
+			in.scrapes = append(in.scrapes, r)
+		}
+	}
+
+	pods := map[string]*PodSummary{}
+	for _, in := range instances {
+		sort.SliceStable(in.scrapes, func(i, j int) bool { return in.scrapes[i].Time.Before(in.scrapes[j].Time) })
+		last := in.valueAt(end)
+		if last == nil {
+			continue
+		}
+		var base *Record
+		uncertain := false
+		switch {
+		case from.IsZero():
+		case in.valueAt(from) != nil:
+			base = in.valueAt(from)
+		case !in.started.IsZero() && in.started.Add(time.Second).After(from):
+			// Started after from, to the second the kubelet reports it.
+		default:
+			base, uncertain = in.firstAfter(from), true
+		}
+		counts := last.counts()
+		if base != nil {
+			var ok bool
+			counts, ok = counts.minus(base.counts())
+			uncertain = uncertain || !ok
+		}
+
+		p := pods[in.pod]
+		if p == nil {
+			p = &PodSummary{Pod: in.pod, ByHandler: Counts{}, Final: true}
+			pods[in.pod] = p
+		}
+		p.Variant, p.Row = or(p.Variant, in.variant), or(p.Row, in.row)
+		p.Instances++
+		p.ByHandler.plus(counts)
+		p.Final = p.Final && last.Source == SourceTermination
+		p.Uncertain = p.Uncertain || uncertain
+		if last.Time.After(p.Last) {
+			p.Last = last.Time
+		}
+	}
+	for pod, n := range errs {
+		if p := pods[pod]; p != nil {
+			p.ScrapeErrors = n
+		}
+	}
+
+	s := Summary{From: from, To: to, ByHandler: Counts{}, ByCode: map[string]int{}}
+	for _, n := range errs {
+		s.ScrapeErrors += n
+	}
+	for _, p := range pods {
+		answered := p.ByHandler.Without(ProbeHandlers...)
+		p.Requests, p.Answered = p.ByHandler.Total(), answered.Total()
+		s.Requests += p.Requests
+		s.Answered += p.Answered
+		s.Answered2xx += answered.Class(2)
+		s.ByHandler.plus(p.ByHandler)
+		for code, v := range answered.ByCode() {
+			s.ByCode[code] += v
+		}
+		if p.Uncertain {
+			s.Uncertain++
+		}
+		s.Pods = append(s.Pods, *p)
+	}
+	slices.SortFunc(s.Pods, func(a, b PodSummary) int {
+		switch {
+		case a.Pod < b.Pod:
+			return -1
+		case a.Pod > b.Pod:
+			return 1
+		}
+		return 0
+	})
+	return s
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
