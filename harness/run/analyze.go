@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -24,14 +26,16 @@ const (
 	MarkRolloutComplete                = timeline.KindRolloutComplete
 	MarkWindowClose                    = timeline.KindWindowClose
 	MarkConntrackFlushed               = timeline.KindConntrackFlushed
-	MarkBaseline         timeline.Kind = "baseline"   // Detail["clean"], Detail["wait"]
-	MarkRigSample        timeline.Kind = "rig.sample" // Detail: rig.Sample.Detail()
+	MarkBaseline         timeline.Kind = "baseline"    // Detail["clean"], Detail["wait"]
+	MarkRigSample        timeline.Kind = "rig.sample"  // Detail: rig.Sample.Detail()
+	MarkAppScraped       timeline.Kind = "app.scraped" // the pods' counters were read after traffic stopped
 )
 
 // plan is what happened during one variant, rebuilt from the marks.
 type plan struct {
 	attackStart, attackEnd time.Time
 	controlEnd             time.Time
+	appScraped             time.Time // the pods' counters read after traffic stopped
 	rollouts               []RolloutSummary
 	stats                  traffic.Stats
 }
@@ -55,6 +59,8 @@ func planFromEvents(events []timeline.Event, variant string) (*plan, error) {
 					return nil, fmt.Errorf("traffic stats of %s: %w", variant, err)
 				}
 			}
+		case MarkAppScraped:
+			p.appScraped = e.Time
 		case MarkRolloutStart:
 			p.rollouts = append(p.rollouts, RolloutSummary{N: n, From: e.Detail["from"], To: e.Detail["to"],
 				MeasuredVariant: e.Detail["measured"], LiveTemplate: e.Detail["live"], Start: e.Time, BaselineClean: true})
@@ -150,7 +156,48 @@ func analyzeVariant(dir string, sc *scenario.Scenario, i int, events []timeline.
 	if err != nil {
 		return nil, fmt.Errorf("reading results of %s back: %w", v.Name, err)
 	}
-	return buildRows(v.Name, v.Variant, v.From, p, tl, p.stats, between(events, p.attackStart, p.attackEnd)), nil
+	rows := buildRows(v.Name, v.Variant, v.From, p, tl, p.stats, between(events, p.attackStart, p.attackEnd))
+	server, err := serverView(dir, p, tl)
+	if err != nil {
+		return rows, err
+	}
+	for k := range rows {
+		rows[k].Server = server
+	}
+	return rows, nil
+}
+
+// serverView sets what the pods say they answered while the variant's
+// traffic ran (from AppFile) beside what the client got; nil for runs
+// without the pods' counters.
+func serverView(dir string, p *plan, tl *Timeline) (*ServerView, error) {
+	if p.appScraped.IsZero() {
+		return nil, nil
+	}
+	f, err := os.Open(filepath.Join(dir, AppFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	records, err := appmetrics.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", AppFile, err)
+	}
+	t := appmetrics.Totals(records, p.attackStart, p.appScraped)
+	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Pods: len(t.Pods), Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
+	for _, pod := range t.Pods {
+		if pod.Final {
+			v.PodsFinal++
+		}
+	}
+	for _, tally := range append(append([]Tally(nil), tl.Tallies...), tl.Outside) {
+		v.ClientSent += tally.Requests
+		v.ClientGot2xx += tally.Classes[traffic.Class2xx]
+	}
+	return v, nil
 }
 
 // Analyze rebuilds a run's summary from its directory's raw data: the

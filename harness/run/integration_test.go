@@ -363,6 +363,23 @@ func testRun(t *testing.T, rate, rollouts int, variants string) {
 	if len(bad.Gaps) == 0 {
 		t.Error("no deletion→endpoint-removal gaps measured")
 	}
+	// The pods' own counts agree with the client's 2xx to within 2%, and
+	// the deleted pods left their exit totals.
+	for _, v := range sum.Variants {
+		sv := v.Server
+		if sv == nil {
+			t.Errorf("%s: no pods' view", v.Variant)
+			continue
+		}
+		t.Logf("%s: client sent %d, got %d 2xx; %d pods answered %d (%d 2xx); %d final, %d uncertain, %d scrape errors",
+			v.Variant, sv.ClientSent, sv.ClientGot2xx, sv.Pods, sv.PodsAnswered, sv.PodsAnswered2xx, sv.PodsFinal, sv.Uncertain, sv.ScrapeErrors)
+		if d := float64(sv.PodsAnswered2xx) - float64(sv.ClientGot2xx); d < -0.02*float64(sv.ClientGot2xx) || d > 0.02*float64(sv.ClientGot2xx) {
+			t.Errorf("%s: the pods answered %d 2xx, the client got %d", v.Variant, sv.PodsAnswered2xx, sv.ClientGot2xx)
+		}
+		if sv.PodsFinal < 2*rollouts {
+			t.Errorf("%s: %d pods left their exit totals, want at least %d", v.Variant, sv.PodsFinal, 2*rollouts)
+		}
+	}
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/scenario"
 )
 
@@ -21,6 +22,7 @@ const (
 	SummaryFile  = "summary.json"   // the Summary
 	LogFile      = "run.log"        // the progress output
 	MetricsFile  = "metrics.prom"   // the live metrics' final values, Prometheus text format
+	AppFile      = appmetrics.File  // the pods' own request counters (app-metrics.jsonl)
 )
 
 // ResultsFile is the raw results of one variant, in vegeta's own encoding:
@@ -32,6 +34,8 @@ type Output struct {
 	Dir    string
 	Events *os.File
 	Log    *os.File
+	// App receives the pods' own counters (AppFile).
+	App *os.File
 
 	mu       sync.Mutex
 	failures *os.File
@@ -61,6 +65,9 @@ func CreateOutput(dir string, sc *scenario.Scenario) (*Output, error) {
 		return nil, err
 	}
 	if o.Log, err = os.Create(filepath.Join(dir, LogFile)); err != nil {
+		return nil, err
+	}
+	if o.App, err = os.Create(filepath.Join(dir, AppFile)); err != nil {
 		return nil, err
 	}
 	if o.failures, err = os.Create(filepath.Join(dir, FailuresFile)); err != nil {
@@ -107,7 +114,7 @@ func (o *Output) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var first error
-	for _, err := range []error{o.fw.Flush(), o.failures.Close(), o.Events.Close(), o.Log.Close()} {
+	for _, err := range []error{o.fw.Flush(), o.failures.Close(), o.Events.Close(), o.Log.Close(), o.App.Close()} {
 		if err != nil && first == nil {
 			first = err
 		}

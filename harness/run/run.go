@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
 	"github.com/droprun/droprun/harness/scenario"
@@ -80,6 +81,8 @@ type runner struct {
 	log io.Writer
 	// metrics is the live Prometheus view of the run.
 	metrics *metrics.Metrics
+	// app collects the pods' own request counters.
+	app *appmetrics.Collector
 	// attack is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
 	attack atomic.Pointer[traffic.Attack]
@@ -184,6 +187,16 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 	}()
 	stopSampler := r.startRigSampler(ctx)
 	defer stopSampler()
+	app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, "app=web", r.out.App, appmetrics.Options{})
+	if err != nil {
+		return fmt.Errorf("starting the pods' metrics collection: %w", err)
+	}
+	r.app = app
+	defer func() {
+		if aerr := app.Stop(); aerr != nil && err == nil {
+			err = aerr
+		}
+	}()
 
 	for i := range sc.Variants {
 		rows, verr := r.variant(ctx, i)
@@ -256,6 +269,9 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	}
 	statsJSON, _ := json.Marshal(stats)
 	r.rec.Mark(MarkTrafficStop, map[string]string{"variant": v.Name, "stats": string(statsJSON)})
+	// The pods' counters as of now, so the pods' view covers the traffic.
+	r.app.ScrapeNow(ctx)
+	r.rec.Mark(MarkAppScraped, map[string]string{"variant": v.Name})
 	if runErr == nil {
 		runErr = stopErr
 	}

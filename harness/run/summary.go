@@ -97,9 +97,35 @@ type VariantSummary struct {
 	// Gaps are, per deleted pod, the time from deletion requested to its
 	// endpoint leaving the slice.
 	Gaps []Gap `json:"gaps,omitempty"`
+	// Server sets the pods' own count of what they answered beside the
+	// client's, over the variant's whole traffic.
+	Server *ServerView `json:"server,omitempty"`
 	// HookFailures are Warning events such as FailedPreStopHook.
 	HookFailures []string `json:"hookFailures,omitempty"`
 	Suspect      []string `json:"suspect,omitempty"`
+}
+
+// ServerView is the client's view and the pods' view of one variant's
+// traffic, side by side. The pods count from their own counters (scraped
+// every second through the API server, and written by each pod as it
+// exits into its termination message), probes and scrapes left out.
+type ServerView struct {
+	// ClientSent and ClientGot2xx are the requests the client sent and
+	// the 2xx responses it got.
+	ClientSent   uint64 `json:"clientSent"`
+	ClientGot2xx uint64 `json:"clientGot2xx"`
+	// PodsAnswered and PodsAnswered2xx are the requests the pods say they
+	// answered. More 2xx answered than got means answers lost on the way
+	// (e.g. the client gave up first); fewer means the pods' counts are
+	// incomplete (see Uncertain).
+	PodsAnswered    int `json:"podsAnswered"`
+	PodsAnswered2xx int `json:"podsAnswered2xx"`
+	// Pods is the pods counted; PodsFinal those whose count ends with
+	// their own exit totals; Uncertain those whose count is not exact.
+	Pods         int `json:"pods"`
+	PodsFinal    int `json:"podsFinal"`
+	Uncertain    int `json:"uncertain"`
+	ScrapeErrors int `json:"scrapeErrors"`
 }
 
 // RolloutSummary is one rollout.
