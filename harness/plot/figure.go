@@ -3,7 +3,7 @@ package plot
 // Figure is one rendered plot, ready to be written to disk or embedded in
 // a report.
 type Figure struct {
-	// Name is the file name without extension, e.g. "timeline-no-prestop-1".
+	// Name is the file name without extension, e.g. "timeline-no-prestop-r1".
 	Name string
 	// Title is a short heading for the figure.
 	Title string

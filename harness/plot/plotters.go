@@ -1,0 +1,310 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/droprun/droprun/harness/timeline"
+)
+
+// stackBars draws a hist as stacked bars, one BinWidth wide each, x in
+// seconds. With failedOnly the 2xx are left out.
+type stackBars struct {
+	h          *hist
+	failedOnly bool
+}
+
+// Plot implements plot.Plotter.
+func (s stackBars) Plot(c draw.Canvas, p *gplot.Plot) {
+	if s.h == nil {
+		return
+	}
+	trX, trY := p.Transforms(&c)
+	w := BinWidth.Seconds()
+	// Bars overlap their right neighbour by a hair, so anti-aliasing
+	// leaves no pale seams between bins.
+	const seam = vg.Length(0.3)
+	for i := range s.h.Bins {
+		x0 := trX(float64(s.h.First+i) * w)
+		x1 := trX(float64(s.h.First+i+1)*w) + seam
+		var y float64
+		for j, v := range s.h.Bins[i] {
+			if v == 0 || (s.failedOnly && !classes[j].Failed()) {
+				continue
+			}
+			y0, y1 := trY(y), trY(y+float64(v))
+			y += float64(v)
+			pts := c.ClipPolygonXY([]vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+			if len(pts) > 0 {
+				c.FillPolygon(ClassColor(classes[j]), pts)
+			}
+		}
+	}
+}
+
+// fadeColor is laid over data outside a rollout window.
+var fadeColor = color.NRGBA{R: 255, G: 255, B: 255, A: 165}
+
+// fade pales the data between x0 and x1 (seconds): what a window does
+// not count.
+type fade struct{ x0, x1 float64 }
+
+// Plot implements plot.Plotter.
+func (f fade) Plot(c draw.Canvas, p *gplot.Plot) {
+	if f.x1 <= f.x0 {
+		return
+	}
+	trX, _ := p.Transforms(&c)
+	x0, x1 := max(trX(f.x0), c.Min.X), min(trX(f.x1), c.Max.X)
+	if x1 <= x0 {
+		return
+	}
+	c.FillPolygon(fadeColor, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+}
+
+// fadeThumb is the legend thumbnail of fade: a faded bar.
+type fadeThumb struct{}
+
+// Thumbnail implements plot.Thumbnailer.
+func (fadeThumb) Thumbnail(c *draw.Canvas) {
+	swatch{color.Gray{Y: 110}}.Thumbnail(c)
+	swatch{fadeColor}.Thumbnail(c)
+}
+
+// markerKinds are the cluster events a timeline marks, in legend order.
+var markerKinds = []timeline.Kind{
+	timeline.KindPodReady,
+	timeline.KindPodDeletionRequested,
+	timeline.KindEndpointRemoved,
+	timeline.KindPodGone,
+	timeline.KindRolloutComplete,
+}
+
+// markerLabels say what each marked event is.
+var markerLabels = map[timeline.Kind]string{
+	timeline.KindPodReady:             "new pod ready",
+	timeline.KindPodDeletionRequested: "pod deletion requested",
+	timeline.KindEndpointRemoved:      "endpoint removed",
+	timeline.KindPodGone:              "pod gone",
+	timeline.KindRolloutComplete:      "rollout complete",
+}
+
+// markerStyles give each marked event its own line: colour and dashes
+// both differ, so the lines stay apart in grey print too.
+var markerStyles = map[timeline.Kind]draw.LineStyle{
+	timeline.KindPodReady:             {Color: hex("#1b7837"), Width: vg.Points(1.6)},
+	timeline.KindPodDeletionRequested: {Color: color.Black, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}},
+	timeline.KindEndpointRemoved:      {Color: hex("#b35806"), Width: vg.Points(2.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}},
+	timeline.KindPodGone:              {Color: hex("#542788"), Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(7), vg.Points(2.5), vg.Points(1.5), vg.Points(2.5)}},
+	timeline.KindRolloutComplete:      {Color: hex("#404040"), Width: vg.Points(2.6), Dashes: []vg.Length{vg.Points(12), vg.Points(4)}},
+}
+
+// marker is one event to mark: its kind and x (seconds).
+type marker struct {
+	kind timeline.Kind
+	x    float64
+}
+
+// vlines draws markers as vertical lines across the data area.
+type vlines []marker
+
+// Plot implements plot.Plotter.
+func (m vlines) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, mk := range m {
+		x := trX(mk.x)
+		if x < c.Min.X || x > c.Max.X {
+			continue
+		}
+		c.StrokeLine2(panelLine(markerStyles[mk.kind]), x, c.Min.Y, x, c.Max.Y)
+	}
+}
+
+// panelLine returns sty as drawn across data: a little translucent, so the
+// bars under a line still show.
+func panelLine(sty draw.LineStyle) draw.LineStyle {
+	r, g, b, _ := sty.Color.RGBA()
+	sty.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 190}
+	return sty
+}
+
+// eventLanes draws markers in lanes, one per kind (markerKinds, the first
+// on top): a short bar at each event's time. Unlike the vertical lines
+// across the panels, events at the same moment stay apart.
+type eventLanes []marker
+
+// Plot implements plot.Plotter.
+func (l eventLanes) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, trY := p.Transforms(&c)
+	guide := draw.LineStyle{Color: color.Gray{Y: 225}, Width: vg.Points(0.5)}
+	for i := range markerKinds {
+		y := trY(float64(len(markerKinds) - 1 - i))
+		c.StrokeLine2(guide, c.Min.X, y, c.Max.X, y)
+	}
+	for _, m := range l {
+		i := slices.Index(markerKinds, m.kind)
+		x := trX(m.x)
+		if i < 0 || x < c.Min.X || x > c.Max.X {
+			continue
+		}
+		y := float64(len(markerKinds) - 1 - i)
+		sty := markerStyles[m.kind]
+		sty.Dashes, sty.Width = nil, vg.Points(2.5)
+		c.StrokeLine2(sty, x, trY(y-0.38), x, trY(y+0.38))
+	}
+}
+
+// ticks names the lanes on the y axis.
+func (eventLanes) ticks() gplot.ConstantTicks {
+	var ts gplot.ConstantTicks
+	for i, k := range markerKinds {
+		ts = append(ts, gplot.Tick{Value: float64(len(markerKinds) - 1 - i), Label: markerLabels[k]})
+	}
+	return ts
+}
+
+// note writes a line of text in the middle of the data area (for a panel
+// with nothing to show, saying so).
+type note string
+
+// Plot implements plot.Plotter.
+func (n note) Plot(c draw.Canvas, _ *gplot.Plot) {
+	sty := textStyle(noteSize+2, draw.XCenter, draw.YCenter, color.Black)
+	ctr := c.Center()
+	r := sty.Rectangle(string(n))
+	pad := vg.Points(4)
+	bg := color.NRGBA{R: 255, G: 255, B: 255, A: 230}
+	c.FillPolygon(bg, []vg.Point{
+		{X: ctr.X + r.Min.X - pad, Y: ctr.Y + r.Min.Y - pad}, {X: ctr.X + r.Max.X + pad, Y: ctr.Y + r.Min.Y - pad},
+		{X: ctr.X + r.Max.X + pad, Y: ctr.Y + r.Max.Y + pad}, {X: ctr.X + r.Min.X - pad, Y: ctr.Y + r.Max.Y + pad},
+	})
+	c.FillText(sty, ctr, string(n))
+}
+
+// unlabelled wraps a Ticker and drops its labels (the top panel of a
+// pair shares the bottom panel's labelled x axis).
+type unlabelled struct{ gplot.Ticker }
+
+// Ticks implements plot.Ticker.
+func (u unlabelled) Ticks(min, max float64) []gplot.Tick {
+	ts := u.Ticker.Ticks(min, max)
+	for i := range ts {
+		ts[i].Label = ""
+	}
+	return ts
+}
+
+// secondTicks label a time axis in seconds at a step that gives at most
+// about 14 labels (0.5, 1, 2, 5, 10... s), with minor ticks between.
+type secondTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (secondTicks) Ticks(min, max float64) []gplot.Tick {
+	steps := []struct{ major, minor float64 }{{0.5, 0.1}, {1, 0.5}, {2, 1}, {5, 1}, {10, 5}, {20, 10}, {30, 10}, {60, 30}, {120, 60}, {300, 60}, {600, 300}}
+	st := steps[len(steps)-1]
+	for _, s := range steps {
+		if (max-min)/s.major <= 14 {
+			st = s
+			break
+		}
+	}
+	var ts []gplot.Tick
+	for k := math.Ceil(min/st.minor - 1e-9); k*st.minor <= max+1e-9; k++ {
+		v := k * st.minor
+		if v == 0 {
+			v = 0 // not -0
+		}
+		t := gplot.Tick{Value: v}
+		if r := math.Remainder(v, st.major); math.Abs(r) < 1e-6 {
+			t.Label = strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// countTicks are linear ticks at whole numbers only (counts have no
+// fractions): about six labelled steps of 1, 2 or 5 times a power of ten,
+// with unlabelled minor ticks between.
+type countTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (countTicks) Ticks(min, max float64) []gplot.Tick {
+	raw := (max - min) / 6
+	step := 1.0
+	for _, m := range []float64{1, 2, 5, 10} {
+		mag := math.Pow10(int(math.Floor(math.Log10(math.Max(raw, 1)))))
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	minor := step / 5
+	if step/5 != math.Trunc(step/5) {
+		minor = step / 2
+	}
+	if minor != math.Trunc(minor) || minor < 1 {
+		minor = step
+	}
+	var ts []gplot.Tick
+	for v := math.Ceil(min/minor) * minor; v <= max; v += minor {
+		t := gplot.Tick{Value: v}
+		if math.Mod(v, step) == 0 {
+			t.Label = strconv.FormatInt(int64(v), 10)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// commas formats n with thousands separators: 61320 → "61,320".
+func commas(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// percent formats a share (0.0766) as a percentage with sensible digits.
+func percent(x float64) string {
+	p := x * 100
+	switch {
+	case p == 0:
+		return "0%"
+	case p >= 10:
+		return fmt.Sprintf("%.1f%%", p)
+	case p >= 1:
+		return fmt.Sprintf("%.2f%%", p)
+	default:
+		return strconv.FormatFloat(p, 'g', 2, 64) + "%"
+	}
+}
+
+// verb is "is" for one, "are" for more.
+func verb(n uint64) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// plural returns n and noun, with an s when n != 1.
+func plural(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return commas(n) + " " + noun + "s"
+}

@@ -1,0 +1,246 @@
+package plot
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// timelinePad is how much of the traffic before a rollout's start and
+// after its window's end a timeline shows.
+const timelinePad = 2 * time.Second
+
+// rolloutData is one rollout's timeline: its requests binned by the time
+// they were sent, relative to the rollout's start, and the cluster events
+// to mark.
+type rolloutData struct {
+	row     string // the variant row
+	rs      run.RolloutSummary
+	end     time.Duration // the window's end, from rs.Start
+	closed  bool          // the window was closed (rs.WindowEnd is set)
+	h       *hist         // offsets [-timelinePad, end+timelinePad)
+	markers []marker
+}
+
+// newRolloutData prepares the timeline of rollout rs of row.
+func newRolloutData(row string, rs run.RolloutSummary, events []timeline.Event) *rolloutData {
+	rd := &rolloutData{row: row, rs: rs, end: windowEnd(rs).Sub(rs.Start), closed: !rs.WindowEnd.IsZero()}
+	rd.h = newHist(-timelinePad, rd.end+timelinePad)
+	from, to := rs.Start.Add(-timelinePad), rs.Start.Add(rd.end+timelinePad)
+	for _, e := range events {
+		if _, ok := markerStyles[e.Kind]; !ok || e.Time.Before(from) || e.Time.After(to) {
+			continue
+		}
+		rd.markers = append(rd.markers, marker{kind: e.Kind, x: e.Time.Sub(rs.Start).Seconds()})
+	}
+	return rd
+}
+
+// binTimelines builds the timeline of every rollout of every row of sum:
+// it streams each results file once, adding every request to the rollouts
+// whose plotted range holds it. It returns them by row, in rollout order.
+func binTimelines(dir string, sum *run.Summary, events []timeline.Event) (map[string][]*rolloutData, error) {
+	out := map[string][]*rolloutData{}
+	byFile := map[string][]*rolloutData{}
+	var files []string
+	for _, row := range sum.Variants {
+		v := run.RowVariant(row.Variant)
+		if _, ok := byFile[v]; !ok {
+			files = append(files, v)
+			byFile[v] = nil
+		}
+		for _, rs := range row.Rollouts {
+			rd := newRolloutData(row.Variant, rs, events)
+			out[row.Variant] = append(out[row.Variant], rd)
+			byFile[v] = append(byFile[v], rd)
+		}
+	}
+	for _, v := range files {
+		rds := byFile[v]
+		if len(rds) == 0 {
+			continue
+		}
+		if err := binResults(filepath.Join(dir, run.ResultsFile(v)), rds); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// binResults streams one results file into the timelines rds.
+func binResults(path string, rds []*rolloutData) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	defer f.Close()
+	err = traffic.ReadResults(f, func(rec traffic.Record) error {
+		for _, rd := range rds {
+			rd.h.add(rec.Time.Sub(rd.rs.Start), rec.Class)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("plot: %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// timelineFigure draws one rollout's timeline: all requests per 100 ms on
+// top, the failures alone below, with the cluster events marked.
+func timelineFigure(rd *rolloutData) (Figure, error) {
+	fig := Figure{
+		Name:    fmt.Sprintf("timeline-%s-r%d", fileSafe(rd.row), rd.rs.N),
+		Variant: rd.row,
+	}
+	win := rd.rs.Window
+	fig.Title = fmt.Sprintf("%s, rollout %d: %s of %s window requests failed",
+		rd.row, rd.rs.N, commas(win.Failures), commas(win.Requests))
+	if win.Requests > 0 {
+		fig.Title += fmt.Sprintf(" (%s)", percent(float64(win.Failures)/float64(win.Requests)))
+	}
+	endS := rd.end.Seconds()
+	closed := fmt.Sprintf("closed %.1f s after the start", endS)
+	if !rd.closed {
+		closed = fmt.Sprintf("was never closed (the run was interrupted; shown up to %.1f s)", endS)
+	}
+	fig.Caption = fmt.Sprintf("Requests of %s's rollout %d per 100 ms, by the time they were sent and stacked by outcome: all requests on top, the failed ones alone below on their own scale. "+
+		"Vertical lines mark cluster events; the faded stretches are outside the rollout window (it opened at 0 s and %s), so their failures do not count as drops.",
+		rd.row, rd.rs.N, closed)
+
+	xmin := -timelinePad.Seconds()
+	xmax := float64(rd.h.First+len(rd.h.Bins)) * BinWidth.Seconds()
+	events := newPlot(fig.Title, "", "")
+	top := newPlot("", "", "all requests per 100 ms")
+	bottom := newPlot("", "seconds since the rollout started", "failed requests per 100 ms")
+	for _, p := range []*gplot.Plot{events, top, bottom} {
+		p.X.Min, p.X.Max = xmin, xmax
+		p.X.Tick.Marker = unlabelled{secondTicks{}}
+	}
+	bottom.X.Tick.Marker = secondTicks{}
+	for _, p := range []*gplot.Plot{top, bottom} {
+		p.Y.Min = 0
+		p.Y.Tick.Marker = countTicks{}
+	}
+	top.Y.Max = max(1, float64(rd.h.max(false))*1.05)
+	fmax := rd.h.max(true)
+	bottom.Y.Max = max(4, float64(fmax)*1.1)
+
+	fades := []gplot.Plotter{fade{xmin, 0}, fade{endS, xmax}}
+	lanes := eventLanes(rd.markers)
+	events.Y.Min, events.Y.Max = -0.6, float64(len(markerKinds))-0.4
+	events.Y.Tick.Marker = lanes.ticks()
+	events.Y.Padding = 0
+	events.Add(lanes)
+	events.Add(fades...)
+	top.Add(stackBars{h: rd.h})
+	top.Add(fades...)
+	top.Add(vlines(rd.markers))
+	bottom.Add(stackBars{h: rd.h, failedOnly: true})
+	bottom.Add(fades...)
+	bottom.Add(vlines(rd.markers))
+	if fmax == 0 {
+		bottom.Add(note("no failed requests in this stretch"))
+	}
+
+	leg := newLegend()
+	classLegend(&leg, rd.h.sum(), false)
+	leg.Add("")
+	leg.Add("faded: outside the window", fadeThumb{})
+	leg.Add("")
+	markerLegend(&leg, rd.markers, markerKinds)
+
+	paint := func(c draw.Canvas) {
+		plots, strip := splitLegend(c)
+		plots = draw.Crop(plots, vg.Points(4), 0, vg.Points(4), -vg.Points(6))
+		cs := stack(plots, []*gplot.Plot{events, top, bottom}, []vg.Length{1.1 * vg.Inch, 0, 0}, vg.Points(8))
+		events.Draw(cs[0])
+		top.Draw(cs[1])
+		bottom.Draw(cs[2])
+		drawLegend(leg, strip, top.DataCanvas(cs[1]).Max.Y)
+	}
+	var err error
+	fig.PNG, fig.SVG, err = render(figWidth, 7.5*vg.Inch, paint)
+	return fig, err
+}
+
+// stack lays plots out top to bottom in c, pad apart, with their data
+// areas aligned left and right. A plot with a fixed data height gets it;
+// the others share the rest equally (their data areas equally high).
+func stack(c draw.Canvas, ps []*gplot.Plot, dataH []vg.Length, pad vg.Length) []draw.Canvas {
+	// What each plot needs around its data area (title, axes) does not
+	// depend on the canvas size: measure it on c.
+	over := make([]vg.Length, len(ps))
+	rest := c.Max.Y - c.Min.Y - pad*vg.Length(len(ps)-1)
+	flex := 0
+	for i, p := range ps {
+		d := p.DataCanvas(c)
+		over[i] = (c.Max.Y - c.Min.Y) - (d.Max.Y - d.Min.Y)
+		rest -= over[i]
+		if dataH[i] > 0 {
+			rest -= dataH[i]
+		} else {
+			flex++
+		}
+	}
+	cs := make([]draw.Canvas, len(ps))
+	y := c.Max.Y
+	for i := range ps {
+		h := dataH[i]
+		if h <= 0 {
+			h = rest / vg.Length(flex)
+		}
+		h += over[i]
+		cs[i] = c
+		cs[i].Max.Y, cs[i].Min.Y = y, y-h
+		y -= h + pad
+	}
+	// Align the data areas: every plot gets the widest left and right
+	// margins any of them needs.
+	var left, right vg.Length
+	for i, p := range ps {
+		d := p.DataCanvas(cs[i])
+		left, right = max(left, d.Min.X-cs[i].Min.X), max(right, cs[i].Max.X-d.Max.X)
+	}
+	for i, p := range ps {
+		d := p.DataCanvas(cs[i])
+		cs[i] = draw.Crop(cs[i], left-(d.Min.X-cs[i].Min.X), -(right - (cs[i].Max.X - d.Max.X)), 0, 0)
+	}
+	return cs
+}
+
+// classLegend adds an entry per class with requests in sum, in the order
+// the stack shows them from the top (2xx first, unless failedOnly).
+func classLegend(l *gplot.Legend, sum counts, failedOnly bool) {
+	for i := len(classes) - 1; i >= 0; i-- {
+		if sum[i] == 0 || (failedOnly && !classes[i].Failed()) {
+			continue
+		}
+		l.Add(string(classes[i]), swatch{ClassColor(classes[i])})
+	}
+}
+
+// markerLegend adds an entry per kind in kinds, saying "not seen" for a
+// kind with no marker.
+func markerLegend(l *gplot.Legend, ms []marker, kinds []timeline.Kind) {
+	seen := map[timeline.Kind]bool{}
+	for _, m := range ms {
+		seen[m.kind] = true
+	}
+	for _, k := range kinds {
+		label := markerLabels[k]
+		if !seen[k] {
+			label += " (not seen)"
+		}
+		l.Add(label, lineThumb{markerStyles[k]})
+	}
+}
