@@ -82,15 +82,24 @@ func Compare(a, b *run.Summary) []string {
 // CompareVariants returns the verdict of every row of sum against the
 // first row (e.g. each fix against no-prestop).
 func CompareVariants(sum *run.Summary) []string {
+	var out []string
+	for _, c := range compareVariants(sum) {
+		out = append(out, c.Verdict)
+	}
+	return out
+}
+
+// compareVariants compares every row of sum after the first with the first;
+// element k is about sum.Variants[k+1].
+func compareVariants(sum *run.Summary) []stats.Comparison {
 	if len(sum.Variants) < 2 {
 		return nil
 	}
 	ref := sum.Variants[0]
-	var out []string
+	var out []stats.Comparison
 	for _, v := range sum.Variants[1:] {
-		c := stats.Compare(stats.Counts{Name: v.Variant, Drops: v.Drops, Requests: v.WindowRequests, Rollouts: len(v.Rollouts)},
-			stats.Counts{Name: ref.Variant, Drops: ref.Drops, Requests: ref.WindowRequests, Rollouts: len(ref.Rollouts)}, Conf)
-		out = append(out, c.Verdict)
+		out = append(out, stats.Compare(stats.Counts{Name: v.Variant, Drops: v.Drops, Requests: v.WindowRequests, Rollouts: len(v.Rollouts)},
+			stats.Counts{Name: ref.Variant, Drops: ref.Drops, Requests: ref.WindowRequests, Rollouts: len(ref.Rollouts)}, Conf))
 	}
 	return out
 }

@@ -91,17 +91,16 @@ func Table(w io.Writer, sum *run.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tWINDOW REQ\tDROPS\tDROP RATE (95% CI)\tCONTROL\tFLOOR\tTAIL\tRATE\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%.1f\t%d\t%.0f/%.0f\t\n", r.Variant, r.Rollouts, r.RolloutsWithDrops,
-			r.WindowRequests, r.Drops, rateCI(r), r.ControlFailures, r.ControlRequests, r.ExpectedFloor, r.TailFailures, r.AchievedRate, r.AskedRate)
+		c := r.cells()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Variant, c.Rollouts, c.WithDrops,
+			c.WindowRequests, c.Drops, c.RateCI, c.Control, c.Floor, c.Tail, c.Rate)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, r := range rows {
-		if r.Drops > 0 {
-			fmt.Fprintf(w, "%s: %s\n", r.Variant, classList(r.Classes))
-		} else if r.Bound != "" {
-			fmt.Fprintf(w, "%s: %s\n", r.Variant, r.Bound)
+		if c := r.cells(); r.Drops > 0 || c.Outcome != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Variant, c.Outcome)
 		}
 	}
 	for _, s := range sum.Suspect {
@@ -111,6 +110,34 @@ func Table(w io.Writer, sum *run.Summary) error {
 		fmt.Fprintln(w, "the run ended early:", sum.Error)
 	}
 	return nil
+}
+
+// cells is a Row as the human-readable outputs print it. Table, Markdown
+// and HTML all format their rows through it, so they never disagree.
+type cells struct {
+	Variant, Rollouts, WithDrops, WindowRequests, Drops string
+	// RateCI is the drop rate with its 95% interval, "-" without requests.
+	RateCI string
+	// Outcome is the failed classes with their counts, or for a row that
+	// dropped nothing the bound its data supports.
+	Outcome                    string
+	Control, Floor, Tail, Rate string
+}
+
+func (r Row) cells() cells {
+	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
+	return cells{Variant: r.Variant, Rollouts: strconv.Itoa(r.Rollouts), WithDrops: strconv.Itoa(r.RolloutsWithDrops),
+		WindowRequests: u(r.WindowRequests), Drops: u(r.Drops), RateCI: rateCI(r), Outcome: outcome(r),
+		Control: fmt.Sprintf("%d/%d", r.ControlFailures, r.ControlRequests), Floor: fmt.Sprintf("%.1f", r.ExpectedFloor),
+		Tail: u(r.TailFailures), Rate: fmt.Sprintf("%.0f/%.0f", r.AchievedRate, r.AskedRate)}
+}
+
+// outcome is what a row's drops were, or the bound of a row without any.
+func outcome(r Row) string {
+	if r.Drops == 0 {
+		return r.Bound
+	}
+	return classList(r.Classes)
 }
 
 func rateCI(r Row) string {
@@ -136,12 +163,9 @@ func Markdown(w io.Writer, sum *run.Summary) error {
 	fmt.Fprintf(w, "| variant | rollouts | with drops | window requests | drops | drop rate (95%% CI) | failed classes | control | floor | tail | rate |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
 	for _, r := range Rows(sum) {
-		classes := classList(r.Classes)
-		if r.Drops == 0 {
-			classes = r.Bound
-		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %s | %s | %d/%d | %.1f | %d | %.0f/%.0f |\n", r.Variant, r.Rollouts, r.RolloutsWithDrops,
-			r.WindowRequests, r.Drops, rateCI(r), classes, r.ControlFailures, r.ControlRequests, r.ExpectedFloor, r.TailFailures, r.AchievedRate, r.AskedRate)
+		c := r.cells()
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Variant, c.Rollouts, c.WithDrops,
+			c.WindowRequests, c.Drops, c.RateCI, c.Outcome, c.Control, c.Floor, c.Tail, c.Rate)
 	}
 	for _, s := range sum.Suspect {
 		fmt.Fprintf(w, "\n- **suspect:** %s", s)

@@ -1,0 +1,827 @@
+package report
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"image"
+	_ "image/png" // image.DecodeConfig reads the figures' sizes
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/droprun/droprun/harness/plot"
+	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/stats"
+	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+//go:embed report.html.tmpl
+var htmlSource string
+
+// htmlTemplate is the page. Every value it prints goes through html/template,
+// so run data (variant names, event messages, the scenario) is escaped; the
+// only URLs it emits are the figures' data: URIs and in-page anchors.
+var htmlTemplate = template.Must(template.New("report.html").Parse(htmlSource))
+
+// HTMLInput is what the HTML report shows besides the run's summary.
+type HTMLInput struct {
+	// Figures are the run's plots. A figure whose Variant names a row of the
+	// summary is shown in that row's section, every other one with the whole
+	// run. Each is embedded as a data: URI: its PNG, or its SVG when it has
+	// no PNG.
+	Figures []plot.Figure
+	// ScenarioYAML is the scenario as run (the run directory's
+	// scenario.yaml), shown verbatim. Its metadata.description, when it has
+	// one, heads the page.
+	ScenarioYAML []byte
+	// RunDir is the run directory, shown as text so a reader can find the
+	// raw data. Empty leaves it out.
+	RunDir string
+	// Generated is when the report was made. The zero time leaves it out,
+	// which keeps the page the same for the same run.
+	Generated time.Time
+}
+
+// HTML writes the report as one self-contained HTML page: no scripts, no
+// external resources (the plots are embedded as data: URIs, the style is
+// inline), readable on screen and printable. It shows the run's header
+// (scenario, cluster, traffic, droprun version), every suspect warning and
+// the error that ended the run early, the summary table (the rows of Rows,
+// formatted as Table and Markdown format them), each row against the first
+// (CompareVariants), the figures, and for each row what it shows (what
+// happened in the numbers, what the variant predicts and why), its control
+// window, tail and client, hook failures, the per-rollout table and the
+// deletion-to-endpoint-removal delays, and at the end the scenario as run.
+// Nothing is written when the page cannot be rendered.
+func HTML(w io.Writer, sum *run.Summary, in HTMLInput) error {
+	if sum == nil {
+		return errors.New("html report: no summary")
+	}
+	page, err := buildPage(sum, in)
+	if err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	var b bytes.Buffer
+	if err := htmlTemplate.Execute(&b, page); err != nil {
+		return fmt.Errorf("html report: rendering the template: %w", err)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	return nil
+}
+
+// htmlPage is everything the template prints, already formatted.
+type htmlPage struct {
+	Title, Description string
+	// Facts are the header's label/value pairs.
+	Facts       []htmlFact
+	Interrupted bool
+	Error       string
+	Suspect     []string
+	Rows        []htmlRow
+	Reference   string
+	Verdicts    []htmlVerdict
+	Figures     []htmlFigure
+	Variants    []htmlVariant
+	Scenario    string
+	Version     string
+	Generated   string
+}
+
+type htmlFact struct{ Label, Value string }
+
+type htmlRow struct {
+	cells
+	ID      string
+	Suspect bool
+	Dropped bool
+}
+
+type htmlVerdict struct {
+	Variant, ID string
+	// Kind is "better", "worse" or "unclear"; Label says it in words.
+	Kind, Label string
+	Text        string
+}
+
+type htmlFigure struct {
+	Title, Caption string
+	Src            template.URL
+	Width, Height  int
+}
+
+type htmlVariant struct {
+	ID, Name string
+	// What is the catalogue's one-line description of the variant asked
+	// for ("" for a custom app); Builtin its name.
+	What, Builtin string
+	Status        string // "clean", "drops", "empty"
+	StatusLabel   string
+	// Observed is what the numbers say; Expect sets them against what the
+	// variant predicts; Why is the fixed explanation, one paragraph each.
+	Observed, Expect string
+	Why              []string
+	Verdict          string
+	Suspect          []string
+	Bar              []htmlSegment
+	Facts            []htmlFact
+	HookFailures     []string
+	Rollouts         []htmlRollout
+	// HasRig is true when some rollout has rig samples: the rollout table
+	// then has a rig column.
+	HasRig  bool
+	GapNote string
+	Gaps    []htmlGap
+	Figures []htmlFigure
+}
+
+type htmlSegment struct {
+	Class, CSS string
+	N          string
+	Width      string
+}
+
+type htmlRollout struct {
+	N, Versions, Measured, Live, Duration    string
+	Requests, Drops, Classes, Tail, Flushed  string
+	Baseline                                 string
+	Dropped, BaselineDirty, MeasuredMismatch bool
+	// Rig is the rig's load during the window ("" when not sampled);
+	// RigSaturated says the machine was short of CPU.
+	Rig          string
+	RigSaturated bool
+}
+
+type htmlGap struct{ Pod, Unready, Removed string }
+
+func buildPage(sum *run.Summary, in HTMLInput) (*htmlPage, error) {
+	p := &htmlPage{Title: "droprun report", Interrupted: sum.Interrupted, Error: sum.Error, Suspect: sum.Suspect,
+		Scenario: string(in.ScenarioYAML), Version: sum.Cluster.DroprunVer}
+	if sum.Scenario != "" {
+		p.Title += ": " + sum.Scenario
+	}
+	var meta struct {
+		Metadata struct {
+			Description string `json:"description"`
+		} `json:"metadata"`
+	}
+	if yaml.Unmarshal(in.ScenarioYAML, &meta) == nil {
+		p.Description = meta.Metadata.Description
+	}
+	p.Facts = headerFacts(sum, in)
+	if !in.Generated.IsZero() {
+		p.Generated = in.Generated.UTC().Format("2006-01-02 15:04:05 MST")
+	}
+
+	rows := Rows(sum)
+	ids := make([]string, len(rows))
+	byName := map[string]int{}
+	for k, r := range rows {
+		ids[k] = anchor(k, r.Variant)
+		byName[r.Variant] = k
+		p.Rows = append(p.Rows, htmlRow{cells: r.cells(), ID: ids[k], Suspect: len(r.Suspect) > 0, Dropped: r.Drops > 0})
+	}
+
+	comps := compareVariants(sum)
+	verdictOf := make([]string, len(rows))
+	if len(rows) > 0 {
+		p.Reference = rows[0].Variant
+	}
+	for k, c := range comps {
+		v := htmlVerdict{Variant: rows[k+1].Variant, ID: ids[k+1], Text: c.Verdict, Kind: "unclear", Label: "no difference detected"}
+		switch {
+		case sum.Variants[k+1].WindowRequests == 0 || sum.Variants[0].WindowRequests == 0:
+			v.Label = "cannot compare"
+		case c.Significant && c.Ratio.Point < 1:
+			v.Kind, v.Label = "better", "drops less"
+		case c.Significant:
+			v.Kind, v.Label = "worse", "drops more"
+		case sum.Variants[k+1].Drops+sum.Variants[0].Drops == 0:
+			v.Label = "neither dropped"
+		}
+		p.Verdicts = append(p.Verdicts, v)
+		verdictOf[k+1] = c.Verdict
+	}
+
+	perRow := make([][]htmlFigure, len(rows))
+	for _, f := range in.Figures {
+		hf, err := figure(f)
+		if err != nil {
+			return nil, err
+		}
+		if k, ok := byName[f.Variant]; ok && f.Variant != "" {
+			perRow[k] = append(perRow[k], hf)
+		} else {
+			p.Figures = append(p.Figures, hf)
+		}
+	}
+
+	for k, r := range rows {
+		v := sum.Variants[k]
+		hv := htmlVariant{ID: ids[k], Name: r.Variant, Builtin: v.Builtin, Suspect: v.Suspect, HookFailures: v.HookFailures,
+			Figures: perRow[k], Bar: classBar(r), Facts: windowFacts(r, v), Rollouts: rolloutRows(v)}
+		if info, ok := variant.Lookup(v.Builtin); ok {
+			hv.What = strings.ReplaceAll(info.Summary, "`", "")
+		}
+		if strings.HasSuffix(r.Variant, introducingSuffix) && len(v.Rollouts) > 0 && v.Rollouts[0].MeasuredVariant != "" {
+			first := fmt.Sprintf("the first rollout, from %s to %s", v.Rollouts[0].MeasuredVariant, orUnknown(v.Builtin))
+			if hv.What != "" {
+				first += " (" + hv.What + ")"
+			}
+			hv.What = first
+		}
+		if k > 0 {
+			hv.Verdict = verdictOf[k] + "."
+		}
+		switch {
+		case r.WindowRequests == 0:
+			hv.Status, hv.StatusLabel = "empty", "nothing measured"
+		case r.Drops == 0:
+			hv.Status, hv.StatusLabel = "clean", "dropped nothing"
+		default:
+			hv.Status, hv.StatusLabel = "drops", fmt.Sprintf("dropped %s", count(r.Drops))
+		}
+		_, later := byName[r.Variant+introducingSuffix]
+		hv.Observed, hv.Expect, hv.Why = story(r, v, later)
+		hv.GapNote, hv.Gaps = gaps(v.Gaps)
+		for _, ro := range hv.Rollouts {
+			hv.HasRig = hv.HasRig || ro.Rig != ""
+		}
+		p.Variants = append(p.Variants, hv)
+	}
+	return p, nil
+}
+
+// introducingSuffix marks the row of a variant's first rollout when the
+// variant starts from another one (the trap).
+const introducingSuffix = "/introducing"
+
+func headerFacts(sum *run.Summary, in HTMLInput) []htmlFact {
+	var f []htmlFact
+	add := func(label, value string) {
+		if value != "" {
+			f = append(f, htmlFact{label, value})
+		}
+	}
+	if !sum.Started.IsZero() {
+		when := sum.Started.UTC().Format("2006-01-02 15:04:05 MST")
+		if !sum.Finished.IsZero() && sum.Finished.After(sum.Started) {
+			when += " to " + sum.Finished.UTC().Format("15:04:05") + " (" + sum.Finished.Sub(sum.Started).Round(time.Second).String() + ")"
+		}
+		add("Run", when)
+	}
+	add("Run directory", in.RunDir)
+
+	c := sum.Cluster
+	var cl []string
+	switch {
+	case c.Kind:
+		cl = append(cl, "kind cluster "+quoteName(c.Name))
+	case c.Name != "":
+		cl = append(cl, "cluster "+quoteName(c.Name))
+	}
+	if c.Nodes > 0 {
+		cl = append(cl, plural(c.Nodes, "node", "nodes"))
+	}
+	if c.Kubernetes != "" {
+		cl = append(cl, "Kubernetes "+c.Kubernetes)
+	}
+	if c.KubeProxyMode != "" {
+		cl = append(cl, "kube-proxy "+c.KubeProxyMode)
+	}
+	if c.NodeImage != "" {
+		cl = append(cl, "node image "+c.NodeImage)
+	}
+	add("Cluster", strings.Join(cl, ", "))
+
+	t := sum.Traffic
+	if t.Rate > 0 || t.URL != "" {
+		var tr []string
+		if t.Rate > 0 {
+			tr = append(tr, fmt.Sprintf("%d requests/s", t.Rate))
+		}
+		if t.URL != "" {
+			tr = append(tr, strings.TrimSpace(t.Method+" "+t.URL))
+		}
+		if t.Target != "" {
+			tr = append(tr, "through the "+t.Target)
+		}
+		if t.KeepAlive {
+			tr = append(tr, "keep-alive connections")
+		} else {
+			tr = append(tr, "a new connection per request")
+		}
+		if t.Timeout != "" {
+			tr = append(tr, "timeout "+t.Timeout)
+		}
+		add("Traffic", strings.Join(tr, ", "))
+	}
+	var wn []string
+	if t.Rollouts > 0 {
+		wn = append(wn, plural(t.Rollouts, "rollout", "rollouts")+" per variant")
+	}
+	if t.Control != "" {
+		wn = append(wn, "control "+t.Control)
+	}
+	if t.Settle != "" {
+		wn = append(wn, "settle "+t.Settle+" after the old pods are gone")
+	}
+	if t.Between != "" {
+		wn = append(wn, t.Between+" between rollouts")
+	}
+	add("Windows", strings.Join(wn, ", "))
+	add("droprun", c.DroprunVer)
+	return f
+}
+
+func quoteName(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strconv.Quote(s)
+}
+
+// anchor is a row's element id: unique, and safe whatever the row's name.
+func anchor(k int, name string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "v%d", k)
+	dash := true
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			if dash {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		default:
+			dash = true
+		}
+	}
+	return b.String()
+}
+
+var pngMagic = []byte("\x89PNG\r\n\x1a\n")
+
+// figure embeds f as a data: URI: its PNG, or its SVG without one.
+func figure(f plot.Figure) (htmlFigure, error) {
+	hf := htmlFigure{Title: f.Title, Caption: f.Caption}
+	if hf.Title == "" {
+		hf.Title = f.Name
+	}
+	switch {
+	case len(f.PNG) > 0:
+		if !bytes.HasPrefix(f.PNG, pngMagic) {
+			return hf, fmt.Errorf("figure %q: its PNG is not a PNG image", f.Name)
+		}
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(f.PNG))
+		if err != nil {
+			return hf, fmt.Errorf("figure %q: %w", f.Name, err)
+		}
+		hf.Width, hf.Height = cfg.Width, cfg.Height
+		hf.Src = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.PNG))
+	case len(f.SVG) > 0:
+		hf.Src = template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(f.SVG))
+	default:
+		return hf, fmt.Errorf("figure %q has neither a PNG nor an SVG", f.Name)
+	}
+	return hf, nil
+}
+
+// classCSS names each class's colour in the style sheet.
+var classCSS = map[traffic.Class]string{
+	traffic.ClassRefused: "refused", traffic.ClassReset: "reset", traffic.ClassEOF: "eof",
+	traffic.ClassTimeout: "timeout", traffic.ClassOther: "other", traffic.Class502: "c502",
+	traffic.Class503: "c503", traffic.Class5xxOther: "c5xx", traffic.Class4xx: "c4xx",
+}
+
+// classBar is the drops of r split by class, for a stacked bar.
+func classBar(r Row) []htmlSegment {
+	if r.Drops == 0 {
+		return nil
+	}
+	var segs []htmlSegment
+	for _, c := range failedClasses(r.Classes) {
+		n := r.Classes[c]
+		segs = append(segs, htmlSegment{Class: string(c), CSS: classCSS[c], N: count(n),
+			Width: strconv.FormatFloat(100*float64(n)/float64(r.Drops), 'f', 2, 64) + "%"})
+	}
+	return segs
+}
+
+// failedClasses lists the failed classes present in m, most frequent first
+// (ties in the order of traffic.Classes).
+func failedClasses(m map[traffic.Class]uint64) []traffic.Class {
+	var cs []traffic.Class
+	for _, c := range traffic.Classes() {
+		if c.Failed() && m[c] > 0 {
+			cs = append(cs, c)
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return m[cs[i]] > m[cs[j]] })
+	return cs
+}
+
+func windowFacts(r Row, v run.VariantSummary) []htmlFact {
+	var f []htmlFact
+	control := fmt.Sprintf("%s in %s requests before the first rollout", plural64(v.Control.Failures, "failure", "failures"), count(v.Control.Requests))
+	switch {
+	case v.Control.Requests == 0:
+		control = "none: nothing to compare the rollout windows with"
+	case v.Control.Failures > 0:
+		control += fmt.Sprintf(" (%s): the rig's own floor; at that rate the rollout windows would show about %s failures, and drops near that are noise",
+			classList(v.Control.Classes), stats.FormatSig(r.ExpectedFloor, 2))
+	default:
+		control += ": a clean baseline"
+	}
+	f = append(f, htmlFact{"Control window", control})
+	tail := fmt.Sprintf("%s in %s requests after the windows closed", plural64(v.Tail.Failures, "failure", "failures"), count(v.Tail.Requests))
+	if v.Tail.Failures > 0 {
+		tail += fmt.Sprintf(" (%s): new connections still sent to a pod that was gone, reported apart from the drops", classList(v.Tail.Classes))
+	}
+	f = append(f, htmlFact{"Tail", tail})
+	if v.Outside.Requests > 0 {
+		f = append(f, htmlFact{"Outside every window", fmt.Sprintf("%s requests, %s", count(v.Outside.Requests), plural64(v.Outside.Failures, "failure", "failures"))})
+	}
+	if v.ControlRig != nil {
+		f = append(f, htmlFact{"Rig during the control", v.ControlRig.String()})
+	}
+	if v.SaturatedRollouts > 0 {
+		f = append(f, htmlFact{"Rig short of CPU", fmt.Sprintf("in %d of %d rollouts, so their slow or timed-out requests may be the rig's; "+
+			"the other rollouts' windows had %s in %s requests", v.SaturatedRollouts, len(v.Rollouts),
+			plural64(v.Measurable.Failures, "failure", "failures"), count(v.Measurable.Requests))})
+	}
+	if sv := v.Server; sv != nil {
+		pods := fmt.Sprintf("the pods answered %s requests (%s 2xx); the client sent %s and got %s 2xx",
+			count(uint64(max(sv.PodsAnswered, 0))), count(uint64(max(sv.PodsAnswered2xx, 0))), count(sv.ClientSent), count(sv.ClientGot2xx))
+		pods += fmt.Sprintf(", counted from %s, %d with their exit totals", plural(sv.Pods, "pod", "pods"), sv.PodsFinal)
+		if sv.Uncertain > 0 {
+			pods += fmt.Sprintf(", %d not exact", sv.Uncertain)
+		}
+		if sv.ScrapeErrors > 0 {
+			pods += fmt.Sprintf(" (%s)", plural(sv.ScrapeErrors, "scrape error", "scrape errors"))
+		}
+		f = append(f, htmlFact{"Pods' own count", pods})
+	}
+	if c := v.Client; c.AskedRate > 0 {
+		client := fmt.Sprintf("%s of %s requests/s", stats.FormatSig(c.AchievedRate, 4), stats.FormatSig(c.AskedRate, 4))
+		if c.CPU > 0 {
+			client += fmt.Sprintf(", %s CPU cores", stats.FormatSig(c.CPU, 2))
+		}
+		if c.WorkersExhausted {
+			client += ", every worker busy at some point: requests went out late"
+		}
+		f = append(f, htmlFact{"Client", client})
+	}
+	return f
+}
+
+func rolloutRows(v run.VariantSummary) []htmlRollout {
+	var out []htmlRollout
+	for _, r := range v.Rollouts {
+		hr := htmlRollout{N: strconv.Itoa(r.N), Measured: r.MeasuredVariant, Live: r.LiveTemplate, Duration: r.Duration,
+			Requests: count(r.Window.Requests), Drops: count(r.Window.Failures), Classes: classList(r.Window.Classes),
+			Dropped: r.Window.Failures > 0, BaselineDirty: !r.BaselineClean}
+		if r.From != "" || r.To != "" {
+			hr.Versions = r.From + " → " + r.To
+		}
+		if hr.Duration == "" {
+			hr.Duration = "did not complete"
+		}
+		hr.Tail = fmt.Sprintf("%s of %s", count(r.Tail.Failures), count(r.Tail.Requests))
+		if r.Tail.Failures > 0 {
+			hr.Tail += " (" + classList(r.Tail.Classes) + ")"
+		}
+		hr.Flushed = flushed(r.ConntrackFlushed)
+		if r.Rig != nil {
+			hr.Rig, hr.RigSaturated = r.Rig.String(), r.Rig.Saturated
+		}
+		switch {
+		case !r.BaselineClean && r.BaselineWait != "":
+			hr.Baseline = "never clean (waited " + r.BaselineWait + ")"
+		case !r.BaselineClean:
+			hr.Baseline = "never clean"
+		case r.BaselineWait != "":
+			hr.Baseline = "clean after " + r.BaselineWait
+		default:
+			hr.Baseline = "–"
+		}
+		want := v.Builtin
+		if strings.HasSuffix(v.Variant, introducingSuffix) {
+			want = ""
+		}
+		hr.MeasuredMismatch = want != "" && r.MeasuredVariant != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != want
+		out = append(out, hr)
+	}
+	return out
+}
+
+// flushed says how many stale conntrack entries were deleted, per node.
+func flushed(m map[string]int) string {
+	if m == nil {
+		return "–"
+	}
+	var parts []string
+	total := 0
+	for node, n := range m {
+		total += n
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", node, n))
+		}
+	}
+	if total == 0 {
+		return "0"
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+func gaps(gs []run.Gap) (string, []htmlGap) {
+	if len(gs) == 0 {
+		return "", nil
+	}
+	var rows []htmlGap
+	var removed []float64
+	for _, g := range gs {
+		rows = append(rows, htmlGap{Pod: g.Pod, Unready: secs(g.EndpointUnready), Removed: secs(g.EndpointRemoved)})
+		if g.EndpointRemoved >= 0 {
+			removed = append(removed, g.EndpointRemoved)
+		}
+	}
+	if len(removed) == 0 {
+		return "No deleted pod was seen leaving the EndpointSlice.", rows
+	}
+	slices.Sort(removed)
+	med := removed[len(removed)/2]
+	if len(removed)%2 == 0 {
+		med = (removed[len(removed)/2-1] + removed[len(removed)/2]) / 2
+	}
+	note := fmt.Sprintf("From the deletion of an old pod to its endpoint leaving the EndpointSlice: median %s s", stats.FormatSig(med, 2))
+	if len(removed) > 1 {
+		note += fmt.Sprintf(", %s–%s s over %s", stats.FormatSig(removed[0], 2), stats.FormatSig(removed[len(removed)-1], 2), plural(len(removed), "pod", "pods"))
+	}
+	return note + ". Every node's kube-proxy rewrites its rules only after that, and nothing makes the kubelet's SIGTERM wait for it.", rows
+}
+
+func secs(x float64) string {
+	if x < 0 {
+		return "not seen"
+	}
+	return stats.FormatSig(x, 2) + " s"
+}
+
+// count formats n with thousands separators, as the bounds print counts.
+func count(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return count(uint64(max(n, 0))) + " " + many
+}
+
+func plural64(n uint64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return count(n) + " " + many
+}
+
+// percent is part's share of whole, to two significant digits, never
+// rounded up to 100% when part is not all of whole.
+func percent(part, whole uint64) string {
+	if whole == 0 {
+		return "0%"
+	}
+	p := stats.FormatSig(100*float64(part)/float64(whole), 2)
+	if p == "100" && part < whole {
+		return "over 99%"
+	}
+	return p + "%"
+}
+
+// raceClasses are what a process that stopped listening while traffic was
+// still routed to it produces: refused connections, connections cut as it
+// died, and, through a proxy, 502s. They are the SIGTERM/endpoint race's
+// signature; timeouts alone are not.
+var raceClasses = []traffic.Class{traffic.ClassRefused, traffic.ClassReset, traffic.ClassEOF, traffic.Class502}
+
+// predictsDrops says, for each built-in variant, whether the chapter
+// predicts that its rollouts drop requests.
+var predictsDrops = map[string]bool{
+	variant.NoPreStop: true, variant.NaiveShutdown: true, variant.PreStopExecDistroless: true,
+	variant.PreStopSleep: false, variant.PreStopSleepAction: false, variant.GracefulDrain: false,
+}
+
+// whyText explains each built-in variant in the chapter's terms.
+var whyText = map[string]string{
+	variant.NoPreStop: "No preStop hook, and an app that does not handle SIGTERM. Pod deletion is concurrent, not ordered: " +
+		"when the Deployment deletes an old pod, the kubelet sends SIGTERM at once while the endpoint controller removes the pod " +
+		"from the Service's EndpointSlice, a change that still has to reach every node's kube-proxy. The kill is a local kill(2); " +
+		"the removal is a distributed update, and nothing makes the first wait for the second. So the process dies and its " +
+		"listener closes while some node's rules still send new connections to it. Refused connections (000:refused) are that " +
+		"race; resets and EOFs are connections the dying process cut; timeouts are connections sent to a pod address that no " +
+		"longer answers at all. kubectl reports a successful rollout throughout.",
+	variant.PreStopSleep: "An exec preStop hook runs sleep before the kubelet sends SIGTERM. The app is unchanged, but its " +
+		"listener stays open and keeps answering while the endpoint removal reaches every node; when SIGTERM lands, no rule " +
+		"anywhere points at the pod, so nothing is sent to it. The sleep is spent inside terminationGracePeriodSeconds, not on " +
+		"top of it. This is the fix for code you cannot change.",
+	variant.PreStopSleepAction: "The same wait as prestop-sleep, with the native lifecycle.preStop.sleep action: the kubelet " +
+		"does the sleeping, so the image needs no sleep binary, and the hook works on distroless and scratch images too. " +
+		"The listener stays open until the endpoint removal has reached every node, then SIGTERM lands on a pod nobody routes to.",
+	variant.GracefulDrain: "The fix for code you can change: on SIGTERM the app fails its readiness probe, keeps serving for " +
+		"the drain delay, then stops accepting and drains the requests in flight (Shutdown) and exits well inside the grace " +
+		"period. Keeping on serving is the preStop sleep moved inside the process: the gap is a propagation delay in someone " +
+		"else's control loop, and the only remedy is to outlive it.",
+	variant.NaiveShutdown: "The app catches SIGTERM and calls server.Shutdown() at once. Shutdown closes the listening socket " +
+		"immediately and only then waits for the requests in flight: it carefully drains the requests that had already arrived " +
+		"while refusing the ones still being routed to the pod. Closing the listener first is the very behaviour that drops " +
+		"requests, so this graceful shutdown does not help.",
+	variant.PreStopExecDistroless: "An exec preStop hook that runs sleep, in a distroless image with no sleep binary. The hook " +
+		"fails outright (a FailedPreStopHook event) and the kubelet proceeds to SIGTERM immediately: the no-prestop race, now " +
+		"with an event log entry. The native sleep action (prestop-sleep-action), an httpGet hook or a wait in code avoids it.",
+}
+
+// customWhy is said of a custom app, whose shutdown droprun does not know.
+const customWhy = "A custom app: droprun does not know how it shuts down, so read the classes. Refused connections, resets " +
+	"and EOFs during a rollout mean the process stopped listening while traffic was still routed to it, the SIGTERM/endpoint " +
+	"race; 502s are the same race seen through a proxy; timeouts alone point at connections sent to an address that no " +
+	"longer answered. A pod that keeps serving until its endpoint removal has reached every node (a preStop wait, or a " +
+	"drain in the app) drops nothing."
+
+// story says what row r shows: what its numbers are (observed), how they
+// compare with what the variant predicts (expect), and why the variant
+// behaves as it does, one paragraph each. hasIntroducing is true for the
+// later rollouts of a variant whose first rollout is its own row.
+func story(r Row, v run.VariantSummary, hasIntroducing bool) (observed, expect string, why []string) {
+	// The numbers are about the pods the rollouts deleted: the variant
+	// detected in the live template, when the rollouts agree on one.
+	measured, seen, agree := v.Builtin, "", true
+	for _, ro := range v.Rollouts {
+		switch {
+		case ro.MeasuredVariant == "":
+		case seen == "":
+			seen = ro.MeasuredVariant
+		case ro.MeasuredVariant != seen:
+			agree = false
+		}
+	}
+	if seen != "" && agree {
+		measured = seen
+	}
+	if v.Builtin == "" {
+		measured = ""
+	}
+	introducing := strings.HasSuffix(r.Variant, introducingSuffix)
+
+	switch {
+	case introducing:
+		why = append(why, fmt.Sprintf("This is the rollout that introduced %s, and it deletes the old pods: the ones whose template does not have it. "+
+			"A pod's spec is fixed when the pod is created; applying a new template does not retrofit anything onto running pods. "+
+			"A change to the pod template applies to the pods the change creates, never to the pods it destroys, so this rollout "+
+			"runs under the old rules (%s) and the change takes effect on the next one.", orUnknown(v.Builtin), orUnknown(measured)))
+	case hasIntroducing:
+		why = append(why, fmt.Sprintf("The rollouts after the one that introduced %s: the pods they delete carry it, so these "+
+			"rollouts measure %s itself.", v.Builtin, v.Builtin))
+	case measured != v.Builtin && measured != "":
+		why = append(why, fmt.Sprintf("The rollouts deleted pods of %s, not of %s as asked (see the warnings): the numbers are %s's.",
+			measured, v.Builtin, measured))
+	}
+	if t, ok := whyText[measured]; ok {
+		why = append(why, t)
+	} else if v.Builtin == "" || measured == "custom" {
+		why = append(why, customWhy)
+	}
+
+	var race, timeouts uint64
+	for _, c := range raceClasses {
+		race += r.Classes[c]
+	}
+	timeouts = r.Classes[traffic.ClassTimeout]
+	switch {
+	case r.WindowRequests == 0:
+		return "Nothing was measured: no request fell inside a rollout window.", "", why
+	case r.Drops == 0:
+		observed = fmt.Sprintf("It dropped nothing in %s (%s).", plural(r.Rollouts, "rollout", "rollouts"), r.Bound)
+	default:
+		in := fmt.Sprintf("%d of %d rollouts", r.RolloutsWithDrops, r.Rollouts)
+		if r.Rollouts == 1 {
+			in = "its one rollout"
+		}
+		observed = fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s) in %s", count(r.Drops), count(r.WindowRequests),
+			stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), in)
+		if r.RolloutsWithDrops > 1 {
+			observed += fmt.Sprintf(", at most %s in one", count(r.MaxRolloutDrops))
+		}
+		observed += "; " + mix(r) + "."
+	}
+
+	var e []string
+	pred, known := predictsDrops[measured]
+	switch {
+	case !known:
+		if r.Drops > 0 {
+			e = append(e, fmt.Sprintf("%s of the drops are refused connections, resets, EOFs or 502s and %s are timeouts.",
+				percent(race, r.Drops), percent(timeouts, r.Drops)))
+		}
+	case pred && r.Drops > 0 && 2*race >= r.Drops:
+		e = append(e, fmt.Sprintf("That is what the chapter predicts: %s of the drops are refused connections, resets, EOFs or 502s, "+
+			"the signature of a process that stopped listening while traffic was still routed to it.", percent(race, r.Drops)))
+	case pred && r.Drops > 0:
+		e = append(e, fmt.Sprintf("That is what the chapter predicts, though most drops here are timeouts (%s) rather than refused "+
+			"connections: new connections sent to a pod address that no longer answered at all.", percent(timeouts, r.Drops)))
+	case pred:
+		e = append(e, fmt.Sprintf("The chapter predicts drops here, and this run saw none in %s. The race is a race: this many "+
+			"rollouts may not hit it, so read this as not seen yet, not as fixed.", plural(r.Rollouts, "rollout", "rollouts")))
+	case r.Drops == 0:
+		e = append(e, "That is what the fix predicts. Zero drops bound the rate, they do not prove it is zero: more rollouts tighten the bound.")
+	case timeouts == r.Drops && r.Drops <= strayDrops:
+		e = append(e, fmt.Sprintf("The fix predicts no drops. %s and no refused connection, reset or EOF looks like the stray "+
+			"timeout of a busy rig rather than the race, whose signature is refused connections; more rollouts would tell.",
+			capitalize(plural64(r.Drops, "timeout", "timeouts"))))
+	default:
+		e = append(e, "The fix predicts no drops, and this row dropped anyway.")
+		if race == 0 {
+			lead := "None of the drops is"
+			if timeouts == r.Drops {
+				lead = "Every drop is a timeout; none is"
+			}
+			e = append(e, lead+" a refused connection, reset or EOF, which is not the signature of the SIGTERM race "+
+				"(a closed listener refuses at once): suspect the rig before the variant, and look at the client, the tail and the plots for bursts.")
+		} else {
+			e = append(e, fmt.Sprintf("%s of them are refused connections, resets, EOFs or 502s: pods stopped listening while traffic "+
+				"was still routed to them, so the wait did not outlast the endpoint removal here.", percent(race, r.Drops)))
+		}
+	}
+	if v.SaturatedRollouts > 0 && r.Drops > 0 {
+		e = append(e, fmt.Sprintf("%d of the %s ran while the rig was short of CPU; the others dropped %s of %s requests.",
+			v.SaturatedRollouts, plural(r.Rollouts, "rollout", "rollouts"), count(v.Measurable.Failures), count(v.Measurable.Requests)))
+	}
+	if r.ExpectedFloor > 0 {
+		e = append(e, fmt.Sprintf("The control window's failure rate alone predicts about %s failures here.", stats.FormatSig(r.ExpectedFloor, 2)))
+	}
+	if len(r.Suspect) > 0 {
+		e = append(e, "This row is flagged suspect (below): its numbers are not a measurement until that is fixed.")
+	}
+	return observed, strings.Join(e, " "), why
+}
+
+// mix says which classes r's drops were: "all 000:timeout", "mostly
+// 000:refused (62%)" or "spread over 000:eof (40%), 000:refused (35%) and
+// 000:timeout (20%)".
+func mix(r Row) string {
+	cs := failedClasses(r.Classes)
+	if len(cs) == 0 {
+		return "no failed class recorded"
+	}
+	if len(cs) == 1 {
+		return "all " + string(cs[0])
+	}
+	if 2*r.Classes[cs[0]] > r.Drops {
+		return fmt.Sprintf("mostly %s (%s)", cs[0], percent(r.Classes[cs[0]], r.Drops))
+	}
+	var parts []string
+	for _, c := range cs[:min(3, len(cs))] {
+		parts = append(parts, fmt.Sprintf("%s (%s)", c, percent(r.Classes[c], r.Drops)))
+	}
+	return "spread over " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// strayDrops is the most drops, all of them timeouts, that story calls
+// stray timeouts rather than a failure of a fix.
+const strayDrops = 3
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown variant"
+	}
+	return s
+}
