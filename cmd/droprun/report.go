@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -39,7 +40,10 @@ func formatNames() string {
 }
 
 func newReportCmd(s streams) *cobra.Command {
-	var format string
+	var (
+		format, out string
+		noFiles     bool
+	)
 	cmd := &cobra.Command{
 		Use:   "report RUN_DIR",
 		Short: "Rebuild a run's results from its raw data and print them",
@@ -52,14 +56,35 @@ bound its data supports ("0 in 45,000 requests: rate < 6.7e-5 at 95%"), not
 a bare zero. With several variants, each is compared with the first (rate
 ratio, Fisher's exact test).
 
-Formats: table (default), markdown, csv, json.`,
+Formats: table (default), markdown, csv, json.
+
+It also writes every output into RUN_DIR/report/ (or --out DIR; --no-files
+to skip): report.html, one self-contained page with the tables, the plots,
+the scenario and a "what this shows" per variant; report.md; summary.csv;
+report.json; and plots/, PNG and SVG:
+  variants.png                 drop rate per variant with 95% intervals
+  deletion-gaps.png            pod deletion → endpoint removal, per pod
+  since-deletion-ROW.png       failures against time since the nearest pod deletion
+  timeline-ROW-rN.png          per rollout: requests per 100 ms by class, with
+                               pod ready / deletion / endpoint removed / pod gone
+                               markers and, when recorded, the rig's own load
+The raw data is never modified.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			f, ok := report.Formats[format]
 			if !ok {
 				return usageError("--format %q: use one of %s", format, formatNames())
 			}
-			sum, err := loadRun(args[0])
+			var sum *run.Summary
+			var err error
+			if noFiles {
+				sum, err = loadRun(args[0])
+			} else {
+				if out == "" {
+					out = report.DefaultDir(args[0])
+				}
+				sum, err = writeReport(args[0], out, s.Err)
+			}
 			if err != nil {
 				return err
 			}
@@ -75,7 +100,22 @@ Formats: table (default), markdown, csv, json.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "output format: "+formatNames())
+	cmd.Flags().StringVar(&out, "out", "", "write report.html, plots and the other formats here (default RUN_DIR/report)")
+	cmd.Flags().BoolVar(&noFiles, "no-files", false, "only print; write no report files")
 	return cmd
+}
+
+// writeReport rebuilds a run's report files from its raw data; a
+// directory that is not a run is bad input (exit 2).
+func writeReport(runDir, out string, log io.Writer) (*run.Summary, error) {
+	if _, err := os.Stat(runDir); err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("run directory: %w", err)}
+	}
+	sum, err := report.Write(runDir, out, log)
+	if errors.Is(err, os.ErrNotExist) && sum == nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("%s is not a droprun run directory: %w", runDir, err)}
+	}
+	return sum, err
 }
 
 func newCheckCmd(s streams) *cobra.Command {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/report"
@@ -36,6 +38,7 @@ The run directory (results/<timestamp>-<scenario>/ by default) holds:
   summary.json            per variant: requests, drops, classes, rollouts, suspect flags
   metrics.prom            the live metrics' final values (Prometheus text format)
   scenario.yaml, run.log
+  report/                 report.html, plots and the other formats (droprun report)
 
 While it runs, droprun samples the rig itself every 250 ms (host CPU, CPU
 pressure, the client's and each node's CPU, how far behind schedule the client
@@ -68,11 +71,21 @@ are kept), 2 on bad usage.`,
 			o.Log = s.Err
 			o.Version = version
 			o.Testbed.ModuleDir, _ = findModuleRoot()
+			if o.Dir == "" {
+				o.Dir = run.DefaultDir(sc)
+			}
 			sum, err := run.Run(cmd.Context(), sc, o)
-			if sum != nil {
-				if rerr := report.Table(s.Out, sum); rerr != nil && err == nil {
-					err = rerr
-				}
+			if sum == nil {
+				return err
+			}
+			// The report files, rebuilt from the raw data like `droprun
+			// report` does; an interrupted run gets one too.
+			dir := o.Dir
+			if _, rerr := report.Write(dir, report.DefaultDir(dir), s.Err); rerr != nil {
+				fmt.Fprintf(s.Err, "warning: writing the report: %v (retry with `droprun report %s`)\n", rerr, dir)
+			}
+			if rerr := report.Table(s.Out, sum); rerr != nil && err == nil {
+				err = rerr
 			}
 			return err
 		},

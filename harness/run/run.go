@@ -53,12 +53,18 @@ type Options struct {
 	Pushgateway string
 }
 
+// DefaultDir is a new run directory for sc: <scenario output>/<UTC
+// timestamp>-<scenario name>.
+func DefaultDir(sc *scenario.Scenario) string {
+	return filepath.Join(sc.Output, time.Now().UTC().Format("20060102-150405")+"-"+sc.Metadata.Name)
+}
+
 func (o *Options) defaults(sc *scenario.Scenario) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
 	if o.Dir == "" {
-		o.Dir = filepath.Join(sc.Output, time.Now().UTC().Format("20060102-150405")+"-"+sc.Metadata.Name)
+		o.Dir = DefaultDir(sc)
 	}
 	if o.BaselineQuiet == 0 {
 		o.BaselineQuiet = 2 * time.Second
