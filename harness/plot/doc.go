@@ -48,7 +48,14 @@
 //     failures alone (on their own scale) below, and above them a lane per
 //     cluster event kind (new pod ready, pod deletion requested, endpoint
 //     removed, pod gone, rollout complete), which the panels also mark with
-//     vertical lines. Traffic outside the window is faded.
+//     vertical lines. Traffic outside the window is faded. When the run
+//     recorded rig samples (run.MarkRigSample) over the rollout's range, two
+//     thin panels about the rig follow on the same x axis: CPU pressure and
+//     host busy share in percent, and the traffic client's lag behind its
+//     schedule in seconds with traffic.MaxLagTolerance as a dashed line.
+//     A rollout whose run.RigSummary is Saturated says so in the rig panel,
+//     the title and the caption: its failures may be the machine's. Runs
+//     without rig samples get the figure without those panels, as before.
 //
 // ROW is the row name made file-safe ("the-trap/introducing" becomes
 // "the-trap-introducing"); names are unique within a run. Every class has

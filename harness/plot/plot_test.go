@@ -167,7 +167,7 @@ func TestMarkersAtTheirTime(t *testing.T) {
 		{Time: at(7.9), Kind: timeline.KindPodDeletionRequested, Pod: "x"}, // before the range
 		{Time: at(18.1), Kind: timeline.KindPodGone, Pod: "y"},             // after it
 	}
-	rd := newRolloutData("v", rs, events)
+	rd := newRolloutData("v", rs, events, nil)
 	want := []marker{
 		{timeline.KindPodReady, 1.25}, {timeline.KindPodDeletionRequested, 1.5},
 		{timeline.KindEndpointRemoved, 2.75}, {timeline.KindPodGone, 3}, {timeline.KindRolloutComplete, 4},
@@ -248,7 +248,7 @@ func checkImages(t *testing.T, f Figure, w, h vg.Length) {
 func TestTimelineFigureImages(t *testing.T) {
 	rs := run.RolloutSummary{N: 2, Start: at(0), Complete: at(5), WindowEnd: at(7),
 		Window: run.Tally{Requests: 700, Failures: 12}}
-	rd := newRolloutData("no-prestop", rs, []timeline.Event{{Time: at(2), Kind: timeline.KindPodDeletionRequested, Pod: "p"}})
+	rd := newRolloutData("no-prestop", rs, []timeline.Event{{Time: at(2), Kind: timeline.KindPodDeletionRequested, Pod: "p"}}, nil)
 	for k := range 900 {
 		c := traffic.Class2xx
 		if k >= 300 && k < 312 {
@@ -292,7 +292,7 @@ func TestEmptyRow(t *testing.T) {
 	if !strings.Contains(f.Caption, "no failed requests") {
 		t.Errorf("caption of a row without failures: %q", f.Caption)
 	}
-	f, err = timelineFigure(newRolloutData("empty", run.RolloutSummary{N: 1, Start: at(0)}, nil))
+	f, err = timelineFigure(newRolloutData("empty", run.RolloutSummary{N: 1, Start: at(0)}, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,15 @@ func TestBuildRunDir(t *testing.T) {
 	var names []string
 	for _, f := range figs {
 		names = append(names, f.Name)
-		checkImages(t, f, 0, 0)
+		if strings.HasPrefix(f.Name, "timeline-") {
+			// No rig samples: no rig panels.
+			checkImages(t, f, figWidth, timelineHeight)
+			if strings.Contains(f.Caption, "rig") {
+				t.Errorf("%s: caption mentions the rig: %q", f.Name, f.Caption)
+			}
+		} else {
+			checkImages(t, f, 0, 0)
+		}
 	}
 	want := []string{"variants", "deletion-gaps",
 		"since-deletion-alpha", "timeline-alpha-r1", "timeline-alpha-r2",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -109,10 +110,70 @@ func synthEvents() []synthEvent {
 	}
 }
 
+// synthRigSamples are rig samples (run.MarkRigSample) every 250 ms while
+// alpha's traffic runs (0–19 s), none while beta's does. The client keeps
+// up (2 ms behind) except in alpha's rollout 2, where it falls behind:
+// from 13.0 s its lag grows by 200 ms a sample to 800 ms at 14.0 s, then
+// it catches up by 14.5 s (alpha r2 is saturated, alpha r1 is not). CPU
+// pressure is 10%, 90% from 12.5 s to 14.5 s; the host is 60% busy, then
+// 100%.
+func synthRigSamples() []synthEvent {
+	var out []synthEvent
+	for k := 1; k <= 76; k++ {
+		t := float64(k) * 0.25
+		lag := 2.0
+		switch {
+		case t > 13 && t <= 14:
+			lag = 800 * (t - 13)
+		case t > 14 && t < 14.5:
+			lag = 800 - 1600*(t-14)
+		}
+		pressure, busy := 0.1, 0.6
+		if t > 12.5 && t <= 14.5 {
+			pressure, busy = 0.9, 1
+		}
+		out = append(out, synthEvent{t: t, kind: run.MarkRigSample, detail: map[string]string{
+			"interval_ms":  "250.0",
+			"host_busy":    strconv.FormatFloat(busy, 'f', 3, 64),
+			"cpu_pressure": strconv.FormatFloat(pressure, 'f', 3, 64),
+			"client_cpu":   "0.300",
+			"sched_max_ms": "0.5",
+			"lag_ms":       strconv.FormatFloat(lag, 'f', 1, 64),
+			"in_flight":    "3",
+			"nodes_cpu":    "droprun-control-plane=0.400,droprun-worker=0.100",
+		}})
+	}
+	return out
+}
+
 // writeSynthRun writes the synthetic run directory and returns it.
 func writeSynthRun(tb testing.TB) string {
 	tb.Helper()
+	return writeSynthRunEvents(tb, synthEvents())
+}
+
+// writeSynthRigRun writes the synthetic run directory with rig samples
+// (synthRigSamples) and returns it.
+func writeSynthRigRun(tb testing.TB) string {
+	tb.Helper()
+	return writeSynthRunEvents(tb, append(synthEvents(), synthRigSamples()...))
+}
+
+// writeSynthRunEvents writes the synthetic run directory with the given
+// events (written in time order) and returns it.
+func writeSynthRunEvents(tb testing.TB, events []synthEvent) string {
+	tb.Helper()
 	dir := tb.TempDir()
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b synthEvent) int {
+		switch {
+		case a.t < b.t:
+			return -1
+		case a.t > b.t:
+			return 1
+		}
+		return 0
+	})
 	if err := os.WriteFile(filepath.Join(dir, run.ScenarioFile), []byte(synthScenario), 0o644); err != nil {
 		tb.Fatal(err)
 	}
@@ -121,7 +182,7 @@ func writeSynthRun(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	enc := json.NewEncoder(ef)
-	for _, e := range synthEvents() {
+	for _, e := range events {
 		obj := ""
 		if e.pod != "" {
 			obj = "pod/" + e.pod

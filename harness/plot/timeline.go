@@ -19,9 +19,15 @@ import (
 // after its window's end a timeline shows.
 const timelinePad = 2 * time.Second
 
+// Timeline heights: without rig samples, and with the rig panels.
+const (
+	timelineHeight    = 7.5 * vg.Inch
+	timelineRigHeight = 10 * vg.Inch
+)
+
 // rolloutData is one rollout's timeline: its requests binned by the time
-// they were sent, relative to the rollout's start, and the cluster events
-// to mark.
+// they were sent, relative to the rollout's start, the cluster events to
+// mark, and the rig samples of its range.
 type rolloutData struct {
 	row     string // the variant row
 	rs      run.RolloutSummary
@@ -29,13 +35,17 @@ type rolloutData struct {
 	closed  bool          // the window was closed (rs.WindowEnd is set)
 	h       *hist         // offsets [-timelinePad, end+timelinePad)
 	markers []marker
+	rig     []rigSample // the samples covering the range (none: no rig panels)
 }
 
-// newRolloutData prepares the timeline of rollout rs of row.
-func newRolloutData(row string, rs run.RolloutSummary, events []timeline.Event) *rolloutData {
+// newRolloutData prepares the timeline of rollout rs of row. rig is every
+// rig sample of the run, in time order (rigSamples); the timeline keeps
+// those of its range, sharing rig's memory.
+func newRolloutData(row string, rs run.RolloutSummary, events []timeline.Event, rig []rigSample) *rolloutData {
 	rd := &rolloutData{row: row, rs: rs, end: windowEnd(rs).Sub(rs.Start), closed: !rs.WindowEnd.IsZero()}
 	rd.h = newHist(-timelinePad, rd.end+timelinePad)
 	from, to := rs.Start.Add(-timelinePad), rs.Start.Add(rd.end+timelinePad)
+	rd.rig = rigBetween(rig, from, to)
 	for _, e := range events {
 		if _, ok := markerStyles[e.Kind]; !ok || e.Time.Before(from) || e.Time.After(to) {
 			continue
@@ -52,6 +62,7 @@ func binTimelines(dir string, sum *run.Summary, events []timeline.Event) (map[st
 	out := map[string][]*rolloutData{}
 	byFile := map[string][]*rolloutData{}
 	var files []string
+	rig := rigSamples(events)
 	for _, row := range sum.Variants {
 		v := run.RowVariant(row.Variant)
 		if _, ok := byFile[v]; !ok {
@@ -59,7 +70,7 @@ func binTimelines(dir string, sum *run.Summary, events []timeline.Event) (map[st
 			byFile[v] = nil
 		}
 		for _, rs := range row.Rollouts {
-			rd := newRolloutData(row.Variant, rs, events)
+			rd := newRolloutData(row.Variant, rs, events, rig)
 			out[row.Variant] = append(out[row.Variant], rd)
 			byFile[v] = append(byFile[v], rd)
 		}
@@ -96,7 +107,9 @@ func binResults(path string, rds []*rolloutData) error {
 }
 
 // timelineFigure draws one rollout's timeline: all requests per 100 ms on
-// top, the failures alone below, with the cluster events marked.
+// top, the failures alone below, with the cluster events marked; and when
+// rig samples cover its range, the rig's CPU and the client's lag
+// behind schedule at the bottom.
 func timelineFigure(rd *rolloutData) (Figure, error) {
 	fig := Figure{
 		Name:    fmt.Sprintf("timeline-%s-r%d", fileSafe(rd.row), rd.rs.N),
@@ -116,10 +129,21 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	fig.Caption = fmt.Sprintf("Requests of %s's rollout %d per 100 ms, by the time they were sent and stacked by outcome: all requests on top, the failed ones alone below on their own scale. "+
 		"Vertical lines mark cluster events; the faded stretches are outside the rollout window (it opened at 0 s and %s), so their failures do not count as drops.",
 		rd.row, rd.rs.N, closed)
+	drawnTitle := fig.Title
+	if len(rd.rig) > 0 {
+		fig.Caption += fmt.Sprintf(" At the bottom, the rig (the machine that runs both the cluster and the traffic client), sampled about every %s: "+
+			"the share of the time some task waited for a CPU core (CPU pressure, shaded) and the share of the host's cores busy (line), then how far behind its schedule the client sent its latest request; "+
+			"beyond %s (the dashed line) the client cannot keep up, and the traffic it sends, and so what it measures, is no longer what was asked for.",
+			lagText(rigStep(rd.rig).Seconds()), lagText(traffic.MaxLagTolerance.Seconds()))
+	}
+	if sat := rigSaturation(rd.rs); sat != "" {
+		fig.Title += "; the rig was short of CPU"
+		fig.Caption = sat + " " + fig.Caption
+	}
 
 	xmin := -timelinePad.Seconds()
 	xmax := float64(rd.h.First+len(rd.h.Bins)) * BinWidth.Seconds()
-	events := newPlot(fig.Title, "", "")
+	events := newPlot(drawnTitle, "", "")
 	top := newPlot("", "", "all requests per 100 ms")
 	bottom := newPlot("", "seconds since the rollout started", "failed requests per 100 ms")
 	for _, p := range []*gplot.Plot{events, top, bottom} {
@@ -159,17 +183,34 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	leg.Add("")
 	markerLegend(&leg, rd.markers, markerKinds)
 
+	plots := []*gplot.Plot{events, top, bottom}
+	dataH := []vg.Length{1.1 * vg.Inch, 0, 0}
+	height := timelineHeight
+	var rig rigPanels
+	if len(rd.rig) > 0 {
+		// The failures panel hands its x axis label down to the rig's.
+		bottom.X.Label.Text = ""
+		bottom.X.Tick.Marker = unlabelled{secondTicks{}}
+		rig = newRigPanels(rd, xmin, xmax, fades)
+		plots = append(plots, rig.cpu, rig.lag)
+		dataH = append(dataH, 0.8*vg.Inch, 1.1*vg.Inch)
+		height = timelineRigHeight
+	}
+
 	paint := func(c draw.Canvas) {
-		plots, strip := splitLegend(c)
-		plots = draw.Crop(plots, vg.Points(4), 0, vg.Points(4), -vg.Points(6))
-		cs := stack(plots, []*gplot.Plot{events, top, bottom}, []vg.Length{1.1 * vg.Inch, 0, 0}, vg.Points(8))
-		events.Draw(cs[0])
-		top.Draw(cs[1])
-		bottom.Draw(cs[2])
+		plotArea, strip := splitLegend(c)
+		plotArea = draw.Crop(plotArea, vg.Points(4), 0, vg.Points(4), -vg.Points(6))
+		cs := stack(plotArea, plots, dataH, vg.Points(8))
+		for i, p := range plots {
+			p.Draw(cs[i])
+		}
 		drawLegend(leg, strip, top.DataCanvas(cs[1]).Max.Y)
+		if rig.cpu != nil {
+			drawLegend(rig.leg, strip, rig.cpu.DataCanvas(cs[3]).Max.Y)
+		}
 	}
 	var err error
-	fig.PNG, fig.SVG, err = render(figWidth, 7.5*vg.Inch, paint)
+	fig.PNG, fig.SVG, err = render(figWidth, height, paint)
 	return fig, err
 }
 

@@ -184,7 +184,7 @@ func schedMax(prev []uint64, h *metrics.Float64Histogram) time.Duration {
 const schedMetric = "/sched/latencies:seconds"
 
 func (s *Sampler) read() reading {
-	r := reading{t: time.Now()}
+	var r reading
 	r.cpu, r.cpuOK = readCPU(s.o.Proc + "/stat")
 	cpuSome, ok1 := readPSI(s.o.Proc + "/pressure/cpu")
 	ioSome, ok2 := readPSI(s.o.Proc + "/pressure/io")
@@ -208,6 +208,9 @@ func (s *Sampler) read() reading {
 		r.sched = h
 		r.schedBucketsN = append([]uint64(nil), h.Counts...)
 	}
+	// Stamped after the counters are read: a stall before this point
+	// lengthens the interval the counters cover, not the next one.
+	r.t = time.Now()
 	return r
 }
 
@@ -317,11 +320,14 @@ func CgroupCPUFile(root, id string) (string, error) {
 }
 
 // Detail renders a sample as the string map of a timeline event. Shares
-// and cores have three decimals, durations are in milliseconds.
+// and cores have three decimals, durations are in milliseconds; "at" is
+// the sample's own end time (the event's stamp can be later, when the
+// recorder was busy).
 func (s Sample) Detail() map[string]string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
 	d := map[string]string{
+		"at":           s.Time.UTC().Format(time.RFC3339Nano),
 		"interval_ms":  ms(s.Interval),
 		"host_busy":    f(s.HostBusy),
 		"host_softirq": f(s.HostSoftirq),

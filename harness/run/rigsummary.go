@@ -54,7 +54,10 @@ func rigSummary(events []timeline.Event, from, to time.Time) *RigSummary {
 	pressureN := 0
 	s.CPUPressureMax = -1
 	for _, e := range events {
-		if e.Kind != MarkRigSample || e.Time.Before(from) || e.Time.After(to) {
+		if e.Kind != MarkRigSample {
+			continue
+		}
+		if t := sampleTime(e); t.Before(from) || t.After(to) {
 			continue
 		}
 		s.Samples++
@@ -78,6 +81,15 @@ func rigSummary(events []timeline.Event, from, to time.Time) *RigSummary {
 	}
 	s.Saturated = s.ClientLagMax > traffic.MaxLagTolerance.Seconds()
 	return &s
+}
+
+// sampleTime is when a rig sample was taken: its own "at", or the event's
+// stamp for samples recorded without one.
+func sampleTime(e timeline.Event) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, e.Detail["at"]); err == nil {
+		return t
+	}
+	return e.Time
 }
 
 func detailFloat(d map[string]string, key string) float64 {

@@ -1,0 +1,466 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// rigSample is one rig sample (a run.MarkRigSample event), as much of it
+// as a timeline's rig panels draw.
+type rigSample struct {
+	// t is when the sample was taken (the end of its interval), interval
+	// how long that interval was.
+	t        time.Time
+	interval time.Duration
+	// lag is how far behind schedule the client sent its latest request
+	// when the sample was taken, in seconds.
+	lag float64
+	// pressure is the share of the CPU span (from t-interval to cpuEnd)
+	// in which some runnable task waited for a core, busy the share of the
+	// host's cores busy, both 0..1. pressure is -1 when the kernel does not
+	// report it; both are -1 for a sample with no CPU reading of its own
+	// (merged into the one before it, whose cpuEnd then reaches its t).
+	pressure, busy float64
+	cpuEnd         time.Time
+}
+
+// minCPUSpan is the shortest sample whose CPU shares stand on their own:
+// two jiffies at 100 Hz. A shorter one is merged into the one before.
+const minCPUSpan = 20 * time.Millisecond
+
+// defaultRigInterval is the sampling interval assumed for a sample that
+// does not say (the sampler's default).
+const defaultRigInterval = 250 * time.Millisecond
+
+// rigSamples picks the rig samples out of events, in time order. Runs
+// recorded before the sampler existed have none (nil).
+//
+// Two quirks of the recording are undone here. An event is stamped when
+// the recorder takes it (timeline.Recorder.Mark), which on a starved
+// machine can be seconds after the sample was taken, while the samples'
+// intervals chain exactly (each runs from the previous reading to its
+// own): so a sample was taken at the earlier of its stamp and the next
+// sample's start. And a reading takes its time before it reads the CPU
+// counters, so when the sampler stalls in between, the next sample finds
+// the counters where it left them: host_busy exactly 0 (not one jiffy
+// went by), and its share of the CPU belongs to the sample before, whose
+// counters ran on to the end of the stall. Such a sample is merged into
+// the one before it: its CPU span reaches on, and its pressure is the
+// time-weighted mean of both. So is a sample shorter than minCPUSpan,
+// whose host busy share (counted in jiffies) is mostly rounding; its busy
+// share is weighted in too.
+func rigSamples(events []timeline.Event) []rigSample {
+	var out []rigSample
+	anyBusy := false
+	for _, e := range events {
+		if e.Kind != run.MarkRigSample {
+			continue
+		}
+		s := rigSample{t: e.Time, interval: defaultRigInterval, pressure: -1}
+		num := func(key string) (float64, bool) {
+			v, err := strconv.ParseFloat(e.Detail[key], 64)
+			return v, err == nil
+		}
+		if v, ok := num("interval_ms"); ok && v > 0 {
+			s.interval = time.Duration(v * float64(time.Millisecond))
+		}
+		if v, ok := num("lag_ms"); ok && v > 0 {
+			s.lag = v / 1000
+		}
+		if v, ok := num("cpu_pressure"); ok {
+			s.pressure = min(max(v, 0), 1)
+		}
+		if v, ok := num("host_busy"); ok {
+			s.busy = min(max(v, 0), 1)
+		}
+		anyBusy = anyBusy || s.busy > 0
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(out, func(a, b rigSample) int { return a.t.Compare(b.t) })
+	for k := len(out) - 2; k >= 0; k-- {
+		if next := out[k+1].t.Add(-out[k+1].interval); next.Before(out[k].t) {
+			out[k].t = next
+		}
+	}
+	last := -1 // the latest sample with a CPU reading
+	for k := range out {
+		s := &out[k]
+		s.cpuEnd = s.t
+		if !anyBusy {
+			s.busy = -1 // the host's CPU was not read at all
+		}
+		stalled := s.busy == 0
+		merge := (stalled || s.interval < minCPUSpan) && last >= 0 &&
+			!s.t.Add(-s.interval).After(out[last].cpuEnd.Add(rigGap))
+		switch {
+		case !merge && stalled: // nothing before it to merge into
+			s.busy, s.pressure = -1, -1
+			continue
+		case !merge:
+			last = k
+			continue
+		}
+		prev := &out[last]
+		w0 := prev.cpuEnd.Sub(prev.t.Add(-prev.interval)).Seconds()
+		w1 := s.interval.Seconds()
+		mean := func(a, b float64) float64 { return (a*w0 + b*w1) / (w0 + w1) }
+		if prev.pressure >= 0 && s.pressure >= 0 {
+			prev.pressure = mean(prev.pressure, s.pressure)
+		}
+		if !stalled && prev.busy >= 0 && s.busy >= 0 {
+			prev.busy = mean(prev.busy, s.busy)
+		}
+		prev.cpuEnd = s.t
+		s.busy, s.pressure = -1, -1
+	}
+	return out
+}
+
+// rigBetween returns the samples of all (in time order) that cover part
+// of [from, to], sharing all's memory: those taken within it and the
+// first one after it, whose interval reaches back into it.
+func rigBetween(all []rigSample, from, to time.Time) []rigSample {
+	i, _ := slices.BinarySearchFunc(all, from, func(s rigSample, t time.Time) int { return s.t.Compare(t) })
+	j, _ := slices.BinarySearchFunc(all, to, func(s rigSample, t time.Time) int {
+		if s.t.After(t) {
+			return 1
+		}
+		return -1
+	})
+	if j < len(all) && all[j].t.Add(-all[j].interval).Before(to) {
+		j++
+	}
+	if i >= j {
+		return nil
+	}
+	return all[i:j:j]
+}
+
+// rigStep returns the typical time between the samples of ss (not
+// empty): their mean spacing, to 10 ms.
+func rigStep(ss []rigSample) time.Duration {
+	d := ss[0].interval
+	if len(ss) > 1 {
+		d = ss[len(ss)-1].t.Sub(ss[0].t) / time.Duration(len(ss)-1)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
+// maxLag returns the largest client lag in ss, in seconds.
+func maxLag(ss []rigSample) float64 {
+	m := 0.0
+	for _, s := range ss {
+		m = max(m, s.lag)
+	}
+	return m
+}
+
+// Getters of a sample's CPU shares, for rigSteps and anyValue.
+var (
+	pressureOf = func(s rigSample) float64 { return s.pressure }
+	busyOf     = func(s rigSample) float64 { return s.busy }
+)
+
+// anyValue reports whether some sample of ss has a value (not negative).
+func anyValue(ss []rigSample, value func(rigSample) float64) bool {
+	for _, s := range ss {
+		if value(s) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Rig panel styles: the CPU panel in greys (CPU pressure a filled area,
+// host busy a thin line over it), the client's lag a blue line over a
+// pale fill, its tolerance a dashed red line.
+var (
+	pressureFill  = hex("#bdbdbd")
+	busyStyle     = draw.LineStyle{Color: hex("#252525"), Width: vg.Points(1)}
+	lagFill       = hex("#c6dbef")
+	lagStyle      = draw.LineStyle{Color: hex("#08519c"), Width: vg.Points(1.5)}
+	toleranceLine = draw.LineStyle{Color: hex("#cb181d"), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
+	warningColor  = hex("#a50f15")
+)
+
+// rigGap is how far apart two samples may be, beyond the interval the
+// later one covers, for their lines to be joined: more, and the sampler
+// was not running in between (nothing is drawn there).
+const rigGap = 50 * time.Millisecond
+
+// rigRuns splits ss into stretches of contiguous samples: a sample that
+// starts more than rigGap after the one before ended starts a new one.
+func rigRuns(ss []rigSample) [][]rigSample {
+	var runs [][]rigSample
+	start := 0
+	for k := 1; k < len(ss); k++ {
+		if ss[k].t.Add(-ss[k].interval).After(ss[k-1].t.Add(rigGap)) {
+			runs = append(runs, ss[start:k])
+			start = k
+		}
+	}
+	if len(ss) > 0 {
+		runs = append(runs, ss[start:])
+	}
+	return runs
+}
+
+// rigSteps draws a share each sample holds over its CPU span (CPU
+// pressure or host busy), as steps, in percent: filled down to zero when
+// fill is set, else as a line. Samples without the value leave a gap. x
+// is seconds since t0.
+type rigSteps struct {
+	ss    []rigSample
+	t0    time.Time
+	value func(rigSample) float64 // 0..1; negative: none
+	fill  color.Color             // nil: a line in style
+	style draw.LineStyle
+}
+
+// steps returns the steps rigSteps draws, in data coordinates (x seconds,
+// y percent): per stretch of contiguous samples, two points per sample.
+func (r rigSteps) steps() [][]xy {
+	var out [][]xy
+	var cur []xy
+	var end time.Time
+	for _, s := range r.ss {
+		v := r.value(s)
+		if v < 0 {
+			continue
+		}
+		from := s.t.Add(-s.interval)
+		if len(cur) > 0 && from.After(end.Add(rigGap)) {
+			out, cur = append(out, cur), nil
+		}
+		cur = append(cur, xy{from.Sub(r.t0).Seconds(), 100 * v}, xy{s.cpuEnd.Sub(r.t0).Seconds(), 100 * v})
+		end = s.cpuEnd
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// Plot implements plot.Plotter.
+func (r rigSteps) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for _, l := range r.steps() {
+		pts := make([]vg.Point, len(l), len(l)+2)
+		for k, d := range l {
+			pts[k] = vg.Point{X: trX(d.x), Y: trY(d.y)}
+		}
+		if r.fill == nil {
+			for _, cl := range c.ClipLinesXY(pts) {
+				c.StrokeLines(r.style, cl)
+			}
+			continue
+		}
+		zero := trY(0)
+		pts = append(pts, vg.Point{X: pts[len(pts)-1].X, Y: zero}, vg.Point{X: pts[0].X, Y: zero})
+		if pts = c.ClipPolygonXY(pts); len(pts) > 0 {
+			c.FillPolygon(r.fill, pts)
+		}
+	}
+}
+
+// rigLag draws the client's lag behind schedule, in seconds, as a line
+// through the samples (each says how late the latest request went out
+// when it was taken), over a pale fill down to zero. x is seconds since
+// t0.
+type rigLag struct {
+	ss []rigSample
+	t0 time.Time
+}
+
+// points returns the lines rigLag draws, one per stretch of contiguous
+// samples, in data coordinates.
+func (r rigLag) points() [][]xy {
+	var out [][]xy
+	for _, ss := range rigRuns(r.ss) {
+		l := make([]xy, len(ss))
+		for k, s := range ss {
+			l[k] = xy{s.t.Sub(r.t0).Seconds(), s.lag}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// xy is a point in data coordinates.
+type xy struct{ x, y float64 }
+
+// Plot implements plot.Plotter.
+func (r rigLag) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for _, l := range r.points() {
+		pts := make([]vg.Point, len(l))
+		for k, d := range l {
+			pts[k] = vg.Point{X: trX(d.x), Y: trY(d.y)}
+		}
+		zero := trY(0)
+		area := append(slices.Clip(pts), vg.Point{X: pts[len(pts)-1].X, Y: zero}, vg.Point{X: pts[0].X, Y: zero})
+		if area = c.ClipPolygonXY(area); len(area) > 0 {
+			c.FillPolygon(lagFill, area)
+		}
+		for _, cl := range c.ClipLinesXY(pts) {
+			c.StrokeLines(lagStyle, cl)
+		}
+	}
+}
+
+// hline draws a horizontal line across the data area at y.
+type hline struct {
+	y     float64
+	style draw.LineStyle
+}
+
+// Plot implements plot.Plotter.
+func (h hline) Plot(c draw.Canvas, p *gplot.Plot) {
+	_, trY := p.Transforms(&c)
+	y := trY(h.y)
+	if y < c.Min.Y || y > c.Max.Y {
+		return
+	}
+	c.StrokeLine2(h.style, c.Min.X, y, c.Max.X, y)
+}
+
+// percentAxisTicks label a 0–100 % axis every 50, with minor ticks every
+// 25.
+var percentAxisTicks = gplot.ConstantTicks{
+	{Value: 0, Label: "0"}, {Value: 25}, {Value: 50, Label: "50"}, {Value: 75}, {Value: 100, Label: "100"},
+}
+
+// lagTicks label a seconds axis from 0 at a step of 1, 2.5 or 5 times a
+// power of ten that gives at most five labels (a thin panel; 0.25 s, the
+// lag tolerance, is a step on the axis of a client that kept up), with
+// five minor steps per step.
+type lagTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (lagTicks) Ticks(lo, hi float64) []gplot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	mag := math.Pow10(int(math.Floor(math.Log10((hi - lo) / 4))))
+	step := 10 * mag
+	for _, m := range []float64{1, 2.5, 5} {
+		if (hi-lo)/(m*mag) <= 4.5 {
+			step = m * mag
+			break
+		}
+	}
+	minor := step / 5
+	var ts []gplot.Tick
+	for k := math.Ceil(lo/minor - 1e-9); k*minor <= hi+1e-9; k++ {
+		v := k * minor
+		if v == 0 {
+			v = 0 // not -0
+		}
+		t := gplot.Tick{Value: v}
+		if r := math.Remainder(v, step); math.Abs(r) < minor/100 {
+			l := strconv.FormatFloat(v, 'f', 6, 64)
+			t.Label = strings.TrimSuffix(strings.TrimRight(l, "0"), ".")
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// rigSaturation says, for a caption, that the rig was short of CPU during
+// rs, or "" when it was not (or is not known).
+func rigSaturation(rs run.RolloutSummary) string {
+	if rs.Rig == nil || !rs.Rig.Saturated {
+		return ""
+	}
+	return fmt.Sprintf("The rig was short of CPU during this rollout: the client ran up to %s behind schedule; its failures may be the machine's, not the variant's.",
+		lagText(rs.Rig.ClientLagMax))
+}
+
+// lagText formats a lag in seconds: "12 ms", "250 ms", "1.5 s", "29.7 s".
+func lagText(s float64) string {
+	if ms := math.Round(s * 1000); ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", s)
+}
+
+// rigPanels are a timeline's two panels about the rig: its CPU (pressure
+// and busy share) and the client's lag behind schedule.
+type rigPanels struct {
+	cpu, lag *gplot.Plot
+	leg      gplot.Legend
+}
+
+// newRigPanels builds the rig panels of rd, over x from xmin to xmax
+// seconds (rd has rig samples).
+func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) rigPanels {
+	title := "the rig: the machine that runs the cluster and the traffic client"
+	if rd.rs.Rig != nil && rd.rs.Rig.Saturated {
+		title = fmt.Sprintf("the rig was short of CPU: the client ran up to %s behind schedule\n(its failures may be the machine's, not the variant's)",
+			lagText(rd.rs.Rig.ClientLagMax))
+	}
+	cpu := newPlot(title, "", "CPU, %")
+	cpu.Title.TextStyle.Font.Size = labelSize
+	if rd.rs.Rig != nil && rd.rs.Rig.Saturated {
+		cpu.Title.TextStyle.Color = warningColor
+	}
+	lag := newPlot("", "seconds since the rollout started", "client lag, s")
+	for _, p := range []*gplot.Plot{cpu, lag} {
+		p.X.Min, p.X.Max = xmin, xmax
+		p.Y.Min = 0
+		p.Y.Padding = 0
+	}
+	cpu.X.Tick.Marker = unlabelled{secondTicks{}}
+	lag.X.Tick.Marker = secondTicks{}
+	cpu.Y.Max = 105 // a busy line at 100% clears the panel's top
+	cpu.Y.Tick.Marker = percentAxisTicks
+	tol := traffic.MaxLagTolerance.Seconds()
+	lag.Y.Max = max(2*tol, maxLag(rd.rig)*1.08)
+	lag.Y.Tick.Marker = lagTicks{}
+
+	pressure, busy := anyValue(rd.rig, pressureOf), anyValue(rd.rig, busyOf)
+	t0 := rd.rs.Start
+	if pressure {
+		cpu.Add(rigSteps{ss: rd.rig, t0: t0, value: pressureOf, fill: pressureFill})
+	}
+	if busy {
+		cpu.Add(rigSteps{ss: rd.rig, t0: t0, value: busyOf, style: busyStyle})
+	}
+	cpu.Add(fades...)
+	cpu.Add(vlines(rd.markers))
+	if !pressure {
+		cpu.Add(note("the kernel does not report CPU pressure"))
+	}
+	lag.Add(rigLag{ss: rd.rig, t0: t0})
+	lag.Add(hline{tol, toleranceLine})
+	lag.Add(fades...)
+	lag.Add(vlines(rd.markers))
+
+	leg := newLegend()
+	if pressure {
+		leg.Add("CPU pressure", swatch{pressureFill})
+	}
+	if busy {
+		leg.Add("host CPU busy", lineThumb{busyStyle})
+	}
+	leg.Add("")
+	leg.Add("client lag behind schedule", lineThumb{lagStyle})
+	leg.Add(lagText(tol)+" lag tolerance", lineThumb{toleranceLine})
+	return rigPanels{cpu: cpu, lag: lag, leg: leg}
+}
