@@ -214,7 +214,7 @@ func TestIntegrationRunAllVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := itScenario(t, "variants: [{variant: no-prestop}]\n")
+	it := itScenario(t, "metadata: {name: it}\nvariants: [{variant: no-prestop}]\n")
 	sc.Cluster, sc.Namespace = it.Cluster, it.Namespace
 	testRun(t, sc)
 }
