@@ -25,12 +25,18 @@ const Conf = 0.95
 
 // Row is one variant row with its statistics.
 type Row struct {
-	Variant           string  `json:"variant"`
-	Rollouts          int     `json:"rollouts"`
-	RolloutsWithDrops int     `json:"rolloutsWithDrops"`
-	WindowRequests    uint64  `json:"windowRequests"`
-	Drops             uint64  `json:"drops"`
-	DropRate          float64 `json:"dropRate"`
+	Variant           string `json:"variant"`
+	Rollouts          int    `json:"rollouts"`
+	RolloutsWithDrops int    `json:"rolloutsWithDrops"`
+	// SaturatedRollouts ran on a machine short of CPU (see
+	// run.RigSummary); MeasurableDrops and MeasurableRequests tally the
+	// other rollouts' windows.
+	SaturatedRollouts  int     `json:"saturatedRollouts"`
+	MeasurableDrops    uint64  `json:"measurableDrops"`
+	MeasurableRequests uint64  `json:"measurableRequests"`
+	WindowRequests     uint64  `json:"windowRequests"`
+	Drops              uint64  `json:"drops"`
+	DropRate           float64 `json:"dropRate"`
 	// DropRateLo and DropRateHi are the 95% Wilson interval of DropRate.
 	DropRateLo float64 `json:"dropRateLo"`
 	DropRateHi float64 `json:"dropRateHi"`
@@ -59,7 +65,8 @@ func Rows(sum *run.Summary) []Row {
 		r := Row{Variant: v.Variant, Rollouts: len(v.Rollouts), RolloutsWithDrops: v.RolloutsWithDrops,
 			WindowRequests: v.WindowRequests, Drops: v.Drops, ControlFailures: v.Control.Failures, ControlRequests: v.Control.Requests,
 			ExpectedFloor: v.ExpectedFloor, TailFailures: v.Tail.Failures, AchievedRate: v.Client.AchievedRate, AskedRate: v.Client.AskedRate,
-			Classes: v.Classes, Suspect: v.Suspect}
+			Classes: v.Classes, Suspect: v.Suspect,
+			SaturatedRollouts: v.SaturatedRollouts, MeasurableDrops: v.Measurable.Failures, MeasurableRequests: v.Measurable.Requests}
 		w := stats.Wilson(v.Drops, v.WindowRequests, Conf)
 		r.DropRate, r.DropRateLo, r.DropRateHi = finite(w.Point), finite(w.Lo), finite(w.Hi)
 		if n := len(v.Rollouts); n > 0 {
@@ -89,10 +96,10 @@ func finite(x float64) float64 {
 func Table(w io.Writer, sum *run.Summary) error {
 	rows := Rows(sum)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tWINDOW REQ\tDROPS\tDROP RATE (95% CI)\tCONTROL\tFLOOR\tTAIL\tRATE\t")
+	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tSATURATED\tWINDOW REQ\tDROPS\tDROP RATE (95% CI)\tCONTROL\tFLOOR\tTAIL\tRATE\t")
 	for _, r := range rows {
 		c := r.cells()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Variant, c.Rollouts, c.WithDrops,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Variant, c.Rollouts, c.WithDrops, c.Saturated,
 			c.WindowRequests, c.Drops, c.RateCI, c.Control, c.Floor, c.Tail, c.Rate)
 	}
 	if err := tw.Flush(); err != nil {
@@ -101,6 +108,16 @@ func Table(w io.Writer, sum *run.Summary) error {
 	for _, r := range rows {
 		if c := r.cells(); r.Drops > 0 || c.Outcome != "" {
 			fmt.Fprintf(w, "%s: %s\n", r.Variant, c.Outcome)
+		}
+		if r.SaturatedRollouts > 0 {
+			fmt.Fprintf(w, "%s: %d of %d rollouts ran short of CPU; in the others: %d drops in %d requests\n",
+				r.Variant, r.SaturatedRollouts, r.Rollouts, r.MeasurableDrops, r.MeasurableRequests)
+		}
+	}
+	for _, v := range sum.Variants {
+		if sv := v.Server; sv != nil {
+			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; the pods answered %d 2xx (%d pods, %d with exit totals)\n",
+				v.Variant, sv.ClientSent, sv.ClientGot2xx, sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
 		}
 	}
 	for _, s := range sum.Suspect {
@@ -116,6 +133,9 @@ func Table(w io.Writer, sum *run.Summary) error {
 // and HTML all format their rows through it, so they never disagree.
 type cells struct {
 	Variant, Rollouts, WithDrops, WindowRequests, Drops string
+	// Saturated is "saturated/rollouts" when any rollout ran short of CPU,
+	// else "-".
+	Saturated string
 	// RateCI is the drop rate with its 95% interval, "-" without requests.
 	RateCI string
 	// Outcome is the failed classes with their counts, or for a row that
@@ -126,7 +146,11 @@ type cells struct {
 
 func (r Row) cells() cells {
 	u := func(x uint64) string { return strconv.FormatUint(x, 10) }
-	return cells{Variant: r.Variant, Rollouts: strconv.Itoa(r.Rollouts), WithDrops: strconv.Itoa(r.RolloutsWithDrops),
+	sat := "-"
+	if r.SaturatedRollouts > 0 {
+		sat = fmt.Sprintf("%d/%d", r.SaturatedRollouts, r.Rollouts)
+	}
+	return cells{Variant: r.Variant, Rollouts: strconv.Itoa(r.Rollouts), WithDrops: strconv.Itoa(r.RolloutsWithDrops), Saturated: sat,
 		WindowRequests: u(r.WindowRequests), Drops: u(r.Drops), RateCI: rateCI(r), Outcome: outcome(r),
 		Control: fmt.Sprintf("%d/%d", r.ControlFailures, r.ControlRequests), Floor: fmt.Sprintf("%.1f", r.ExpectedFloor),
 		Tail: u(r.TailFailures), Rate: fmt.Sprintf("%.0f/%.0f", r.AchievedRate, r.AskedRate)}
@@ -160,11 +184,11 @@ func classList(m map[traffic.Class]uint64) string {
 
 // Markdown writes the table as GitHub-flavoured Markdown.
 func Markdown(w io.Writer, sum *run.Summary) error {
-	fmt.Fprintf(w, "| variant | rollouts | with drops | window requests | drops | drop rate (95%% CI) | failed classes | control | floor | tail | rate |\n")
-	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| variant | rollouts | with drops | short of CPU | window requests | drops | drop rate (95%% CI) | failed classes | control | floor | tail | rate |\n")
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
 	for _, r := range Rows(sum) {
 		c := r.cells()
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Variant, c.Rollouts, c.WithDrops,
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Variant, c.Rollouts, c.WithDrops, c.Saturated,
 			c.WindowRequests, c.Drops, c.RateCI, c.Outcome, c.Control, c.Floor, c.Tail, c.Rate)
 	}
 	for _, s := range sum.Suspect {
@@ -177,14 +201,15 @@ func Markdown(w io.Writer, sum *run.Summary) error {
 }
 
 // CSVHeader is the stable column list of CSV; one column per outcome class
-// follows the fixed ones.
+// follows the fixed ones, then the saturation columns (added later, so
+// appended).
 func CSVHeader() []string {
 	h := []string{"variant", "rollouts", "rollouts_with_drops", "window_requests", "drops", "drop_rate", "drop_rate_lo95", "drop_rate_hi95",
 		"drops_per_rollout", "max_rollout_drops", "control_failures", "control_requests", "expected_floor", "tail_failures", "achieved_rate", "asked_rate"}
 	for _, c := range traffic.Classes() {
 		h = append(h, string(c))
 	}
-	return h
+	return append(h, "saturated_rollouts", "measurable_drops", "measurable_requests")
 }
 
 // CSV writes one line per row under CSVHeader.
@@ -202,6 +227,7 @@ func CSV(w io.Writer, sum *run.Summary) error {
 		for _, c := range traffic.Classes() {
 			rec = append(rec, u(r.Classes[c]))
 		}
+		rec = append(rec, strconv.Itoa(r.SaturatedRollouts), u(r.MeasurableDrops), u(r.MeasurableRequests))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}

@@ -91,3 +91,41 @@ func TestCompareVariants(t *testing.T) {
 		t.Errorf("verdicts %v", v)
 	}
 }
+
+// TestSaturatedAndServer: rollouts that ran short of CPU and the pods' own
+// counts show in the table, the Markdown and the CSV.
+func TestSaturatedAndServer(t *testing.T) {
+	sum := summary()
+	v := &sum.Variants[1]
+	v.SaturatedRollouts, v.Measurable = 1, run.Tally{Requests: 30000}
+	v.Server = &run.ServerView{ClientSent: 60000, ClientGot2xx: 59990, PodsAnswered2xx: 60001, Pods: 5, PodsFinal: 3}
+
+	var table, md, c bytes.Buffer
+	if err := Table(&table, sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SATURATED", "1/3",
+		"graceful-drain: 1 of 3 rollouts ran short of CPU; in the others: 0 drops in 30000 requests",
+		"graceful-drain: client sent 60000, got 59990 2xx; the pods answered 60001 2xx (5 pods, 3 with exit totals)"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := Markdown(&md, sum); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| short of CPU |") || !strings.Contains(md.String(), "| graceful-drain | 3 | 0 | 1/3 |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	if err := CSV(&c, sum); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&c).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(CSVHeader())
+	if got := recs[2][n-3:]; got[0] != "1" || got[1] != "0" || got[2] != "30000" {
+		t.Errorf("csv saturation columns %v", got)
+	}
+}
