@@ -52,7 +52,7 @@
 //     recorded rig samples (run.MarkRigSample) over the rollout's range, two
 //     thin panels about the rig follow on the same x axis: CPU pressure and
 //     host busy share in percent, and the traffic client's lag behind its
-//     schedule in seconds with traffic.MaxLagTolerance as a dashed line.
+//     schedule in seconds with run.SaturationLag as a dashed line.
 //     A rollout whose run.RigSummary is Saturated says so in the rig panel,
 //     the title and the caption: its failures may be the machine's. Runs
 //     without rig samples get the figure without those panels, as before.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/droprun/droprun/harness/run"
 	"github.com/droprun/droprun/harness/timeline"
-	"github.com/droprun/droprun/harness/traffic"
 )
 
 // rigSample is one rig sample (a run.MarkRigSample event), as much of it
@@ -430,7 +429,7 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 	lag.X.Tick.Marker = secondTicks{}
 	cpu.Y.Max = 105 // a busy line at 100% clears the panel's top
 	cpu.Y.Tick.Marker = percentAxisTicks
-	tol := traffic.MaxLagTolerance.Seconds()
+	tol := run.SaturationLag.Seconds()
 	lag.Y.Max = max(2*tol, maxLag(rd.rig)*1.08)
 	lag.Y.Tick.Marker = lagTicks{}
 

@@ -262,7 +262,7 @@ func pngHeight(t *testing.T, f Figure) float64 {
 
 // TestBuildRunDirRig builds the synthetic run with rig samples (alpha's
 // traffic only): alpha's timelines get the rig panels, beta's do not;
-// alpha's rollout 2, whose client fell 800 ms behind, says the rig was
+// alpha's rollout 2, whose client fell 1.6 s behind, says the rig was
 // short of CPU.
 func TestBuildRunDirRig(t *testing.T) {
 	dir := writeSynthRigRun(t)
@@ -297,7 +297,7 @@ func TestBuildRunDirRig(t *testing.T) {
 	}
 
 	r2 := byName["timeline-alpha-r2"]
-	const sat = "The rig was short of CPU during this rollout: the client ran up to 800 ms behind schedule; its failures may be the machine's, not the variant's."
+	const sat = "The rig was short of CPU during this rollout: the client ran up to 1.6 s behind schedule; its failures may be the machine's, not the variant's."
 	if !strings.HasPrefix(r2.Caption, sat) {
 		t.Errorf("caption of the saturated rollout: %q", r2.Caption)
 	}
@@ -344,8 +344,8 @@ func TestBuildRunDirRig(t *testing.T) {
 			t.Errorf("alpha rollout %d: lag line %v, want %v", rd.rs.N, lines[0], want)
 		}
 	}
-	if r := tls["alpha"][1]; maxLag(r.rig) != 0.8 || r.rs.Rig == nil || !r.rs.Rig.Saturated {
-		t.Errorf("alpha rollout 2: max lag %g, rig %+v; want 0.8, saturated", maxLag(r.rig), r.rs.Rig)
+	if r := tls["alpha"][1]; maxLag(r.rig) != 1.6 || r.rs.Rig == nil || !r.rs.Rig.Saturated {
+		t.Errorf("alpha rollout 2: max lag %g, rig %+v; want 1.6, saturated", maxLag(r.rig), r.rs.Rig)
 	}
 }
 

@@ -113,7 +113,7 @@ func synthEvents() []synthEvent {
 // synthRigSamples are rig samples (run.MarkRigSample) every 250 ms while
 // alpha's traffic runs (0–19 s), none while beta's does. The client keeps
 // up (2 ms behind) except in alpha's rollout 2, where it falls behind:
-// from 13.0 s its lag grows by 200 ms a sample to 800 ms at 14.0 s, then
+// from 13.0 s its lag grows by 400 ms a sample to 1.6 s at 14.0 s, then
 // it catches up by 14.5 s (alpha r2 is saturated, alpha r1 is not). CPU
 // pressure is 10%, 90% from 12.5 s to 14.5 s; the host is 60% busy, then
 // 100%.
@@ -124,9 +124,9 @@ func synthRigSamples() []synthEvent {
 		lag := 2.0
 		switch {
 		case t > 13 && t <= 14:
-			lag = 800 * (t - 13)
+			lag = 1600 * (t - 13)
 		case t > 14 && t < 14.5:
-			lag = 800 - 1600*(t-14)
+			lag = 1600 - 3200*(t-14)
 		}
 		pressure, busy := 0.1, 0.6
 		if t > 12.5 && t <= 14.5 {

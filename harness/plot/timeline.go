@@ -133,8 +133,8 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	if len(rd.rig) > 0 {
 		fig.Caption += fmt.Sprintf(" At the bottom, the rig (the machine that runs both the cluster and the traffic client), sampled about every %s: "+
 			"the share of the time some task waited for a CPU core (CPU pressure, shaded) and the share of the host's cores busy (line), then how far behind its schedule the client sent its latest request; "+
-			"beyond %s (the dashed line) the client cannot keep up, and the traffic it sends, and so what it measures, is no longer what was asked for.",
-			lagText(rigStep(rd.rig).Seconds()), lagText(traffic.MaxLagTolerance.Seconds()))
+			"beyond %s (the dashed line, half the request timeout) the machine stalled long enough to time requests out by itself, and the rollout is flagged as saturated.",
+			lagText(rigStep(rd.rig).Seconds()), lagText(run.SaturationLag.Seconds()))
 	}
 	if sat := rigSaturation(rd.rs); sat != "" {
 		fig.Title += "; the rig was short of CPU"
