@@ -42,8 +42,8 @@ The run directory (results/<timestamp>-<scenario>/ by default) holds:
 
 While it runs, droprun samples the rig itself every 250 ms (host CPU, CPU
 pressure, the client's and each node's CPU, how far behind schedule the client
-is) into events.jsonl. A rollout during which the client fell more than 250 ms
-behind schedule is flagged as saturated: its drops may be the machine's, not
+is) into events.jsonl. A rollout during which the client fell more than 1 s
+(half the request timeout) behind schedule is flagged as saturated: its drops may be the machine's, not
 the variant's, and the summary keeps them apart.
 
 With --metrics-addr, droprun serves its live view on /metrics (requests by
