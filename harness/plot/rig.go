@@ -387,8 +387,8 @@ func rigSaturation(rs run.RolloutSummary) string {
 	if rs.Rig == nil || !rs.Rig.Saturated {
 		return ""
 	}
-	return fmt.Sprintf("The rig was short of CPU during this rollout: the client ran up to %s behind schedule; its failures may be the machine's, not the variant's.",
-		lagText(rs.Rig.ClientLagMax))
+	return fmt.Sprintf("The rig was short of CPU during this rollout: the client ran up to %s behind schedule and its goroutines waited up to %s for a core; its failures may be the machine's, not the variant's.",
+		lagText(rs.Rig.ClientLagMax), lagText(rs.Rig.SchedMax))
 }
 
 // lagText formats a lag in seconds: "12 ms", "250 ms", "1.5 s", "29.7 s".

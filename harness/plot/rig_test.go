@@ -297,7 +297,7 @@ func TestBuildRunDirRig(t *testing.T) {
 	}
 
 	r2 := byName["timeline-alpha-r2"]
-	const sat = "The rig was short of CPU during this rollout: the client ran up to 1.6 s behind schedule; its failures may be the machine's, not the variant's."
+	const sat = "The rig was short of CPU during this rollout: the client ran up to 1.6 s behind schedule and its goroutines waited up to 1 ms for a core; its failures may be the machine's, not the variant's."
 	if !strings.HasPrefix(r2.Caption, sat) {
 		t.Errorf("caption of the saturated rollout: %q", r2.Caption)
 	}

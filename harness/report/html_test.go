@@ -378,7 +378,7 @@ func TestHTMLParsesAndHasEverything(t *testing.T) {
 		"median 2.7 s, 1.6–3.8 s over 2 pods",
 		"apiVersion: droprun/v1alpha1",
 		"graceful-drain drops less than no-prestop",
-		"Rig during the control", "client up to 0.01s behind schedule, host 55% busy",
+		"Rig during the control", "client up to 0.01s behind schedule, its goroutines up to",
 		"in 1 of 3 rollouts, so their slow or timed-out requests may be the rig's; the other rollouts' windows had 0 failures in 40,000 requests",
 		"short of CPU client up to 2.39s behind schedule",
 		"the pods answered 95,800 requests (95,790 2xx); the client sent 98,000 and got 95,750 2xx, counted from 8 pods, 7 with their exit totals, 1 not exact",

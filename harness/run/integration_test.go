@@ -276,11 +276,14 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		if !ok {
 			continue
 		}
-		if good.SaturatedRollouts > 0 {
-			t.Logf("%s: %d of %d rollouts saturated the rig; all drops %d, in measurable rollouts %d", name, good.SaturatedRollouts, len(good.Rollouts), good.Drops, good.Measurable.Failures)
+		t.Logf("%s: %d of %d rollouts saturated the rig; all drops %d, in measurable rollouts %d", name, good.SaturatedRollouts, len(good.Rollouts), good.Drops, good.Measurable.Failures)
+		if good.Drops*100 <= bad.Drops {
+			continue // clean, saturated rollouts included
 		}
+		// It dropped: that may only be excused by the rig being short of
+		// CPU, and enough rollouts must have been measurable to say so.
 		if 2*good.SaturatedRollouts > len(good.Rollouts) {
-			t.Errorf("%s: the rig was saturated in %d of %d rollouts: not a measurement", name, good.SaturatedRollouts, len(good.Rollouts))
+			t.Errorf("%s dropped %d, and the rig was saturated in %d of %d rollouts: not a measurement", name, good.Drops, good.SaturatedRollouts, len(good.Rollouts))
 		}
 		if good.Measurable.Failures*100 > bad.Drops {
 			t.Errorf("%s dropped %d in measurable rollouts, not 100 times less than no-prestop's %d", name, good.Measurable.Failures, bad.Drops)

@@ -8,12 +8,15 @@ import (
 	"github.com/droprun/droprun/harness/timeline"
 )
 
-// SaturationLag is how far behind schedule the client must fall for a
-// window to count as saturated. On the 2-core machine this project runs
-// on, the host is 80-100% busy all through a 1000 req/s run and the client
-// routinely falls 200-300 ms behind without any effect on the outcome;
-// what turns into spurious timeouts is a stall of a good share of the
-// 2 s request timeout. One second is half of it.
+// SaturationLag is the stall that makes a window saturated: the client
+// sending that far behind schedule, or its goroutines waiting that long
+// for a core. On the 2-core machine this project runs on, the host is
+// 80-100% busy all through a 1000 req/s run and the client routinely falls
+// 200-300 ms behind without any effect on the outcome; what turns into
+// spurious timeouts is a stall of a good share of the 2 s request timeout.
+// One second is half of it. A client whose goroutines cannot run for a
+// second cannot read the answers that arrived either: they time out on
+// its side although the pods answered them.
 const SaturationLag = time.Second
 
 // RigSummary is what the rig sampler (harness/rig) saw during one window:
@@ -34,8 +37,9 @@ type RigSummary struct {
 	// core, in seconds.
 	SchedMax float64 `json:"schedMaxSeconds"`
 	// Saturated is true when the client fell more than SaturationLag
-	// behind schedule: the machine was short of CPU, so slow or timed-out
-	// requests in this window may be the rig's and not the variant's.
+	// behind schedule or its goroutines waited that long for a core: the
+	// machine was short of CPU, so slow or timed-out requests in this
+	// window may be the rig's and not the variant's.
 	Saturated bool `json:"saturated"`
 }
 
@@ -48,8 +52,8 @@ func (s *RigSummary) String() string {
 	if s.CPUPressureMax >= 0 {
 		p = fmt.Sprintf("%.0f%% (max %.0f%%)", 100*s.CPUPressureMean, 100*s.CPUPressureMax)
 	}
-	return fmt.Sprintf("client up to %.2fs behind schedule, host %.0f%% busy, CPU pressure %s",
-		s.ClientLagMax, 100*s.HostBusyMean, p)
+	return fmt.Sprintf("client up to %.2fs behind schedule, its goroutines up to %.2fs waiting for a core, host %.0f%% busy, CPU pressure %s",
+		s.ClientLagMax, s.SchedMax, 100*s.HostBusyMean, p)
 }
 
 // rigSummary summarises the rig samples stamped within [from, to]; nil
@@ -85,7 +89,7 @@ func rigSummary(events []timeline.Event, from, to time.Time) *RigSummary {
 	if pressureN > 0 {
 		s.CPUPressureMean = pressure / float64(pressureN)
 	}
-	s.Saturated = s.ClientLagMax > SaturationLag.Seconds()
+	s.Saturated = s.ClientLagMax > SaturationLag.Seconds() || s.SchedMax > SaturationLag.Seconds()
 	return &s
 }
 

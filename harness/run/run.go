@@ -77,6 +77,9 @@ func (o *Options) defaults(sc *scenario.Scenario) {
 	}
 }
 
+// appScrapeEvery is how often the pods' own counters are scraped.
+const appScrapeEvery = 5 * time.Second
+
 // runner is one run in progress.
 type runner struct {
 	sc  *scenario.Scenario
@@ -193,7 +196,10 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 	}()
 	stopSampler := r.startRigSampler(ctx)
 	defer stopSampler()
-	app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, "app=web", r.out.App, appmetrics.Options{})
+	// Every 5 s, not every second: each scrape goes through the API server,
+	// and on a 2-core machine at 1000 req/s there is no CPU to spare. The
+	// exact final counts come from the pods' termination messages anyway.
+	app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, "app=web", r.out.App, appmetrics.Options{Interval: appScrapeEvery})
 	if err != nil {
 		return fmt.Errorf("starting the pods' metrics collection: %w", err)
 	}
@@ -422,11 +428,15 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 	return nil
 }
 
+// kubeProxyOptions polls each node's kube-proxy every 500 ms: it syncs at
+// most once a second (minSyncPeriod), so no sync is missed, and every poll
+// goes through the API server, which on a 2-core machine has no CPU to
+// spare.
 func (r *runner) kubeProxyOptions() timeline.KubeProxyOptions {
 	if r.tb.Kind == nil {
 		return timeline.KubeProxyOptions{}
 	}
-	return timeline.KubeProxyOptions{Interval: 250 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
+	return timeline.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
 }
 
 func (r *runner) clusterInfo(ctx context.Context) ClusterInfo {

@@ -222,11 +222,17 @@ func TestBuildRowsRig(t *testing.T) {
 		t.Errorf("saturated=%d drops=%d measurable=%+v", r.SaturatedRollouts, r.Drops, r.Measurable)
 	}
 	joined := strings.Join(r.Suspect, "\n")
-	if !strings.Contains(joined, "rollout 1: the rig was short of CPU (client up to 2.40s behind schedule") {
+	if !strings.Contains(joined, "rollout 1: the rig was short of CPU (client up to 2.40s behind schedule, its goroutines up to 0.01s waiting") {
 		t.Errorf("no per-rollout rig reason:\n%s", joined)
 	}
 	if strings.Contains(joined, traffic.LagSuspect) || len(r.Client.Suspect) != 0 {
 		t.Errorf("the attack-wide lag reason stayed:\n%s\nclient: %v", joined, r.Client.Suspect)
+	}
+
+	// A client whose goroutines waited over a second for a core is
+	// saturated too, even when it kept its schedule.
+	if rs := rigSummary([]timeline.Event{{Time: at(1), Kind: MarkRigSample, Detail: map[string]string{"lag_ms": "10.0", "sched_max_ms": "1342.2"}}}, at(0), at(2)); rs == nil || !rs.Saturated {
+		t.Errorf("a 1.3 s scheduler stall: %+v", rs)
 	}
 
 	// Without rig samples (older runs) nothing is flagged and the
