@@ -411,8 +411,8 @@ type rigPanels struct {
 func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) rigPanels {
 	title := "the rig: the machine that runs the cluster and the traffic client"
 	if rd.rs.Rig != nil && rd.rs.Rig.Saturated {
-		title = fmt.Sprintf("the rig was short of CPU: the client ran up to %s behind schedule\n(its failures may be the machine's, not the variant's)",
-			lagText(rd.rs.Rig.ClientLagMax))
+		title = fmt.Sprintf("the rig was short of CPU: the client ran up to %s behind schedule, its goroutines waited up to %s\n(its failures may be the machine's, not the variant's)",
+			lagText(rd.rs.Rig.ClientLagMax), lagText(rd.rs.Rig.SchedMax))
 	}
 	cpu := newPlot(title, "", "CPU, %")
 	cpu.Title.TextStyle.Font.Size = labelSize
