@@ -187,8 +187,12 @@ func serverView(dir string, p *plan, tl *Timeline) (*ServerView, error) {
 		return nil, fmt.Errorf("reading %s: %w", AppFile, err)
 	}
 	t := appmetrics.Totals(records, p.attackStart, p.appScraped)
-	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Pods: len(t.Pods), Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
+	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
 	for _, pod := range t.Pods {
+		if pod.Answered == 0 {
+			continue // another variant's pod, idle over this range
+		}
+		v.Pods++
 		if pod.Final {
 			v.PodsFinal++
 		}

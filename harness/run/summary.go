@@ -120,8 +120,9 @@ type ServerView struct {
 	// incomplete (see Uncertain).
 	PodsAnswered    int `json:"podsAnswered"`
 	PodsAnswered2xx int `json:"podsAnswered2xx"`
-	// Pods is the pods counted; PodsFinal those whose count ends with
-	// their own exit totals; Uncertain those whose count is not exact.
+	// Pods is the pods that answered the client; PodsFinal those whose
+	// count ends with their own exit totals; Uncertain the pods whose
+	// count is not exact.
 	Pods         int `json:"pods"`
 	PodsFinal    int `json:"podsFinal"`
 	Uncertain    int `json:"uncertain"`
