@@ -41,7 +41,7 @@ node-image: build ## build the kind node image offline (25-46 min cold on 2 core
 cluster: node-image ## create (or reuse) the 3-node kind cluster
 	$(BIN) cluster up
 
-demo: engine node-image ## the main job on a fresh machine: a kind cluster, then no-prestop vs graceful-drain under 1000 req/s
+demo: engine node-image ## the main job on a fresh machine: a kind cluster, then no-prestop vs graceful-drain under 500 req/s
 	$(BIN) run scenarios/demo.yaml
 
 clean: ## remove build output (never results/)
