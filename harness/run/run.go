@@ -251,6 +251,9 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 		URL: tb.TargetURL(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 	}
+	// The pods' counters just before traffic starts: the baseline the
+	// pods' view counts from (scrapes are 5 s apart otherwise).
+	r.app.ScrapeNow(ctx)
 	var sent, failed atomic.Uint64
 	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
 		r.metrics.Observe(v.Name, rec)
