@@ -77,8 +77,14 @@ func (o *Options) defaults(sc *scenario.Scenario) {
 	}
 }
 
-// appScrapeEvery is how often the pods' own counters are scraped.
-const appScrapeEvery = 5 * time.Second
+// appScrapeEvery is how often the pods' own counters are scraped, and
+// appScrapeTimeout how long one scrape may take: on a busy machine the API
+// server's proxy can take over a second, and a failed last scrape leaves a
+// pod's count up to appScrapeEvery old.
+const (
+	appScrapeEvery   = 5 * time.Second
+	appScrapeTimeout = 3 * time.Second
+)
 
 // runner is one run in progress.
 type runner struct {
@@ -199,7 +205,7 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 	// Every 5 s, not every second: each scrape goes through the API server,
 	// and on a 2-core machine at 1000 req/s there is no CPU to spare. The
 	// exact final counts come from the pods' termination messages anyway.
-	app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, "app=web", r.out.App, appmetrics.Options{Interval: appScrapeEvery})
+	app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, "app=web", r.out.App, appmetrics.Options{Interval: appScrapeEvery, Timeout: appScrapeTimeout})
 	if err != nil {
 		return fmt.Errorf("starting the pods' metrics collection: %w", err)
 	}
