@@ -186,7 +186,10 @@ func serverView(dir string, p *plan, tl *Timeline) (*ServerView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", AppFile, err)
 	}
-	t := appmetrics.Totals(records, p.attackStart, p.appScraped)
+	// The last scrape can be stamped a hair after the mark written when it
+	// returned; a second's margin takes it in (the next variant's pods
+	// answer nothing that early).
+	t := appmetrics.Totals(records, p.attackStart, p.appScraped.Add(time.Second))
 	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
 	for _, pod := range t.Pods {
 		if pod.Answered == 0 {
