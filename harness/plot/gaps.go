@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -117,17 +116,12 @@ func gapsFigure(sum *run.Summary, gaps map[string][]run.Gap) (Figure, error) {
 	p := newPlot(fig.Title, "seconds from the pod's deletion request to its endpoint's removal from the EndpointSlice", "")
 	p.X.Min, p.X.Max = notSeenX-0.6, math.Ceil(xmax+0.25)
 	p.X.Tick.Marker = gapTicks{}
-	n := len(rows)
-	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
-	var yt gplot.ConstantTicks
+	names := make([]string, len(rows))
 	for i, r := range rows {
-		yt = append(yt, gplot.Tick{Value: float64(n - 1 - i), Label: r.name})
+		names[i] = r.name
 	}
-	p.Y.Tick.Marker = yt
-	p.Y.Tick.Label.Font.Size = vg.Points(labelSize)
-	grid := plotter.NewGrid()
-	grid.Horizontal.Color = nil
-	grid.Vertical.Color = color.Gray{Y: 210}
+	n := len(rows)
+	grid := rowAxis(p, names, color.Gray{Y: 210})
 	sep := vlineAt{x: (notSeenX + 0) / 2, style: draw.LineStyle{Color: color.Gray{Y: 120}, Width: vg.Points(1)}}
 	p.Add(grid, sep, rows)
 

@@ -6,12 +6,13 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -265,17 +266,21 @@ func (countTicks) Ticks(min, max float64) []gplot.Tick {
 	return ts
 }
 
-// commas formats n with thousands separators: 61320 → "61,320".
-func commas(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
+// rowAxis lays p's y axis out as one row per name, the first at the top,
+// and returns a grid of vertical lines in gridColor for the caller to add.
+func rowAxis(p *gplot.Plot, names []string, gridColor color.Color) *plotter.Grid {
+	n := len(names)
+	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+	var yt gplot.ConstantTicks
+	for i, name := range names {
+		yt = append(yt, gplot.Tick{Value: float64(n - 1 - i), Label: name})
 	}
-	return b.String()
+	p.Y.Tick.Marker = yt
+	p.Y.Tick.Label.Font.Size = vg.Points(labelSize)
+	grid := plotter.NewGrid()
+	grid.Horizontal.Color = nil
+	grid.Vertical.Color = gridColor
+	return grid
 }
 
 // percent formats a share (0.0766) as a percentage with sensible digits.
@@ -306,5 +311,5 @@ func plural(n uint64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return commas(n) + " " + noun + "s"
+	return stats.FormatCount(n) + " " + noun + "s"
 }

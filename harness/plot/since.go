@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -83,7 +84,7 @@ func sinceFigure(sd *sinceData) (Figure, error) {
 			"the dotted lines mark how long each deleted pod's endpoint took to leave the EndpointSlice, so failures before them were sent while a terminating pod could still be listed as an endpoint.",
 			sd.row, plural(sd.drops, "failed request"))
 		if hidden > 0 {
-			fig.Caption += fmt.Sprintf(" %s of them, sent before their rollout deleted any pod, %s not shown.", commas(hidden), verb(hidden))
+			fig.Caption += fmt.Sprintf(" %s of them, sent before their rollout deleted any pod, %s not shown.", stats.FormatCount(hidden), verb(hidden))
 		}
 	}
 	if sd.tail > 0 {
@@ -118,9 +119,9 @@ func sinceFigure(sd *sinceData) (Figure, error) {
 	p.Add(markers)
 	switch {
 	case sd.drops == 0:
-		p.Add(note(fmt.Sprintf("no failed requests in %s rollout-window requests", commas(sd.windowRequests))))
+		p.Add(note(fmt.Sprintf("no failed requests in %s rollout-window requests", stats.FormatCount(sd.windowRequests))))
 	case shown == 0:
-		p.Add(note(fmt.Sprintf("all %s failures came before their rollout deleted any pod", commas(sd.drops))))
+		p.Add(note(fmt.Sprintf("all %s failures came before their rollout deleted any pod", stats.FormatCount(sd.drops))))
 	}
 
 	leg := newLegend()

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -117,7 +118,7 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	}
 	win := rd.rs.Window
 	fig.Title = fmt.Sprintf("%s, rollout %d: %s of %s window requests failed",
-		rd.row, rd.rs.N, commas(win.Failures), commas(win.Requests))
+		rd.row, rd.rs.N, stats.FormatCount(win.Failures), stats.FormatCount(win.Requests))
 	if win.Requests > 0 {
 		fig.Title += fmt.Sprintf(" (%s)", percent(float64(win.Failures)/float64(win.Requests)))
 	}

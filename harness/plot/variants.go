@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	gplot "gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -129,17 +128,12 @@ func variantsFigure(sum *run.Summary) (Figure, error) {
 	p.X.Scale = gplot.LogScale{}
 	p.X.Tick.Marker = percentTicks{}
 	p.X.Min, p.X.Max = xmin, 1
-	n := len(rows)
-	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
-	var yt gplot.ConstantTicks
+	names := make([]string, len(rows))
 	for i, r := range rows {
-		yt = append(yt, gplot.Tick{Value: float64(n - 1 - i), Label: r.name})
+		names[i] = r.name
 	}
-	p.Y.Tick.Marker = yt
-	p.Y.Tick.Label.Font.Size = vg.Points(labelSize)
-	grid := plotter.NewGrid()
-	grid.Horizontal.Color = nil
-	grid.Vertical.Color = color.Gray{Y: 200}
+	n := len(rows)
+	grid := rowAxis(p, names, color.Gray{Y: 200})
 	p.Add(grid, rows)
 
 	paint := func(c draw.Canvas) {
@@ -154,7 +148,7 @@ func variantsFigure(sum *run.Summary) (Figure, error) {
 		for i, r := range rows {
 			y := dc.Y(p.Y.Norm(float64(n - 1 - i)))
 			sty := textStyle(noteSize, draw.XLeft, draw.YCenter, color.Black)
-			line1 := fmt.Sprintf("%s / %s", commas(r.drops), commas(r.n))
+			line1 := fmt.Sprintf("%s / %s", stats.FormatCount(r.drops), stats.FormatCount(r.n))
 			if r.n > 0 && r.drops > 0 {
 				line1 += " = " + percent(float64(r.drops)/float64(r.n))
 			}

@@ -250,7 +250,7 @@ func buildPage(sum *run.Summary, in HTMLInput) (*htmlPage, error) {
 		case r.Drops == 0:
 			hv.Status, hv.StatusLabel = "clean", "dropped nothing"
 		default:
-			hv.Status, hv.StatusLabel = "drops", fmt.Sprintf("dropped %s", count(r.Drops))
+			hv.Status, hv.StatusLabel = "drops", fmt.Sprintf("dropped %s", stats.FormatCount(r.Drops))
 		}
 		_, later := byName[r.Variant+introducingSuffix]
 		hv.Observed, hv.Expect, hv.Why = story(r, v, later)
@@ -414,7 +414,7 @@ func classBar(r Row) []htmlSegment {
 	var segs []htmlSegment
 	for _, c := range failedClasses(r.Classes) {
 		n := r.Classes[c]
-		segs = append(segs, htmlSegment{Class: string(c), CSS: classCSS[c], N: count(n),
+		segs = append(segs, htmlSegment{Class: string(c), CSS: classCSS[c], N: stats.FormatCount(n),
 			Width: strconv.FormatFloat(100*float64(n)/float64(r.Drops), 'f', 2, 64) + "%"})
 	}
 	return segs
@@ -435,7 +435,7 @@ func failedClasses(m map[traffic.Class]uint64) []traffic.Class {
 
 func windowFacts(r Row, v run.VariantSummary) []htmlFact {
 	var f []htmlFact
-	control := fmt.Sprintf("%s in %s requests before the first rollout", plural64(v.Control.Failures, "failure", "failures"), count(v.Control.Requests))
+	control := fmt.Sprintf("%s in %s requests before the first rollout", plural64(v.Control.Failures, "failure", "failures"), stats.FormatCount(v.Control.Requests))
 	switch {
 	case v.Control.Requests == 0:
 		control = "none: nothing to compare the rollout windows with"
@@ -446,13 +446,13 @@ func windowFacts(r Row, v run.VariantSummary) []htmlFact {
 		control += ": a clean baseline"
 	}
 	f = append(f, htmlFact{"Control window", control})
-	tail := fmt.Sprintf("%s in %s requests after the windows closed", plural64(v.Tail.Failures, "failure", "failures"), count(v.Tail.Requests))
+	tail := fmt.Sprintf("%s in %s requests after the windows closed", plural64(v.Tail.Failures, "failure", "failures"), stats.FormatCount(v.Tail.Requests))
 	if v.Tail.Failures > 0 {
 		tail += fmt.Sprintf(" (%s): new connections still sent to a pod that was gone, reported apart from the drops", classList(v.Tail.Classes))
 	}
 	f = append(f, htmlFact{"Tail", tail})
 	if v.Outside.Requests > 0 {
-		f = append(f, htmlFact{"Outside every window", fmt.Sprintf("%s requests, %s", count(v.Outside.Requests), plural64(v.Outside.Failures, "failure", "failures"))})
+		f = append(f, htmlFact{"Outside every window", fmt.Sprintf("%s requests, %s", stats.FormatCount(v.Outside.Requests), plural64(v.Outside.Failures, "failure", "failures"))})
 	}
 	if v.ControlRig != nil {
 		f = append(f, htmlFact{"Rig during the control", v.ControlRig.String()})
@@ -460,11 +460,11 @@ func windowFacts(r Row, v run.VariantSummary) []htmlFact {
 	if v.SaturatedRollouts > 0 {
 		f = append(f, htmlFact{"Rig short of CPU", fmt.Sprintf("in %d of %d rollouts, so their slow or timed-out requests may be the rig's; "+
 			"the other rollouts' windows had %s in %s requests", v.SaturatedRollouts, len(v.Rollouts),
-			plural64(v.Measurable.Failures, "failure", "failures"), count(v.Measurable.Requests))})
+			plural64(v.Measurable.Failures, "failure", "failures"), stats.FormatCount(v.Measurable.Requests))})
 	}
 	if sv := v.Server; sv != nil {
 		pods := fmt.Sprintf("the pods answered %s requests (%s 2xx); the client sent %s and got %s 2xx",
-			count(uint64(max(sv.PodsAnswered, 0))), count(uint64(max(sv.PodsAnswered2xx, 0))), count(sv.ClientSent), count(sv.ClientGot2xx))
+			stats.FormatCount(uint64(max(sv.PodsAnswered, 0))), stats.FormatCount(uint64(max(sv.PodsAnswered2xx, 0))), stats.FormatCount(sv.ClientSent), stats.FormatCount(sv.ClientGot2xx))
 		pods += fmt.Sprintf(", counted from %s, %d with their exit totals", plural(sv.Pods, "pod", "pods"), sv.PodsFinal)
 		if sv.Uncertain > 0 {
 			pods += fmt.Sprintf(", %d not exact", sv.Uncertain)
@@ -491,7 +491,7 @@ func rolloutRows(v run.VariantSummary) []htmlRollout {
 	var out []htmlRollout
 	for _, r := range v.Rollouts {
 		hr := htmlRollout{N: strconv.Itoa(r.N), Measured: r.MeasuredVariant, Live: r.LiveTemplate, Duration: r.Duration,
-			Requests: count(r.Window.Requests), Drops: count(r.Window.Failures), Classes: classList(r.Window.Classes),
+			Requests: stats.FormatCount(r.Window.Requests), Drops: stats.FormatCount(r.Window.Failures), Classes: classList(r.Window.Classes),
 			Dropped: r.Window.Failures > 0, BaselineDirty: !r.BaselineClean}
 		if r.From != "" || r.To != "" {
 			hr.Versions = r.From + " → " + r.To
@@ -499,7 +499,7 @@ func rolloutRows(v run.VariantSummary) []htmlRollout {
 		if hr.Duration == "" {
 			hr.Duration = "did not complete"
 		}
-		hr.Tail = fmt.Sprintf("%s of %s", count(r.Tail.Failures), count(r.Tail.Requests))
+		hr.Tail = fmt.Sprintf("%s of %s", stats.FormatCount(r.Tail.Failures), stats.FormatCount(r.Tail.Requests))
 		if r.Tail.Failures > 0 {
 			hr.Tail += " (" + classList(r.Tail.Classes) + ")"
 		}
@@ -581,31 +581,18 @@ func secs(x float64) string {
 	return stats.FormatSig(x, 2) + " s"
 }
 
-// count formats n with thousands separators, as the bounds print counts.
-func count(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return count(uint64(max(n, 0))) + " " + many
+	return stats.FormatCount(uint64(max(n, 0))) + " " + many
 }
 
 func plural64(n uint64, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return count(n) + " " + many
+	return stats.FormatCount(n) + " " + many
 }
 
 // percent is part's share of whole, to two significant digits, never
@@ -729,10 +716,10 @@ func story(r Row, v run.VariantSummary, hasIntroducing bool) (observed, expect s
 		if r.Rollouts == 1 {
 			in = "its one rollout"
 		}
-		observed = fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s) in %s", count(r.Drops), count(r.WindowRequests),
+		observed = fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s) in %s", stats.FormatCount(r.Drops), stats.FormatCount(r.WindowRequests),
 			stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), in)
 		if r.RolloutsWithDrops > 1 {
-			observed += fmt.Sprintf(", at most %s in one", count(r.MaxRolloutDrops))
+			observed += fmt.Sprintf(", at most %s in one", stats.FormatCount(r.MaxRolloutDrops))
 		}
 		observed += "; " + mix(r) + "."
 	}
@@ -776,7 +763,7 @@ func story(r Row, v run.VariantSummary, hasIntroducing bool) (observed, expect s
 	}
 	if v.SaturatedRollouts > 0 && r.Drops > 0 {
 		e = append(e, fmt.Sprintf("%d of the %s ran while the rig was short of CPU; the others dropped %s of %s requests.",
-			v.SaturatedRollouts, plural(r.Rollouts, "rollout", "rollouts"), count(v.Measurable.Failures), count(v.Measurable.Requests)))
+			v.SaturatedRollouts, plural(r.Rollouts, "rollout", "rollouts"), stats.FormatCount(v.Measurable.Failures), stats.FormatCount(v.Measurable.Requests)))
 	}
 	if r.ExpectedFloor > 0 {
 		e = append(e, fmt.Sprintf("The control window's failure rate alone predicts about %s failures here.", stats.FormatSig(r.ExpectedFloor, 2)))

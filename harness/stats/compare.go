@@ -113,9 +113,9 @@ func Compare(a, b Counts, conf float64) Comparison {
 			had += " and " + strconv.Itoa(b.Rollouts)
 		}
 		need = fmt.Sprintf("about %s rollouts per variant would detect a 2x difference (this run had %s)",
-			formatCount(uint64(max(c.RolloutsNeeded, 0))), had)
+			FormatCount(uint64(max(c.RolloutsNeeded, 0))), had)
 	} else if n := RolloutsToDetect(pooled, DetectRatio, 1, alpha, DetectPower); n > 0 {
-		need = fmt.Sprintf("about %s requests per variant would detect a 2x difference", formatCount(uint64(n)))
+		need = fmt.Sprintf("about %s requests per variant would detect a 2x difference", FormatCount(uint64(n)))
 	}
 
 	switch {

@@ -76,8 +76,8 @@ func trimZeros(s string) string {
 	return strings.TrimSuffix(s, ".")
 }
 
-// formatCount formats n with thousands separators: 214000 → "214,000".
-func formatCount(n uint64) string {
+// FormatCount formats n with thousands separators: 214000 → "214,000".
+func FormatCount(n uint64) string {
 	s := strconv.FormatUint(n, 10)
 	var b strings.Builder
 	for i, r := range s {

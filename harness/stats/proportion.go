@@ -108,7 +108,7 @@ func ZeroBoundPhrase(n uint64, conf float64) string {
 	if n == 1 {
 		noun = "request"
 	}
-	head := "0 in " + formatCount(n) + " " + noun + ": "
+	head := "0 in " + FormatCount(n) + " " + noun + ": "
 	if n == 0 || !validConf(conf) {
 		return head + "rate unknown"
 	}

@@ -537,8 +537,8 @@ func TestFormatSig(t *testing.T) {
 			t.Errorf("FormatSig(%g, 2) = %q, want %q", tt.x, got, tt.want)
 		}
 	}
-	if got := formatCount(1234567); got != "1,234,567" {
-		t.Errorf("formatCount = %q", got)
+	if got := FormatCount(1234567); got != "1,234,567" {
+		t.Errorf("FormatCount = %q", got)
 	}
 	if got := formatPercent(0.95); got != "95%" {
 		t.Errorf("formatPercent = %q", got)
