@@ -50,7 +50,8 @@ With --metrics-addr, droprun serves its live view on /metrics (requests by
 variant and outcome class, latency, rollouts and their durations, the current
 phase); --pushgateway pushes the final values at the end, grouped by run id.
 
-The kind cluster is created (or reused) and deleted afterwards unless --keep.
+The kind cluster is reused when it exists (and then kept), or created and
+deleted afterwards unless --keep.
 With --kubeconfig the run uses an existing cluster instead; droprun works only
 in its own namespace there and refuses a non-kind context unless
 --allow-context names it.
@@ -92,7 +93,7 @@ are kept), 2 on bad usage.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "output-dir", "", "the run directory (default <scenario output>/<timestamp>-<name>); must not exist or be empty")
-	f.BoolVar(&o.Keep, "keep", false, "keep the kind cluster after the run")
+	f.BoolVar(&o.Keep, "keep", false, "keep the kind cluster after the run when the run created it (a cluster that existed before is always kept)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of kind")
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")

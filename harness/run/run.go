@@ -33,7 +33,8 @@ type Options struct {
 	Log io.Writer
 	// Testbed configures the cluster and images.
 	Testbed testbed.Options
-	// Keep leaves the kind cluster running after the run (the namespace
+	// Keep leaves a kind cluster that the run created running after the
+	// run (a cluster that existed before is never deleted; the namespace
 	// is always deleted).
 	Keep bool
 	// BaselineQuiet is how long the traffic must be failure-free before a
@@ -181,12 +182,17 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 		if terr := tb.Teardown(cctx); terr != nil {
 			fmt.Fprintf(r.log, "warning: deleting namespace %s: %v\n", sc.Namespace, terr)
 		}
-		if tb.Kind != nil && !r.o.Keep {
+		switch {
+		case tb.Kind == nil:
+		case tb.Cluster.Created && !r.o.Keep:
+			fmt.Fprintf(r.log, "deleting cluster %q (this run created it; --keep keeps it)\n", tb.Cluster.Name)
 			if derr := tb.Kind.Down(cctx, tb.Cluster.Name); derr != nil {
 				fmt.Fprintf(r.log, "warning: deleting cluster %s: %v\n", tb.Cluster.Name, derr)
 			}
-		} else if tb.Kind != nil {
+		case tb.Cluster.Created:
 			fmt.Fprintf(r.log, "cluster %q kept (--keep); delete it with `droprun cluster down --name %s`\n", tb.Cluster.Name, tb.Cluster.Name)
+		default:
+			fmt.Fprintf(r.log, "cluster %q kept: it existed before this run; delete it with `droprun cluster down --name %s`\n", tb.Cluster.Name, tb.Cluster.Name)
 		}
 	}()
 
