@@ -292,8 +292,10 @@ func (c *Collector) tick(ctx context.Context) {
 // ScrapeNow scrapes every followed pod whose app container is running
 // once, even one whose periodic scrape is under way, and returns when the
 // scrapes are done and recorded: a reading as fresh as the caller's
-// moment (the end of the traffic, say). ctx bounds it, as does
-// Options.Timeout. Stop does it once more before it returns.
+// moment (the end of the traffic, say). Every record so far is flushed to
+// the writer before it returns, so a reader of the file sees this reading.
+// ctx bounds it, as does Options.Timeout. Stop does it once more before it
+// returns.
 func (c *Collector) ScrapeNow(ctx context.Context) {
 	var wg sync.WaitGroup
 	c.mu.Lock()
@@ -302,6 +304,9 @@ func (c *Collector) ScrapeNow(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	wg.Wait()
+	c.mu.Lock()
+	c.flush()
+	c.mu.Unlock()
 }
 
 // launch starts a scrape, counted by wg, of every followed pod whose app

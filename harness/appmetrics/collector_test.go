@@ -326,7 +326,8 @@ func TestCollectorThroughAPIServer(t *testing.T) {
 	})
 	// An interval too long to tick again: the scrapes are the first tick's,
 	// ScrapeNow's and Stop's last one.
-	c, err := Start(context.Background(), client, ns, "app=web", &bytes.Buffer{}, Options{Interval: time.Hour})
+	var out bytes.Buffer
+	c, err := Start(context.Background(), client, ns, "app=web", &out, Options{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +335,11 @@ func TestCollectorThroughAPIServer(t *testing.T) {
 	c.ScrapeNow(context.Background())
 	if n := c.Stats().Scrapes; n != 2 {
 		t.Errorf("%d scrapes after ScrapeNow returned, want 2", n)
+	}
+	// A reader of the file sees ScrapeNow's reading at once (the run
+	// analyses the file right after it), not a flush interval later.
+	if onDisk, err := Read(bytes.NewReader(out.Bytes())); err != nil || len(onDisk) != 2 {
+		t.Errorf("%d records written when ScrapeNow returned (err %v), want 2", len(onDisk), err)
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -52,7 +54,21 @@ type Options struct {
 	// Pushgateway, when set, is a Pushgateway base URL the final metrics
 	// are pushed to at the end of the run, grouped by run id.
 	Pushgateway string
+	// ClientProcs is the process's GOMAXPROCS while the run lasts. 0 means
+	// DefaultClientProcs, unless the GOMAXPROCS environment variable is
+	// set; -1 leaves GOMAXPROCS alone. The previous value is restored when
+	// Run returns.
+	ClientProcs int
 }
+
+// DefaultClientProcs is the client's GOMAXPROCS during a run. On a 2-core
+// machine that also runs the cluster, one P costs the client about 20%
+// less CPU at 1000 new connections per second than two (measured here:
+// 0.54 cores instead of 0.68), because the Go runtime no longer wakes idle
+// threads for each ready goroutine, and every context switch is expensive
+// on a virtual machine. The CPU it saves is what the cluster needs to
+// start a pod during a rollout without starving the client.
+const DefaultClientProcs = 1
 
 // DefaultDir is a new run directory for sc: <scenario output>/<UTC
 // timestamp>-<scenario name>.
@@ -75,6 +91,9 @@ func (o *Options) defaults(sc *scenario.Scenario) {
 	}
 	if o.RolloutTimeout == 0 {
 		o.RolloutTimeout = 3 * time.Minute
+	}
+	if o.ClientProcs == 0 && os.Getenv("GOMAXPROCS") == "" {
+		o.ClientProcs = DefaultClientProcs
 	}
 }
 
@@ -117,6 +136,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error
 		return nil, err
 	}
 	defer out.Close()
+	if o.ClientProcs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.ClientProcs))
+	}
 	r := &runner{sc: sc, o: o, out: out, log: io.MultiWriter(o.Log, out.Log)}
 	r.o.Testbed.Log = r.log
 	if sc.Cluster.Kind != nil {
@@ -472,7 +494,8 @@ func (r *runner) trafficInfo() TrafficInfo {
 		method = "POST"
 	}
 	return TrafficInfo{URL: r.tb.TargetURL(), Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
-		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String()}
+		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
+		ClientProcs: runtime.GOMAXPROCS(0)}
 }
 
 // sleep waits d or until ctx is done. It times measurement windows; it is

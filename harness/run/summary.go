@@ -54,6 +54,8 @@ type TrafficInfo struct {
 	Settle    string `json:"settle"`
 	Control   string `json:"control"`
 	Between   string `json:"between"`
+	// ClientProcs is the client's GOMAXPROCS during the run.
+	ClientProcs int `json:"clientProcs,omitempty"`
 }
 
 // VariantSummary is one row: a variant's rollouts and what they dropped.
