@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/report"
+	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/run"
 	"github.com/droprun/droprun/harness/scenario"
 )
@@ -43,8 +44,15 @@ The run directory (results/<timestamp>-<scenario>/ by default) holds:
 While it runs, droprun samples the rig itself every 250 ms (host CPU, CPU
 pressure, the client's and each node's CPU, how far behind schedule the client
 is) into events.jsonl. A rollout during which the client fell more than 1 s
-(half the request timeout) behind schedule is flagged as saturated: its drops may be the machine's, not
+(half the request timeout) behind schedule, or its goroutines waited more than
+1 s for a core, is flagged as saturated: its drops may be the machine's, not
 the variant's, and the summary keeps them apart.
+
+The client and the cluster share the machine's cores. So that a node starting
+a pod does not starve the client, the run lowers the CPU weight of docker's
+containers (the kind nodes) to 256 while it lasts and puts it back at the end
+(--cluster-cpu-shares; -1 leaves it alone), and the client runs with
+GOMAXPROCS=1 unless GOMAXPROCS is set.
 
 With --metrics-addr, droprun serves its live view on /metrics (requests by
 variant and outcome class, latency, rollouts and their durations, the current
@@ -98,6 +106,7 @@ are kept), 2 on bad usage.`,
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address during the run, e.g. 127.0.0.1:9464")
+	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))
 	f.StringVar(&o.Pushgateway, "pushgateway", "", "push the final metrics to this Pushgateway base URL, e.g. http://127.0.0.1:9091")
 	return cmd
 }

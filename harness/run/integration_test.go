@@ -22,6 +22,7 @@ import (
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
@@ -246,6 +247,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	defer stopScraping()
 	go scrapeUntilRollout(scrapeCtx, "http://"+metricsAddr+"/metrics", sawRollout)
 
+	weight, weightErr := rig.FindDockerCPU("/sys/fs/cgroup")
 	sum, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
 		MetricsAddr: metricsAddr, Pushgateway: gateway.URL,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
@@ -257,6 +259,15 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	}
 	stopScraping()
 	checkMetrics(t, dir, sawRollout, pushed)
+	// The nodes' CPU weight was lowered for the run and is back now.
+	if weightErr == nil {
+		if sum.Cluster.CPUWeight == "" {
+			t.Errorf("the run did not lower the nodes' CPU weight (%s)", weight.File)
+		}
+		if after, err := rig.FindDockerCPU("/sys/fs/cgroup"); err != nil || after.Old != weight.Old {
+			t.Errorf("%s is %d after the run, was %d (%v)", weight.File, after.Old, weight.Old, err)
+		}
+	}
 	rows := map[string]VariantSummary{}
 	for _, v := range sum.Variants {
 		rows[v.Variant] = v

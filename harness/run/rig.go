@@ -50,6 +50,37 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
+// favorClient lowers the CPU weight of docker's containers (the kind
+// nodes) to Options.ClusterShares while the run lasts, so that a node
+// starting a pod does not starve the client (see rig.DefaultClusterShares),
+// and returns the function that puts the weight back. Where it cannot, it
+// says so and the run goes on: rollouts the client could not keep up with
+// are flagged anyway.
+func (r *runner) favorClient() (restore func()) {
+	d, err := rig.FindDockerCPU("/sys/fs/cgroup")
+	if err != nil {
+		fmt.Fprintf(r.log, "warning: the cluster keeps its CPU weight, so a pod start may starve the client: %v\n", err)
+		return func() {}
+	}
+	if d.Old == r.o.ClusterShares || (d.Default() == 100 && d.Old == max(1, r.o.ClusterShares*100/1024)) {
+		// Left so by a run that was killed before it could restore it.
+		fmt.Fprintf(r.log, "rig: %s is already %d (left by an interrupted run?); docker's default %d is restored after the run\n", d.File, d.Old, d.Default())
+		d.Old = d.Default()
+	}
+	v, err := d.Set(r.o.ClusterShares)
+	if err != nil {
+		fmt.Fprintf(r.log, "warning: the cluster keeps its CPU weight, so a pod start may starve the client: %v\n", err)
+		return func() {}
+	}
+	r.cpuWeight = fmt.Sprintf("%s %d→%d", d.File, d.Old, v)
+	fmt.Fprintf(r.log, "rig: the kind nodes' CPU weight is %d instead of %d while the run lasts (%s), so a node starting a pod does not starve the client\n", v, d.Old, d.File)
+	return func() {
+		if err := d.Restore(); err != nil {
+			fmt.Fprintf(r.log, "warning: %v\n", err)
+		}
+	}
+}
+
 // progress prints, every progressEvery, the requests and failures so far
 // of the variant being measured, until the returned stop is called.
 func (r *runner) progress(ctx context.Context, variant string, sent, failed *atomic.Uint64) (stop func()) {

@@ -18,6 +18,7 @@ import (
 	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
+	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
@@ -54,6 +55,11 @@ type Options struct {
 	// Pushgateway, when set, is a Pushgateway base URL the final metrics
 	// are pushed to at the end of the run, grouped by run id.
 	Pushgateway string
+	// ClusterShares is the CPU weight of docker's containers (the kind
+	// nodes) while the run lasts, in cgroup v1 cpu.shares units (see
+	// rig.DefaultClusterShares). 0 means rig.DefaultClusterShares; -1
+	// leaves the weight alone. Only for kind clusters.
+	ClusterShares int
 	// ClientProcs is the process's GOMAXPROCS while the run lasts. 0 means
 	// DefaultClientProcs, unless the GOMAXPROCS environment variable is
 	// set; -1 leaves GOMAXPROCS alone. The previous value is restored when
@@ -92,6 +98,9 @@ func (o *Options) defaults(sc *scenario.Scenario) {
 	if o.RolloutTimeout == 0 {
 		o.RolloutTimeout = 3 * time.Minute
 	}
+	if o.ClusterShares == 0 {
+		o.ClusterShares = rig.DefaultClusterShares
+	}
 	if o.ClientProcs == 0 && os.Getenv("GOMAXPROCS") == "" {
 		o.ClientProcs = DefaultClientProcs
 	}
@@ -114,6 +123,9 @@ type runner struct {
 	tb  *testbed.Testbed
 	rec *timeline.Recorder
 	log io.Writer
+	// cpuWeight says how the kind nodes' CPU weight was set for the run
+	// ("" when it was left alone).
+	cpuWeight string
 	// metrics is the live Prometheus view of the run.
 	metrics *metrics.Metrics
 	// app collects the pods' own request counters.
@@ -195,6 +207,9 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 		return err
 	}
 	r.tb = tb
+	if tb.Kind != nil && r.o.ClusterShares > 0 {
+		defer r.favorClient()()
+	}
 	sum.Cluster = r.clusterInfo(ctx)
 	sum.Traffic = r.trafficInfo()
 	defer func() {
@@ -477,7 +492,7 @@ func (r *runner) kubeProxyOptions() timeline.KubeProxyOptions {
 }
 
 func (r *runner) clusterInfo(ctx context.Context) ClusterInfo {
-	ci := ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version}
+	ci := ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
 	if k := r.sc.Cluster.Kind; k != nil {
 		ci.Nodes, ci.KubeProxyMode, ci.NodeImage = k.Nodes, k.KubeProxyMode, k.NodeImage
 	}

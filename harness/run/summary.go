@@ -40,6 +40,10 @@ type ClusterInfo struct {
 	NodeImage     string `json:"nodeImage,omitempty"`
 	Kubernetes    string `json:"kubernetes,omitempty"`
 	DroprunVer    string `json:"droprun"`
+	// CPUWeight says how the kind nodes' CPU weight was lowered for the
+	// run, e.g. "/sys/fs/cgroup/cpu/docker/cpu.shares 1024→256"; empty
+	// when it was left alone.
+	CPUWeight string `json:"cpuWeight,omitempty"`
 }
 
 // TrafficInfo is the traffic as configured.
