@@ -11,4 +11,9 @@
 // shutdown race. The samples, written into the run's timeline, let the
 // analysis tell the two apart: a rollout window in which the rig was
 // saturated is flagged, not silently counted as the variant's fault.
+//
+// It also keeps the rig from starving its own client: DockerCPU lowers the
+// CPU weight of docker's containers (the kind nodes) while a run lasts, so
+// that a node starting a pod, which takes a whole core for a second or
+// more, no longer takes it from the client (see DefaultClusterShares).
 package rig
