@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -102,5 +104,30 @@ func TestHelpTeaches(t *testing.T) {
 	out, _, code := runCLI(t, "render", "--help")
 	if code != 0 || !strings.Contains(out, "prestop-exec-distroless") || !strings.Contains(out, "Examples:") {
 		t.Errorf("render --help (exit %d):\n%s", code, out)
+	}
+}
+
+func TestInterruptedRunExits130(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := fmt.Errorf("variant no-prestop: %w", context.Canceled)
+	// Not cancelled: the error passes as it is.
+	if err := interrupted(ctx, runErr, "/tmp/r"); err != runErr {
+		t.Errorf("before cancellation: %v", err)
+	}
+	cancel()
+	var out strings.Builder
+	if code := exitCode(&out, interrupted(ctx, runErr, "/tmp/r")); code != 130 {
+		t.Errorf("exit code %d, want 130", code)
+	}
+	if !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "/tmp/r") {
+		t.Errorf("message %q should say it was interrupted and where the results are", out.String())
+	}
+	// A real error after the interruption stays an error.
+	other := errors.New("writing summary.json: disk full")
+	if err := interrupted(ctx, other, "/tmp/r"); err != other {
+		t.Errorf("another error became %v", err)
+	}
+	if err := interrupted(ctx, nil, "/tmp/r"); err != nil {
+		t.Errorf("a run that completed became %v", err)
 	}
 }

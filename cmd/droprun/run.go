@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -65,7 +67,9 @@ in its own namespace there and refuses a non-kind context unless
 --allow-context names it.
 
 Exit status: 0 when the run completed, 1 on error (the results recorded so far
-are kept), 2 on bad usage.`,
+are kept), 2 on bad usage, 130 when interrupted (Ctrl-C or SIGTERM: traffic
+stops, everything recorded so far is flushed and reported, the cluster is
+cleaned up as without the interruption).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := scenario.Load(args[0])
@@ -96,7 +100,7 @@ are kept), 2 on bad usage.`,
 			if rerr := report.Table(s.Out, sum); rerr != nil && err == nil {
 				err = rerr
 			}
-			return err
+			return interrupted(cmd.Context(), err, dir)
 		},
 	}
 	f := cmd.Flags()
@@ -109,4 +113,18 @@ are kept), 2 on bad usage.`,
 	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))
 	f.StringVar(&o.Pushgateway, "pushgateway", "", "push the final metrics to this Pushgateway base URL, e.g. http://127.0.0.1:9091")
 	return cmd
+}
+
+// exitInterrupted is the exit status of a run ended by Ctrl-C or SIGTERM,
+// as a shell reports a command killed by SIGINT.
+const exitInterrupted = 130
+
+// interrupted turns the error of a run that ctx's cancellation ended into
+// exit status 130 and says where its results are; other errors pass as they
+// are.
+func interrupted(ctx context.Context, err error, dir string) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: what was recorded until then is in %s (droprun report %s rebuilds the report)", dir, dir)}
 }

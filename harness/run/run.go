@@ -333,8 +333,9 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	}
 	statsJSON, _ := json.Marshal(stats)
 	r.rec.Mark(MarkTrafficStop, map[string]string{"variant": v.Name, "stats": string(statsJSON)})
-	// The pods' counters as of now, so the pods' view covers the traffic.
-	r.app.ScrapeNow(ctx)
+	// The pods' counters as of now, so the pods' view covers the traffic;
+	// after an interruption too (each scrape is bounded by its timeout).
+	r.app.ScrapeNow(context.WithoutCancel(ctx))
 	r.rec.Mark(MarkAppScraped, map[string]string{"variant": v.Name})
 	if runErr == nil {
 		runErr = stopErr
