@@ -56,14 +56,19 @@ func FindDockerCPU(root string) (DockerCPU, error) {
 		" (docker's systemd cgroup driver puts containers in system.slice, which droprun leaves alone)")
 }
 
-// Set writes shares, in cgroup v1 units, to the file: as is for
-// cpu.shares, scaled for cpu.weight (whose default 100 matches 1024). It
+// Units converts shares, in cgroup v1 units, to the file's: as is for
+// cpu.shares, scaled for cpu.weight (whose default 100 matches 1024).
+func (d DockerCPU) Units(shares int) int {
+	if strings.HasSuffix(d.File, "cpu.weight") {
+		return max(1, min(10000, shares*100/1024))
+	}
+	return shares
+}
+
+// Set writes shares, in cgroup v1 units, to the file (see Units). It
 // returns the value written.
 func (d DockerCPU) Set(shares int) (int, error) {
-	v := shares
-	if strings.HasSuffix(d.File, "cpu.weight") {
-		v = max(1, min(10000, shares*100/1024))
-	}
+	v := d.Units(shares)
 	if err := os.WriteFile(d.File, []byte(strconv.Itoa(v)), 0o644); err != nil {
 		return 0, fmt.Errorf("setting the docker containers' CPU weight: %w", err)
 	}

@@ -62,7 +62,7 @@ func (r *runner) favorClient() (restore func()) {
 		fmt.Fprintf(r.log, "warning: the cluster keeps its CPU weight, so a pod start may starve the client: %v\n", err)
 		return func() {}
 	}
-	if d.Old == r.o.ClusterShares || (d.Default() == 100 && d.Old == max(1, r.o.ClusterShares*100/1024)) {
+	if d.Old == d.Units(r.o.ClusterShares) {
 		// Left so by a run that was killed before it could restore it.
 		fmt.Fprintf(r.log, "rig: %s is already %d (left by an interrupted run?); docker's default %d is restored after the run\n", d.File, d.Old, d.Default())
 		d.Old = d.Default()
