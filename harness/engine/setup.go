@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // SetupOptions configure Setup. The zero value uses the standard paths.
@@ -428,28 +430,11 @@ func run(ctx context.Context, env []string, name string, args ...string) (string
 	return buf.String(), nil
 }
 
-// writeFileAtomic replaces path with data through a temporary file.
+// writeFileAtomic replaces path with data, created with perm, through a
+// temporary file (atomicfile).
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	return atomicfile.WriteFunc(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	})
 }

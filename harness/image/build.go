@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // BuildOptions says what Build compiles and where it writes the archive.
@@ -362,45 +364,37 @@ func (e *compileError) Error() string {
 
 func (e *compileError) Unwrap() error { return e.err }
 
-// writeArchive writes refs as a docker-save tarball to path through a
-// temporary file in the same directory, and returns the archive's size.
-func writeArchive(ctx context.Context, path string, refs map[name.Reference]v1.Image) (size int64, err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, fmt.Errorf("creating output directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return 0, fmt.Errorf("creating temporary archive: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+// writeArchive writes refs as a docker-save tarball to path atomically
+// (atomicfile: a temporary file in the same directory, renamed into
+// place), and returns the archive's size.
+func writeArchive(ctx context.Context, path string, refs map[name.Reference]v1.Image) (int64, error) {
+	var size int64
+	err := atomicfile.WriteFunc(path, 0o644, func(w io.Writer) error {
+		// MultiRefWrite is what tarball.MultiRefWriteToFile calls; writing
+		// through our own writer lets us honour ctx and count the bytes.
+		cw := &countingWriter{w: w}
+		if err := tarball.MultiRefWrite(refs, &ctxWriter{ctx: ctx, w: cw}); err != nil {
+			return err
 		}
-	}()
-	// MultiRefWrite is what tarball.MultiRefWriteToFile calls; writing to
-	// our own file lets us check Close, honour ctx and rename at the end.
-	if err := tarball.MultiRefWrite(refs, &ctxWriter{ctx: ctx, w: tmp}); err != nil {
+		size = cw.n
+		return nil
+	})
+	if err != nil {
 		return 0, fmt.Errorf("writing archive %s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return 0, fmt.Errorf("syncing archive %s: %w", path, err)
-	}
-	info, err := tmp.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("archive %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, fmt.Errorf("closing archive %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return 0, fmt.Errorf("archive %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return 0, fmt.Errorf("moving archive into place: %w", err)
-	}
-	return info.Size(), nil
+	return size, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // ctxWriter fails writes once ctx is done, so a cancelled Build stops

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/push"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // MetricsPath is where Serve serves the metrics.
@@ -146,33 +148,13 @@ func (m *Metrics) WriteFile(path string) error {
 			return fmt.Errorf("metrics: encoding %s for %s: %w", mf.GetName(), path, err)
 		}
 	}
-	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+	// Unlike atomicfile, which creates missing directories, WriteFile
+	// fails when path's directory does not exist.
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("metrics: writing %s: %w", path, err)
+	}
+	if err := atomicfile.Write(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("metrics: writing %s: %w", path, err)
 	}
 	return nil
-}
-
-// writeFileAtomic writes b to a temporary file in path's directory and
-// renames it to path.
-func writeFileAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

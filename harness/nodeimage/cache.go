@@ -69,42 +69,6 @@ func exists(dir string, names ...string) bool {
 	return true
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers never see a partial file.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return writeAtomic(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeAtomic streams the output of fill into path atomically.
-func writeAtomic(path string, perm os.FileMode, fill func(io.Writer) error) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := fill(f); err != nil {
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
 // moveInto renames each named file from src into dst (creating dst).
 func moveInto(src, dst string, names ...string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // goBuild describes the build of one component's binaries from the module
@@ -231,12 +233,12 @@ func (b goBuild) run(ctx context.Context, c cache, log io.Writer) (dir string, c
 	if old, err := os.ReadFile(filepath.Join(modDir, "go.mod")); err != nil || !bytes.Equal(old, []byte(gomod)) {
 		// go.mod changed (or is new): start its go.sum afresh too.
 		os.Remove(filepath.Join(modDir, "go.sum"))
-		if err := writeFileAtomic(filepath.Join(modDir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(modDir, "go.mod"), []byte(gomod)); err != nil {
 			return "", false, err
 		}
 	}
 	if b.mainGo != "" {
-		if err := writeFileAtomic(filepath.Join(modDir, "main.go"), []byte(b.mainGo), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(modDir, "main.go"), []byte(b.mainGo)); err != nil {
 			return "", false, err
 		}
 	}

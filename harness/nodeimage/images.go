@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // defaultPath is the PATH of every image: kubeadm's static pods and kind's
@@ -368,7 +370,7 @@ func writeImage(spec imageSpec, dst, tmp string) error {
 	img := empty.Image
 	for i, entries := range spec.layers {
 		lp := filepath.Join(tmp, fmt.Sprintf("layer-%d.tar", i))
-		if err := writeAtomic(lp, 0o644, func(w io.Writer) error { return writeLayer(w, entries) }); err != nil {
+		if err := atomicfile.WriteFunc(lp, 0o644, func(w io.Writer) error { return writeLayer(w, entries) }); err != nil {
 			return err
 		}
 		layer, err := tarball.LayerFromFile(lp, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
@@ -396,7 +398,7 @@ func writeImage(spec imageSpec, dst, tmp string) error {
 	if err != nil {
 		return fmt.Errorf("image name %q: %w", spec.ref, err)
 	}
-	return writeAtomic(dst, 0o644, func(w io.Writer) error { return tarball.Write(tag, img, w) })
+	return atomicfile.WriteFunc(dst, 0o644, func(w io.Writer) error { return tarball.Write(tag, img, w) })
 }
 
 // buildImages writes every preloaded image as a tarball in the cache, keyed

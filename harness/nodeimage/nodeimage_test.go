@@ -480,21 +480,6 @@ func TestFinalDockerfile(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "a", "b.txt")
-	must(t, writeFileAtomic(p, []byte("one"), 0o644))
-	must(t, writeFileAtomic(p, []byte("two"), 0o600))
-	b, _ := os.ReadFile(p)
-	fi, _ := os.Stat(p)
-	if string(b) != "two" || fi.Mode().Perm() != 0o600 {
-		t.Errorf("content %q mode %v", b, fi.Mode().Perm())
-	}
-	entries, _ := os.ReadDir(filepath.Dir(p))
-	if len(entries) != 1 {
-		t.Errorf("temporary files left: %v", entries)
-	}
-}
-
 func TestHashDirAndSourceDir(t *testing.T) {
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module github.com/droprun/droprun\n\ngo 1.26\n"), 0o644))
