@@ -2,9 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +34,19 @@ func TestKindConfig(t *testing.T) {
 			t.Errorf("node %d image %q: every node must name the image or kind pulls its default", i, n.Image)
 		}
 	}
-	pm := k.Nodes[0].ExtraPortMappings
-	if len(pm) != 2 || pm[0].HostPort != 31080 || pm[0].ContainerPort != 30080 || pm[0].ListenAddress != "127.0.0.1" || pm[1].HostPort != 31081 || pm[1].ContainerPort != 30081 {
-		t.Errorf("port mappings %+v", pm)
+	// Every node maps a web and a gateway port: node k at +2k.
+	for i, n := range k.Nodes {
+		pm := n.ExtraPortMappings
+		web, gw := int32(31080+2*i), int32(31081+2*i)
+		if len(pm) != 2 || pm[0].HostPort != web || pm[0].ContainerPort != 30080 || pm[0].ListenAddress != "127.0.0.1" || pm[0].Protocol != v1alpha4.PortMappingProtocolTCP ||
+			pm[1].HostPort != gw || pm[1].ContainerPort != 30081 || pm[1].ListenAddress != "127.0.0.1" {
+			t.Errorf("node %d port mappings %+v, want 127.0.0.1:%d→30080 and 127.0.0.1:%d→30081", i, pm, web, gw)
+		}
+	}
+	for i, n := range k.Nodes[1:] {
+		if len(n.Labels) != 0 {
+			t.Errorf("worker %d labels %v: only the control plane carries the config hash", i+1, n.Labels)
+		}
 	}
 	if k.Networking.KubeProxyMode != "nftables" {
 		t.Errorf("kube-proxy mode %q", k.Networking.KubeProxyMode)
@@ -55,14 +69,106 @@ func TestKindConfig(t *testing.T) {
 	}
 }
 
+// TestEntries: node k is named as kind names it and gets HostPort+2k and
+// GatewayHostPort+2k.
+func TestEntries(t *testing.T) {
+	c := Config{Name: "droprun", Nodes: 4, HostPort: 30080, GatewayHostPort: 30081}
+	want := []Entry{
+		{"droprun-control-plane", 30080, 30081},
+		{"droprun-worker", 30082, 30083},
+		{"droprun-worker2", 30084, 30085},
+		{"droprun-worker3", 30086, 30087},
+	}
+	if got := c.Entries(); !slices.Equal(got, want) {
+		t.Errorf("Entries() = %+v\nwant %+v", got, want)
+	}
+	c.Nodes = 1
+	if got := c.Entries(); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("1 node: %+v", got)
+	}
+	if got := (Config{}).Entries(); len(got) != 0 {
+		t.Errorf("0 nodes: %+v", got)
+	}
+}
+
+// TestNodeName: the names kind gives (its namer in
+// pkg/cluster/internal/providers/common numbers a role's second node 2).
+func TestNodeName(t *testing.T) {
+	for k, want := range map[int]string{0: "t-control-plane", 1: "t-worker", 2: "t-worker2", 10: "t-worker10"} {
+		if got := NodeName("t", k); got != want {
+			t.Errorf("NodeName(t, %d) = %q, want %q", k, got, want)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	got := testConfig.String()
+	for _, want := range []string{`"t": 3 node(s)`, "127.0.0.1:31080,31082,31084→30080 (web)", "127.0.0.1:31081,31083,31085→30081 (gateway)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("String() = %q, want it to contain %q", got, want)
+		}
+	}
+}
+
 func TestHashChangesWithConfig(t *testing.T) {
 	other := testConfig
 	other.Nodes = 2
 	if testConfig.Hash() == other.Hash() {
 		t.Error("different node counts gave the same hash")
 	}
+	other = testConfig
+	other.GatewayHostPort = 31091
+	if testConfig.Hash() == other.Hash() {
+		t.Error("different host ports gave the same hash")
+	}
 	if testConfig.Hash() != testConfig.Hash() || len(testConfig.Hash()) != 16 {
 		t.Error("hash is not stable")
+	}
+	// A cluster from before every node had host ports (only the control
+	// plane mapped them) carried the hash of the bare Config: it must
+	// not match, or that cluster would be reused.
+	b, _ := json.Marshal(testConfig)
+	sum := sha256.Sum256(b)
+	if old := hex.EncodeToString(sum[:])[:16]; testConfig.Hash() == old {
+		t.Error("the hash is the one of the single-mapping layout")
+	}
+}
+
+func labelled(name, hash string) *corev1.Node {
+	n := node(name, corev1.ConditionTrue)
+	if hash != "" {
+		n.Labels = map[string]string{LabelConfig: hash}
+	}
+	return n
+}
+
+// TestCheckMatches: a cluster is reused only with the same config hash, node
+// count and node names.
+func TestCheckMatches(t *testing.T) {
+	c := Config{Name: "t", Nodes: 2, KubeProxyMode: "iptables", NodeImage: "droprun/node:test", HostPort: 30080, GatewayHostPort: 30081}
+	tests := []struct {
+		name  string
+		nodes []runtime.Object
+		want  string // "" = matches
+	}{
+		{"same", []runtime.Object{labelled("t-control-plane", c.Hash()), labelled("t-worker", "")}, ""},
+		{"old hash", []runtime.Object{labelled("t-control-plane", "0123456789abcdef"), labelled("t-worker", "")}, `config "0123456789abcdef"`},
+		{"node count", []runtime.Object{labelled("t-control-plane", c.Hash())}, "(1 nodes"},
+		{"node names", []runtime.Object{labelled("t-control-plane", c.Hash()), labelled("other", "")}, "no node named t-worker"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkMatches(t.Context(), fake.NewClientset(tc.nodes...), c)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "droprun cluster down --name t") {
+				t.Errorf("err = %v, want it to contain %q and the fix", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
@@ -24,9 +26,46 @@ type Config struct {
 	// NodeImage is set on every node: kind's default is pinned by digest and
 	// would be pulled.
 	NodeImage string
-	// HostPort on 127.0.0.1 reaches the web Service's NodePort (30080);
-	// GatewayHostPort reaches the gateway's (30081).
+	// HostPort and GatewayHostPort are the 127.0.0.1 ports of node 0 (the
+	// control plane) for the web (30080) and gateway (30081) NodePorts;
+	// node k gets HostPort+2k and GatewayHostPort+2k (see Entries).
 	HostPort, GatewayHostPort int
+}
+
+// Entry is one node's way in from the host: the 127.0.0.1 ports mapped to
+// the web and gateway NodePorts on that node, so that load can enter the
+// cluster through every node, as a cloud load balancer spreads it.
+type Entry struct {
+	// Node is the kind node container name, which is also its Kubernetes
+	// node name.
+	Node string
+	// WebPort reaches the web NodePort (30080) on Node; GatewayPort the
+	// gateway's (30081).
+	WebPort, GatewayPort int
+}
+
+// NodeName returns the name kind gives node k of cluster name, in the
+// order of its config: <name>-control-plane for k = 0, then
+// <name>-worker, <name>-worker2, <name>-worker3... (kind's
+// common.MakeNodeNamer numbers a role's second node 2).
+func NodeName(name string, k int) string {
+	switch k {
+	case 0:
+		return name + "-control-plane"
+	case 1:
+		return name + "-worker"
+	}
+	return fmt.Sprintf("%s-worker%d", name, k)
+}
+
+// Entries returns every node's host ports, control plane first: node k
+// gets HostPort+2k (web) and GatewayHostPort+2k (gateway).
+func (c Config) Entries() []Entry {
+	out := make([]Entry, max(c.Nodes, 0))
+	for k := range out {
+		out[k] = Entry{Node: NodeName(c.Name, k), WebPort: c.HostPort + 2*k, GatewayPort: c.GatewayHostPort + 2*k}
+	}
+	return out
 }
 
 // FromScenario returns the cluster config of a defaulted scenario's kind
@@ -48,9 +87,12 @@ func FromScenario(k *scenario.KindCluster) Config {
 const LabelConfig = "droprun.dev/config"
 
 // Hash identifies a Config; two clusters with the same hash are
-// interchangeable for droprun.
+// interchangeable for droprun. It hashes the kind config c renders to
+// (without the label that carries the hash), so whatever changes the
+// cluster kind builds, such as the host port layout or a kubeadm patch,
+// changes the hash and keeps an older cluster from being reused.
 func (c Config) Hash() string {
-	b, _ := json.Marshal(c)
+	b, _ := json.Marshal(render(c, nil))
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -71,33 +113,51 @@ metricsBindAddress: 0.0.0.0:10249
 `
 
 // KindConfig renders c as kind's v1alpha4 cluster config: a control plane
-// that carries the host port mappings (a NodePort answers on every node) and
-// Nodes-1 workers, all on NodeImage.
+// that carries the config label and Nodes-1 workers, all on NodeImage,
+// each with its Entry's host ports mapped on 127.0.0.1.
 func KindConfig(c Config) *v1alpha4.Cluster {
-	cp := v1alpha4.Node{
-		Role:   v1alpha4.ControlPlaneRole,
-		Image:  c.NodeImage,
-		Labels: map[string]string{LabelConfig: c.Hash()},
-		ExtraPortMappings: []v1alpha4.PortMapping{
-			{ContainerPort: variant.WebNodePort, HostPort: int32(c.HostPort), ListenAddress: "127.0.0.1", Protocol: v1alpha4.PortMappingProtocolTCP},
-			{ContainerPort: variant.GatewayNodePort, HostPort: int32(c.GatewayHostPort), ListenAddress: "127.0.0.1", Protocol: v1alpha4.PortMappingProtocolTCP},
-		},
-	}
+	return render(c, map[string]string{LabelConfig: c.Hash()})
+}
+
+// render builds the kind config with cpLabels on the control plane.
+func render(c Config, cpLabels map[string]string) *v1alpha4.Cluster {
 	cfg := &v1alpha4.Cluster{
 		TypeMeta:             v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Name:                 c.Name,
-		Nodes:                []v1alpha4.Node{cp},
 		Networking:           v1alpha4.Networking{KubeProxyMode: v1alpha4.ProxyMode(c.KubeProxyMode)},
 		KubeadmConfigPatches: []string{kubeletPatch, kubeProxyPatch},
 	}
-	for range c.Nodes - 1 {
-		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole, Image: c.NodeImage})
+	for k, e := range c.Entries() {
+		n := v1alpha4.Node{
+			Role:  v1alpha4.WorkerRole,
+			Image: c.NodeImage,
+			ExtraPortMappings: []v1alpha4.PortMapping{
+				{ContainerPort: variant.WebNodePort, HostPort: int32(e.WebPort), ListenAddress: "127.0.0.1", Protocol: v1alpha4.PortMappingProtocolTCP},
+				{ContainerPort: variant.GatewayNodePort, HostPort: int32(e.GatewayPort), ListenAddress: "127.0.0.1", Protocol: v1alpha4.PortMappingProtocolTCP},
+			},
+		}
+		if k == 0 {
+			n.Role, n.Labels = v1alpha4.ControlPlaneRole, cpLabels
+		}
+		cfg.Nodes = append(cfg.Nodes, n)
 	}
 	return cfg
 }
 
 // String describes c in one line for progress output.
 func (c Config) String() string {
-	return fmt.Sprintf("%q: %d node(s), kube-proxy %s, image %s, 127.0.0.1:%d→30080, 127.0.0.1:%d→30081",
-		c.Name, c.Nodes, c.KubeProxyMode, c.NodeImage, c.HostPort, c.GatewayHostPort)
+	return fmt.Sprintf("%q: %d node(s), kube-proxy %s, image %s, %s",
+		c.Name, c.Nodes, c.KubeProxyMode, c.NodeImage, c.portsString())
+}
+
+// portsString describes the host port layout: "127.0.0.1:30080,30082,30084→30080
+// (web), 127.0.0.1:30081,30083,30085→30081 (gateway), one per node".
+func (c Config) portsString() string {
+	var web, gw []string
+	for _, e := range c.Entries() {
+		web = append(web, strconv.Itoa(e.WebPort))
+		gw = append(gw, strconv.Itoa(e.GatewayPort))
+	}
+	return fmt.Sprintf("127.0.0.1:%s→%d (web), 127.0.0.1:%s→%d (gateway), one per node",
+		strings.Join(web, ","), variant.WebNodePort, strings.Join(gw, ","), variant.GatewayNodePort)
 }

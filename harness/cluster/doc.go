@@ -3,9 +3,15 @@
 // binary), or an existing cluster the user names explicitly.
 //
 // A kind cluster is 1 control plane plus workers (3 nodes by default, like
-// the bookshop chapter's), on droprun's node image, with 127.0.0.1 host
-// ports mapped to the web (30080) and gateway (30081) NodePorts. Its
-// kubeconfig is written to droprun's own directory, never into
-// ~/.kube/config. kind's wait covers only the control plane and returns nil
-// on timeout, so Up waits for every node itself.
+// the bookshop chapter's), on droprun's node image. Every node has two
+// 127.0.0.1 host ports, one to the web NodePort (30080) and one to the
+// gateway's (30081): node k (0 = control plane, 1 = <name>-worker,
+// 2 = <name>-worker2...) gets HostPort+2k and GatewayHostPort+2k, by
+// default 30080/30081, 30082/30083, 30084/30085 (Config.Entries). Load can
+// then enter through every node, as a cloud load balancer with
+// externalTrafficPolicy: Cluster spreads it, instead of leaving one node's
+// kube-proxy to decide every request. Its kubeconfig is written to
+// droprun's own directory, never into ~/.kube/config. kind's wait covers
+// only the control plane and returns nil on timeout, so Up waits for every
+// node itself.
 package cluster

@@ -78,10 +78,11 @@ type KindCluster struct {
 	// NodeImage is the kind node image. Default: droprun's offline image.
 	NodeImage string `json:"nodeImage,omitempty"`
 	// HostPort is the port on 127.0.0.1 mapped to the web Service's
-	// NodePort 30080. Default 30080.
+	// NodePort 30080 on the control plane; node k (1 = first worker) gets
+	// HostPort+2k, so traffic can enter through every node. Default 30080.
 	HostPort int `json:"hostPort,omitempty"`
-	// GatewayHostPort is the port on 127.0.0.1 mapped to the gateway's
-	// NodePort 30081. Default 30081.
+	// GatewayHostPort is the same for the gateway's NodePort 30081: node k
+	// gets GatewayHostPort+2k. Default 30081.
 	GatewayHostPort int `json:"gatewayHostPort,omitempty"`
 }
 

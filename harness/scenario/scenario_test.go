@@ -179,3 +179,39 @@ variants:
 		t.Fatalf("shipped custom-app: %v", err)
 	}
 }
+
+// TestPortLayout: node k uses hostPort+2k and gatewayHostPort+2k; every one
+// must be a port and no web port may be a gateway port.
+func TestPortLayout(t *testing.T) {
+	tests := []struct {
+		nodes, web, gw int
+		want           string // "" = valid
+	}{
+		{3, 30080, 30081, ""},
+		{10, 30080, 30081, ""},
+		{3, 30081, 30080, ""},
+		{3, 30080, 30086, ""},
+		{3, 30086, 30080, ""},
+		{1, 30080, 30082, ""},
+		{3, 65531, 65530, ""},
+		{3, 30080, 30084, "cluster.kind.gatewayHostPort: 30084 collides with hostPort 30080: port 30084 would be node 2's web port and node 0's gateway port"},
+		{3, 30084, 30080, "cluster.kind.gatewayHostPort: 30080 collides with hostPort 30084: port 30084 would be node 0's web port and node 2's gateway port"},
+		{2, 30080, 30080, "port 30080 would be node 0's web port and node 0's gateway port"},
+		{3, 65530, 65533, "cluster.kind.gatewayHostPort: 65533 puts the host port of node 2 (of 3) at 65537, past 65535"},
+		{10, 65517, 65516, ""},
+		{10, 65518, 65517, "cluster.kind.hostPort: 65518 puts the host port of node 9 (of 10) at 65536, past 65535 (fix: node k uses hostPort+2k: use at most 65517 with 10 nodes)"},
+	}
+	for _, tc := range tests {
+		s := &Scenario{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: "ports"}, Variants: []Variant{{Variant: "no-prestop"}},
+			Cluster: Cluster{Kind: &KindCluster{Nodes: tc.nodes, HostPort: tc.web, GatewayHostPort: tc.gw}}}
+		s.Default()
+		var got []string
+		for _, fe := range s.Validate() {
+			got = append(got, fe.String())
+		}
+		all := strings.Join(got, "\n")
+		if tc.want == "" && len(got) > 0 || tc.want != "" && !strings.Contains(all, tc.want) {
+			t.Errorf("%d nodes, hostPort %d, gatewayHostPort %d: %q; want %q", tc.nodes, tc.web, tc.gw, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,8 +74,8 @@ func (s *Scenario) validateCluster(v *validator) {
 		}
 		checkPort(v, "cluster.kind.hostPort", k.HostPort)
 		checkPort(v, "cluster.kind.gatewayHostPort", k.GatewayHostPort)
-		if k.HostPort == k.GatewayHostPort {
-			v.add("cluster.kind.gatewayHostPort", fmt.Sprintf("is the same as hostPort (%d)", k.HostPort), "pick two different host ports")
+		if k.Nodes >= 1 && k.Nodes <= 10 {
+			checkPortLayout(v, k)
 		}
 	}
 	if e := c.Existing; e != nil {
@@ -94,6 +96,36 @@ func checkPort(v *validator, path string, p int) {
 	if p < 1 || p > 65535 {
 		v.add(path, fmt.Sprintf("%d is not a port", p), "use a free TCP port between 1024 and 65535")
 	}
+}
+
+// checkPortLayout checks the host ports of every node: node k (0 = control
+// plane) gets hostPort+2k (web) and gatewayHostPort+2k (gateway). They must
+// all be ports, and no web port may be a gateway port.
+func checkPortLayout(v *validator, k *KindCluster) {
+	last := 2 * (k.Nodes - 1)
+	for _, f := range []struct {
+		path string
+		base int
+	}{{"cluster.kind.hostPort", k.HostPort}, {"cluster.kind.gatewayHostPort", k.GatewayHostPort}} {
+		if f.base >= 1 && f.base <= 65535 && f.base+last > 65535 {
+			v.add(f.path, fmt.Sprintf("%d puts the host port of node %d (of %d) at %d, past 65535", f.base, k.Nodes-1, k.Nodes, f.base+last),
+				fmt.Sprintf("node k uses %s+2k: use at most %d with %d nodes", f.path[len("cluster.kind."):], 65535-last, k.Nodes))
+		}
+	}
+	// Web port of node i = gateway port of node j when the bases differ by
+	// an even amount smaller than 2×nodes.
+	d := k.GatewayHostPort - k.HostPort
+	if d%2 != 0 || d <= -2*k.Nodes || d >= 2*k.Nodes {
+		return
+	}
+	i, j := max(d/2, 0), max(-d/2, 0) // HostPort+2i == GatewayHostPort+2j
+	web, gw := make([]string, k.Nodes), make([]string, k.Nodes)
+	for n := range k.Nodes {
+		web[n], gw[n] = strconv.Itoa(k.HostPort+2*n), strconv.Itoa(k.GatewayHostPort+2*n)
+	}
+	v.add("cluster.kind.gatewayHostPort", fmt.Sprintf("%d collides with hostPort %d: port %d would be node %d's web port and node %d's gateway port (web ports %s, gateway ports %s)",
+		k.GatewayHostPort, k.HostPort, k.HostPort+2*i, i, j, strings.Join(web, ", "), strings.Join(gw, ", ")),
+		fmt.Sprintf("node k uses hostPort+2k and gatewayHostPort+2k: use gatewayHostPort %d (hostPort+1, the default layout) or one at least %d away from hostPort", k.HostPort+1, 2*k.Nodes))
 }
 
 func (s *Scenario) validateTraffic(v *validator) {

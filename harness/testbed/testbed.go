@@ -1,6 +1,7 @@
 // Package testbed prepares what a run measures: a cluster (kind, created
 // or reused, or an existing one), the app's images loaded into its nodes,
-// droprun's namespace, and a variant deployed and answering on 127.0.0.1.
+// droprun's namespace, and a variant deployed and answering on 127.0.0.1,
+// through the host ports of every node on kind (Targets).
 package testbed
 
 import (
@@ -11,12 +12,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // Options tune Prepare.
@@ -42,10 +45,13 @@ type Testbed struct {
 	Cluster  *cluster.Cluster
 	// Kind is set when the cluster is a kind cluster droprun manages.
 	Kind *cluster.Kind
-	// URL is where traffic goes: http://127.0.0.1:<port> for the web
-	// Service; GatewayURL for the gateway.
+	// URL is http://127.0.0.1:<port> for the web Service, GatewayURL the
+	// same for the gateway: the control plane's host ports on kind.
 	URL, GatewayURL string
-	log             io.Writer
+	// Entries are a kind cluster's host ports, one per node (see
+	// cluster.Config.Entries); nil for an existing cluster.
+	Entries []cluster.Entry
+	log     io.Writer
 }
 
 // Prepare brings up (or connects to) the scenario's cluster, loads the
@@ -85,6 +91,7 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 		tb.Cluster, tb.Kind = cl, k
 		tb.URL = fmt.Sprintf("http://127.0.0.1:%d", cfg.HostPort)
 		tb.GatewayURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.GatewayHostPort)
+		tb.Entries = cfg.Entries()
 		if err := tb.loadImages(ctx, o); err != nil {
 			return nil, err
 		}
@@ -150,12 +157,35 @@ func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) err
 	return nil
 }
 
-// TargetURL is the URL traffic is sent to, per the scenario's target.
-func (tb *Testbed) TargetURL() string {
-	if tb.Scenario.Traffic.Target == scenario.TargetGateway {
-		return tb.GatewayURL + tb.Scenario.Traffic.Path
+// Targets are the URLs traffic is sent to, per the scenario's target (the
+// web NodePort or the gateway) and path: on kind one per node, control
+// plane first, each named by its node; on an existing cluster the one URL
+// the user gave, with no node name.
+func (tb *Testbed) Targets() []traffic.Target {
+	sc := tb.Scenario
+	gateway := sc.Traffic.Target == scenario.TargetGateway
+	if len(tb.Entries) == 0 {
+		base := tb.URL
+		if gateway {
+			base = tb.GatewayURL
+		}
+		return []traffic.Target{{URL: base + sc.Traffic.Path}}
 	}
-	return tb.URL + tb.Scenario.Traffic.Path
+	out := make([]traffic.Target, len(tb.Entries))
+	for i, e := range tb.Entries {
+		port := e.WebPort
+		if gateway {
+			port = e.GatewayPort
+		}
+		out[i] = traffic.Target{Node: e.Node, URL: fmt.Sprintf("http://%s:%d%s", traffic.LoopbackHost, port, sc.Traffic.Path)}
+	}
+	return out
+}
+
+// TargetURL is the first of Targets (the control plane's, on kind), for
+// callers that want one URL.
+func (tb *Testbed) TargetURL() string {
+	return tb.Targets()[0].URL
 }
 
 // Answer is what one GET of the traffic URL returned.
@@ -166,29 +196,59 @@ type Answer struct {
 	Body    string
 }
 
-// WaitAnswering polls the traffic URL until it answers 200, which is the
-// last stage, "routed": kube-proxy on the node behind the host port has
-// rules for the Service.
+// WaitAnswering polls every one of Targets until each has answered 200,
+// which is the last stage, "routed": kube-proxy on every node behind a
+// host port has rules for the Service. It returns the first target's
+// answer.
 func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
-	var last error
+	targets := tb.Targets()
+	answers := make([]*Answer, len(targets))
+	last := make([]error, len(targets))
 	for {
-		a, err := get(ctx, client, tb.TargetURL())
-		if err == nil && a.Status == http.StatusOK {
-			return a, nil
+		waiting := 0
+		for i, t := range targets {
+			if answers[i] != nil {
+				continue
+			}
+			a, err := get(ctx, client, t.URL)
+			if err == nil && a.Status == http.StatusOK {
+				answers[i] = a
+				continue
+			}
+			if err == nil {
+				err = fmt.Errorf("status %d", a.Status)
+			}
+			if last[i] == nil || ctx.Err() == nil { // keep the cause, not the deadline
+				last[i] = err
+			}
+			waiting++
 		}
-		if err == nil {
-			err = fmt.Errorf("status %d", a.Status)
+		if waiting == 0 {
+			return answers[0], nil
 		}
-		last = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%s did not answer 200 within %s: %v", tb.TargetURL(), timeout, last)
+			var not []string
+			for i, t := range targets {
+				if answers[i] == nil {
+					not = append(not, fmt.Sprintf("%s (%s): %v", t.URL, nodeOrCluster(t.Node), last[i]))
+				}
+			}
+			return nil, fmt.Errorf("%d of %d target(s) did not answer 200 within %s: %s", len(not), len(targets), timeout, strings.Join(not, "; "))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// nodeOrCluster names a target's node for messages.
+func nodeOrCluster(node string) string {
+	if node == "" {
+		return "existing cluster"
+	}
+	return "node " + node
 }
 
 func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {

@@ -98,8 +98,9 @@ type Attack struct {
 	stats    Stats
 }
 
-// Start begins a constant-rate attack on cfg.URL that runs until Stop is
-// called or ctx is done, whichever comes first.
+// Start begins a constant-rate attack on cfg.URL, or round robin on
+// cfg.Targets, that runs until Stop is called or ctx is done, whichever
+// comes first.
 //
 // Every result is (1) encoded to out with vegeta's own gob encoder
 // (vegeta.NewEncoder), so `vegeta report` and `vegeta plot` read the file
@@ -115,9 +116,10 @@ type Attack struct {
 // however long the attack runs. If writing fails, the attack stops (a
 // measurement that is not on disk is lost) and Stop returns the error.
 //
-// The client sends only to cfg.URL: redirects are not followed (a 3xx is a
-// result of class ClassOther), no proxy is used, and its dialer refuses any
-// address but the URL's.
+// The client sends only to the target URLs: redirects are not followed (a
+// 3xx is a result of class ClassOther), no proxy is used, and its dialer
+// refuses any address but theirs. Each result keeps the URL it was sent to
+// (vegeta's Result.URL, Record.URL).
 func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (*Attack, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -129,7 +131,7 @@ func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record))
 		return nil, fmt.Errorf("traffic: Start: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	addr, err := targetAddr(cfg.URL)
+	addrs, err := cfg.addrs()
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +147,12 @@ func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record))
 	a.pacer = newPacer(cfg.Rate, cfg.MaxWorkers, &a.received)
 	a.atk = vegeta.NewAttacker(
 		// Client must come first: the options below modify the client it copies.
-		vegeta.Client(newClient(cfg, addr)),
+		vegeta.Client(newClient(cfg, addrs)),
 		vegeta.Redirects(vegeta.NoFollow),
 		vegeta.MaxWorkers(cfg.MaxWorkers),
 		vegeta.MaxBody(MaxBody),
 	)
-	targeter := vegeta.NewStaticTargeter(vegeta.Target{Method: cfg.Method(), URL: cfg.URL})
+	targeter := roundRobin(cfg.Method(), cfg.targetList())
 
 	a.start = time.Now()
 	a.cpu0, a.cpuOK = processCPU()
@@ -160,15 +162,26 @@ func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record))
 	return a, nil
 }
 
-// newClient returns the HTTP client of an attack on addr. It is what
+// roundRobin returns a targeter that hands out targets in turn, safe for
+// vegeta's concurrent workers: vegeta's static targeter, which cycles
+// with one atomic counter and never allocates.
+func roundRobin(method string, targets []Target) vegeta.Targeter {
+	tgts := make([]vegeta.Target, len(targets))
+	for i, t := range targets {
+		tgts[i] = vegeta.Target{Method: method, URL: t.URL}
+	}
+	return vegeta.NewStaticTargeter(tgts...)
+}
+
+// newClient returns the HTTP client of an attack on addrs. It is what
 // vegeta's own options KeepAlive, Timeout and Proxy would build, plus a
-// dialer that refuses every address but addr (vegeta's KeepAlive option
+// dialer that refuses every address but addrs (vegeta's KeepAlive option
 // would replace a guarded dialer with its own, so the client is built here).
-func newClient(cfg Config, addr string) *http.Client {
+func newClient(cfg Config, addrs []string) *http.Client {
 	dialer := &net.Dialer{}
 	tr := &http.Transport{
-		Proxy:              nil, // never a proxy: the load goes to addr and nowhere else
-		DialContext:        guardDial(dialer.DialContext, addr),
+		Proxy:              nil, // never a proxy: the load goes to addrs and nowhere else
+		DialContext:        guardDial(dialer.DialContext, addrs),
 		DisableKeepAlives:  !cfg.KeepAlive,
 		DisableCompression: true,
 		MaxIdleConns:       int(min(cfg.MaxWorkers, 1<<20)),

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,7 +75,7 @@ func attackUntil(t *testing.T, cfg Config, n int) ([]Record, Stats, []byte) {
 // monotonic reading).
 func sameRecord(a, b Record) bool {
 	return a.Seq == b.Seq && a.Time.Equal(b.Time) && a.Latency == b.Latency && a.Code == b.Code &&
-		a.Class == b.Class && a.Error == b.Error && a.Pod == b.Pod
+		a.Class == b.Class && a.Error == b.Error && a.Pod == b.Pod && a.URL == b.URL
 }
 
 func TestAttackRecordsEveryResult(t *testing.T) {
@@ -148,8 +150,8 @@ func TestAttackRecordsEveryResult(t *testing.T) {
 		if !sameRecord(r, observed[i]) {
 			t.Fatalf("result %d: file %+v, observed %+v", i, r, observed[i])
 		}
-		if r.Pod != "pod-a" {
-			t.Fatalf("result %d: Pod = %q, want pod-a", i, r.Pod)
+		if r.Pod != "pod-a" || r.URL != srv.URL+"/version" {
+			t.Fatalf("result %d: Pod = %q, URL = %q; want pod-a, %s/version", i, r.Pod, r.URL, srv.URL)
 		}
 		if seen[r.Seq] {
 			t.Fatalf("result %d: duplicate seq %d", i, r.Seq)
@@ -401,6 +403,16 @@ func TestConfigValidate(t *testing.T) {
 		{"rate 0", Config{URL: "http://127.0.0.1:30080/"}, "Config.Rate 0: must be > 0"},
 		{"rate negative", Config{URL: "http://127.0.0.1:30080/", Rate: -5}, "Config.Rate -5"},
 		{"timeout negative", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Timeout: -time.Second}, "Config.Timeout -1s"},
+		{"targets", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/version"}, {"w", "http://127.0.0.1:30082/version"}}, Rate: 1}, ""},
+		{"targets, one port with two paths", Config{Targets: []Target{{"", "http://127.0.0.1:30080/a"}, {"", "http://127.0.0.1:30080/b"}}, Rate: 1}, ""},
+		{"targets, one private", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/"}, {"w", "http://172.18.0.3:30080/"}}, Rate: 1},
+			`Config.Targets[1].URL "http://172.18.0.3:30080/": ` + refusal},
+		{"targets, one localhost", Config{Targets: []Target{{"cp", "http://localhost:30080/"}}, Rate: 1}, "Config.Targets[0].URL"},
+		{"targets, one https", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/"}, {"w", "https://127.0.0.1:30082/"}}, Rate: 1}, "Config.Targets[1].URL \"https://127.0.0.1:30082/\": scheme must be http"},
+		{"targets, one without a port", Config{Targets: []Target{{"cp", "http://127.0.0.1/"}}, Rate: 1}, "explicit port"},
+		{"targets, duplicate", Config{Targets: []Target{{"a", "http://127.0.0.1:30080/"}, {"b", "http://127.0.0.1:30082/"}, {"c", "http://127.0.0.1:30080/"}}, Rate: 1},
+			"Config.Targets[2].URL \"http://127.0.0.1:30080/\" is also Targets[0]'s"},
+		{"URL and targets", Config{URL: "http://127.0.0.1:30080/", Targets: []Target{{"cp", "http://127.0.0.1:30082/"}}, Rate: 1}, "both set: set one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -471,9 +483,9 @@ func encodeResults(t testing.TB, results ...vegeta.Result) []byte {
 func sampleResults() []vegeta.Result {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	return []vegeta.Result{
-		{Seq: 0, Code: 200, Timestamp: t0, Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-a"}, "Date": {"x"}}, Body: []byte("ok")},
-		{Seq: 1, Code: 0, Timestamp: t0.Add(time.Millisecond), Latency: 2 * time.Millisecond, Error: "dial tcp 127.0.0.1:30080: connect: connection refused"},
-		{Seq: 2, Code: 502, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, Error: "502 Bad Gateway", Headers: http.Header{PodHeader: {"gw"}}, Body: []byte("upstream dead")},
+		{Seq: 0, Code: 200, Timestamp: t0, Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-a"}, "Date": {"x"}}, Body: []byte("ok"), URL: "http://127.0.0.1:30080/version"},
+		{Seq: 1, Code: 0, Timestamp: t0.Add(time.Millisecond), Latency: 2 * time.Millisecond, Error: "dial tcp 127.0.0.1:30082: connect: connection refused", URL: "http://127.0.0.1:30082/version"},
+		{Seq: 2, Code: 502, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, Error: "502 Bad Gateway", Headers: http.Header{PodHeader: {"gw"}}, Body: []byte("upstream dead"), URL: "http://127.0.0.1:30085/version"},
 		{Seq: 3, Code: 200, Timestamp: t0.Add(3 * time.Millisecond), Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-b"}}},
 	}
 }
@@ -494,14 +506,21 @@ func TestReadResults(t *testing.T) {
 		class Class
 		pod   string
 		err   string
-	}{{Class2xx, "pod-a", ""}, {ClassRefused, "", "dial tcp 127.0.0.1:30080: connect: connection refused"}, {Class502, "gw", "502 Bad Gateway"}, {Class2xx, "pod-b", ""}}
+		url   string
+	}{
+		{Class2xx, "pod-a", "", "http://127.0.0.1:30080/version"},
+		{ClassRefused, "", "dial tcp 127.0.0.1:30082: connect: connection refused", "http://127.0.0.1:30082/version"},
+		{Class502, "gw", "502 Bad Gateway", "http://127.0.0.1:30085/version"},
+		{Class2xx, "pod-b", "", ""},
+	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d records, want %d", len(got), len(want))
 	}
 	for i, w := range want {
-		// Seq 3 decodes after a record with an error: a reused Result would leak it.
-		if got[i].Seq != uint64(i) || got[i].Class != w.class || got[i].Pod != w.pod || got[i].Error != w.err {
-			t.Errorf("record %d = %+v, want class %s pod %q error %q", i, got[i], w.class, w.pod, w.err)
+		// Seq 3 decodes after a record with an error and a URL: a reused
+		// Result would leak them.
+		if got[i].Seq != uint64(i) || got[i].Class != w.class || got[i].Pod != w.pod || got[i].Error != w.err || got[i].URL != w.url {
+			t.Errorf("record %d = %+v, want class %s pod %q error %q URL %q", i, got[i], w.class, w.pod, w.err, w.url)
 		}
 	}
 
@@ -538,10 +557,136 @@ func TestReadResults(t *testing.T) {
 			}
 		}
 		got, err := read(buf.Bytes())
-		if err != nil || len(got) != len(want) || got[2].Class != Class502 || got[0].Pod != "pod-a" {
+		if err != nil || len(got) != len(want) || got[2].Class != Class502 || got[0].Pod != "pod-a" || got[2].URL != want[2].url {
 			t.Errorf("got %+v, %v", got, err)
 		}
 	})
+	t.Run("vegeta's CSV encoding", func(t *testing.T) {
+		var buf bytes.Buffer
+		enc := vegeta.NewCSVEncoder(&buf)
+		for _, r := range sampleResults() {
+			if err := enc.Encode(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := read(buf.Bytes())
+		if err != nil || len(got) != len(want) || got[1].URL != want[1].url || got[0].Pod != "pod-a" {
+			t.Errorf("got %+v, %v", got, err)
+		}
+	})
+}
+
+// TestRoundRobinTargets: requests go to every target in turn, each gets its
+// share within one, and each result names its target in the results file.
+func TestRoundRobinTargets(t *testing.T) {
+	const n = 3
+	var (
+		targets []Target
+		hits    [n]atomic.Uint64
+	)
+	for i := range n {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			w.Header().Set(PodHeader, "pod")
+		}))
+		defer srv.Close()
+		if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
+			t.Fatalf("test server on %s, not 127.0.0.1", srv.URL)
+		}
+		targets = append(targets, Target{Node: fmt.Sprintf("node-%d", i), URL: srv.URL + "/version"})
+	}
+	recs, stats, file := attackUntil(t, Config{Targets: targets, Rate: 300, Name: "rr"}, 100)
+
+	byURL := map[string]uint64{}
+	for _, r := range recs {
+		if r.Class != Class2xx {
+			t.Fatalf("seq %d: %s %q", r.Seq, r.Class, r.Error)
+		}
+		byURL[r.URL]++
+	}
+	lo, hi := stats.Requests/n, (stats.Requests+n-1)/n
+	for i, tg := range targets {
+		got := hits[i].Load()
+		if got < lo || got > hi {
+			t.Errorf("%s got %d of %d requests, want %d to %d", tg.URL, got, stats.Requests, lo, hi)
+		}
+		if byURL[tg.URL] != got {
+			t.Errorf("%s: %d records name it, it served %d", tg.URL, byURL[tg.URL], got)
+		}
+	}
+	if len(byURL) != n {
+		t.Errorf("records name %d URLs, want %d: %v", len(byURL), n, byURL)
+	}
+
+	// The results file holds each result's URL.
+	var i int
+	if err := ReadResults(bytes.NewReader(file), func(r Record) error {
+		if !sameRecord(r, recs[i]) {
+			t.Fatalf("result %d: file %+v, observed %+v", i, r, recs[i])
+		}
+		i++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if i != len(recs) {
+		t.Errorf("file has %d results, observed %d", i, len(recs))
+	}
+}
+
+// TestRoundRobinIsSafeConcurrently: vegeta's workers call the targeter at
+// once; every target still comes out its share within one.
+func TestRoundRobinIsSafeConcurrently(t *testing.T) {
+	tr := roundRobin("GET", []Target{{"a", "http://127.0.0.1:1/"}, {"b", "http://127.0.0.1:2/"}, {"c", "http://127.0.0.1:3/"}})
+	const workers, each = 8, 3000
+	var counts [workers]map[string]int
+	var wg sync.WaitGroup
+	for w := range workers {
+		counts[w] = map[string]int{}
+		wg.Go(func() {
+			var tgt vegeta.Target
+			for range each {
+				if err := tr(&tgt); err != nil {
+					t.Error(err)
+					return
+				}
+				if tgt.Method != "GET" {
+					t.Errorf("method %q", tgt.Method)
+				}
+				counts[w][tgt.URL]++
+			}
+		})
+	}
+	wg.Wait()
+	total := map[string]int{}
+	for _, c := range counts {
+		for u, k := range c {
+			total[u] += k
+		}
+	}
+	for _, u := range []string{"http://127.0.0.1:1/", "http://127.0.0.1:2/", "http://127.0.0.1:3/"} {
+		if total[u] != workers*each/3 {
+			t.Errorf("%s handed out %d times, want %d", u, total[u], workers*each/3)
+		}
+	}
+}
+
+// TestNonLoopbackTargetIsRefused: one bad target refuses the whole attack
+// before anything is sent, even to the good ones.
+func TestNonLoopbackTargetIsRefused(t *testing.T) {
+	var hits atomic.Uint64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	for _, bad := range []string{"http://10.0.0.1:30080/", "http://172.18.0.2:30082/", "http://localhost:30084/", "http://[::1]:30086/"} {
+		a, err := Start(t.Context(), Config{Targets: []Target{{"cp", srv.URL + "/"}, {"w", bad}}, Rate: 100}, io.Discard, nil)
+		if err == nil || a != nil || !strings.Contains(err.Error(), "Config.Targets[1].URL") || !errors.Is(err, errNotLoopback) {
+			t.Errorf("target %s: Start = %v, want a loopback refusal", bad, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the good target got %d requests", n)
+	}
 }
 
 func TestTrimKeepsFailureBodiesAndBookshopHeaders(t *testing.T) {

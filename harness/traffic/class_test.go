@@ -203,17 +203,19 @@ func TestGuardDialRefusesOtherAddresses(t *testing.T) {
 	dial := guardDial(func(context.Context, string, string) (net.Conn, error) {
 		called++
 		return nil, nil
-	}, "127.0.0.1:30080")
-	for _, addr := range []string{"10.0.0.1:30080", "127.0.0.1:30081", "example.com:80", "[::1]:30080"} {
+	}, []string{"127.0.0.1:30080", "127.0.0.1:30082"})
+	for _, addr := range []string{"10.0.0.1:30080", "127.0.0.1:30081", "127.0.0.1:30084", "example.com:80", "[::1]:30080"} {
 		_, err := dial(t.Context(), "tcp", addr)
-		if err == nil || !strings.Contains(err.Error(), "refusing to dial") {
-			t.Errorf("dial %s: err = %v, want a refusal", addr, err)
+		if err == nil || !strings.Contains(err.Error(), "refusing to dial") || !strings.Contains(err.Error(), "only connects to 127.0.0.1:30080, 127.0.0.1:30082") {
+			t.Errorf("dial %s: err = %v, want a refusal naming the allowed addresses", addr, err)
 		}
 	}
-	if _, err := dial(t.Context(), "tcp", "127.0.0.1:30080"); err != nil {
-		t.Errorf("dial of the allowed address: %v", err)
+	for _, addr := range []string{"127.0.0.1:30080", "127.0.0.1:30082"} {
+		if _, err := dial(t.Context(), "tcp", addr); err != nil {
+			t.Errorf("dial of the allowed address %s: %v", addr, err)
+		}
 	}
-	if called != 1 {
-		t.Errorf("underlying dial called %d times, want 1 (only for the allowed address)", called)
+	if called != 2 {
+		t.Errorf("underlying dial called %d times, want 2 (only for the allowed addresses)", called)
 	}
 }

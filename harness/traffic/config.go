@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,12 +27,28 @@ const MinMaxWorkers = 100
 // and discarded so the connection completes normally.
 const MaxBody = 1024
 
+// Target is one way into the cluster: a URL on 127.0.0.1 and the node it
+// enters through.
+type Target struct {
+	// Node names the node behind URL (a kind node's name), empty when
+	// unknown, e.g. for an existing cluster.
+	Node string
+	// URL is http://127.0.0.1:PORT/PATH, checked as Config.URL is.
+	URL string
+}
+
 // Config describes one attack.
 type Config struct {
 	// URL is the target, http://127.0.0.1:PORT/PATH. Any other scheme or host
 	// (localhost and ::1 included) is refused: droprun aims load at the
 	// loopback port mapping only, never at private or public addresses.
+	// Set URL or Targets, not both.
 	URL string
+	// Targets are sent requests round robin, in this order: request n goes
+	// to Targets[n mod len(Targets)], so each gets its share within one.
+	// Each URL is checked as URL is, and no two may be the same (a result
+	// names its target by URL: Record.URL).
+	Targets []Target
 	// Rate is the constant request rate in requests per second; > 0.
 	Rate int
 	// KeepAlive reuses connections. False (the default) opens a new TCP
@@ -63,7 +81,7 @@ func (c Config) Method() string {
 
 // Validate checks c without applying defaults. Errors name the field.
 func (c Config) Validate() error {
-	if _, err := targetAddr(c.URL); err != nil {
+	if _, err := c.addrs(); err != nil {
 		return err
 	}
 	if c.Rate <= 0 {
@@ -93,23 +111,63 @@ func (c Config) withDefaults() Config {
 var errNotLoopback = errors.New("host must be " + LoopbackHost +
 	": droprun only aims load at the loopback port mapping, never at private or public addresses")
 
-// targetAddr validates raw as http://127.0.0.1:PORT/... and returns
-// "127.0.0.1:PORT", the only address the client may dial.
-func targetAddr(raw string) (string, error) {
+// targetList returns the attack's targets: Targets, or URL as the only one.
+func (c Config) targetList() []Target {
+	if len(c.Targets) > 0 {
+		return c.Targets
+	}
+	return []Target{{URL: c.URL}}
+}
+
+// addrs validates the targets and returns their "127.0.0.1:PORT"
+// addresses, without repeats: the only addresses the client may dial.
+func (c Config) addrs() ([]string, error) {
+	if c.URL != "" && len(c.Targets) > 0 {
+		return nil, fmt.Errorf("traffic: Config.URL %q and Config.Targets (%d) are both set: set one", c.URL, len(c.Targets))
+	}
+	if len(c.Targets) == 0 {
+		a, err := targetAddr("Config.URL", c.URL)
+		if err != nil {
+			return nil, err
+		}
+		return []string{a}, nil
+	}
+	var addrs []string
+	seen := make(map[string]int, len(c.Targets))
+	for i, t := range c.Targets {
+		field := fmt.Sprintf("Config.Targets[%d].URL", i)
+		a, err := targetAddr(field, t.URL)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[t.URL]; dup {
+			return nil, fmt.Errorf("traffic: %s %q is also Targets[%d]'s: results name their target by URL, so each must be unique", field, t.URL, j)
+		}
+		seen[t.URL] = i
+		if !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs, nil
+}
+
+// targetAddr validates raw (the value of field) as
+// http://127.0.0.1:PORT/... and returns "127.0.0.1:PORT".
+func targetAddr(field, raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("traffic: Config.URL %q: %w", raw, err)
+		return "", fmt.Errorf("traffic: %s %q: %w", field, raw, err)
 	}
 	if u.Scheme != "http" {
-		return "", fmt.Errorf("traffic: Config.URL %q: scheme must be http (got %q); %w", raw, u.Scheme, errNotLoopback)
+		return "", fmt.Errorf("traffic: %s %q: scheme must be http (got %q); %w", field, raw, u.Scheme, errNotLoopback)
 	}
 	if u.Hostname() != LoopbackHost {
-		return "", fmt.Errorf("traffic: Config.URL %q: %w", raw, errNotLoopback)
+		return "", fmt.Errorf("traffic: %s %q: %w", field, raw, errNotLoopback)
 	}
 	port := u.Port()
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("traffic: Config.URL %q: needs an explicit port 1-65535, as in http://%s:30080/", raw, LoopbackHost)
+		return "", fmt.Errorf("traffic: %s %q: needs an explicit port 1-65535, as in http://%s:30080/", field, raw, LoopbackHost)
 	}
 	return net.JoinHostPort(LoopbackHost, port), nil
 }
@@ -117,13 +175,15 @@ func targetAddr(raw string) (string, error) {
 // dialFunc is the signature of net.Dialer.DialContext.
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// guardDial wraps dial so that it refuses every address but allowed. The
-// target URL never changes, redirects are not followed and no proxy is used,
+// guardDial wraps dial so that it refuses every address not in allowed. The
+// target URLs never change, redirects are not followed and no proxy is used,
 // so this never fires; it is the last line that keeps load on loopback.
-func guardDial(dial dialFunc, allowed string) dialFunc {
+// allowed is short (one address per node), so a linear search is cheapest.
+func guardDial(dial dialFunc, allowed []string) dialFunc {
+	allowed = slices.Clone(allowed)
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if addr != allowed {
-			return nil, fmt.Errorf("traffic: refusing to dial %s %s: this client only connects to %s", network, addr, allowed)
+		if !slices.Contains(allowed, addr) {
+			return nil, fmt.Errorf("traffic: refusing to dial %s %s: this client only connects to %s", network, addr, strings.Join(allowed, ", "))
 		}
 		return dial(ctx, network, addr)
 	}

@@ -11,7 +11,13 @@
 // Only to http://127.0.0.1:PORT: Config refuses every other host (localhost
 // and ::1 included) and scheme, the client follows no redirect (a 3xx is a
 // result of its own), uses no proxy, and its dialer refuses any address but
-// the URL's. Load is never aimed at the docker network's private addresses.
+// the targets'. Load is never aimed at the docker network's private addresses.
+//
+// Config.Targets spreads the load round robin over several URLs, one per
+// node's host port, as a cloud load balancer spreads connections over every
+// node: request n goes to target n mod len(Targets). Each result keeps the
+// URL it went to (Record.URL, vegeta's Result.URL in the file), which names
+// the node it entered through.
 //
 // # Connections and methods
 //

@@ -37,6 +37,9 @@ type Record struct {
 	Error string
 	// Pod is the X-Bookshop-Pod response header, empty when absent.
 	Pod string
+	// URL is the target the request was sent to (vegeta's Result.URL): with
+	// Config.Targets it says which entry, hence which node, it went through.
+	URL string
 }
 
 // End returns when the request ended.
@@ -52,6 +55,7 @@ func newRecord(res *vegeta.Result) Record {
 		Class:   Classify(res.Code, res.Error),
 		Error:   res.Error,
 		Pod:     res.Headers.Get(PodHeader),
+		URL:     res.URL,
 	}
 }
 
@@ -92,8 +96,9 @@ func (p *pipeline) process(res *vegeta.Result) (Record, error) {
 // ReadResults decodes a results file written by an Attack and calls fn for
 // every result, in file order (arrival order). It also reads vegeta's JSON
 // and CSV encodings (vegeta.DecoderFor detects which). An empty input holds
-// no results and is not an error. Record.Pod comes from the response headers,
-// which vegeta's gob, JSON and CSV encodings all keep.
+// no results and is not an error. Record.Pod comes from the response headers
+// and Record.URL from the result's URL, which vegeta's gob, JSON and CSV
+// encodings all keep.
 //
 // A truncated file (a crash mid-write) delivers every complete result and
 // then returns an error wrapping io.ErrUnexpectedEOF. An error from fn stops
