@@ -1,9 +1,7 @@
 package appmetrics
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/variant"
 )
-
-// flushEvery is how often buffered records reach the writer at the latest.
-const flushEvery = time.Second
 
 // maxErrorText bounds the error text kept in a record.
 const maxErrorText = 300
@@ -66,9 +62,8 @@ type Collector struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	w       *bufio.Writer
+	w       *jsonl.Writer
 	records []Record
-	err     error // the first write error, sticky
 	stopped bool
 	pods    map[string]*target   // by pod name, the pods the informer has
 	failing map[string]*failures // by pod name, failed scrapes not yet written
@@ -77,7 +72,6 @@ type Collector struct {
 
 	cancel   context.CancelFunc
 	factory  informers.SharedInformerFactory
-	done     chan struct{} // closed by Stop: ends the flusher
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 }
@@ -135,9 +129,9 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace, selector
 	runCtx, cancel := context.WithCancel(ctx)
 	c := &Collector{
 		opts: opts, selector: sel, now: func() time.Time { return now().UTC() },
-		w:    bufio.NewWriter(out),
+		w:    jsonl.NewWriter(out, File),
 		pods: map[string]*target{}, failing: map[string]*failures{}, finals: map[string]bool{},
-		cancel: cancel, done: make(chan struct{}),
+		cancel: cancel,
 	}
 	c.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
@@ -152,7 +146,6 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace, selector
 		return nil, fmt.Errorf("appmetrics: registering the pod handler: %w", err)
 	}
 	c.factory.StartWithContext(runCtx)
-	c.wg.Go(c.flushLoop)
 	if !cache.WaitForCacheSync(runCtx.Done(), reg.HasSynced) {
 		err := context.Cause(runCtx)
 		_ = c.Stop()
@@ -271,22 +264,23 @@ func (c *Collector) recordFinals(pod *corev1.Pod) {
 func (c *Collector) loop(ctx context.Context) {
 	t := time.NewTicker(c.opts.Interval)
 	defer t.Stop()
+	due := time.Now()
 	for {
-		c.tick(ctx)
+		c.tick(ctx, due)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case due = <-t.C: // the time the tick was due, however late it is read
 		}
 	}
 }
 
-// tick starts a scrape of every followed pod whose app container is
-// running and whose previous scrape is over.
-func (c *Collector) tick(ctx context.Context) {
+// tick starts a scrape, due at due, of every followed pod whose app
+// container is running and whose previous scrape is over.
+func (c *Collector) tick(ctx context.Context, due time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.launch(ctx, &c.wg, false)
+	c.launch(ctx, &c.wg, false, due)
 }
 
 // ScrapeNow scrapes every followed pod whose app container is running
@@ -297,10 +291,11 @@ func (c *Collector) tick(ctx context.Context) {
 // ctx bounds it, as does Options.Timeout. Stop does it once more before it
 // returns.
 func (c *Collector) ScrapeNow(ctx context.Context) {
+	due := time.Now()
 	var wg sync.WaitGroup
 	c.mu.Lock()
 	if !c.stopped {
-		c.launch(ctx, &wg, true)
+		c.launch(ctx, &wg, true, due)
 	}
 	c.mu.Unlock()
 	wg.Wait()
@@ -309,10 +304,10 @@ func (c *Collector) ScrapeNow(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-// launch starts a scrape, counted by wg, of every followed pod whose app
-// container is running, skipping those with a scrape under way unless
-// force. Called with c.mu held.
-func (c *Collector) launch(ctx context.Context, wg *sync.WaitGroup, force bool) {
+// launch starts a scrape due at due, counted by wg, of every followed pod
+// whose app container is running, skipping those with a scrape under way
+// unless force. Called with c.mu held.
+func (c *Collector) launch(ctx context.Context, wg *sync.WaitGroup, force bool, due time.Time) {
 	for _, t := range c.pods {
 		cs := c.container(t.pod)
 		if (t.running > 0 && !force) || ctx.Err() != nil || t.pod.Status.Phase != corev1.PodRunning || t.pod.Status.PodIP == "" ||
@@ -322,21 +317,23 @@ func (c *Collector) launch(ctx context.Context, wg *sync.WaitGroup, force bool) 
 		t.running++
 		r := base(t.pod, cs.Name, cs.ContainerID, cs.State.Running.StartedAt.Time)
 		pod := t.pod
-		wg.Go(func() { c.scrape(ctx, pod, r) })
+		wg.Go(func() { c.scrape(ctx, pod, r, due) })
 	}
 }
 
-// scrape reads one pod's metrics and records them as r, or counts the
-// failure.
-func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record) {
+// scrape reads one pod's metrics and records them as r, with its timing
+// against due (monotonic clock), or counts the failure.
+func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record, due time.Time) {
+	began := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	text, err := c.opts.Scraper.Scrape(sctx, pod)
 	cancel()
+	took := time.Since(began)
+	at := c.now()
 	var s sample
 	if err == nil {
 		s, err = parseMetrics(text)
 	}
-	at := c.now()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -360,7 +357,11 @@ func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record) {
 		return
 	}
 	c.stats.Scrapes++
+	late := max(0, began.Sub(due))
 	r.Time, r.Source = at, SourceScrape
+	// Scheduled in the records' clock (Options.Now), so that Time =
+	// Scheduled + late + took holds.
+	r.Scheduled, r.LateSeconds, r.TookSeconds = at.Add(-late-took), seconds(late), seconds(took)
 	r.Requests, r.ByCode, r.ByHandler, r.InFlight = s.counts.Total(), s.counts.ByCode(), s.counts, s.inFlight
 	c.record(r)
 }
@@ -382,43 +383,11 @@ func (c *Collector) record(r Record) {
 		return
 	}
 	c.records = append(c.records, r)
-	if c.err != nil {
-		return
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		c.err = fmt.Errorf("appmetrics: encoding a record: %w", err)
-		return
-	}
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		c.err = fmt.Errorf("appmetrics: writing records: %w", err)
-	}
+	c.w.Write(r)
 }
 
 // flush hands buffered records to the writer. Called with c.mu held.
-func (c *Collector) flush() {
-	if c.err != nil {
-		return
-	}
-	if err := c.w.Flush(); err != nil {
-		c.err = fmt.Errorf("appmetrics: writing records: %w", err)
-	}
-}
-
-func (c *Collector) flushLoop() {
-	t := time.NewTicker(flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.done:
-			return
-		case <-t.C:
-			c.mu.Lock()
-			c.flush()
-			c.mu.Unlock()
-		}
-	}
-}
+func (c *Collector) flush() { _ = c.w.Flush() }
 
 // Records returns a copy of every record so far, in the order written.
 // Their maps are shared: do not modify them.
@@ -453,7 +422,6 @@ func (c *Collector) Stop() error {
 
 		c.cancel()
 		c.factory.Shutdown()
-		close(c.done)
 		c.wg.Wait()
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -461,11 +429,13 @@ func (c *Collector) Stop() error {
 			c.writeFailures(name)
 		}
 		c.stopped = true
-		c.flush()
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	return c.w.Close()
+}
+
+// seconds is d in seconds, to the microsecond.
+func seconds(d time.Duration) float64 {
+	return d.Round(time.Microsecond).Seconds()
 }
 
 func truncate(s string) string {

@@ -25,7 +25,14 @@
 // the last such line, written when the pod goes away and at Stop):
 //
 //	{"time":"...","source":"scrape","pod":"web-5c9-abcde","variant":"no-prestop","row":"no-prestop","container":"web",
-//	 "containerID":"containerd://...","started":"...","requests":42,"byCode":{"200":42},"byHandler":{"version":{"200":40},"readyz":{"200":2}}}
+//	 "containerID":"containerd://...","started":"...","scheduled":"...","lateSeconds":0.0002,"tookSeconds":0.011,
+//	 "requests":42,"byCode":{"200":42},"byHandler":{"version":{"200":40},"readyz":{"200":2}}}
+//
+// A scrape record also says when it was due (scheduled), how late its
+// request started (lateSeconds) and how long it took (tookSeconds, the API
+// client's rate limit and the pod proxy included): the pod read its
+// counters between time-tookSeconds and time (Record.ReadBetween). Files
+// written before these fields existed still read; their scrapes have none.
 //
 // Counters belong to a container instance (a restarted container counts
 // from zero again), so records carry the container ID and totals are

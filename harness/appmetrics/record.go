@@ -1,12 +1,10 @@
 package appmetrics
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/droprun/droprun/harness/jsonl"
 )
 
 // File is the conventional name of the collector's output in a run
@@ -168,6 +166,17 @@ type Record struct {
 	ExitCode int32  `json:"exitCode,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 
+	// Scheduled is when a scrape was due: its tick of Options.Interval,
+	// or the ScrapeNow call. LateSeconds is how long after that its
+	// request started (a busy collector or host), TookSeconds how long the
+	// request took until its answer arrived at Time, the API client's
+	// rate limit and the pod proxy included: the pod read its counters
+	// between Time-TookSeconds and Time (see ReadBetween). Scrapes only;
+	// absent from files written before droprun recorded them.
+	Scheduled   time.Time `json:"scheduled,omitzero"`
+	LateSeconds float64   `json:"lateSeconds,omitempty"`
+	TookSeconds float64   `json:"tookSeconds,omitempty"`
+
 	// Errors is the number of failed scrapes since Since (scrape errors
 	// only).
 	Errors int       `json:"errors,omitempty"`
@@ -191,29 +200,24 @@ func (r *Record) counts() Counts {
 	return Counts{}
 }
 
+// ReadBetween is the span within which a scrape's counts were read in the
+// pod: from when its request started to when the answer arrived (Time).
+// ok is false for other records and for scrapes written without timing.
+func (r *Record) ReadBetween() (from, to time.Time, ok bool) {
+	if r.Source != SourceScrape || r.Scheduled.IsZero() {
+		return time.Time{}, time.Time{}, false
+	}
+	return r.Time.Add(-time.Duration(r.TookSeconds * float64(time.Second))), r.Time, true
+}
+
 // instance names the container instance r's counts belong to.
 func (r *Record) instance() string {
 	return r.Pod + "/" + r.Container + "/" + r.ContainerID
 }
 
 // Read parses the collector's output. Blank lines are skipped; a line that
-// is not a record is an error naming it.
+// is not a record is an error naming it, and a last line cut off by a
+// crash returns every whole record with a *jsonl.Truncated warning.
 func Read(in io.Reader) ([]Record, error) {
-	var out []Record
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var r Record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return out, fmt.Errorf("appmetrics: line %d: %w", line, err)
-		}
-		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("appmetrics: reading records: %w", err)
-	}
-	return out, nil
+	return jsonl.ReadAll[Record](in, File)
 }

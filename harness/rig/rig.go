@@ -17,36 +17,40 @@ import (
 
 // Sample is the rig's state over one interval, ending at Time.
 type Sample struct {
-	Time     time.Time
-	Interval time.Duration
+	// Time is when the sample was taken; Interval how long it covers.
+	Time     time.Time     `json:"at"`
+	Interval time.Duration `json:"intervalNs"`
 	// HostBusy is the share of all the host's cores that were busy (not
 	// idle, not waiting for I/O), 0..1. HostSoftirq is the part of it
 	// spent in soft interrupts (the network stack), HostIOWait the share
 	// idle while waiting for I/O.
-	HostBusy, HostSoftirq, HostIOWait float64
+	HostBusy    float64 `json:"hostBusy"`
+	HostSoftirq float64 `json:"hostSoftirq"`
+	HostIOWait  float64 `json:"hostIOWait"`
 	// CPUPressure is the share of the interval in which at least one
 	// runnable task waited for a core (/proc/pressure/cpu "some"); -1 when
 	// the kernel does not report it. IOPressure is the same for I/O.
-	CPUPressure, IOPressure float64
+	CPUPressure float64 `json:"cpuPressure"`
+	IOPressure  float64 `json:"ioPressure"`
 	// ClientCPU is the cores this process used (1.0 = one core busy).
-	ClientCPU float64
+	ClientCPU float64 `json:"clientCPU"`
 	// SchedMax is an upper bound on the longest a runnable goroutine of
 	// this process waited to run during the interval (Go's
 	// /sched/latencies:seconds histogram, highest non-empty bucket).
-	SchedMax time.Duration
+	SchedMax time.Duration `json:"schedMaxNs"`
 	// Nodes are the cores each watched container used, by name.
-	Nodes map[string]float64
+	Nodes map[string]float64 `json:"nodesCPU,omitempty"`
 	// Client is the traffic client's state at the end of the interval,
 	// when a ClientProbe is set.
-	Client ClientState
+	Client ClientState `json:"client"`
 }
 
 // ClientState is the traffic client's pacing state.
 type ClientState struct {
 	// Lag is how far behind schedule the latest request went out.
-	Lag time.Duration
+	Lag time.Duration `json:"lagNs"`
 	// InFlight is the requests sent and not yet answered.
-	InFlight uint64
+	InFlight uint64 `json:"inFlight"`
 }
 
 // Options configure a Sampler.

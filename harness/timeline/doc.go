@@ -53,11 +53,11 @@
 // kubeadmConfigPatches entry for KubeProxyConfiguration), or supply a
 // KubeProxyOptions.Fetch that reads 127.0.0.1:10249 inside the node.
 //
-// # Analysis
+// # Marks and payloads
 //
-// DeletionToRemoval measures, per pod, how long after its deletion was
-// requested its endpoint stopped being ready, left the slice, and each
-// node's kube-proxy synced; NearestDeletion attributes a failed request to
-// the latest pod deletion before it. Both are pure functions of the events,
-// so a report can rebuild them from events.jsonl alone (ReadEvents).
+// The run's own marks (traffic.start, rollout.start, window.close, ...)
+// carry their variant and rollout in Detail; the ones with data carry it
+// typed (Event.Stats, Event.Flushed, Event.Rig), written by
+// Recorder.Record. ReadEvents reads events.jsonl back; harness/analysis
+// turns it into windows, gaps and attributions.
 package timeline

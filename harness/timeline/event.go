@@ -1,13 +1,13 @@
 package timeline
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"time"
+
+	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // Event is one transition, stamped with the local clock at receipt (API
@@ -32,6 +32,13 @@ type Event struct {
 	// Detail holds the facts that go with Kind: template hash, variant,
 	// image, replicas, reason, message, last sync time, and so on.
 	Detail map[string]string `json:"detail,omitempty"`
+	// Stats is the traffic client's account of its attack (traffic.stop).
+	Stats *traffic.Stats `json:"stats,omitempty"`
+	// Flushed is the stale conntrack entries cleared per node
+	// (conntrack.flushed).
+	Flushed map[string]int `json:"flushed,omitempty"`
+	// Rig is one sample of the rig's load (rig.sample).
+	Rig *rig.Sample `json:"rig,omitempty"`
 }
 
 // Kind names what an Event records. The names are stable: reports and
@@ -155,8 +162,20 @@ const (
 	KindWindowOpen Kind = "window.open"
 	// KindWindowClose marks the closing of a measurement window.
 	KindWindowClose Kind = "window.close"
-	// KindConntrackFlushed marks stale conntrack entries being cleared.
+	// KindConntrackFlushed marks stale conntrack entries being cleared;
+	// Flushed holds the count per node.
 	KindConntrackFlushed Kind = "conntrack.flushed"
+	// KindTrafficStart marks a variant's traffic starting; KindTrafficStop
+	// its end, with the client's Stats.
+	KindTrafficStart Kind = "traffic.start"
+	KindTrafficStop  Kind = "traffic.stop"
+	// KindBaseline marks the wait for a clean baseline after a rollout;
+	// Detail clean and wait.
+	KindBaseline Kind = "baseline"
+	// KindRigSample is one sample of the rig's load, in Rig.
+	KindRigSample Kind = "rig.sample"
+	// KindAppScraped marks the pods' counters read after traffic stopped.
+	KindAppScraped Kind = "app.scraped"
 )
 
 // clone returns a copy of e that shares no map with it.
@@ -164,28 +183,26 @@ func (e Event) clone() Event {
 	if e.Detail != nil {
 		e.Detail = maps.Clone(e.Detail)
 	}
+	if e.Flushed != nil {
+		e.Flushed = maps.Clone(e.Flushed)
+	}
+	if e.Stats != nil {
+		s := *e.Stats
+		s.ByClass, s.Suspect = maps.Clone(s.ByClass), append([]string(nil), s.Suspect...)
+		e.Stats = &s
+	}
+	if e.Rig != nil {
+		s := *e.Rig
+		s.Nodes = maps.Clone(s.Nodes)
+		e.Rig = &s
+	}
 	return e
 }
 
 // ReadEvents parses events written by a Recorder (events.jsonl), one JSON
-// Event a line; blank lines are skipped. An error names the line.
+// Event a line; blank lines are skipped. An error names the line. A last
+// line cut off by a crash returns every whole event with a
+// *jsonl.Truncated warning.
 func ReadEvents(r io.Reader) ([]Event, error) {
-	var events []Event
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var e Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			return events, fmt.Errorf("events line %d: %w", line, err)
-		}
-		events = append(events, e)
-	}
-	if err := sc.Err(); err != nil {
-		return events, fmt.Errorf("reading events: %w", err)
-	}
-	return events, nil
+	return jsonl.ReadAll[Event](r, "events.jsonl")
 }

@@ -1,9 +1,7 @@
 package timeline
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,10 +15,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-)
 
-// flushEvery is how often buffered events reach the writer at the latest.
-const flushEvery = time.Second
+	"github.com/droprun/droprun/harness/jsonl"
+)
 
 // warningSelector asks the API server for Warning events about pods only
 // (a fake clientset ignores it, so the handler filters too).
@@ -45,14 +42,12 @@ type Recorder struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	w       *bufio.Writer
+	w       *jsonl.Writer
 	events  []Event
-	err     error // the first write error, sticky
 	stopped bool
 
 	cancel    context.CancelFunc
 	factories []informers.SharedInformerFactory
-	done      chan struct{} // closed by Stop: ends the flusher
 	wg        sync.WaitGroup
 	stopOnce  sync.Once
 }
@@ -77,7 +72,7 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace string, o
 		now = time.Now
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	r := &Recorder{now: now, w: bufio.NewWriter(out), cancel: cancel, done: make(chan struct{})}
+	r := &Recorder{now: now, w: jsonl.NewWriter(out, "events.jsonl"), cancel: cancel}
 
 	objects := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	warnings := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
@@ -102,7 +97,6 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace string, o
 	for _, f := range r.factories {
 		f.StartWithContext(runCtx)
 	}
-	r.wg.Go(r.flushLoop)
 
 	checkers := make([]cache.DoneChecker, 0, len(regs))
 	for _, reg := range regs {
@@ -205,51 +199,21 @@ func (r *Recorder) record(events ...Event) {
 }
 
 // write encodes e as one line; the first error sticks and is returned by
-// Stop. Called with r.mu held.
-func (r *Recorder) write(e Event) {
-	if r.err != nil {
-		return
-	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		r.err = fmt.Errorf("timeline: encoding event %s: %w", e.Kind, err)
-		return
-	}
-	if _, err := r.w.Write(append(b, '\n')); err != nil {
-		r.err = fmt.Errorf("timeline: writing events: %w", err)
-	}
-}
-
-// flush hands buffered events to the writer. Called with r.mu held.
-func (r *Recorder) flush() {
-	if r.err != nil {
-		return
-	}
-	if err := r.w.Flush(); err != nil {
-		r.err = fmt.Errorf("timeline: writing events: %w", err)
-	}
-}
-
-func (r *Recorder) flushLoop() {
-	t := time.NewTicker(flushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.done:
-			return
-		case <-t.C:
-			r.mu.Lock()
-			r.flush()
-			r.mu.Unlock()
-		}
-	}
-}
+// Stop. Called with r.mu held, which keeps the file in clock order.
+func (r *Recorder) write(e Event) { r.w.Write(e) }
 
 // Mark records a caller event (rollout.start, window.open, ...) on the same
 // clock and in the same file as the cluster's events. detail is copied.
 // Marks after Stop are dropped.
 func (r *Recorder) Mark(kind Kind, detail map[string]string) {
 	r.record(Event{Kind: kind, Detail: maps.Clone(detail)})
+}
+
+// Record records a caller event with a typed payload (Stats, Flushed,
+// Rig), stamped like Mark. e's maps must not be changed afterwards.
+func (r *Recorder) Record(e Event) {
+	e.Time = time.Time{}
+	r.record(e)
 }
 
 // Events returns a copy of every event recorded so far, in the order
@@ -273,14 +237,10 @@ func (r *Recorder) Stop() error {
 		for _, f := range r.factories {
 			f.Shutdown()
 		}
-		close(r.done)
 		r.wg.Wait()
 		r.mu.Lock()
-		defer r.mu.Unlock()
 		r.stopped = true
-		r.flush()
+		r.mu.Unlock()
 	})
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
+	return r.w.Close()
 }

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/droprun/droprun/harness/jsonl"
 )
 
 const ns = "droprun"
@@ -274,11 +276,6 @@ func TestRecorderFollowsARollout(t *testing.T) {
 		t.Errorf("events.jsonl does not read back identically:\n read %v\n  mem %v", read, all)
 	}
 
-	// The analyses on a recorded timeline.
-	gaps := DeletionToRemoval(all)
-	if len(gaps) != 1 || gaps[0].Pod != "web-new-1" || gaps[0].EndpointUnready != time.Second || gaps[0].EndpointRemoved != 3*time.Second {
-		t.Errorf("DeletionToRemoval = %+v", gaps)
-	}
 	r.Mark(KindWindowClose, nil)
 	if len(r.Events()) != len(all) {
 		t.Error("a Mark after Stop was recorded")
@@ -311,10 +308,10 @@ func TestRecorderFlushesWithinASecond(t *testing.T) {
 	}
 	defer r.Stop()
 	r.Mark(KindWindowOpen, map[string]string{"window": "control"})
-	deadline := time.Now().Add(3 * flushEvery)
+	deadline := time.Now().Add(3 * jsonl.FlushEvery)
 	for !strings.Contains(out.String(), `"kind":"window.open"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("a mark was not flushed within %v", 3*flushEvery)
+			t.Fatalf("a mark was not flushed within %v", 3*jsonl.FlushEvery)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
