@@ -44,8 +44,9 @@ func newDoctorCmd(s streams) *cobra.Command {
 		Use:   "doctor",
 		Short: "Check what droprun needs on this machine, with the fix for each problem",
 		Long: `Check the container engine, the capabilities privileged containers need, the
-cgroup version, route_localnet and the userland proxy, free host ports, free
-disk and the node image, and print the fix for each problem.
+cgroup version, a docker CPU weight left lowered by a killed run,
+route_localnet and the userland proxy, free host ports, free disk and the
+node image, and print the fix for each problem. It changes nothing.
 
 Exit status: 0 when every check passes, 1 otherwise.`,
 		Args: cobra.NoArgs,

@@ -146,9 +146,11 @@ func (k *Kind) create(ctx context.Context, c Config) error {
 	if !present && strings.HasPrefix(c.NodeImage, "droprun/") {
 		return fmt.Errorf("node image %s is not present and no registry has it: build it with `droprun node-image build` (or `make node-image`; 25-46 minutes cold on 2 cores, a no-op when cached)", c.NodeImage)
 	}
-	for _, p := range []int{c.HostPort, c.GatewayHostPort} {
-		if err := portFree(p); err != nil {
-			return err
+	for _, e := range c.Entries() {
+		for _, p := range []int{e.WebPort, e.GatewayPort} {
+			if err := portFree(p); err != nil {
+				return fmt.Errorf("host port for node %s: %w", e.Node, err)
+			}
 		}
 	}
 	if err := os.MkdirAll(k.StateDir, 0o700); err != nil {
@@ -187,7 +189,7 @@ func withOutput(err error) error {
 func portFree(port int) error {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
-		return fmt.Errorf("port %d on 127.0.0.1 is taken (%v): stop what holds it (`ss -ltnp 'sport = :%d'` shows it) or set cluster.kind.hostPort/gatewayHostPort in the scenario", port, err, port)
+		return fmt.Errorf("port %d on 127.0.0.1 is taken (%w): stop what holds it (`ss -ltnp 'sport = :%d'` shows it) or set cluster.kind.hostPort/gatewayHostPort in the scenario (node k uses hostPort+2k and gatewayHostPort+2k)", port, err, port)
 	}
 	return l.Close()
 }
@@ -216,24 +218,39 @@ func clientFor(kubeconfig, context string) (*kubernetes.Clientset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
 	}
+	setRateLimit(rc)
 	return kubernetes.NewForConfig(rc)
 }
 
-// checkMatches compares a running cluster with the config asked for.
+// checkMatches compares a running cluster with the config asked for: the
+// config hash on the control plane (it covers the host port layout), the
+// node count, and the node names Entries attributes traffic to.
 func checkMatches(ctx context.Context, client kubernetes.Interface, c Config) error {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("cluster %q exists but does not answer (%w): delete it with `droprun cluster down --name %s`", c.Name, err, c.Name)
 	}
 	var got string
+	names := map[string]bool{}
 	for _, n := range nodes.Items {
 		if h := n.Labels[LabelConfig]; h != "" {
 			got = h
 		}
+		names[n.Name] = true
 	}
-	if got != c.Hash() || len(nodes.Items) != c.Nodes {
-		return fmt.Errorf("cluster %q exists with another configuration (%d nodes, config %q; asked for %s, config %q): delete it with `droprun cluster down --name %s`, or choose another cluster name",
-			c.Name, len(nodes.Items), got, c, c.Hash(), c.Name)
+	var missing []string
+	for _, e := range c.Entries() {
+		if !names[e.Node] {
+			missing = append(missing, e.Node)
+		}
+	}
+	if got != c.Hash() || len(nodes.Items) != c.Nodes || len(missing) > 0 {
+		why := ""
+		if len(missing) > 0 {
+			why = "; no node named " + strings.Join(missing, ", ")
+		}
+		return fmt.Errorf("cluster %q exists with another configuration (%d nodes, config %q%s; asked for %s, config %q): delete it with `droprun cluster down --name %s`, or choose another cluster name",
+			c.Name, len(nodes.Items), got, why, c, c.Hash(), c.Name)
 	}
 	return nil
 }

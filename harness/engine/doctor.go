@@ -15,10 +15,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/rig"
 )
 
-// DefaultHostPort is the host port droprun maps to NodePort 30080.
+// DefaultHostPort is the host port droprun maps to NodePort 30080 on the
+// control plane; node k gets DefaultHostPort+2k.
 const DefaultHostPort = 30080
+
+// DefaultNodes is the node count of droprun's default kind cluster: every
+// node has a web and a gateway host port.
+const DefaultNodes = 3
 
 // minFreeBytes is the free space Doctor wants where images, clusters and
 // the build cache live.
@@ -31,6 +37,13 @@ type DoctorOptions struct {
 	DaemonConfig string // default /etc/docker/daemon.json
 	WrapperPath  string // default /usr/local/bin/droprun-runc
 	CacheDir     string // default os.UserCacheDir()/droprun
+	WeightMarker string // default rig.DefaultMarker
+	CgroupRoot   string // default /sys/fs/cgroup
+
+	// GatewayHostPort defaults to HostPort+1 (the default layout) and
+	// Nodes to DefaultNodes. Node k uses HostPort+2k and
+	// GatewayHostPort+2k: Doctor checks each of those ports.
+	GatewayHostPort, Nodes int
 }
 
 // Check is one item of a Report.
@@ -101,6 +114,12 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	if opts.HostPort == 0 {
 		opts.HostPort = DefaultHostPort
 	}
+	if opts.GatewayHostPort == 0 {
+		opts.GatewayHostPort = opts.HostPort + 1
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = DefaultNodes
+	}
 	if opts.DaemonConfig == "" {
 		opts.DaemonConfig = "/etc/docker/daemon.json"
 	}
@@ -111,6 +130,12 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 		if d, err := os.UserCacheDir(); err == nil {
 			opts.CacheDir = filepath.Join(d, "droprun")
 		}
+	}
+	if opts.WeightMarker == "" {
+		opts.WeightMarker = rig.DefaultMarker
+	}
+	if opts.CgroupRoot == "" {
+		opts.CgroupRoot = "/sys/fs/cgroup"
 	}
 	var r Report
 	add := func(c Check) { r.Checks = append(r.Checks, c) }
@@ -184,6 +209,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 	add(Check{Name: "cgroup version", OK: true, Detail: detail})
 
+	// a CPU weight left lowered by a killed run
+	add(cpuWeightCheck(opts.WeightMarker, opts.CgroupRoot))
+
 	// route_localnet
 	if v, err := os.ReadFile(routeLocalnetProc); err != nil {
 		add(Check{Name: "route_localnet", Detail: err.Error(), Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1"})
@@ -197,8 +225,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	// userland-proxy
 	add(userlandProxyCheck(opts.DaemonConfig))
 
-	// host port
-	add(hostPortCheck(ctx, opts.HostPort, info != nil))
+	// host ports, a web and a gateway one per node
+	add(hostPortsCheck(ctx, opts.HostPort, opts.GatewayHostPort, opts.Nodes, info != nil))
 
 	// node image
 	switch {
@@ -233,6 +261,45 @@ func cgroupVersion(info *Info) string {
 	return "1"
 }
 
+// cpuWeightCheck reports a docker CPU weight that a run killed before its
+// restore left lowered (its marker is still there), with the command that
+// puts it back. Like every check it changes nothing; the next run restores
+// it by itself (rig.RestoreLeftover).
+func cpuWeightCheck(marker, cgroupRoot string) Check {
+	c := Check{Name: "docker CPU weight"}
+	m, err := rig.ReadMarker(marker)
+	if err != nil {
+		var me *rig.MarkerError
+		c.Detail = err.Error()
+		if errors.As(err, &me) {
+			c.Detail, c.Fix = fmt.Sprintf("marker %s: %v", me.Path, me.Err), me.Fix()
+		}
+		return c
+	}
+	if m != nil {
+		now := "now unreadable"
+		if b, err := os.ReadFile(m.File); err == nil {
+			now = "now " + strings.TrimSpace(string(b))
+		}
+		c.Detail = fmt.Sprintf("%s left lowered to %d by droprun pid %d at %s, which was killed before restoring it (%s; original %d)",
+			m.File, m.Set, m.PID, m.Time.Format("2006-01-02 15:04:05Z07:00"), now, m.Original)
+		c.Fix = fmt.Sprintf("echo %d > %s && rm %s (the next droprun run also does it before it starts)", m.Original, m.File, marker)
+		return c
+	}
+	c.OK = true
+	d, err := rig.FindDockerCPU(cgroupRoot)
+	switch {
+	case err != nil:
+		c.Detail = "no leftover from an interrupted run; " + err.Error()
+	case d.Old != d.Default():
+		c.Detail = fmt.Sprintf("no leftover from an interrupted run; %s is %d, not docker's default %d (set by hand, or by a droprun older than its marker: echo %d > %s restores the default)",
+			d.File, d.Old, d.Default(), d.Default(), d.File)
+	default:
+		c.Detail = fmt.Sprintf("no leftover from an interrupted run; %s is docker's default %d", d.File, d.Old)
+	}
+	return c
+}
+
 func userlandProxyCheck(daemonConfig string) Check {
 	c := Check{Name: "userland-proxy",
 		Fix: fmt.Sprintf("set \"userland-proxy\": false in %s and restart dockerd (droprun engine setup does it): the proxy costs ~20%% of a core at 1,000 req/s and turns resets into EOFs", daemonConfig)}
@@ -265,30 +332,71 @@ func userlandProxyCheck(daemonConfig string) Check {
 	return c
 }
 
-// hostPortCheck tries to listen on 127.0.0.1:port, and asks docker whether a
-// container publishes it (with the userland proxy off, docker's DNAT holds
-// a published port without listening on it).
-func hostPortCheck(ctx context.Context, port int, engine bool) Check {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := Check{Name: "host port " + addr}
+// hostPortsCheck checks every host port a kind cluster of nodes nodes maps:
+// node k uses web+2k (web NodePort) and gateway+2k (gateway NodePort).
+func hostPortsCheck(ctx context.Context, web, gateway, nodes int, engine bool) Check {
+	var webs, gws []string
+	var ports []int
+	for k := range nodes {
+		webs = append(webs, strconv.Itoa(web+2*k))
+		gws = append(gws, strconv.Itoa(gateway+2*k))
+		ports = append(ports, web+2*k, gateway+2*k)
+	}
+	c := Check{Name: "host ports"}
+	layout := fmt.Sprintf("127.0.0.1:%s (web) and %s (gateway), one pair per node of %d", strings.Join(webs, ","), strings.Join(gws, ","), nodes)
+	var problems []string
+	var published, held []int
+	for _, p := range ports {
+		switch who, err := portHolder(ctx, p, engine); {
+		case who != "":
+			problems = append(problems, fmt.Sprintf("%d published by container %s", p, who))
+			published = append(published, p)
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%d in use (%v)", p, err))
+			held = append(held, p)
+		}
+	}
+	if len(problems) == 0 {
+		c.OK, c.Detail = true, layout+": free"
+		return c
+	}
+	c.Detail = fmt.Sprintf("%s: %d of %d taken: %s", layout, len(problems), len(ports), strings.Join(problems, "; "))
+	var fixes []string
+	if len(published) > 0 {
+		fixes = append(fixes, "delete the cluster that publishes them (droprun cluster down, or kind delete cluster)")
+	}
+	if len(held) > 0 {
+		fixes = append(fixes, fmt.Sprintf("stop what listens on %s (ss -ltnp 'sport = :%d' shows the owner)", joinInts(held), held[0]))
+	}
+	fixes = append(fixes, "or choose other host ports (cluster.kind.hostPort/gatewayHostPort in the scenario, --host-port here): node k uses hostPort+2k and gatewayHostPort+2k")
+	c.Fix = strings.Join(fixes, ", ")
+	return c
+}
+
+// portHolder reports who holds 127.0.0.1:port: the containers that publish
+// it (with the userland proxy off, docker's DNAT holds a published port
+// without listening on it), else the error of listening on it.
+func portHolder(ctx context.Context, port int, engine bool) (string, error) {
 	if engine {
 		out, err := exec.CommandContext(ctx, "docker", "ps", "--filter", "publish="+strconv.Itoa(port), "--format", "{{.Names}}").Output()
 		if err == nil && strings.TrimSpace(string(out)) != "" {
-			names := strings.Join(strings.Fields(string(out)), ", ")
-			c.Detail = "published by container " + names
-			c.Fix = "delete the cluster that holds it (droprun cluster down, or kind delete cluster) or choose another host port"
-			return c
+			return strings.Join(strings.Fields(string(out)), ", "), nil
 		}
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		c.Detail = "in use: " + err.Error()
-		c.Fix = fmt.Sprintf("free it (ss -ltnp 'sport = :%d' shows the owner) or choose another host port", port)
-		return c
+		return "", err
 	}
 	l.Close()
-	c.OK, c.Detail = true, "free"
-	return c
+	return "", nil
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 // diskCheck wants minFreeBytes free where docker keeps images and

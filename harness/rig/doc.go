@@ -16,4 +16,7 @@
 // CPU weight of docker's containers (the kind nodes) while a run lasts, so
 // that a node starting a pod, which takes a whole core for a second or
 // more, no longer takes it from the client (see DefaultClusterShares).
+// SetMarked records the original weight in a marker file (DefaultMarker)
+// before lowering it, so that RestoreLeftover, called by the next run and
+// reported by droprun doctor, puts it back after a run killed with SIGKILL.
 package rig

@@ -1,11 +1,17 @@
 package rig
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // DefaultClusterShares is the CPU weight droprun gives docker's containers
@@ -90,4 +96,188 @@ func (d DockerCPU) Restore() error {
 		return fmt.Errorf("restoring the docker containers' CPU weight %d in %s: %w", d.Old, d.File, err)
 	}
 	return nil
+}
+
+// DefaultMarker is where a run records the weight it lowered, so that the
+// next run (or droprun doctor) can put it back after a run killed before
+// its own restore. /run is a tmpfs cleared at boot, like the cgroup
+// filesystem: a marker never outlives the value it describes. Writing the
+// weight needs root, and so does /run.
+const DefaultMarker = "/run/droprun/cpu-weight.json"
+
+// Marker is what the marker file holds: the weight file, its value before
+// droprun lowered it, and who lowered it.
+type Marker struct {
+	File     string    `json:"file"`     // the weight file
+	Original int       `json:"original"` // its value before, in its own units
+	Set      int       `json:"set"`      // the value the run wrote
+	PID      int       `json:"pid"`      // the run's process
+	Time     time.Time `json:"time"`     // when it wrote it, UTC
+}
+
+// MarkerError is a marker file that cannot be read or trusted. Its message
+// names the file and says how to fix it by hand.
+type MarkerError struct {
+	Path string // the marker file
+	Err  error  // what is wrong with it
+}
+
+// Error says what is wrong with the marker and how to fix it.
+func (e *MarkerError) Error() string {
+	return fmt.Sprintf("droprun's CPU weight marker %s is unusable (%v): %s", e.Path, e.Err, e.Fix())
+}
+
+// Unwrap returns the underlying error.
+func (e *MarkerError) Unwrap() error { return e.Err }
+
+// Fix is the manual fix: check the weight, put docker's default back if
+// it is still lowered, remove the marker.
+func (e *MarkerError) Fix() string {
+	return "cat /sys/fs/cgroup/cpu/docker/cpu.shares (cgroup v2: /sys/fs/cgroup/docker/cpu.weight); " +
+		"if droprun left it lowered, write docker's default back (echo 1024 > /sys/fs/cgroup/cpu/docker/cpu.shares, or echo 100 > /sys/fs/cgroup/docker/cpu.weight), " +
+		"then rm " + e.Path
+}
+
+// ReadMarker reads the marker at path. It returns nil, nil when there is
+// none, and a *MarkerError when it is corrupt or names a file that is not
+// a cgroup CPU weight (it is root who writes it back).
+func ReadMarker(path string) (*Marker, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &MarkerError{Path: path, Err: err}
+	}
+	var m Marker
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, &MarkerError{Path: path, Err: err}
+	}
+	base := filepath.Base(m.File)
+	if !filepath.IsAbs(m.File) || (base != "cpu.shares" && base != "cpu.weight") {
+		return nil, &MarkerError{Path: path, Err: fmt.Errorf("file %q is not a cgroup cpu.shares or cpu.weight", m.File)}
+	}
+	if lo, hi := weightRange(m.File); m.Original < lo || m.Original > hi {
+		return nil, &MarkerError{Path: path, Err: fmt.Errorf("original value %d is outside %s's range %d..%d", m.Original, base, lo, hi)}
+	}
+	return &m, nil
+}
+
+// weightRange is the kernel's range for the weight file.
+func weightRange(file string) (lo, hi int) {
+	if strings.HasSuffix(file, "cpu.weight") {
+		return 1, 10000
+	}
+	return 2, 262144
+}
+
+// writeMarker writes m to path atomically (a temporary file renamed over
+// it), so a run killed mid-write leaves no half marker. The marker is
+// private to the user who wrote it (0600).
+func writeMarker(path string, m Marker) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	return atomicfile.WriteFunc(path, 0o600, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// SetMarked is Set, after recording in the marker at path the file and
+// its value found (d.Old), so that RestoreLeftover can put it back if the
+// run dies before RestoreMarked. The weight is left alone when the marker
+// cannot be written.
+func (d DockerCPU) SetMarked(shares int, path string) (int, error) {
+	m := Marker{File: d.File, Original: d.Old, Set: d.Units(shares), PID: os.Getpid(), Time: time.Now().UTC()}
+	if err := writeMarker(path, m); err != nil {
+		return 0, fmt.Errorf("recording the docker containers' CPU weight in %s before lowering it: %w", path, err)
+	}
+	v, err := d.Set(shares)
+	if err != nil {
+		_ = os.Remove(path)
+		return 0, err
+	}
+	return v, nil
+}
+
+// RestoreMarked is Restore, then removes the marker at path.
+func (d DockerCPU) RestoreMarked(path string) error {
+	if err := d.Restore(); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing the CPU weight marker (the weight is restored): %w", err)
+	}
+	return nil
+}
+
+// Leftover is a weight a killed run left lowered, as RestoreLeftover found
+// and restored it.
+type Leftover struct {
+	Marker
+	// Found is false when there was no marker: nothing to restore.
+	Found bool
+	// Current is the file's value before the restore; Gone is true when the
+	// file no longer exists (docker's cgroup was recreated), so there was
+	// nothing to write back.
+	Current int
+	Gone    bool
+}
+
+// String says what was restored, for the run's log.
+func (l Leftover) String() string {
+	if !l.Found {
+		return "no CPU weight left by an interrupted run"
+	}
+	who := fmt.Sprintf("by droprun pid %d at %s", l.PID, l.Time.Format(time.RFC3339))
+	if l.Gone {
+		return fmt.Sprintf("%s, lowered to %d %s, no longer exists: nothing to restore", l.File, l.Set, who)
+	}
+	return fmt.Sprintf("%s was lowered to %d %s, which ended before restoring it; restored its original %d (it was %d)",
+		l.File, l.Set, who, l.Original, l.Current)
+}
+
+// RestoreLeftover puts back the weight recorded in the marker at path,
+// whatever the current value, and removes the marker. Without a marker it
+// does nothing and returns Found false. A corrupt marker is a *MarkerError
+// and is left in place.
+func RestoreLeftover(path string) (Leftover, error) {
+	m, err := ReadMarker(path)
+	if err != nil || m == nil {
+		return Leftover{}, err
+	}
+	l := Leftover{Marker: *m, Found: true}
+	cur, err := readWeight(m.File)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		l.Gone = true
+	case err != nil:
+		return l, fmt.Errorf("restoring the CPU weight recorded in %s: %w", path, err)
+	default:
+		l.Current = cur
+		d := DockerCPU{File: m.File, Old: m.Original}
+		if err := d.Restore(); err != nil {
+			return l, fmt.Errorf("restoring the CPU weight recorded in %s: %w", path, err)
+		}
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return l, fmt.Errorf("removing the CPU weight marker %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// readWeight reads a weight file's integer value.
+func readWeight(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", file, err)
+	}
+	return v, nil
 }

@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,165 @@ func TestDockerCPUNotFound(t *testing.T) {
 	writeFile(t, filepath.Join(root, "cpu", "docker", "cpu.shares"), "lots")
 	if _, err := FindDockerCPU(root); err == nil {
 		t.Error("a cpu.shares that is not a number was accepted")
+	}
+}
+
+// A run killed after SetMarked leaves the marker; the next run's
+// RestoreLeftover puts the original back and removes it, and its own
+// SetMarked/RestoreMarked leave neither a marker nor a changed weight.
+func TestKilledRunIsRestoredFromTheMarker(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "cpu", "docker", "cpu.shares")
+	marker := filepath.Join(root, "run", "droprun", "cpu-weight.json")
+	writeFile(t, f, "1024\n")
+
+	// The killed run: it lowered the weight and never restored it.
+	d, err := FindDockerCPU(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := d.SetMarked(DefaultClusterShares, marker); err != nil || v != 256 {
+		t.Fatalf("SetMarked = %d, %v; want 256", v, err)
+	}
+	m, err := ReadMarker(marker)
+	if err != nil || m == nil || m.File != f || m.Original != 1024 || m.Set != 256 || m.PID != os.Getpid() {
+		t.Fatalf("marker = %+v, %v; want %s 1024→256 by this pid", m, err, f)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(marker)); len(entries) != 1 {
+		t.Errorf("marker directory holds %d entries, want the marker alone (no temporary file)", len(entries))
+	}
+
+	// The next run.
+	l, err := RestoreLeftover(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Found || l.Gone || l.Current != 256 || l.Original != 1024 {
+		t.Errorf("leftover = %+v, want found, current 256, original 1024", l)
+	}
+	if !strings.Contains(l.String(), "restored its original 1024 (it was 256)") {
+		t.Errorf("leftover says %q", l)
+	}
+	if got := readInt(t, f); got != "1024" {
+		t.Errorf("cpu.shares = %s after RestoreLeftover, want 1024", got)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("marker still there after RestoreLeftover (%v)", err)
+	}
+	d, err = FindDockerCPU(root)
+	if err != nil || d.Old != 1024 {
+		t.Fatalf("FindDockerCPU after the restore = %+v, %v; want Old 1024", d, err)
+	}
+	if _, err := d.SetMarked(DefaultClusterShares, marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RestoreMarked(marker); err != nil {
+		t.Fatal(err)
+	}
+	if got := readInt(t, f); got != "1024" {
+		t.Errorf("cpu.shares = %s after RestoreMarked, want 1024", got)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("marker still there after RestoreMarked (%v)", err)
+	}
+
+	// Nothing left: nothing done.
+	if l, err := RestoreLeftover(marker); err != nil || l.Found {
+		t.Errorf("RestoreLeftover without a marker = %+v, %v; want not found, nil", l, err)
+	}
+}
+
+// The marker's original wins whatever the file holds now: someone (or a
+// later run with another setting) changed it since.
+func TestLeftoverRestoredWhateverTheCurrentValue(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "docker", "cpu.weight")
+	marker := filepath.Join(root, "marker.json")
+	writeFile(t, f, "40\n") // neither the original nor what the run set
+	writeFile(t, marker, `{"file":"`+f+`","original":90,"set":25,"pid":4242,"time":"2026-12-01T10:00:00Z"}`)
+	l, err := RestoreLeftover(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Current != 40 || l.Original != 90 || l.Set != 25 || l.PID != 4242 {
+		t.Errorf("leftover = %+v", l)
+	}
+	if got := readInt(t, f); got != "90" {
+		t.Errorf("cpu.weight = %s, want the recorded original 90", got)
+	}
+	if s := l.String(); !strings.Contains(s, "pid 4242") || !strings.Contains(s, "(it was 40)") {
+		t.Errorf("leftover says %q", s)
+	}
+}
+
+// A marker whose weight file is gone (docker's cgroup recreated) is
+// cleared without writing anything.
+func TestLeftoverWhoseFileIsGone(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "cpu", "docker", "cpu.shares")
+	marker := filepath.Join(root, "marker.json")
+	writeFile(t, marker, `{"file":"`+f+`","original":1024,"set":256}`)
+	l, err := RestoreLeftover(marker)
+	if err != nil || !l.Found || !l.Gone {
+		t.Fatalf("RestoreLeftover = %+v, %v; want found and gone", l, err)
+	}
+	if _, err := os.Stat(f); !os.IsNotExist(err) {
+		t.Errorf("RestoreLeftover created %s (%v)", f, err)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("marker still there (%v)", err)
+	}
+}
+
+// A corrupt marker, or one naming a file that is no CPU weight, is an error
+// that names the marker and says how to fix it; nothing is written and the
+// marker stays for the user to look at.
+func TestCorruptMarker(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "cpu", "docker", "cpu.shares")
+	writeFile(t, f, "256\n")
+	for name, body := range map[string]string{
+		"truncated":    `{"file":"` + f + `","orig`,
+		"not a cgroup": `{"file":"` + filepath.Join(root, "etc", "passwd") + `","original":1024}`,
+		"relative":     `{"file":"cpu/docker/cpu.shares","original":1024}`,
+		"out of range": `{"file":"` + f + `","original":0}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "cpu-weight.json")
+			writeFile(t, marker, body)
+			l, err := RestoreLeftover(marker)
+			var me *MarkerError
+			if !errors.As(err, &me) || me.Path != marker {
+				t.Fatalf("RestoreLeftover = %+v, %v; want a *MarkerError for %s", l, err, marker)
+			}
+			if msg := err.Error(); !strings.Contains(msg, marker) || !strings.Contains(msg, "rm "+marker) || !strings.Contains(msg, "echo 1024 >") {
+				t.Errorf("error %q does not name the marker and the fix", msg)
+			}
+			if got := readInt(t, f); got != "256" {
+				t.Errorf("cpu.shares = %s, want it untouched", got)
+			}
+			if _, err := os.Stat(marker); err != nil {
+				t.Errorf("corrupt marker removed: %v", err)
+			}
+		})
+	}
+}
+
+// SetMarked leaves the weight alone when it cannot record it first.
+func TestSetMarkedWithoutAMarkerChangesNothing(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "cpu", "docker", "cpu.shares")
+	writeFile(t, f, "1024\n")
+	blocker := filepath.Join(root, "file")
+	writeFile(t, blocker, "")
+	d, err := FindDockerCPU(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SetMarked(256, filepath.Join(blocker, "cpu-weight.json")); err == nil {
+		t.Fatal("SetMarked under a regular file succeeded")
+	}
+	if got := readInt(t, f); got != "1024" {
+		t.Errorf("cpu.shares = %s, want 1024 untouched", got)
 	}
 }
