@@ -10,24 +10,37 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/report"
-	"github.com/droprun/droprun/harness/run"
 )
 
-// loadRun re-analyses a run directory from its raw data; a directory that
-// is not a run is bad input (exit 2).
-func loadRun(dir string) (*run.Summary, error) {
+// analyzeRun analyses a run directory from its raw data; a directory that
+// is not a run is bad input (exit 2). Warnings about the raw data (a file
+// cut off by a crash) go to log.
+func analyzeRun(dir string, log io.Writer) (*analysis.Analysis, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("run directory: %w", err)}
 	}
-	sum, err := run.Analyze(dir, nil)
+	a, err := analysis.Analyze(dir, analysis.Options{})
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &exitError{code: 2, err: fmt.Errorf("%s is not a droprun run directory: %w", dir, err)}
 		}
 		return nil, &exitError{code: 2, err: err}
 	}
-	return sum, nil
+	for _, w := range a.Summary.Warnings {
+		fmt.Fprintf(log, "warning: %s: %s\n", dir, w)
+	}
+	return a, nil
+}
+
+// loadRun is analyzeRun's summary.
+func loadRun(dir string, log io.Writer) (*analysis.Summary, error) {
+	a, err := analyzeRun(dir, log)
+	if err != nil {
+		return nil, err
+	}
+	return a.Summary, nil
 }
 
 func formatNames() string {
@@ -48,7 +61,7 @@ func newReportCmd(s streams) *cobra.Command {
 		Use:   "report RUN_DIR",
 		Short: "Rebuild a run's results from its raw data and print them",
 		Long: `Re-analyse a run directory from its raw data (results-*.bin, events.jsonl,
-scenario.yaml) and print one row per variant: rollouts, rollouts that dropped
+app-metrics.jsonl, run.json, scenario.yaml; each read once) and print one row per variant: rollouts, rollouts that dropped
 anything, requests inside rollout windows, drops, the drop rate with its 95%
 Wilson interval, the control window's failures and the floor they predict, the
 tail, and the achieved/asked rate. A variant that dropped nothing gets the
@@ -75,19 +88,19 @@ The raw data is never modified.`,
 			if !ok {
 				return usageError("--format %q: use one of %s", format, formatNames())
 			}
-			var sum *run.Summary
-			var err error
-			if noFiles {
-				sum, err = loadRun(args[0])
-			} else {
-				if out == "" {
-					out = report.DefaultDir(args[0])
-				}
-				sum, err = writeReport(args[0], out, s.Err)
-			}
+			a, err := analyzeRun(args[0], s.Err)
 			if err != nil {
 				return err
 			}
+			if !noFiles {
+				if out == "" {
+					out = report.DefaultDir(args[0])
+				}
+				if err := report.Write(a, args[0], out, s.Err); err != nil {
+					return err
+				}
+			}
+			sum := a.Summary
 			if err := f(s.Out, sum); err != nil {
 				return err
 			}
@@ -103,19 +116,6 @@ The raw data is never modified.`,
 	cmd.Flags().StringVar(&out, "out", "", "write report.html, plots and the other formats here (default RUN_DIR/report)")
 	cmd.Flags().BoolVar(&noFiles, "no-files", false, "only print; write no report files")
 	return cmd
-}
-
-// writeReport rebuilds a run's report files from its raw data; a
-// directory that is not a run is bad input (exit 2).
-func writeReport(runDir, out string, log io.Writer) (*run.Summary, error) {
-	if _, err := os.Stat(runDir); err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("run directory: %w", err)}
-	}
-	sum, err := report.Write(runDir, out, log)
-	if errors.Is(err, os.ErrNotExist) && sum == nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("%s is not a droprun run directory: %w", runDir, err)}
-	}
-	return sum, err
 }
 
 func newCheckCmd(s streams) *cobra.Command {
@@ -144,13 +144,13 @@ Example (GitHub Actions, after 'droprun run ... --output-dir out/run'):
 			if l.MaxDropRate < 0 && l.MaxDropsPerRollout < 0 && baseline == "" {
 				return usageError("give at least one of --max-drop-rate, --max-drops-per-rollout, --baseline")
 			}
-			sum, err := loadRun(args[0])
+			sum, err := loadRun(args[0], s.Err)
 			if err != nil {
 				return err
 			}
-			var base *run.Summary
+			var base *analysis.Summary
 			if baseline != "" {
-				if base, err = loadRun(baseline); err != nil {
+				if base, err = loadRun(baseline, s.Err); err != nil {
 					return err
 				}
 			}
@@ -179,11 +179,11 @@ func newCompareCmd(s streams) *cobra.Command {
 		Short: "Compare two runs variant by variant (rate ratio, Fisher's exact test)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			a, err := loadRun(args[0])
+			a, err := loadRun(args[0], s.Err)
 			if err != nil {
 				return err
 			}
-			b, err := loadRun(args[1])
+			b, err := loadRun(args[1], s.Err)
 			if err != nil {
 				return err
 			}

@@ -87,17 +87,17 @@ cleaned up as without the interruption).`,
 			if o.Dir == "" {
 				o.Dir = run.DefaultDir(sc)
 			}
-			sum, err := run.Run(cmd.Context(), sc, o)
-			if sum == nil {
+			a, err := run.Run(cmd.Context(), sc, o)
+			if a == nil {
 				return err
 			}
-			// The report files, rebuilt from the raw data like `droprun
-			// report` does; an interrupted run gets one too.
+			// The report files, from the same analysis the summary came
+			// from; an interrupted run gets one too.
 			dir := o.Dir
-			if _, rerr := report.Write(dir, report.DefaultDir(dir), s.Err); rerr != nil {
+			if rerr := report.Write(a, dir, report.DefaultDir(dir), s.Err); rerr != nil {
 				fmt.Fprintf(s.Err, "warning: writing the report: %v (retry with `droprun report %s`)\n", rerr, dir)
 			}
-			if rerr := report.Table(s.Out, sum); rerr != nil && err == nil {
+			if rerr := report.Table(s.Out, a.Summary); rerr != nil && err == nil {
 				err = rerr
 			}
 			return interrupted(cmd.Context(), err, dir)

@@ -155,3 +155,62 @@ func WaitRolledOut(ctx context.Context, c kubernetes.Interface, namespace, name 
 	}
 	return nil
 }
+
+// revisionAnnotation is the Deployment controller's revision of a
+// Deployment and of each of its ReplicaSets.
+const revisionAnnotation = "deployment.kubernetes.io/revision"
+
+// OldPods returns the pods of deployment name that belong to an older
+// ReplicaSet than its current revision's, terminating or not: the pods a
+// rollout replaces. It does not rely on Deployment status fields (which
+// some clusters leave unset), only on the pods and their ReplicaSets.
+func OldPods(ctx context.Context, c kubernetes.Interface, namespace, name string) ([]string, error) {
+	d, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", name, err)
+	}
+	rss, err := c.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, err
+	}
+	current := ""
+	for _, rs := range rss.Items {
+		if rs.Annotations[revisionAnnotation] == d.Annotations[revisionAnnotation] {
+			current = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		}
+	}
+	if current == "" {
+		return nil, fmt.Errorf("deployment %s: no ReplicaSet of revision %q yet", name, d.Annotations[revisionAnnotation])
+	}
+	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, err
+	}
+	var old []string
+	for _, p := range pods.Items {
+		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != current {
+			old = append(old, p.Name)
+		}
+	}
+	return old, nil
+}
+
+// WaitOldPodsGone waits until deployment name has no pod of an older
+// ReplicaSet left (OldPods): only then has a rollout stopped deleting pods
+// that may still be routed to.
+func WaitOldPodsGone(ctx context.Context, c kubernetes.Interface, namespace, name string, timeout time.Duration) error {
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		old, err := OldPods(ctx, c, namespace, name)
+		left = old
+		return err == nil && len(old) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("deployment %s/%s: old pods %v still there after %s: %w", namespace, name, left, timeout, err)
+	}
+	return nil
+}

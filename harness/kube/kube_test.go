@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,5 +118,49 @@ func TestDiagnose(t *testing.T) {
 		if !strings.Contains(got+"\n", want) {
 			t.Errorf("diagnosis lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestOldPods: the pods of an older ReplicaSet count as old whatever the
+// Deployment's status says (terminatingReplicas left unset), and the
+// rollout is over only when they are gone.
+func TestOldPods(t *testing.T) {
+	const ns = "droprun"
+	sel := map[string]string{"app": "web"}
+	labels := func(hash string) map[string]string {
+		return map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}
+	}
+	rev := func(r string) map[string]string { return map[string]string{revisionAnnotation: r} }
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Annotations: rev("2")},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}}}
+	rs := func(name, hash, r string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels(hash), Annotations: rev(r)}}
+	}
+	pod := func(name, hash string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels(hash)}}
+	}
+	c := fake.NewClientset(d, rs("web-old", "old", "1"), rs("web-new", "new", "2"),
+		pod("web-new-a", "new"), pod("web-new-b", "new"), pod("web-old-a", "old"))
+	ctx := context.Background()
+	old, err := OldPods(ctx, c, ns, "web")
+	if err != nil || len(old) != 1 || old[0] != "web-old-a" {
+		t.Fatalf("OldPods = %v, %v; want [web-old-a]", old, err)
+	}
+	if err := WaitOldPodsGone(ctx, c, ns, "web", 300*time.Millisecond); err == nil || !strings.Contains(err.Error(), "web-old-a") {
+		t.Errorf("WaitOldPodsGone with an old pod left: %v", err)
+	}
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "web-old-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitOldPodsGone(ctx, c, ns, "web", time.Second); err != nil {
+		t.Errorf("WaitOldPodsGone once it is gone: %v", err)
+	}
+	// No ReplicaSet of the current revision yet: not done, and said so.
+	d.Annotations = rev("3")
+	if _, err := c.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OldPods(ctx, c, ns, "web"); err == nil || !strings.Contains(err.Error(), `revision "3"`) {
+		t.Errorf("OldPods without the new ReplicaSet: %v", err)
 	}
 }

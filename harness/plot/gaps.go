@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 )
 
 // notSeenX is where the gaps figure puts pods whose endpoint removal was
@@ -93,21 +93,18 @@ func (gapTicks) Ticks(min, max float64) []gplot.Tick {
 
 // gapsFigure shows, per row, each deleted pod's delay from its deletion
 // request to its endpoint leaving the EndpointSlice.
-func gapsFigure(sum *run.Summary, gaps map[string][]run.Gap) (Figure, error) {
+func gapsFigure(sum *analysis.Summary) (Figure, error) {
 	fig := Figure{
 		Name:  "deletion-gaps",
 		Title: "Deletion request to endpoint removal, per deleted pod",
 		Caption: "Each dot is one pod deleted by the row's rollouts, placed at the time from its deletion request to its endpoint leaving the EndpointSlice; the black bar is the row's median. " +
 			"Crosses in the \"not seen\" column are pods with no endpoint removal recorded after their deletion request (the slice update was recorded first, or never): they are shown, not dropped, and left out of the median.",
 	}
-	if n := len(gaps[""]); n > 0 {
-		fig.Caption += fmt.Sprintf(" %s deleted outside every rollout window %s not shown.", plural(uint64(n), "pod"), verb(uint64(n)))
-	}
 	rows := make(gapRows, len(sum.Variants))
 	xmax := 2.0
 	for i, v := range sum.Variants {
 		r := gapRow{name: v.Variant}
-		for _, g := range gaps[v.Variant] {
+		for _, g := range v.Gaps {
 			r.removed = append(r.removed, g.EndpointRemoved)
 			xmax = max(xmax, g.EndpointRemoved)
 		}

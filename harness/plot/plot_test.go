@@ -19,84 +19,17 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/recorder"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/analysis/analysistest"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
-func TestBinOf(t *testing.T) {
-	ms := time.Millisecond
-	for _, c := range []struct {
-		d    time.Duration
-		want int
-	}{
-		{0, 0}, {99 * ms, 0}, {100*ms - 1, 0}, {100 * ms, 1}, {250 * ms, 2},
-		{-1, -1}, {-100 * ms, -1}, {-100*ms - 1, -2}, {-2 * time.Second, -20},
-	} {
-		if got := binOf(c.d); got != c.want {
-			t.Errorf("binOf(%v) = %d, want %d", c.d, got, c.want)
-		}
-	}
-}
+// at is s seconds after the synthetic runs' time zero.
+func at(s float64) time.Time { return analysistest.At(s) }
 
-func TestHistCountsWhatItIsGiven(t *testing.T) {
-	h := newHist(-2*time.Second, 3*time.Second)
-	if h.First != -20 || len(h.Bins) != 50 {
-		t.Fatalf("range: first bin %d, %d bins; want -20, 50", h.First, len(h.Bins))
-	}
-	add := func(d time.Duration, c traffic.Class, n int) {
-		for range n {
-			if !h.add(d, c) {
-				t.Fatalf("add(%v) refused inside the range", d)
-			}
-		}
-	}
-	add(-2*time.Second, traffic.Class2xx, 3)            // first bin
-	add(1050*time.Millisecond, traffic.ClassRefused, 7) // bin 10
-	add(1099*time.Millisecond, traffic.ClassTimeout, 2) // bin 10 too
-	add(2999*time.Millisecond, traffic.Class2xx, 1)     // last bin
-	if h.add(3*time.Second, traffic.Class2xx) || h.add(-2*time.Second-1, traffic.Class2xx) {
-		t.Error("add accepted an offset outside the range")
-	}
-	b := h.Bins[10-h.First]
-	if b[indexOf(traffic.ClassRefused)] != 7 || b[indexOf(traffic.ClassTimeout)] != 2 || b.total(false) != 9 || b.total(true) != 9 {
-		t.Errorf("bin 10 = %v, want 7 refused and 2 timeouts", b)
-	}
-	if h.Bins[0][indexOf(traffic.Class2xx)] != 3 || h.Bins[49][indexOf(traffic.Class2xx)] != 1 {
-		t.Error("the edge bins did not count their requests")
-	}
-	s := h.sum()
-	if s.total(false) != 13 || s.total(true) != 9 {
-		t.Errorf("sum: %d requests, %d failures; want 13, 9", s.total(false), s.total(true))
-	}
-	if h.max(false) != 9 || h.max(true) != 9 {
-		t.Errorf("max: %d, %d; want 9, 9", h.max(false), h.max(true))
-	}
-}
-
-func TestSparse(t *testing.T) {
-	s := sparse{}
-	s.add(1234*time.Millisecond, traffic.ClassEOF)
-	s.add(1299*time.Millisecond, traffic.ClassEOF)
-	s.add(-50*time.Millisecond, traffic.ClassReset)
-	o := sparse{}
-	o.add(1200*time.Millisecond, traffic.Class503)
-	s.merge(o)
-	h := s.dense(0, 0)
-	if h.First != -1 || len(h.Bins) != 14 {
-		t.Fatalf("dense: first %d, %d bins; want -1, 14", h.First, len(h.Bins))
-	}
-	b := h.Bins[12-h.First]
-	if b[indexOf(traffic.ClassEOF)] != 2 || b[indexOf(traffic.Class503)] != 1 {
-		t.Errorf("bin 12 = %v", b)
-	}
-	if h.Bins[0][indexOf(traffic.ClassReset)] != 1 {
-		t.Errorf("bin -1 = %v", h.Bins[0])
-	}
-	if (sparse{}).dense(0, 0) != nil {
-		t.Error("an empty sparse histogram should have no dense form")
-	}
-}
+// The bins and histograms are the analysis's: harness/analysis tests them
+// (bins_test.go).
 
 // TestEveryClassHasAColour keeps the class order and colours in step with
 // traffic's classes.
@@ -152,28 +85,27 @@ func TestTicks(t *testing.T) {
 	}
 }
 
-// TestMarkersAtTheirTime checks that a timeline marks each event at its
-// offset from the rollout's start, and leaves out events outside the
-// plotted range and kinds it does not mark.
+// TestMarkersAtTheirTime checks that a timeline draws each marker of its
+// series at its offset from the rollout's start. Which events are marked
+// (the plotted range, the kinds) is the analysis's to decide:
+// harness/analysis TestRolloutSeriesMarkers checks that.
 func TestMarkersAtTheirTime(t *testing.T) {
-	rs := run.RolloutSummary{N: 1, Start: at(10), Complete: at(14), WindowEnd: at(16)}
-	events := []timeline.Event{
-		{Time: at(11.25), Kind: timeline.KindPodReady, Pod: "new"},
-		{Time: at(11.5), Kind: timeline.KindPodDeletionRequested, Pod: "old"},
-		{Time: at(12.75), Kind: timeline.KindEndpointRemoved, Pod: "old"},
-		{Time: at(13), Kind: timeline.KindPodGone, Pod: "old"},
-		{Time: at(14), Kind: timeline.KindRolloutComplete},
-		{Time: at(11), Kind: timeline.KindEndpointUnready, Pod: "old"},     // not marked
-		{Time: at(7.9), Kind: timeline.KindPodDeletionRequested, Pod: "x"}, // before the range
-		{Time: at(18.1), Kind: timeline.KindPodGone, Pod: "y"},             // after it
-	}
-	rd := newRolloutData("v", rs, events, nil)
+	s := &analysis.RolloutSeries{Row: "v", Rollout: analysis.RolloutSummary{N: 1, Start: at(10), Complete: at(14), WindowEnd: at(16)},
+		End: 6 * time.Second, Closed: true, Hist: analysis.NewHist(-timelinePad, 6*time.Second+timelinePad),
+		Markers: []analysis.Marker{
+			{Kind: timeline.KindPodReady, X: 1.25}, {Kind: timeline.KindPodDeletionRequested, X: 1.5},
+			{Kind: timeline.KindEndpointRemoved, X: 2.75}, {Kind: timeline.KindPodGone, X: 3}, {Kind: timeline.KindRolloutComplete, X: 4},
+		}}
+	rd := rolloutDataOf(s)
 	want := []marker{
-		{timeline.KindPodReady, 1.25}, {timeline.KindPodDeletionRequested, 1.5},
-		{timeline.KindEndpointRemoved, 2.75}, {timeline.KindPodGone, 3}, {timeline.KindRolloutComplete, 4},
+		{kind: timeline.KindPodReady, x: 1.25}, {kind: timeline.KindPodDeletionRequested, x: 1.5},
+		{kind: timeline.KindEndpointRemoved, x: 2.75}, {kind: timeline.KindPodGone, x: 3}, {kind: timeline.KindRolloutComplete, x: 4},
 	}
 	if !slices.Equal(rd.markers, want) {
 		t.Errorf("markers %v, want %v", rd.markers, want)
+	}
+	if rd.row != "v" || rd.rs.N != 1 || rd.end != 6*time.Second || !rd.closed || rd.h != s.Hist {
+		t.Errorf("rollout data: row %q, rollout %d, end %v, closed %v; want the series'", rd.row, rd.rs.N, rd.end, rd.closed)
 	}
 	if rd.h.First != -20 || len(rd.h.Bins) != 100 {
 		t.Errorf("timeline bins: first %d, %d bins; want -20 and 100 (−2 s to 8 s)", rd.h.First, len(rd.h.Bins))
@@ -202,6 +134,88 @@ func TestMarkersAtTheirTime(t *testing.T) {
 	for i := range xs {
 		if math.Abs(xs[i]-wantX[i]) > 1e-9 {
 			t.Errorf("line %d at x=%g, want %g", i, xs[i], wantX[i])
+		}
+	}
+}
+
+// TestKubeProxyLanes checks that kube-proxy syncs get one event lane per
+// node, each sync drawn in its node's lane, and stay out of the lines
+// drawn across the panels.
+func TestKubeProxyLanes(t *testing.T) {
+	s := &analysis.RolloutSeries{Row: "v", Rollout: analysis.RolloutSummary{N: 1, Start: at(10), WindowEnd: at(16)},
+		End: 6 * time.Second, Closed: true, Hist: analysis.NewHist(-timelinePad, 6*time.Second+timelinePad),
+		Markers: []analysis.Marker{
+			{Kind: timeline.KindPodDeletionRequested, X: 1},
+			{Kind: timeline.KindKubeProxySynced, Node: "w2", X: 1.5},
+			{Kind: timeline.KindKubeProxySynced, Node: "cp", X: 2},
+			{Kind: timeline.KindEndpointRemoved, X: 2.5},
+			{Kind: timeline.KindKubeProxySynced, Node: "w2", X: 3},
+		}}
+	rd := rolloutDataOf(s)
+	if rd.markers[1] != (marker{kind: timeline.KindKubeProxySynced, node: "w2", x: 1.5}) {
+		t.Errorf("marker %+v lost its node", rd.markers[1])
+	}
+	l := newEventLanes(rd.markers)
+	kp := timeline.KindKubeProxySynced
+	wantLanes := []lane{
+		{kind: timeline.KindPodReady}, {kind: timeline.KindPodDeletionRequested},
+		{kind: kp, node: "cp"}, {kind: kp, node: "w2"},
+		{kind: timeline.KindEndpointRemoved}, {kind: timeline.KindPodGone}, {kind: timeline.KindRolloutComplete},
+	}
+	if !slices.Equal(l.lanes, wantLanes) {
+		t.Fatalf("lanes %v, want %v", l.lanes, wantLanes)
+	}
+	var labels []string
+	for _, tk := range l.ticks() {
+		labels = append(labels, tk.Label)
+	}
+	if labels[2] != "kube-proxy cp" || labels[3] != "kube-proxy w2" || labels[1] != markerLabels[timeline.KindPodDeletionRequested] {
+		t.Errorf("lane labels %q", labels)
+	}
+	if got, want := panelLines(rd.markers), (vlines{rd.markers[0], rd.markers[3]}); !slices.Equal(got, want) {
+		t.Errorf("panel lines %v, want %v (no kube-proxy syncs)", got, want)
+	}
+
+	// Drawn on a 400×100 canvas over x -2..8 s (40 points a second) and
+	// the lanes' y range, as timelineFigure lays them out: each marker's
+	// bar is vertical, at its x, centred on its lane (lane i at y n-1-i).
+	rec := &recorder.Canvas{}
+	c := draw.NewCanvas(rec, 400, 100)
+	p := gplot.New()
+	n := len(l.lanes)
+	p.X.Min, p.X.Max = -2, 8
+	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+	l.Plot(c, p)
+	type bar struct {
+		x    float64
+		lane int
+	}
+	var bars []bar
+	for _, a := range rec.Actions {
+		st, ok := a.(*recorder.Stroke)
+		if !ok {
+			continue
+		}
+		first, last := st.Path[0].Pos, st.Path[len(st.Path)-1].Pos
+		if first.Y == last.Y {
+			continue // a lane's guide
+		}
+		if first.X != last.X {
+			t.Errorf("a marker bar is not vertical: %v to %v", first, last)
+		}
+		y := (first.Y.Points()+last.Y.Points())/2/100*(p.Y.Max-p.Y.Min) + p.Y.Min
+		bars = append(bars, bar{first.X.Points()/40 - 2, n - 1 - int(math.Round(y))})
+	}
+	wantBars := []bar{{1, 1}, {1.5, 3}, {2, 2}, {2.5, 4}, {3, 3}}
+	if !slices.EqualFunc(bars, wantBars, func(a, b bar) bool { return near(a.x, b.x) && a.lane == b.lane }) {
+		t.Errorf("bars (x, lane) %v, want %v", bars, wantBars)
+	}
+
+	// Without a node (or without any sync), kube-proxy keeps one lane.
+	for _, ms := range [][]marker{nil, {{kind: kp, x: 1}}} {
+		l := newEventLanes(ms)
+		if len(l.lanes) != len(markerKinds) || !slices.Contains(l.lanes, lane{kind: kp}) {
+			t.Errorf("markers %v: lanes %v, want one per kind", ms, l.lanes)
 		}
 	}
 }
@@ -246,17 +260,19 @@ func checkImages(t *testing.T, f Figure, w, h vg.Length) {
 }
 
 func TestTimelineFigureImages(t *testing.T) {
-	rs := run.RolloutSummary{N: 2, Start: at(0), Complete: at(5), WindowEnd: at(7),
-		Window: run.Tally{Requests: 700, Failures: 12}}
-	rd := newRolloutData("no-prestop", rs, []timeline.Event{{Time: at(2), Kind: timeline.KindPodDeletionRequested, Pod: "p"}}, nil)
+	rs := analysis.RolloutSummary{N: 2, Start: at(0), Complete: at(5), WindowEnd: at(7),
+		Window: analysis.Tally{Requests: 700, Failures: 12}}
+	s := &analysis.RolloutSeries{Row: "no-prestop", Rollout: rs, End: 7 * time.Second, Closed: true,
+		Hist:    analysis.NewHist(-timelinePad, 7*time.Second+timelinePad),
+		Markers: []analysis.Marker{{Kind: timeline.KindPodDeletionRequested, X: 2}}}
 	for k := range 900 {
 		c := traffic.Class2xx
 		if k >= 300 && k < 312 {
 			c = traffic.ClassRefused
 		}
-		rd.h.add(time.Duration(k-200)*10*time.Millisecond, c)
+		s.Hist.Add(time.Duration(k-200)*10*time.Millisecond, c)
 	}
-	f, err := timelineFigure(rd)
+	f, err := timelineFigure(rolloutDataOf(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,19 +288,18 @@ func TestTimelineFigureImages(t *testing.T) {
 // TestEmptyRow draws every figure for a row with nothing in it: no
 // rollouts, no requests, no gaps, and a rollout with no requests at all.
 func TestEmptyRow(t *testing.T) {
-	sum := &run.Summary{Variants: []run.VariantSummary{{Variant: "empty"}, {Variant: "clean", WindowRequests: 1000}}}
+	sum := &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "empty"}, {Variant: "clean", WindowRequests: 1000}}}
 	f, err := variantsFigure(sum)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkImages(t, f, 0, 0)
-	f, err = gapsFigure(sum, nil)
+	f, err = gapsFigure(sum)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkImages(t, f, 0, 0)
-	c := NewCollector()
-	f, err = sinceFigure(c.sinceData(sum.Variants[0], nil, nil))
+	f, err = sinceFigure(sinceDataOf(sum.Variants[0], &analysis.RowSeries{Row: "empty"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +307,11 @@ func TestEmptyRow(t *testing.T) {
 	if !strings.Contains(f.Caption, "no failed requests") {
 		t.Errorf("caption of a row without failures: %q", f.Caption)
 	}
-	f, err = timelineFigure(newRolloutData("empty", run.RolloutSummary{N: 1, Start: at(0)}, nil, nil))
+	// A window never closed, as the analysis hands it over: its end is
+	// where the run stopped (here a minute after the start).
+	open := &analysis.RolloutSeries{Row: "empty", Rollout: analysis.RolloutSummary{N: 1, Start: at(0)}, End: time.Minute,
+		Hist: analysis.NewHist(-timelinePad, time.Minute+timelinePad)}
+	f, err = timelineFigure(rolloutDataOf(open))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,8 +320,14 @@ func TestEmptyRow(t *testing.T) {
 		t.Errorf("caption of an unclosed window: %q", f.Caption)
 	}
 	// No summary rows at all.
-	if _, err := variantsFigure(&run.Summary{}); err != nil {
+	if _, err := variantsFigure(&analysis.Summary{}); err != nil {
 		t.Error(err)
+	}
+	if figs, err := Figures(&analysis.Analysis{Summary: &analysis.Summary{}}); err != nil || len(figs) != 2 {
+		t.Errorf("figures of a run without rows: %d, %v; want the variants and gaps figures", len(figs), err)
+	}
+	if _, err := Figures(nil); err == nil {
+		t.Error("figures of no analysis")
 	}
 }
 
@@ -313,14 +338,12 @@ func TestNamesUniqueAndFileSafe(t *testing.T) {
 	if got := fileSafe("../.."); strings.Contains(got, "/") || strings.Trim(got, ".") == "" {
 		t.Errorf("fileSafe(../..) = %q", got)
 	}
-	// Two rows whose file-safe names collide, neither with a rollout
-	// (so no results file is needed).
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, run.EventsFile), nil, 0o644); err != nil {
-		t.Fatal(err)
+	// Two rows whose file-safe names collide, neither with a rollout.
+	a := &analysis.Analysis{
+		Summary: &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "a/b"}, {Variant: "a-b"}}},
+		Rows:    []*analysis.RowSeries{{Row: "a/b", Since: analysis.Sparse{}}, {Row: "a-b", Since: analysis.Sparse{}}},
 	}
-	sum := &run.Summary{Variants: []run.VariantSummary{{Variant: "a/b"}, {Variant: "a-b"}}}
-	figs, err := NewCollector().Build(dir, sum)
+	figs, err := Figures(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,16 +364,22 @@ func TestNamesUniqueAndFileSafe(t *testing.T) {
 	}
 }
 
-// TestBuildRunDir builds the figures of a small synthetic run directory
-// and checks them against what was put in it.
-func TestBuildRunDir(t *testing.T) {
-	dir := writeSynthRun(t)
-	c := NewCollector()
-	sum, err := run.Analyze(dir, c.Failure)
+// analyze analyses the synthetic run directory dir.
+func analyze(tb testing.TB, dir string) *analysis.Analysis {
+	tb.Helper()
+	a, err := analysis.Analyze(dir, analysis.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	figs, err := c.Build(dir, sum)
+	return a
+}
+
+// TestBuildRunDir draws the figures of a small synthetic run directory
+// (analysistest's) and checks them against what was put in it.
+func TestBuildRunDir(t *testing.T) {
+	dir := analysistest.Write(t, analysistest.Run{})
+	a := analyze(t, dir)
+	figs, err := Figures(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,33 +411,45 @@ func TestBuildRunDir(t *testing.T) {
 		t.Errorf("variant of the introducing timeline: %q", v)
 	}
 
-	// The collector placed every rollout-window failure by its time
-	// since the deletion before it, and counted the tail apart.
-	rows := map[string]run.VariantSummary{}
-	for _, r := range sum.Variants {
-		rows[r.Variant] = r
+	// The analysis placed every rollout-window failure by its time since
+	// the latest deletion of its own rollout, and counted the tail apart.
+	// Figures draws row i from a.Rows[i].
+	if len(a.Rows) != len(a.Summary.Variants) {
+		t.Fatalf("%d row series for %d rows", len(a.Rows), len(a.Summary.Variants))
 	}
-	deleted := deletions(mustEvents(t, dir))
-	gaps := splitGaps(sum, deleted)
+	rows := map[string]analysis.VariantSummary{}
+	series := map[string]*analysis.RowSeries{}
+	for i, r := range a.Summary.Variants {
+		if a.Rows[i].Row != r.Variant {
+			t.Errorf("row %d: series of %q for row %q", i, a.Rows[i].Row, r.Variant)
+		}
+		rows[r.Variant], series[r.Variant] = r, a.Rows[i]
+	}
 	for _, w := range []struct {
 		row         string
 		drops, tail uint64
 		bins        map[int]uint64 // failures per since-deletion bin
+		noDeletion  uint64
 		removed     []float64
 		notSeen     int
 	}{
-		{"alpha", 60, 5, map[int]uint64{2: 10, 3: 10, 5: 10, 6: 10, 7: 10}, []float64{1.5, 1.2}, 0},
-		{"beta/introducing", 30, 0, map[int]uint64{2: 10, 3: 10, 4: 10}, []float64{1}, 0},
-		{"beta", 0, 0, nil, nil, 1},
+		// alpha's 10 EOFs at 12.5–12.6 s were sent before rollout 2
+		// deleted old-a2 (13 s): they are not placed against old-a1's
+		// deletion (rollout 1's) but counted as sent before their rollout
+		// deleted any pod. They were counted apart before too (as
+		// "earlier"); now noDeletion holds them all.
+		{"alpha", 60, 5, map[int]uint64{2: 10, 3: 10, 5: 10, 6: 10, 7: 10}, 10, []float64{1.5, 1.2}, 0},
+		{"beta/introducing", 30, 0, map[int]uint64{2: 10, 3: 10, 4: 10}, 0, []float64{1}, 0},
+		{"beta", 0, 0, nil, 0, nil, 1},
 	} {
-		sd := c.sinceData(rows[w.row], gaps[w.row], deleted)
+		sd := sinceDataOf(rows[w.row], series[w.row])
 		if sd.drops != w.drops || rows[w.row].Drops != w.drops || sd.tail != w.tail {
 			t.Errorf("%s: %d drops (summary %d), %d tail; want %d, %d", w.row, sd.drops, rows[w.row].Drops, sd.tail, w.drops, w.tail)
 		}
 		got := map[int]uint64{}
 		if sd.h != nil {
 			for i, b := range sd.h.Bins {
-				if n := b.total(true); n > 0 {
+				if n := b.Total(true); n > 0 {
 					got[sd.h.First+i] = n
 				}
 			}
@@ -417,8 +458,8 @@ func TestBuildRunDir(t *testing.T) {
 		for _, n := range got {
 			shown += n
 		}
-		if shown+sd.noDeletion+sd.earlier != sd.drops {
-			t.Errorf("%s: %d shown + %d without a deletion + %d before the rollout's first deletion != %d drops", w.row, shown, sd.noDeletion, sd.earlier, sd.drops)
+		if shown+sd.noDeletion != sd.drops || sd.noDeletion != w.noDeletion {
+			t.Errorf("%s: %d shown + %d before their rollout deleted any pod != %d drops (want %d of them not shown)", w.row, shown, sd.noDeletion, sd.drops, w.noDeletion)
 		}
 		if len(got) != len(w.bins) {
 			t.Errorf("%s: since-deletion bins %v, want %v", w.row, got, w.bins)
@@ -449,17 +490,13 @@ func TestBuildRunDir(t *testing.T) {
 
 	// The timelines hold every request of their plotted range, each in
 	// the bin of its offset from the rollout's start.
-	tls, err := binTimelines(dir, sum, mustEvents(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r1 := tls["alpha"][0]
-	s := r1.h.sum()
+	r1 := rolloutDataOf(series["alpha"].Rollouts[0])
+	s := r1.h.Sum()
 	// Range: rollout 1 starts at 3 s, its window closes at 9 s; shown
 	// from 1 s to 11 s: 1,000 requests, 30 refused (4.5–4.8 s) and the
 	// tail's 5 EOFs (10.0–10.05 s).
-	if s.total(false) != 1000 || s[indexOf(traffic.ClassRefused)] != 30 || s[indexOf(traffic.ClassEOF)] != 5 {
-		t.Errorf("alpha r1 timeline: %d requests, %d refused, %d eof; want 1000, 30, 5", s.total(false), s[indexOf(traffic.ClassRefused)], s[indexOf(traffic.ClassEOF)])
+	if s.Total(false) != 1000 || s[indexOf(traffic.ClassRefused)] != 30 || s[indexOf(traffic.ClassEOF)] != 5 {
+		t.Errorf("alpha r1 timeline: %d requests, %d refused, %d eof; want 1000, 30, 5", s.Total(false), s[indexOf(traffic.ClassRefused)], s[indexOf(traffic.ClassEOF)])
 	}
 	for k := 15; k <= 17; k++ { // 1.5–1.8 s after the start
 		if n := r1.h.Bins[k-r1.h.First][indexOf(traffic.ClassRefused)]; n != 10 {
@@ -470,12 +507,12 @@ func TestBuildRunDir(t *testing.T) {
 		t.Errorf("alpha r1 bin 70: %d eof, want 5", n)
 	}
 	for i, b := range r1.h.Bins {
-		if b.total(false) != 10 {
-			t.Errorf("alpha r1 bin %d holds %d requests, want 10 (one every 10 ms)", r1.h.First+i, b.total(false))
+		if b.Total(false) != 10 {
+			t.Errorf("alpha r1 bin %d holds %d requests, want 10 (one every 10 ms)", r1.h.First+i, b.Total(false))
 			break
 		}
 	}
-	if len(tls["beta/introducing"]) != 1 || len(tls["beta"]) != 1 || tls["beta"][0].rs.N != 2 {
+	if len(series["beta/introducing"].Rollouts) != 1 || len(series["beta"].Rollouts) != 1 || series["beta"].Rollouts[0].Rollout.N != 2 {
 		t.Errorf("beta's rows got the wrong rollouts")
 	}
 
@@ -491,31 +528,31 @@ func TestBuildRunDir(t *testing.T) {
 		}
 	}
 
-	// Build does the same in one call.
-	sum2, figs2, err := Build(dir)
+	// Figures reads nothing: with the run directory gone, the same
+	// analysis draws the same figures.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	figs2, err := Figures(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(figs2) != len(figs) || len(sum2.Variants) != 3 {
-		t.Errorf("Build: %d figures, %d rows; want %d, 3", len(figs2), len(sum2.Variants), len(figs))
+	var names2 []string
+	for _, f := range figs2 {
+		names2 = append(names2, f.Name)
+	}
+	if !slices.Equal(names2, names) || len(a.Summary.Variants) != 3 {
+		t.Errorf("Figures again: %q, %d rows; want %q, 3", names2, len(a.Summary.Variants), names)
 	}
 }
 
 func inches(l vg.Length) float64 { return float64(l / vg.Inch) }
 
-func mustEvents(t *testing.T, dir string) []timeline.Event {
-	t.Helper()
-	events, err := readEvents(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return events
-}
-
+// BenchmarkBuild analyses the synthetic run and draws its figures.
 func BenchmarkBuild(b *testing.B) {
-	dir := writeSynthRun(b)
+	dir := analysistest.Write(b, analysistest.Run{})
 	for b.Loop() {
-		if _, _, err := Build(dir); err != nil {
+		if _, err := Figures(analyze(b, dir)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 )
@@ -81,18 +82,13 @@ func (fadeThumb) Thumbnail(c *draw.Canvas) {
 }
 
 // markerKinds are the cluster events a timeline marks, in legend order.
-var markerKinds = []timeline.Kind{
-	timeline.KindPodReady,
-	timeline.KindPodDeletionRequested,
-	timeline.KindEndpointRemoved,
-	timeline.KindPodGone,
-	timeline.KindRolloutComplete,
-}
+var markerKinds = analysis.MarkerKinds
 
 // markerLabels say what each marked event is.
 var markerLabels = map[timeline.Kind]string{
 	timeline.KindPodReady:             "new pod ready",
 	timeline.KindPodDeletionRequested: "pod deletion requested",
+	timeline.KindKubeProxySynced:      "kube-proxy rules synced",
 	timeline.KindEndpointRemoved:      "endpoint removed",
 	timeline.KindPodGone:              "pod gone",
 	timeline.KindRolloutComplete:      "rollout complete",
@@ -103,14 +99,17 @@ var markerLabels = map[timeline.Kind]string{
 var markerStyles = map[timeline.Kind]draw.LineStyle{
 	timeline.KindPodReady:             {Color: hex("#1b7837"), Width: vg.Points(1.6)},
 	timeline.KindPodDeletionRequested: {Color: color.Black, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}},
+	timeline.KindKubeProxySynced:      {Color: hex("#2166ac"), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}},
 	timeline.KindEndpointRemoved:      {Color: hex("#b35806"), Width: vg.Points(2.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}},
 	timeline.KindPodGone:              {Color: hex("#542788"), Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(7), vg.Points(2.5), vg.Points(1.5), vg.Points(2.5)}},
 	timeline.KindRolloutComplete:      {Color: hex("#404040"), Width: vg.Points(2.6), Dashes: []vg.Length{vg.Points(12), vg.Points(4)}},
 }
 
-// marker is one event to mark: its kind and x (seconds).
+// marker is one event to mark: its kind, its node (a kube-proxy sync)
+// and x (seconds).
 type marker struct {
 	kind timeline.Kind
+	node string
 	x    float64
 }
 
@@ -137,26 +136,64 @@ func panelLine(sty draw.LineStyle) draw.LineStyle {
 	return sty
 }
 
+// lane is one row of the event lanes: a kind, and for kube-proxy syncs
+// the node.
+type lane struct {
+	kind timeline.Kind
+	node string
+}
+
 // eventLanes draws markers in lanes, one per kind (markerKinds, the first
-// on top): a short bar at each event's time. Unlike the vertical lines
-// across the panels, events at the same moment stay apart.
-type eventLanes []marker
+// on top) and, for kube-proxy syncs, one per node: a short bar at each
+// event's time. Unlike the vertical lines across the panels, events at the
+// same moment stay apart, and each node's rule updates show on their own.
+type eventLanes struct {
+	lanes []lane
+	ms    []marker
+}
+
+// newEventLanes lays out the lanes of ms: every marker kind, with the
+// kube-proxy lane split per node seen (kept as one lane when none was).
+func newEventLanes(ms []marker) eventLanes {
+	var nodes []string
+	for _, m := range ms {
+		if m.kind == timeline.KindKubeProxySynced && !slices.Contains(nodes, m.node) {
+			nodes = append(nodes, m.node)
+		}
+	}
+	slices.Sort(nodes)
+	var ls []lane
+	for _, k := range markerKinds {
+		if k != timeline.KindKubeProxySynced || len(nodes) == 0 {
+			ls = append(ls, lane{kind: k})
+			continue
+		}
+		for _, n := range nodes {
+			ls = append(ls, lane{kind: k, node: n})
+		}
+	}
+	return eventLanes{lanes: ls, ms: ms}
+}
 
 // Plot implements plot.Plotter.
 func (l eventLanes) Plot(c draw.Canvas, p *gplot.Plot) {
 	trX, trY := p.Transforms(&c)
 	guide := draw.LineStyle{Color: color.Gray{Y: 225}, Width: vg.Points(0.5)}
-	for i := range markerKinds {
-		y := trY(float64(len(markerKinds) - 1 - i))
+	n := len(l.lanes)
+	for i := range l.lanes {
+		y := trY(float64(n - 1 - i))
 		c.StrokeLine2(guide, c.Min.X, y, c.Max.X, y)
 	}
-	for _, m := range l {
-		i := slices.Index(markerKinds, m.kind)
+	for _, m := range l.ms {
+		i := slices.Index(l.lanes, lane{kind: m.kind, node: m.node})
+		if i < 0 {
+			i = slices.Index(l.lanes, lane{kind: m.kind})
+		}
 		x := trX(m.x)
 		if i < 0 || x < c.Min.X || x > c.Max.X {
 			continue
 		}
-		y := float64(len(markerKinds) - 1 - i)
+		y := float64(n - 1 - i)
 		sty := markerStyles[m.kind]
 		sty.Dashes, sty.Width = nil, vg.Points(2.5)
 		c.StrokeLine2(sty, x, trY(y-0.38), x, trY(y+0.38))
@@ -164,10 +201,15 @@ func (l eventLanes) Plot(c draw.Canvas, p *gplot.Plot) {
 }
 
 // ticks names the lanes on the y axis.
-func (eventLanes) ticks() gplot.ConstantTicks {
+func (l eventLanes) ticks() gplot.ConstantTicks {
 	var ts gplot.ConstantTicks
-	for i, k := range markerKinds {
-		ts = append(ts, gplot.Tick{Value: float64(len(markerKinds) - 1 - i), Label: markerLabels[k]})
+	n := len(l.lanes)
+	for i, ln := range l.lanes {
+		label := markerLabels[ln.kind]
+		if ln.node != "" {
+			label = "kube-proxy " + ln.node
+		}
+		ts = append(ts, gplot.Tick{Value: float64(n - 1 - i), Label: label})
 	}
 	return ts
 }

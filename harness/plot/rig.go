@@ -13,150 +13,18 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/droprun/droprun/harness/run"
-	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/analysis"
 )
 
-// rigSample is one rig sample (a run.MarkRigSample event), as much of it
-// as a timeline's rig panels draw.
-type rigSample struct {
-	// t is when the sample was taken (the end of its interval), interval
-	// how long that interval was.
-	t        time.Time
-	interval time.Duration
-	// lag is how far behind schedule the client sent its latest request
-	// when the sample was taken, in seconds.
-	lag float64
-	// pressure is the share of the CPU span (from t-interval to cpuEnd)
-	// in which some runnable task waited for a core, busy the share of the
-	// host's cores busy, both 0..1. pressure is -1 when the kernel does not
-	// report it; both are -1 for a sample with no CPU reading of its own
-	// (merged into the one before it, whose cpuEnd then reaches its t).
-	pressure, busy float64
-	cpuEnd         time.Time
-}
-
-// minCPUSpan is the shortest sample whose CPU shares stand on their own:
-// two jiffies at 100 Hz. A shorter one is merged into the one before.
-const minCPUSpan = 20 * time.Millisecond
-
-// defaultRigInterval is the sampling interval assumed for a sample that
-// does not say (the sampler's default).
-const defaultRigInterval = 250 * time.Millisecond
-
-// rigSamples picks the rig samples out of events, in time order. Runs
-// recorded before the sampler existed have none (nil).
-//
-// Two quirks of the recording are undone here. An event is stamped when
-// the recorder takes it (timeline.Recorder.Mark), which on a starved
-// machine can be seconds after the sample was taken, while the samples'
-// intervals chain exactly (each runs from the previous reading to its
-// own): so a sample was taken at the earlier of its stamp and the next
-// sample's start. And a reading takes its time before it reads the CPU
-// counters, so when the sampler stalls in between, the next sample finds
-// the counters where it left them: host_busy exactly 0 (not one jiffy
-// went by), and its share of the CPU belongs to the sample before, whose
-// counters ran on to the end of the stall. Such a sample is merged into
-// the one before it: its CPU span reaches on, and its pressure is the
-// time-weighted mean of both. So is a sample shorter than minCPUSpan,
-// whose host busy share (counted in jiffies) is mostly rounding; its busy
-// share is weighted in too.
-func rigSamples(events []timeline.Event) []rigSample {
-	var out []rigSample
-	anyBusy := false
-	for _, e := range events {
-		if e.Kind != run.MarkRigSample {
-			continue
-		}
-		s := rigSample{t: e.Time, interval: defaultRigInterval, pressure: -1}
-		num := func(key string) (float64, bool) {
-			v, err := strconv.ParseFloat(e.Detail[key], 64)
-			return v, err == nil
-		}
-		if v, ok := num("interval_ms"); ok && v > 0 {
-			s.interval = time.Duration(v * float64(time.Millisecond))
-		}
-		if v, ok := num("lag_ms"); ok && v > 0 {
-			s.lag = v / 1000
-		}
-		if v, ok := num("cpu_pressure"); ok {
-			s.pressure = min(max(v, 0), 1)
-		}
-		if v, ok := num("host_busy"); ok {
-			s.busy = min(max(v, 0), 1)
-		}
-		anyBusy = anyBusy || s.busy > 0
-		out = append(out, s)
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(out, func(a, b rigSample) int { return a.t.Compare(b.t) })
-	for k := len(out) - 2; k >= 0; k-- {
-		if next := out[k+1].t.Add(-out[k+1].interval); next.Before(out[k].t) {
-			out[k].t = next
-		}
-	}
-	last := -1 // the latest sample with a CPU reading
-	for k := range out {
-		s := &out[k]
-		s.cpuEnd = s.t
-		if !anyBusy {
-			s.busy = -1 // the host's CPU was not read at all
-		}
-		stalled := s.busy == 0
-		merge := (stalled || s.interval < minCPUSpan) && last >= 0 &&
-			!s.t.Add(-s.interval).After(out[last].cpuEnd.Add(rigGap))
-		switch {
-		case !merge && stalled: // nothing before it to merge into
-			s.busy, s.pressure = -1, -1
-			continue
-		case !merge:
-			last = k
-			continue
-		}
-		prev := &out[last]
-		w0 := prev.cpuEnd.Sub(prev.t.Add(-prev.interval)).Seconds()
-		w1 := s.interval.Seconds()
-		mean := func(a, b float64) float64 { return (a*w0 + b*w1) / (w0 + w1) }
-		if prev.pressure >= 0 && s.pressure >= 0 {
-			prev.pressure = mean(prev.pressure, s.pressure)
-		}
-		if !stalled && prev.busy >= 0 && s.busy >= 0 {
-			prev.busy = mean(prev.busy, s.busy)
-		}
-		prev.cpuEnd = s.t
-		s.busy, s.pressure = -1, -1
-	}
-	return out
-}
-
-// rigBetween returns the samples of all (in time order) that cover part
-// of [from, to], sharing all's memory: those taken within it and the
-// first one after it, whose interval reaches back into it.
-func rigBetween(all []rigSample, from, to time.Time) []rigSample {
-	i, _ := slices.BinarySearchFunc(all, from, func(s rigSample, t time.Time) int { return s.t.Compare(t) })
-	j, _ := slices.BinarySearchFunc(all, to, func(s rigSample, t time.Time) int {
-		if s.t.After(t) {
-			return 1
-		}
-		return -1
-	})
-	if j < len(all) && all[j].t.Add(-all[j].interval).Before(to) {
-		j++
-	}
-	if i >= j {
-		return nil
-	}
-	return all[i:j:j]
-}
+// rigSample is one rig sample, as the analysis corrected it.
+type rigSample = analysis.RigSample
 
 // rigStep returns the typical time between the samples of ss (not
 // empty): their mean spacing, to 10 ms.
 func rigStep(ss []rigSample) time.Duration {
-	d := ss[0].interval
+	d := ss[0].Interval
 	if len(ss) > 1 {
-		d = ss[len(ss)-1].t.Sub(ss[0].t) / time.Duration(len(ss)-1)
+		d = ss[len(ss)-1].T.Sub(ss[0].T) / time.Duration(len(ss)-1)
 	}
 	return d.Round(10 * time.Millisecond)
 }
@@ -165,15 +33,15 @@ func rigStep(ss []rigSample) time.Duration {
 func maxLag(ss []rigSample) float64 {
 	m := 0.0
 	for _, s := range ss {
-		m = max(m, s.lag)
+		m = max(m, s.Lag)
 	}
 	return m
 }
 
 // Getters of a sample's CPU shares, for rigSteps and anyValue.
 var (
-	pressureOf = func(s rigSample) float64 { return s.pressure }
-	busyOf     = func(s rigSample) float64 { return s.busy }
+	pressureOf = func(s rigSample) float64 { return s.Pressure }
+	busyOf     = func(s rigSample) float64 { return s.Busy }
 )
 
 // anyValue reports whether some sample of ss has a value (not negative).
@@ -201,7 +69,7 @@ var (
 // rigGap is how far apart two samples may be, beyond the interval the
 // later one covers, for their lines to be joined: more, and the sampler
 // was not running in between (nothing is drawn there).
-const rigGap = 50 * time.Millisecond
+const rigGap = analysis.RigGap
 
 // rigRuns splits ss into stretches of contiguous samples: a sample that
 // starts more than rigGap after the one before ended starts a new one.
@@ -209,7 +77,7 @@ func rigRuns(ss []rigSample) [][]rigSample {
 	var runs [][]rigSample
 	start := 0
 	for k := 1; k < len(ss); k++ {
-		if ss[k].t.Add(-ss[k].interval).After(ss[k-1].t.Add(rigGap)) {
+		if ss[k].T.Add(-ss[k].Interval).After(ss[k-1].T.Add(rigGap)) {
 			runs = append(runs, ss[start:k])
 			start = k
 		}
@@ -243,12 +111,12 @@ func (r rigSteps) steps() [][]xy {
 		if v < 0 {
 			continue
 		}
-		from := s.t.Add(-s.interval)
+		from := s.T.Add(-s.Interval)
 		if len(cur) > 0 && from.After(end.Add(rigGap)) {
 			out, cur = append(out, cur), nil
 		}
-		cur = append(cur, xy{from.Sub(r.t0).Seconds(), 100 * v}, xy{s.cpuEnd.Sub(r.t0).Seconds(), 100 * v})
-		end = s.cpuEnd
+		cur = append(cur, xy{from.Sub(r.t0).Seconds(), 100 * v}, xy{s.CPUEnd.Sub(r.t0).Seconds(), 100 * v})
+		end = s.CPUEnd
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
@@ -294,7 +162,7 @@ func (r rigLag) points() [][]xy {
 	for _, ss := range rigRuns(r.ss) {
 		l := make([]xy, len(ss))
 		for k, s := range ss {
-			l[k] = xy{s.t.Sub(r.t0).Seconds(), s.lag}
+			l[k] = xy{s.T.Sub(r.t0).Seconds(), s.Lag}
 		}
 		out = append(out, l)
 	}
@@ -383,7 +251,7 @@ func (lagTicks) Ticks(lo, hi float64) []gplot.Tick {
 
 // rigSaturation says, for a caption, that the rig was short of CPU during
 // rs, or "" when it was not (or is not known).
-func rigSaturation(rs run.RolloutSummary) string {
+func rigSaturation(rs analysis.RolloutSummary) string {
 	if rs.Rig == nil || !rs.Rig.Saturated {
 		return ""
 	}
@@ -429,7 +297,7 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 	lag.X.Tick.Marker = secondTicks{}
 	cpu.Y.Max = 105 // a busy line at 100% clears the panel's top
 	cpu.Y.Tick.Marker = percentAxisTicks
-	tol := run.SaturationLag.Seconds()
+	tol := analysis.SaturationLag.Seconds()
 	lag.Y.Max = max(2*tol, maxLag(rd.rig)*1.08)
 	lag.Y.Tick.Marker = lagTicks{}
 
@@ -442,14 +310,14 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 		cpu.Add(rigSteps{ss: rd.rig, t0: t0, value: busyOf, style: busyStyle})
 	}
 	cpu.Add(fades...)
-	cpu.Add(vlines(rd.markers))
+	cpu.Add(panelLines(rd.markers))
 	if !pressure {
 		cpu.Add(note("the kernel does not report CPU pressure"))
 	}
 	lag.Add(rigLag{ss: rd.rig, t0: t0})
 	lag.Add(hline{tol, toleranceLine})
 	lag.Add(fades...)
-	lag.Add(vlines(rd.markers))
+	lag.Add(panelLines(rd.markers))
 
 	leg := newLegend()
 	if pressure {

@@ -15,102 +15,14 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/recorder"
 
-	"github.com/droprun/droprun/harness/run"
-	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/analysis/analysistest"
 )
-
-// rigEvent is a rig sample event stamped at s seconds after synthT0, with
-// the given detail pairs.
-func rigEvent(s float64, kv ...string) timeline.Event {
-	d := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		d[kv[i]] = kv[i+1]
-	}
-	return timeline.Event{Time: at(s), Kind: run.MarkRigSample, Detail: d}
-}
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
-func nearTime(a, b time.Time) bool { return a.Sub(b).Abs() < time.Microsecond }
-
-func TestRigSamples(t *testing.T) {
-	if rigSamples([]timeline.Event{{Time: at(1), Kind: timeline.KindPodReady}}) != nil {
-		t.Error("samples from a run without any")
-	}
-	events := []timeline.Event{
-		rigEvent(1.0, "interval_ms", "250.0", "lag_ms", "12.5", "cpu_pressure", "0.400", "host_busy", "0.700"),
-		{Time: at(1.1), Kind: timeline.KindPodReady, Pod: "p"},
-		// Stamped 0.3 s late: the next sample's interval says it was
-		// taken at 1.25 s.
-		rigEvent(1.55, "interval_ms", "250.0", "lag_ms", "300.0", "cpu_pressure", "1.000", "host_busy", "0.900"),
-		// Its counters had not moved (host_busy 0): merged into the one
-		// before, whose CPU span then ends at 1.55 s. Pressure weighted
-		// by time: (1·0.25 + 0.2·0.3)/0.55.
-		rigEvent(1.55, "interval_ms", "300.0", "lag_ms", "310.0", "cpu_pressure", "0.200", "host_busy", "0.000"),
-		// No CPU pressure reported.
-		rigEvent(1.8, "interval_ms", "250.0", "lag_ms", "0.0", "host_busy", "0.500"),
-		// Too short for its own busy share: merged, busy weighted too:
-		// (0.5·0.25 + 1·0.005)/0.255.
-		rigEvent(1.805, "interval_ms", "5.0", "lag_ms", "1.0", "host_busy", "1.000"),
-	}
-	got := rigSamples(events)
-	type want struct {
-		t, interval, cpuEnd, lag, pressure, busy float64
-	}
-	wants := []want{
-		{1.0, 0.25, 1.0, 0.0125, 0.4, 0.7},
-		{1.25, 0.25, 1.55, 0.3, (0.25 + 0.2*0.3) / 0.55, 0.9},
-		{1.55, 0.3, 1.55, 0.31, -1, -1},
-		{1.8, 0.25, 1.805, 0, -1, (0.5*0.25 + 0.005) / 0.255},
-		{1.805, 0.005, 1.805, 0.001, -1, -1},
-	}
-	if len(got) != len(wants) {
-		t.Fatalf("%d samples, want %d: %+v", len(got), len(wants), got)
-	}
-	for i, w := range wants {
-		g := got[i]
-		if !nearTime(g.t, at(w.t)) || !near(g.interval.Seconds(), w.interval) || !nearTime(g.cpuEnd, at(w.cpuEnd)) ||
-			!near(g.lag, w.lag) || !near(g.pressure, w.pressure) || !near(g.busy, w.busy) {
-			t.Errorf("sample %d: t %v, interval %v, cpu to %v, lag %g, pressure %g, busy %g; want %+v",
-				i, g.t.Sub(synthT0), g.interval, g.cpuEnd.Sub(synthT0), g.lag, g.pressure, g.busy, w)
-		}
-	}
-
-	// A run whose samples never read the host's CPU keeps their pressure.
-	got = rigSamples([]timeline.Event{
-		rigEvent(1, "interval_ms", "250.0", "cpu_pressure", "0.300"),
-		rigEvent(1.25, "interval_ms", "250.0", "cpu_pressure", "0.500"),
-	})
-	if len(got) != 2 || got[0].busy != -1 || got[1].busy != -1 || got[0].pressure != 0.3 || got[1].pressure != 0.5 {
-		t.Errorf("samples without host_busy: %+v", got)
-	}
-}
-
-func TestRigBetween(t *testing.T) {
-	var all []rigSample
-	for k := 1; k <= 20; k++ {
-		s := float64(k) * 0.25
-		all = append(all, rigSample{t: at(s), interval: 250 * time.Millisecond})
-	}
-	got := rigBetween(all, at(1.1), at(2.1))
-	// Taken within [1.1, 2.1]: 1.25 ... 2.0; and 2.25, which covers
-	// from 2.0.
-	if len(got) != 5 || !got[0].t.Equal(at(1.25)) || !got[4].t.Equal(at(2.25)) {
-		t.Errorf("samples %v", got)
-	}
-	if cap(got) != len(got) {
-		t.Error("the samples of a range can be appended to over the next ones")
-	}
-	if got := rigBetween(all, at(10), at(12)); got != nil {
-		t.Errorf("samples after the last: %v", got)
-	}
-	if got := rigBetween(all, at(-5), at(0.1)); len(got) != 1 {
-		t.Errorf("the first sample covers from 0 s: %v", got)
-	}
-	if rigBetween(nil, at(0), at(1)) != nil {
-		t.Error("samples from none")
-	}
-}
+// Decoding and correcting the rig samples, and picking a range's, are the
+// analysis's: harness/analysis tests them (rig_test.go).
 
 // TestRigLagLine draws the lag line and checks its points are the
 // samples', at their offsets and lags, split where the sampler stopped.
@@ -118,12 +30,12 @@ func TestRigLagLine(t *testing.T) {
 	t0 := at(10)
 	ms := time.Millisecond
 	ss := []rigSample{
-		{t: at(9.5), interval: 250 * ms, lag: 0.01},
-		{t: at(9.75), interval: 250 * ms, lag: 0.2},
-		{t: at(10), interval: 250 * ms, lag: 0.8},
-		{t: at(10.5), interval: 500 * ms, lag: 0.5}, // starved: a long interval, still joined
-		{t: at(13), interval: 250 * ms, lag: 0.1},   // after a pause: a new line
-		{t: at(13.25), interval: 250 * ms, lag: 0},
+		{T: at(9.5), Interval: 250 * ms, Lag: 0.01},
+		{T: at(9.75), Interval: 250 * ms, Lag: 0.2},
+		{T: at(10), Interval: 250 * ms, Lag: 0.8},
+		{T: at(10.5), Interval: 500 * ms, Lag: 0.5}, // starved: a long interval, still joined
+		{T: at(13), Interval: 250 * ms, Lag: 0.1},   // after a pause: a new line
+		{T: at(13.25), Interval: 250 * ms, Lag: 0},
 	}
 	want := [][]xy{{{-0.5, 0.01}, {-0.25, 0.2}, {0, 0.8}, {0.5, 0.5}}, {{3, 0.1}, {3.25, 0}}}
 	got := rigLag{ss: ss, t0: t0}.points()
@@ -197,11 +109,11 @@ func TestRigLagLine(t *testing.T) {
 func TestRigSteps(t *testing.T) {
 	ms := time.Millisecond
 	ss := []rigSample{
-		{t: at(1), interval: 250 * ms, cpuEnd: at(1), pressure: 0.5},
-		{t: at(1.25), interval: 250 * ms, cpuEnd: at(1.5), pressure: 1}, // merged with the next
-		{t: at(1.5), interval: 250 * ms, cpuEnd: at(1.5), pressure: -1},
-		{t: at(1.75), interval: 250 * ms, cpuEnd: at(1.75), pressure: -1}, // not reported
-		{t: at(2), interval: 250 * ms, cpuEnd: at(2), pressure: 0.2},
+		{T: at(1), Interval: 250 * ms, CPUEnd: at(1), Pressure: 0.5},
+		{T: at(1.25), Interval: 250 * ms, CPUEnd: at(1.5), Pressure: 1}, // merged with the next
+		{T: at(1.5), Interval: 250 * ms, CPUEnd: at(1.5), Pressure: -1},
+		{T: at(1.75), Interval: 250 * ms, CPUEnd: at(1.75), Pressure: -1}, // not reported
+		{T: at(2), Interval: 250 * ms, CPUEnd: at(2), Pressure: 0.2},
 	}
 	got := rigSteps{ss: ss, t0: at(0), value: pressureOf}.steps()
 	want := [][]xy{
@@ -260,18 +172,14 @@ func pngHeight(t *testing.T, f Figure) float64 {
 	return float64(cfg.Height) / DPI
 }
 
-// TestBuildRunDirRig builds the synthetic run with rig samples (alpha's
+// TestBuildRunDirRig draws the synthetic run with rig samples (alpha's
 // traffic only): alpha's timelines get the rig panels, beta's do not;
 // alpha's rollout 2, whose client fell 1.6 s behind, says the rig was
 // short of CPU.
 func TestBuildRunDirRig(t *testing.T) {
-	dir := writeSynthRigRun(t)
-	c := NewCollector()
-	sum, err := run.Analyze(dir, c.Failure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	figs, err := c.Build(dir, sum)
+	dir := analysistest.Write(t, analysistest.Run{Events: append(analysistest.Events(), analysistest.RigSamples()...)})
+	a := analyze(t, dir)
+	figs, err := Figures(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,28 +220,33 @@ func TestBuildRunDirRig(t *testing.T) {
 
 	// Each timeline holds the samples of its range, and its lag line
 	// goes through every one of them.
-	tls, err := binTimelines(dir, sum, mustEvents(t, dir))
-	if err != nil {
-		t.Fatal(err)
+	series := map[string]*analysis.RowSeries{}
+	for _, rs := range a.Rows {
+		series[rs.Row] = rs
 	}
-	for _, rd := range tls["beta"] {
-		if len(rd.rig) != 0 {
+	for _, s := range series["beta"].Rollouts {
+		if rd := rolloutDataOf(s); len(rd.rig) != 0 {
 			t.Errorf("beta rollout %d has %d rig samples", rd.rs.N, len(rd.rig))
 		}
 	}
-	samples := synthRigSamples()
-	for _, rd := range tls["alpha"] {
+	samples := analysistest.RigSamples()
+	var alpha []*rolloutData
+	for _, s := range series["alpha"].Rollouts {
+		alpha = append(alpha, rolloutDataOf(s))
+	}
+	for _, rd := range alpha {
 		// Rollout 1 is shown from 1 s to 11 s, rollout 2 from 10 s to
 		// 19 s; the sample after the range covers its last 250 ms.
-		from, to := rd.rs.Start.Add(-timelinePad).Sub(synthT0).Seconds(), rd.rs.Start.Add(rd.end+timelinePad).Sub(synthT0).Seconds()
+		t0 := rd.rs.Start.Sub(analysistest.T0).Seconds()
+		from, to := t0-timelinePad.Seconds(), t0+(rd.end+timelinePad).Seconds()
 		var want []xy
 		for _, s := range samples {
-			if s.t >= from && s.t < to+0.25 {
+			if s.T >= from && s.T < to+0.25 {
 				lag := 0.0
-				if v, ok := s.detail["lag_ms"]; ok {
+				if v, ok := s.Event.Detail["lag_ms"]; ok {
 					lag = mustFloat(t, v) / 1000
 				}
-				want = append(want, xy{s.t - rd.rs.Start.Sub(synthT0).Seconds(), lag})
+				want = append(want, xy{s.T - t0, lag})
 			}
 		}
 		lines := rigLag{ss: rd.rig, t0: rd.rs.Start}.points()
@@ -344,7 +257,7 @@ func TestBuildRunDirRig(t *testing.T) {
 			t.Errorf("alpha rollout %d: lag line %v, want %v", rd.rs.N, lines[0], want)
 		}
 	}
-	if r := tls["alpha"][1]; maxLag(r.rig) != 1.6 || r.rs.Rig == nil || !r.rs.Rig.Saturated {
+	if r := alpha[1]; maxLag(r.rig) != 1.6 || r.rs.Rig == nil || !r.rs.Rig.Saturated {
 		t.Errorf("alpha rollout 2: max lag %g, rig %+v; want 1.6, saturated", maxLag(r.rig), r.rs.Rig)
 	}
 }

@@ -3,12 +3,11 @@ package plot
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 )
@@ -19,38 +18,18 @@ type sinceData struct {
 	h              *hist // nil when the row had no such failure
 	drops          uint64
 	windowRequests uint64
-	noDeletion     uint64 // window failures with no deletion before them
-	earlier        uint64 // window failures before their rollout's first deletion
+	noDeletion     uint64 // window failures sent before their rollout deleted any pod
 	tail           uint64 // failures after the windows closed, not shown
 	removed        []float64
 	notSeen        int // deleted pods whose endpoint removal was not seen
 }
 
-// sinceData gathers row's since-deletion histogram from its rollouts, and
-// the endpoint removal delays of the pods its rollouts deleted.
-// Failures whose nearest deletion came before their own rollout started
-// (sent before the rollout deleted anything) are counted apart, as
-// earlier: a deletion of another rollout did not cause them.
-func (c *Collector) sinceData(row run.VariantSummary, gaps []run.Gap, deleted map[string]time.Time) *sinceData {
-	sd := &sinceData{row: row.Variant, drops: row.Drops, windowRequests: row.WindowRequests}
-	s := sparse{}
-	v := run.RowVariant(row.Variant)
-	for _, rs := range row.Rollouts {
-		k := rolloutKey{v, rs.N}
-		for pod, ps := range c.since[k] {
-			if t, ok := deleted[pod]; ok && t.Before(rs.Start) {
-				for _, b := range ps {
-					sd.earlier += b.total(true)
-				}
-				continue
-			}
-			s.merge(ps)
-		}
-		sd.noDeletion += c.noDeletion[k]
-		sd.tail += c.tail[k]
-	}
-	sd.h = s.dense(0, 0)
-	for _, g := range gaps {
+// sinceDataOf gathers row's since-deletion histogram, from its series,
+// and the endpoint removal delays of the pods its rollouts deleted.
+func sinceDataOf(row analysis.VariantSummary, rs *analysis.RowSeries) *sinceData {
+	sd := &sinceData{row: row.Variant, drops: row.Drops, windowRequests: row.WindowRequests,
+		noDeletion: rs.NoDeletion, tail: row.Tail.Failures, h: rs.Since.Dense(0, 0)}
+	for _, g := range row.Gaps {
 		if g.EndpointRemoved < 0 {
 			sd.notSeen++
 			continue
@@ -70,10 +49,10 @@ func sinceFigure(sd *sinceData) (Figure, error) {
 	}
 	var shown uint64
 	if sd.h != nil {
-		s := sd.h.sum()
-		shown = s.total(true)
+		s := sd.h.Sum()
+		shown = s.Total(true)
 	}
-	hidden := sd.noDeletion + sd.earlier
+	hidden := sd.noDeletion
 	switch {
 	case sd.drops == 0:
 		fig.Caption = fmt.Sprintf("%s had no failed requests in its rollout windows (%s), so there is nothing to place against the time since the latest pod deletion; "+
@@ -113,7 +92,7 @@ func sinceFigure(sd *sinceData) (Figure, error) {
 	p.X.Tick.Marker = secondTicks{}
 	p.Y.Max = 4
 	if sd.h != nil {
-		p.Y.Max = max(p.Y.Max, float64(sd.h.max(true))*1.1)
+		p.Y.Max = max(p.Y.Max, float64(sd.h.Max(true))*1.1)
 	}
 	p.Add(stackBars{h: sd.h, failedOnly: true})
 	p.Add(markers)
@@ -126,7 +105,7 @@ func sinceFigure(sd *sinceData) (Figure, error) {
 
 	leg := newLegend()
 	if sd.h != nil {
-		classLegend(&leg, sd.h.sum(), true)
+		classLegend(&leg, sd.h.Sum(), true)
 		leg.Add("")
 	}
 	leg.Add("deletion requested (0 s)", lineThumb{markerStyles[timeline.KindPodDeletionRequested]})

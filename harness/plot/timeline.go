@@ -2,110 +2,25 @@ package plot
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
-	"github.com/droprun/droprun/harness/traffic"
 )
 
 // timelinePad is how much of the traffic before a rollout's start and
 // after its window's end a timeline shows.
-const timelinePad = 2 * time.Second
+const timelinePad = analysis.TimelinePad
 
 // Timeline heights: without rig samples, and with the rig panels.
 const (
 	timelineHeight    = 7.5 * vg.Inch
 	timelineRigHeight = 10 * vg.Inch
 )
-
-// rolloutData is one rollout's timeline: its requests binned by the time
-// they were sent, relative to the rollout's start, the cluster events to
-// mark, and the rig samples of its range.
-type rolloutData struct {
-	row     string // the variant row
-	rs      run.RolloutSummary
-	end     time.Duration // the window's end, from rs.Start
-	closed  bool          // the window was closed (rs.WindowEnd is set)
-	h       *hist         // offsets [-timelinePad, end+timelinePad)
-	markers []marker
-	rig     []rigSample // the samples covering the range (none: no rig panels)
-}
-
-// newRolloutData prepares the timeline of rollout rs of row. rig is every
-// rig sample of the run, in time order (rigSamples); the timeline keeps
-// those of its range, sharing rig's memory.
-func newRolloutData(row string, rs run.RolloutSummary, events []timeline.Event, rig []rigSample) *rolloutData {
-	rd := &rolloutData{row: row, rs: rs, end: windowEnd(rs).Sub(rs.Start), closed: !rs.WindowEnd.IsZero()}
-	rd.h = newHist(-timelinePad, rd.end+timelinePad)
-	from, to := rs.Start.Add(-timelinePad), rs.Start.Add(rd.end+timelinePad)
-	rd.rig = rigBetween(rig, from, to)
-	for _, e := range events {
-		if _, ok := markerStyles[e.Kind]; !ok || e.Time.Before(from) || e.Time.After(to) {
-			continue
-		}
-		rd.markers = append(rd.markers, marker{kind: e.Kind, x: e.Time.Sub(rs.Start).Seconds()})
-	}
-	return rd
-}
-
-// binTimelines builds the timeline of every rollout of every row of sum:
-// it streams each results file once, adding every request to the rollouts
-// whose plotted range holds it. It returns them by row, in rollout order.
-func binTimelines(dir string, sum *run.Summary, events []timeline.Event) (map[string][]*rolloutData, error) {
-	out := map[string][]*rolloutData{}
-	byFile := map[string][]*rolloutData{}
-	var files []string
-	rig := rigSamples(events)
-	for _, row := range sum.Variants {
-		v := run.RowVariant(row.Variant)
-		if _, ok := byFile[v]; !ok {
-			files = append(files, v)
-			byFile[v] = nil
-		}
-		for _, rs := range row.Rollouts {
-			rd := newRolloutData(row.Variant, rs, events, rig)
-			out[row.Variant] = append(out[row.Variant], rd)
-			byFile[v] = append(byFile[v], rd)
-		}
-	}
-	for _, v := range files {
-		rds := byFile[v]
-		if len(rds) == 0 {
-			continue
-		}
-		if err := binResults(filepath.Join(dir, run.ResultsFile(v)), rds); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// binResults streams one results file into the timelines rds.
-func binResults(path string, rds []*rolloutData) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("plot: %w", err)
-	}
-	defer f.Close()
-	err = traffic.ReadResults(f, func(rec traffic.Record) error {
-		for _, rd := range rds {
-			rd.h.add(rec.Time.Sub(rd.rs.Start), rec.Class)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("plot: %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
 
 // timelineFigure draws one rollout's timeline: all requests per 100 ms on
 // top, the failures alone below, with the cluster events marked; and when
@@ -135,7 +50,7 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 		fig.Caption += fmt.Sprintf(" At the bottom, the rig (the machine that runs both the cluster and the traffic client), sampled about every %s: "+
 			"the share of the time some task waited for a CPU core (CPU pressure, shaded) and the share of the host's cores busy (line), then how far behind its schedule the client sent its latest request; "+
 			"beyond %s (the dashed line, half the request timeout) the machine stalled long enough to time requests out by itself, and the rollout is flagged as saturated.",
-			lagText(rigStep(rd.rig).Seconds()), lagText(run.SaturationLag.Seconds()))
+			lagText(rigStep(rd.rig).Seconds()), lagText(analysis.SaturationLag.Seconds()))
 	}
 	if sat := rigSaturation(rd.rs); sat != "" {
 		fig.Title += "; the rig was short of CPU"
@@ -156,36 +71,37 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 		p.Y.Min = 0
 		p.Y.Tick.Marker = countTicks{}
 	}
-	top.Y.Max = max(1, float64(rd.h.max(false))*1.05)
-	fmax := rd.h.max(true)
+	top.Y.Max = max(1, float64(rd.h.Max(false))*1.05)
+	fmax := rd.h.Max(true)
 	bottom.Y.Max = max(4, float64(fmax)*1.1)
 
 	fades := []gplot.Plotter{fade{xmin, 0}, fade{endS, xmax}}
-	lanes := eventLanes(rd.markers)
-	events.Y.Min, events.Y.Max = -0.6, float64(len(markerKinds))-0.4
+	lanes := newEventLanes(rd.markers)
+	events.Y.Min, events.Y.Max = -0.6, float64(len(lanes.lanes))-0.4
 	events.Y.Tick.Marker = lanes.ticks()
 	events.Y.Padding = 0
 	events.Add(lanes)
 	events.Add(fades...)
 	top.Add(stackBars{h: rd.h})
 	top.Add(fades...)
-	top.Add(vlines(rd.markers))
+	lines := panelLines(rd.markers)
+	top.Add(lines)
 	bottom.Add(stackBars{h: rd.h, failedOnly: true})
 	bottom.Add(fades...)
-	bottom.Add(vlines(rd.markers))
+	bottom.Add(lines)
 	if fmax == 0 {
 		bottom.Add(note("no failed requests in this stretch"))
 	}
 
 	leg := newLegend()
-	classLegend(&leg, rd.h.sum(), false)
+	classLegend(&leg, rd.h.Sum(), false)
 	leg.Add("")
 	leg.Add("faded: outside the window", fadeThumb{})
 	leg.Add("")
 	markerLegend(&leg, rd.markers, markerKinds)
 
 	plots := []*gplot.Plot{events, top, bottom}
-	dataH := []vg.Length{1.1 * vg.Inch, 0, 0}
+	dataH := []vg.Length{0.2*vg.Inch + vg.Length(len(lanes.lanes))*0.18*vg.Inch, 0, 0}
 	height := timelineHeight
 	var rig rigPanels
 	if len(rd.rig) > 0 {
@@ -285,4 +201,17 @@ func markerLegend(l *gplot.Legend, ms []marker, kinds []timeline.Kind) {
 		}
 		l.Add(label, lineThumb{markerStyles[k]})
 	}
+}
+
+// panelLines are the markers drawn across the panels: all but kube-proxy
+// syncs, which stay in their lanes (across the panels they would hide the
+// bars).
+func panelLines(ms []marker) vlines {
+	var out vlines
+	for _, m := range ms {
+		if m.kind != timeline.KindKubeProxySynced {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -92,7 +92,7 @@ func (percentTicks) Ticks(min, max float64) []gplot.Tick {
 
 // variantsFigure compares the drop rates of all rows, with their 95%
 // Wilson intervals, on a log axis.
-func variantsFigure(sum *run.Summary) (Figure, error) {
+func variantsFigure(sum *analysis.Summary) (Figure, error) {
 	fig := Figure{
 		Name:  "variants",
 		Title: "Drop rate per variant: failed share of the rollout-window requests",

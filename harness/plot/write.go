@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // Write writes every figure into outDir (created if needed) as NAME.png
@@ -26,7 +28,7 @@ func Write(outDir string, figs []Figure) error {
 		seen[f.Name] = true
 		for ext, data := range map[string][]byte{".png": f.PNG, ".svg": f.SVG} {
 			path := filepath.Join(outDir, f.Name+ext)
-			if err := os.WriteFile(path, data, 0o644); err != nil {
+			if err := atomicfile.Write(path, data); err != nil {
 				return fmt.Errorf("plot: writing %s: %w", path, err)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -24,9 +24,9 @@ type Limits struct {
 // drops significantly more than the baseline's row of the same name (Fisher
 // p < 0.05 and the rate ratio's lower bound above 1). A suspect run fails
 // too: its numbers are not a measurement.
-func Check(sum, baseline *run.Summary, l Limits) []string {
+func Check(sum, baseline *analysis.Summary, l Limits) []string {
 	var fails []string
-	base := map[string]run.VariantSummary{}
+	base := map[string]analysis.VariantSummary{}
 	if baseline != nil {
 		for _, v := range baseline.Variants {
 			base[v.Variant] = v
@@ -64,7 +64,7 @@ func Check(sum, baseline *run.Summary, l Limits) []string {
 }
 
 // Compare returns one verdict per row name present in both a and b.
-func Compare(a, b *run.Summary) []string {
+func Compare(a, b *analysis.Summary) []string {
 	var out []string
 	for _, va := range a.Variants {
 		for _, vb := range b.Variants {
@@ -81,7 +81,7 @@ func Compare(a, b *run.Summary) []string {
 
 // CompareVariants returns the verdict of every row of sum against the
 // first row (e.g. each fix against no-prestop).
-func CompareVariants(sum *run.Summary) []string {
+func CompareVariants(sum *analysis.Summary) []string {
 	var out []string
 	for _, c := range compareVariants(sum) {
 		out = append(out, c.Verdict)
@@ -91,7 +91,7 @@ func CompareVariants(sum *run.Summary) []string {
 
 // compareVariants compares every row of sum after the first with the first;
 // element k is about sum.Variants[k+1].
-func compareVariants(sum *run.Summary) []stats.Comparison {
+func compareVariants(sum *analysis.Summary) []stats.Comparison {
 	if len(sum.Variants) < 2 {
 		return nil
 	}

@@ -18,8 +18,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/plot"
-	"github.com/droprun/droprun/harness/run"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
@@ -63,7 +63,7 @@ type HTMLInput struct {
 // window, tail and client, hook failures, the per-rollout table and the
 // deletion-to-endpoint-removal delays, and at the end the scenario as run.
 // Nothing is written when the page cannot be rendered.
-func HTML(w io.Writer, sum *run.Summary, in HTMLInput) error {
+func HTML(w io.Writer, sum *analysis.Summary, in HTMLInput) error {
 	if sum == nil {
 		return errors.New("html report: no summary")
 	}
@@ -165,7 +165,7 @@ type htmlRollout struct {
 
 type htmlGap struct{ Pod, Unready, Removed string }
 
-func buildPage(sum *run.Summary, in HTMLInput) (*htmlPage, error) {
+func buildPage(sum *analysis.Summary, in HTMLInput) (*htmlPage, error) {
 	p := &htmlPage{Title: "droprun report", Interrupted: sum.Interrupted, Error: sum.Error, Suspect: sum.Suspect,
 		Scenario: string(in.ScenarioYAML), Version: sum.Cluster.DroprunVer}
 	if sum.Scenario != "" {
@@ -267,7 +267,7 @@ func buildPage(sum *run.Summary, in HTMLInput) (*htmlPage, error) {
 // variant starts from another one (the trap).
 const introducingSuffix = "/introducing"
 
-func headerFacts(sum *run.Summary, in HTMLInput) []htmlFact {
+func headerFacts(sum *analysis.Summary, in HTMLInput) []htmlFact {
 	var f []htmlFact
 	add := func(label, value string) {
 		if value != "" {
@@ -433,7 +433,7 @@ func failedClasses(m map[traffic.Class]uint64) []traffic.Class {
 	return cs
 }
 
-func windowFacts(r Row, v run.VariantSummary) []htmlFact {
+func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	var f []htmlFact
 	control := fmt.Sprintf("%s in %s requests before the first rollout", plural64(v.Control.Failures, "failure", "failures"), stats.FormatCount(v.Control.Requests))
 	switch {
@@ -458,9 +458,12 @@ func windowFacts(r Row, v run.VariantSummary) []htmlFact {
 		f = append(f, htmlFact{"Rig during the control", v.ControlRig.String()})
 	}
 	if v.SaturatedRollouts > 0 {
-		f = append(f, htmlFact{"Rig short of CPU", fmt.Sprintf("in %d of %d rollouts, so their slow or timed-out requests may be the rig's; "+
-			"the other rollouts' windows had %s in %s requests", v.SaturatedRollouts, len(v.Rollouts),
-			plural64(v.Measurable.Failures, "failure", "failures"), stats.FormatCount(v.Measurable.Requests))})
+		f = append(f, htmlFact{"Rig short of CPU", fmt.Sprintf("in %d of %d rollouts; %s sent while the client itself stalled %s excused (counted apart); "+
+			"refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had %s in %s requests", v.SaturatedRollouts, len(v.Rollouts),
+			plural64(v.Excused, "timeout", "timeouts"), verb64(v.Excused), plural64(v.Measurable.Failures, "failure", "failures"), stats.FormatCount(v.Measurable.Requests))})
+	}
+	if len(v.ByNode) > 0 {
+		f = append(f, htmlFact{"By entry node", NodesText(v.ByNode)})
 	}
 	if sv := v.Server; sv != nil {
 		pods := fmt.Sprintf("the pods answered %s requests (%s 2xx); the client sent %s and got %s 2xx",
@@ -487,7 +490,7 @@ func windowFacts(r Row, v run.VariantSummary) []htmlFact {
 	return f
 }
 
-func rolloutRows(v run.VariantSummary) []htmlRollout {
+func rolloutRows(v analysis.VariantSummary) []htmlRollout {
 	var out []htmlRollout
 	for _, r := range v.Rollouts {
 		hr := htmlRollout{N: strconv.Itoa(r.N), Measured: r.MeasuredVariant, Live: r.LiveTemplate, Duration: r.Duration,
@@ -547,7 +550,7 @@ func flushed(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func gaps(gs []run.Gap) (string, []htmlGap) {
+func gaps(gs []analysis.Gap) (string, []htmlGap) {
 	if len(gs) == 0 {
 		return "", nil
 	}
@@ -661,7 +664,7 @@ const customWhy = "A custom app: droprun does not know how it shuts down, so rea
 // compare with what the variant predicts (expect), and why the variant
 // behaves as it does, one paragraph each. hasIntroducing is true for the
 // later rollouts of a variant whose first rollout is its own row.
-func story(r Row, v run.VariantSummary, hasIntroducing bool) (observed, expect string, why []string) {
+func story(r Row, v analysis.VariantSummary, hasIntroducing bool) (observed, expect string, why []string) {
 	// The numbers are about the pods the rollouts deleted: the variant
 	// detected in the live template, when the rollouts agree on one.
 	measured, seen, agree := v.Builtin, "", true
@@ -761,9 +764,9 @@ func story(r Row, v run.VariantSummary, hasIntroducing bool) (observed, expect s
 				"was still routed to them, so the wait did not outlast the endpoint removal here.", percent(race, r.Drops)))
 		}
 	}
-	if v.SaturatedRollouts > 0 && r.Drops > 0 {
-		e = append(e, fmt.Sprintf("%d of the %s ran while the rig was short of CPU; the others dropped %s of %s requests.",
-			v.SaturatedRollouts, plural(r.Rollouts, "rollout", "rollouts"), stats.FormatCount(v.Measurable.Failures), stats.FormatCount(v.Measurable.Requests)))
+	if v.Excused > 0 {
+		e = append(e, fmt.Sprintf("%s were sent while the client itself stalled and are excused; without them the windows dropped %s of %s requests.",
+			plural64(v.Excused, "timeout", "timeouts"), stats.FormatCount(v.Measurable.Failures), stats.FormatCount(v.Measurable.Requests)))
 	}
 	if r.ExpectedFloor > 0 {
 		e = append(e, fmt.Sprintf("The control window's failure rate alone predicts about %s failures here.", stats.FormatSig(r.ExpectedFloor, 2)))
@@ -811,4 +814,12 @@ func orUnknown(s string) string {
 		return "an unknown variant"
 	}
 	return s
+}
+
+// verb64 is "was" or "were" for n.
+func verb64(n uint64) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }

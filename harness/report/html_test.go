@@ -30,8 +30,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/net/html"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/plot"
-	"github.com/droprun/droprun/harness/run"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -43,16 +43,16 @@ var (
 // htmlSummary is a run with every kind of row: a variant that drops, a
 // clean fix, a fix that dropped only timeouts, a failed hook, the trap's two
 // rows and a custom app.
-func htmlSummary() *run.Summary {
+func htmlSummary() *analysis.Summary {
 	t0 := time.Date(2026, 11, 30, 2, 36, 55, 0, time.UTC)
-	ctl := run.Tally{Requests: 10000, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10000}}
-	client := run.ClientSummary{AskedRate: 1000, AchievedRate: 999.9, CPU: 0.62}
-	ro := func(n int, measured string, reqs, refused, timeout uint64) run.RolloutSummary {
+	ctl := analysis.Tally{Requests: 10000, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10000}}
+	client := analysis.ClientSummary{AskedRate: 1000, AchievedRate: 999.9, CPU: 0.62}
+	ro := func(n int, measured string, reqs, refused, timeout uint64) analysis.RolloutSummary {
 		from, to := "v1", "v2"
 		if n%2 == 0 {
 			from, to = "v2", "v1"
 		}
-		w := run.Tally{Requests: reqs, Failures: refused + timeout, Classes: map[traffic.Class]uint64{traffic.Class2xx: reqs - refused - timeout}}
+		w := analysis.Tally{Requests: reqs, Failures: refused + timeout, Classes: map[traffic.Class]uint64{traffic.Class2xx: reqs - refused - timeout}}
 		if refused > 0 {
 			w.Classes[traffic.ClassRefused] = refused
 		}
@@ -60,14 +60,14 @@ func htmlSummary() *run.Summary {
 			w.Classes[traffic.ClassTimeout] = timeout
 		}
 		start := t0.Add(time.Duration(n) * time.Minute)
-		return run.RolloutSummary{N: n, From: from, To: to, MeasuredVariant: measured, LiveTemplate: "shutdown=none preStop=none image=bookshop:" + from,
+		return analysis.RolloutSummary{N: n, From: from, To: to, MeasuredVariant: measured, LiveTemplate: "shutdown=none preStop=none image=bookshop:" + from,
 			Start: start, Complete: start.Add(12 * time.Second), WindowEnd: start.Add(17 * time.Second), Duration: "12s", Window: w,
-			Tail:             run.Tally{Requests: 13000, Classes: map[traffic.Class]uint64{traffic.Class2xx: 13000}},
+			Tail:             analysis.Tally{Requests: 13000, Classes: map[traffic.Class]uint64{traffic.Class2xx: 13000}},
 			ConntrackFlushed: map[string]int{"droprun-worker": n - 1, "droprun-worker2": 0}, BaselineWait: "10s", BaselineClean: true}
 	}
-	row := func(name, builtin string, rs ...run.RolloutSummary) run.VariantSummary {
-		v := run.VariantSummary{Variant: name, Builtin: builtin, Control: ctl, Client: client, Classes: map[traffic.Class]uint64{},
-			Rollouts: rs, Gaps: []run.Gap{{Pod: "web-677dc5444b-mdw2b", EndpointUnready: 0.0002, EndpointRemoved: 3.76}, {Pod: "web-677dc5444b-mf56l", EndpointUnready: -1, EndpointRemoved: 1.59}}}
+	row := func(name, builtin string, rs ...analysis.RolloutSummary) analysis.VariantSummary {
+		v := analysis.VariantSummary{Variant: name, Builtin: builtin, Control: ctl, Client: client, Classes: map[traffic.Class]uint64{},
+			Rollouts: rs, Gaps: []analysis.Gap{{Pod: "web-677dc5444b-mdw2b", EndpointUnready: 0.0002, EndpointRemoved: 3.76}, {Pod: "web-677dc5444b-mf56l", EndpointUnready: -1, EndpointRemoved: 1.59}}}
 		for _, r := range rs {
 			v.WindowRequests += r.Window.Requests
 			v.Drops += r.Window.Failures
@@ -82,10 +82,10 @@ func htmlSummary() *run.Summary {
 		v.Requests = v.WindowRequests + v.Tail.Requests + ctl.Requests
 		return v
 	}
-	sum := &run.Summary{Format: run.SummaryVersion, Scenario: "compare-all", Started: t0, Finished: t0.Add(15 * time.Minute),
-		Cluster: run.ClusterInfo{Name: "droprun", Kind: true, Nodes: 3, KubeProxyMode: "iptables", NodeImage: "droprun/node:v1.37.2", Kubernetes: "v1.37.2", DroprunVer: "3f66b50-test"},
-		Traffic: run.TrafficInfo{URL: "http://127.0.0.1:30080/version", Rate: 1000, Method: "GET", Timeout: "2s", Target: "nodeport", Rollouts: 3, Settle: "5s", Control: "10s", Between: "10s"},
-		Variants: []run.VariantSummary{
+	sum := &analysis.Summary{Format: analysis.SummaryVersion, Scenario: "compare-all", Started: t0, Finished: t0.Add(15 * time.Minute),
+		Cluster: analysis.ClusterInfo{Name: "droprun", Kind: true, Nodes: 3, KubeProxyMode: "iptables", NodeImage: "droprun/node:v1.37.2", Kubernetes: "v1.37.2", DroprunVer: "3f66b50-test"},
+		Traffic: analysis.TrafficInfo{URL: "http://127.0.0.1:30080/version", Rate: 1000, Method: "GET", Timeout: "2s", Target: "nodeport", Rollouts: 3, Settle: "5s", Control: "10s", Between: "10s"},
+		Variants: []analysis.VariantSummary{
 			row("no-prestop", "no-prestop", ro(1, "no-prestop", 16000, 600, 100), ro(2, "no-prestop", 16000, 700, 50), ro(3, "no-prestop", 16000, 800, 0)),
 			row("graceful-drain", "graceful-drain", ro(1, "graceful-drain", 20000, 0, 0), ro(2, "graceful-drain", 20000, 0, 0), ro(3, "graceful-drain", 20000, 0, 0)),
 			row("prestop-sleep", "prestop-sleep", ro(1, "prestop-sleep", 20000, 0, 3793), ro(2, "prestop-sleep", 20000, 0, 0), ro(3, "prestop-sleep", 20000, 0, 0)),
@@ -95,19 +95,25 @@ func htmlSummary() *run.Summary {
 			row("my-app", "", ro(1, "custom", 15000, 0, 0)),
 		}}
 	sum.Variants[2].Suspect = []string{"requests went out up to 2.386s behind schedule (tolerance 250ms)"}
-	sum.Variants[2].ControlRig = &run.RigSummary{Samples: 10, HostBusyMean: 0.55, CPUPressureMean: 0.1, CPUPressureMax: 0.3, ClientLagMax: 0.01}
+	sum.Variants[2].ControlRig = &analysis.RigSummary{Samples: 10, HostBusyMean: 0.55, CPUPressureMean: 0.1, CPUPressureMax: 0.3, ClientLagMax: 0.01}
 	for k := range sum.Variants[2].Rollouts {
 		r := &sum.Variants[2].Rollouts[k]
-		r.Rig = &run.RigSummary{Samples: 17, HostBusyMean: 0.7, CPUPressureMean: 0.2, CPUPressureMax: 0.4, ClientLagMax: 0.05}
+		r.Rig = &analysis.RigSummary{Samples: 17, HostBusyMean: 0.7, CPUPressureMean: 0.2, CPUPressureMax: 0.4, ClientLagMax: 0.05}
+		sum.Variants[2].Measurable.Merge(r.Window)
 		if r.N == 1 {
+			// Its timeouts were all sent while the client stalled.
 			r.Rig.ClientLagMax, r.Rig.Saturated = 2.386, true
+			r.Excused = r.Window.Failures
 			sum.Variants[2].SaturatedRollouts++
-		} else {
-			sum.Variants[2].Measurable.Merge(r.Window)
+			sum.Variants[2].Excused += r.Excused
 		}
 	}
-	sum.Variants[0].Server = &run.ServerView{ClientSent: 98000, ClientGot2xx: 95750, PodsAnswered: 95800, PodsAnswered2xx: 95790, Pods: 8, PodsFinal: 7, Uncertain: 1}
-	sum.Variants[2].Tail = run.Tally{Requests: 39000, Failures: 2, Classes: map[traffic.Class]uint64{traffic.Class2xx: 38998, traffic.ClassTimeout: 2}}
+	m := &sum.Variants[2].Measurable
+	m.Requests -= sum.Variants[2].Excused
+	m.Failures -= sum.Variants[2].Excused
+	m.Classes[traffic.ClassTimeout] -= sum.Variants[2].Excused
+	sum.Variants[0].Server = &analysis.ServerView{ClientSent: 98000, ClientGot2xx: 95750, PodsAnswered: 95800, PodsAnswered2xx: 95790, Pods: 8, PodsFinal: 7, Uncertain: 1}
+	sum.Variants[2].Tail = analysis.Tally{Requests: 39000, Failures: 2, Classes: map[traffic.Class]uint64{traffic.Class2xx: 38998, traffic.ClassTimeout: 2}}
 	sum.Variants[3].HookFailures = []string{"02:48:12.459 web-77468f74f6-29w8m: PreStopHook failed", "02:48:17.465 web-77468f74f6-cd9zx: PreStopHook failed"}
 	sum.Variants[5].Rollouts[1].BaselineClean = false
 	sum.Variants[5].Rollouts[1].BaselineWait = "30s"
@@ -158,7 +164,7 @@ metadata:
 rollouts: 3
 `
 
-func renderHTML(t testing.TB, sum *run.Summary, in HTMLInput) string {
+func renderHTML(t testing.TB, sum *analysis.Summary, in HTMLInput) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := HTML(&b, sum, in); err != nil {
@@ -379,7 +385,7 @@ func TestHTMLParsesAndHasEverything(t *testing.T) {
 		"apiVersion: droprun/v1alpha1",
 		"graceful-drain drops less than no-prestop",
 		"Rig during the control", "client up to 0.01s behind schedule, its goroutines up to",
-		"in 1 of 3 rollouts, so their slow or timed-out requests may be the rig's; the other rollouts' windows had 0 failures in 40,000 requests",
+		"in 1 of 3 rollouts; 3,793 timeouts sent while the client itself stalled were excused (counted apart); refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had 0 failures in 56,207 requests",
 		"short of CPU client up to 2.39s behind schedule",
 		"the pods answered 95,800 requests (95,790 2xx); the client sent 98,000 and got 95,750 2xx, counted from 8 pods, 7 with their exit totals, 1 not exact",
 	} {
@@ -403,7 +409,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 			"That is what the chapter predicts: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
 		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: rate < 5e-5 at 95%)", "That is what the fix predicts", "fails its readiness probe", "graceful-drain drops less than no-prestop"},
 		"prestop-sleep": {"It dropped 3,793 of 60,000 requests", "in 1 of 3 rollouts; all 000:timeout", "The fix predicts no drops, and this row dropped anyway", "Every drop is a timeout", "flagged suspect",
-			"1 of the 3 rollouts ran while the rig was short of CPU; the others dropped 0 of 40,000 requests."},
+			"3,793 timeouts were sent while the client itself stalled and are excused; without them the windows dropped 0 of 56,207 requests."},
 		"prestop-exec-distroless": {"mostly 000:timeout (65%)", "though most drops here are timeouts", "FailedPreStopHook"},
 		"the-trap/introducing":    {"in its one rollout", "the rollout that introduced prestop-sleep", "never to the pods it destroys", "runs under the old rules (no-prestop)", "That is what the chapter predicts"},
 		"the-trap":                {"The rollouts after the one that introduced prestop-sleep", "That is what the fix predicts", "exec preStop hook"},
@@ -443,7 +449,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 		t.Errorf("graceful-drain with one timeout:\n%s", page)
 	}
 	// A row without window requests says nothing was measured.
-	empty := &run.Summary{Variants: []run.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}}
+	empty := &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}}
 	if page := renderHTML(t, empty, HTMLInput{}); !strings.Contains(page, "Nothing was measured") || strings.Contains(page, "Each row against") {
 		t.Errorf("empty row:\n%s", page)
 	}
@@ -530,7 +536,7 @@ func TestHTMLErrors(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := HTML(&b, &run.Summary{}, HTMLInput{}); err != nil || !strings.Contains(b.String(), "</html>") {
+	if err := HTML(&b, &analysis.Summary{}, HTMLInput{}); err != nil || !strings.Contains(b.String(), "</html>") {
 		t.Errorf("an empty summary: %v", err)
 	}
 	if err := HTML(failWriter{}, htmlSummary(), HTMLInput{}); !errors.Is(err, errWrite) {

@@ -1,7 +1,7 @@
 // Package report turns a run's summary into what people read: a terminal
 // table, Markdown, CSV and JSON, each row with its drop rate and 95%
 // interval, and comparisons between variants or runs with their p-values.
-// Every output is rendered from a run.Summary, which `droprun report`
+// Every output is rendered from a analysis.Summary, which `droprun report`
 // rebuilds from the run's raw data.
 package report
 
@@ -11,11 +11,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -28,10 +29,13 @@ type Row struct {
 	Variant           string `json:"variant"`
 	Rollouts          int    `json:"rollouts"`
 	RolloutsWithDrops int    `json:"rolloutsWithDrops"`
-	// SaturatedRollouts ran on a machine short of CPU (see
-	// run.RigSummary); MeasurableDrops and MeasurableRequests tally the
+	// SaturatedRollouts ran on a machine short of CPU at some point (see
+	// analysis.RigSummary). Excused are the window timeouts sent while the
+	// client itself stalled; MeasurableDrops and MeasurableRequests tally
+	// the windows without them.
 	// other rollouts' windows.
 	SaturatedRollouts  int     `json:"saturatedRollouts"`
+	Excused            uint64  `json:"excused"`
 	MeasurableDrops    uint64  `json:"measurableDrops"`
 	MeasurableRequests uint64  `json:"measurableRequests"`
 	WindowRequests     uint64  `json:"windowRequests"`
@@ -59,14 +63,14 @@ type Row struct {
 }
 
 // Rows computes the statistics of every row of sum.
-func Rows(sum *run.Summary) []Row {
+func Rows(sum *analysis.Summary) []Row {
 	rows := make([]Row, 0, len(sum.Variants))
 	for _, v := range sum.Variants {
 		r := Row{Variant: v.Variant, Rollouts: len(v.Rollouts), RolloutsWithDrops: v.RolloutsWithDrops,
 			WindowRequests: v.WindowRequests, Drops: v.Drops, ControlFailures: v.Control.Failures, ControlRequests: v.Control.Requests,
 			ExpectedFloor: v.ExpectedFloor, TailFailures: v.Tail.Failures, AchievedRate: v.Client.AchievedRate, AskedRate: v.Client.AskedRate,
 			Classes: v.Classes, Suspect: v.Suspect,
-			SaturatedRollouts: v.SaturatedRollouts, MeasurableDrops: v.Measurable.Failures, MeasurableRequests: v.Measurable.Requests}
+			SaturatedRollouts: v.SaturatedRollouts, Excused: v.Excused, MeasurableDrops: v.Measurable.Failures, MeasurableRequests: v.Measurable.Requests}
 		w := stats.Wilson(v.Drops, v.WindowRequests, Conf)
 		r.DropRate, r.DropRateLo, r.DropRateHi = finite(w.Point), finite(w.Lo), finite(w.Hi)
 		if n := len(v.Rollouts); n > 0 {
@@ -93,7 +97,7 @@ func finite(x float64) float64 {
 
 // Table writes the terminal table, the drop classes, the bounds of clean
 // variants and every suspect flag.
-func Table(w io.Writer, sum *run.Summary) error {
+func Table(w io.Writer, sum *analysis.Summary) error {
 	rows := Rows(sum)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "VARIANT\tROLLOUTS\tWITH DROPS\tSATURATED\tWINDOW REQ\tDROPS\tDROP RATE (95% CI)\tCONTROL\tFLOOR\tTAIL\tRATE\t")
@@ -109,16 +113,27 @@ func Table(w io.Writer, sum *run.Summary) error {
 		if c := r.cells(); r.Drops > 0 || c.Outcome != "" {
 			fmt.Fprintf(w, "%s: %s\n", r.Variant, c.Outcome)
 		}
-		if r.SaturatedRollouts > 0 {
-			fmt.Fprintf(w, "%s: %d of %d rollouts ran short of CPU; in the others: %d drops in %d requests\n",
-				r.Variant, r.SaturatedRollouts, r.Rollouts, r.MeasurableDrops, r.MeasurableRequests)
+		if r.Excused > 0 {
+			fmt.Fprintf(w, "%s: %d timeouts excused (sent while the client itself stalled, in %d of %d rollouts short of CPU); without them: %d drops in %d requests\n",
+				r.Variant, r.Excused, r.SaturatedRollouts, r.Rollouts, r.MeasurableDrops, r.MeasurableRequests)
 		}
 	}
 	for _, v := range sum.Variants {
 		if sv := v.Server; sv != nil {
-			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; the pods answered %d 2xx (%d pods, %d with exit totals)\n",
-				v.Variant, sv.ClientSent, sv.ClientGot2xx, sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
+			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; %s\n", v.Variant, sv.ClientSent, sv.ClientGot2xx, ServerText(sv))
 		}
+		if len(v.ByNode) > 0 {
+			fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
+		}
+		for _, ro := range v.Rollouts {
+			if ro.SlowestNode != "" {
+				fmt.Fprintf(w, "%s rollout %d: slowest kube-proxy %s, synced %.2f s after the deletion request; programming latency up to %.2f s\n",
+					v.Variant, ro.N, ro.SlowestNode, ro.SlowestSync, ro.ProgrammingLatency)
+			}
+		}
+	}
+	for _, s := range sum.Warnings {
+		fmt.Fprintln(w, "warning:", s)
 	}
 	for _, s := range sum.Suspect {
 		fmt.Fprintln(w, "SUSPECT:", s)
@@ -127,6 +142,38 @@ func Table(w io.Writer, sum *run.Summary) error {
 		fmt.Fprintln(w, "the run ended early:", sum.Error)
 	}
 	return nil
+}
+
+// ServerView says what the pods counted, or plainly that there is no count
+// to compare with.
+func ServerText(sv *analysis.ServerView) string {
+	if sv.Pods == 0 {
+		return "the pods' own counts are not known (the app exposes no counters droprun reads)"
+	}
+	s := fmt.Sprintf("the pods answered %d 2xx (%d pods, %d with exit totals)", sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
+	switch {
+	case !sv.Exact():
+		s += fmt.Sprintf("; not exact: %d pods uncertain, %d failed scrapes", sv.Uncertain, sv.ScrapeErrors)
+	case sv.Lost > 0:
+		s += fmt.Sprintf("; %d answered by the pods, never received by the client", sv.Lost)
+	case uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx:
+		s += ": exactly what the client received"
+	}
+	return s
+}
+
+// NodesText lists requests and failures per entry node, in name order.
+func NodesText(by map[string]analysis.Tally) string {
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d failed of %d", n, by[n].Failures, by[n].Requests)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cells is a Row as the human-readable outputs print it. Table, Markdown
@@ -183,7 +230,7 @@ func classList(m map[traffic.Class]uint64) string {
 }
 
 // Markdown writes the table as GitHub-flavoured Markdown.
-func Markdown(w io.Writer, sum *run.Summary) error {
+func Markdown(w io.Writer, sum *analysis.Summary) error {
 	fmt.Fprintf(w, "| variant | rollouts | with drops | short of CPU | window requests | drops | drop rate (95%% CI) | failed classes | control | floor | tail | rate |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
 	for _, r := range Rows(sum) {
@@ -209,11 +256,11 @@ func CSVHeader() []string {
 	for _, c := range traffic.Classes() {
 		h = append(h, string(c))
 	}
-	return append(h, "saturated_rollouts", "measurable_drops", "measurable_requests")
+	return append(h, "saturated_rollouts", "excused", "measurable_drops", "measurable_requests")
 }
 
 // CSV writes one line per row under CSVHeader.
-func CSV(w io.Writer, sum *run.Summary) error {
+func CSV(w io.Writer, sum *analysis.Summary) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader()); err != nil {
 		return err
@@ -227,7 +274,7 @@ func CSV(w io.Writer, sum *run.Summary) error {
 		for _, c := range traffic.Classes() {
 			rec = append(rec, u(r.Classes[c]))
 		}
-		rec = append(rec, strconv.Itoa(r.SaturatedRollouts), u(r.MeasurableDrops), u(r.MeasurableRequests))
+		rec = append(rec, strconv.Itoa(r.SaturatedRollouts), u(r.Excused), u(r.MeasurableDrops), u(r.MeasurableRequests))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -238,18 +285,18 @@ func CSV(w io.Writer, sum *run.Summary) error {
 
 // Document is the JSON output: the summary and the computed rows.
 type Document struct {
-	Summary *run.Summary `json:"summary"`
-	Rows    []Row        `json:"rows"`
+	Summary *analysis.Summary `json:"summary"`
+	Rows    []Row             `json:"rows"`
 }
 
 // JSON writes the Document, indented.
-func JSON(w io.Writer, sum *run.Summary) error {
+func JSON(w io.Writer, sum *analysis.Summary) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
 	return e.Encode(Document{Summary: sum, Rows: Rows(sum)})
 }
 
 // Formats maps the --format names to their writers.
-var Formats = map[string]func(io.Writer, *run.Summary) error{
+var Formats = map[string]func(io.Writer, *analysis.Summary) error{
 	"table": Table, "markdown": Markdown, "csv": CSV, "json": JSON,
 }

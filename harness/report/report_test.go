@@ -6,25 +6,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/droprun/droprun/harness/run"
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
-func rollouts(drops ...uint64) []run.RolloutSummary {
-	var rs []run.RolloutSummary
+func rollouts(drops ...uint64) []analysis.RolloutSummary {
+	var rs []analysis.RolloutSummary
 	for i, d := range drops {
-		rs = append(rs, run.RolloutSummary{N: i + 1, Window: run.Tally{Requests: 15000, Failures: d}})
+		rs = append(rs, analysis.RolloutSummary{N: i + 1, Window: analysis.Tally{Requests: 15000, Failures: d}})
 	}
 	return rs
 }
 
-func summary() *run.Summary {
-	return &run.Summary{Format: run.SummaryVersion, Variants: []run.VariantSummary{
+func summary() *analysis.Summary {
+	return &analysis.Summary{Format: analysis.SummaryVersion, Variants: []analysis.VariantSummary{
 		{Variant: "no-prestop", Drops: 2100, WindowRequests: 45000, RolloutsWithDrops: 3, Rollouts: rollouts(600, 700, 800),
 			Classes: map[traffic.Class]uint64{traffic.ClassRefused: 2000, traffic.ClassTimeout: 100, traffic.Class2xx: 42900},
-			Control: run.Tally{Requests: 10000}, Client: run.ClientSummary{AskedRate: 1000, AchievedRate: 999}},
+			Control: analysis.Tally{Requests: 10000}, Client: analysis.ClientSummary{AskedRate: 1000, AchievedRate: 999}},
 		{Variant: "graceful-drain", Drops: 0, WindowRequests: 45000, Rollouts: rollouts(0, 0, 0),
-			Classes: map[traffic.Class]uint64{traffic.Class2xx: 45000}, Control: run.Tally{Requests: 10000}},
+			Classes: map[traffic.Class]uint64{traffic.Class2xx: 45000}, Control: analysis.Tally{Requests: 10000}},
 	}}
 }
 
@@ -97,15 +97,15 @@ func TestCompareVariants(t *testing.T) {
 func TestSaturatedAndServer(t *testing.T) {
 	sum := summary()
 	v := &sum.Variants[1]
-	v.SaturatedRollouts, v.Measurable = 1, run.Tally{Requests: 30000}
-	v.Server = &run.ServerView{ClientSent: 60000, ClientGot2xx: 59990, PodsAnswered2xx: 60001, Pods: 5, PodsFinal: 3}
+	v.SaturatedRollouts, v.Excused, v.Measurable = 1, 5, analysis.Tally{Requests: 44995}
+	v.Server = &analysis.ServerView{ClientSent: 60000, ClientGot2xx: 59990, PodsAnswered2xx: 60001, Pods: 5, PodsFinal: 3}
 
 	var table, md, c bytes.Buffer
 	if err := Table(&table, sum); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"SATURATED", "1/3",
-		"graceful-drain: 1 of 3 rollouts ran short of CPU; in the others: 0 drops in 30000 requests",
+		"graceful-drain: 5 timeouts excused (sent while the client itself stalled, in 1 of 3 rollouts short of CPU); without them: 0 drops in 44995 requests",
 		"graceful-drain: client sent 60000, got 59990 2xx; the pods answered 60001 2xx (5 pods, 3 with exit totals)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
@@ -125,7 +125,7 @@ func TestSaturatedAndServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(CSVHeader())
-	if got := recs[2][n-3:]; got[0] != "1" || got[1] != "0" || got[2] != "30000" {
+	if got := recs[2][n-4:]; got[0] != "1" || got[1] != "5" || got[2] != "0" || got[3] != "44995" {
 		t.Errorf("csv saturation columns %v", got)
 	}
 }

@@ -4,10 +4,14 @@
 // the cluster did at that moment.
 //
 // A run directory holds the raw data (results-<variant>.bin in vegeta's
-// encoding, events.jsonl) and what is derived from it (failures.jsonl,
-// summary.json). Failures count against a rollout only inside its window
-// (from its start until its old pods are gone plus the settle time);
-// failures after that (the conntrack tail) and in the control window are
-// reported apart, so a variant's drops are never mixed with the rig's
-// noise or with the previous rollout's.
+// encoding, events.jsonl, app-metrics.jsonl, and run.json for what only
+// the live run knows) and what is derived from it (failures.jsonl,
+// summary.json). run records; harness/analysis derives, from the files
+// alone, exactly as `droprun report` does later. A rollout's window lasts
+// until the pods of its old ReplicaSets are gone (kube.WaitOldPodsGone),
+// whatever the Deployment's status fields say, plus the settle time.
+//
+// Traffic enters the cluster through every node, round robin over one
+// 127.0.0.1 host port per node (testbed.Testbed.Targets), as a cloud load
+// balancer would spread it, so every node's kube-proxy is on the path.
 package run

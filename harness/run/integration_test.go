@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/nodeimage"
@@ -205,11 +206,13 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 // prestop-sleep, prestop-sleep-action, graceful-drain and the trap's later
 // rollouts drop at least 100 times less than no-prestop; naive-shutdown
 // drops; prestop-exec-distroless drops and its failed hook is reported; the
-// trap's first rollout drops. It takes about 30 minutes, so it runs only
-// with DROPRUN_E2E_ALL=1; DROPRUN_E2E_DIR=DIR keeps its run directory.
+// trap's first rollout drops. It takes about 15 minutes and runs wherever
+// a cluster can be made, so the chapter's claims are checked on every
+// landing; DROPRUN_E2E_ALL=0 skips it for a quick local round, and
+// DROPRUN_E2E_DIR=DIR keeps its run directory.
 func TestIntegrationRunAllVariants(t *testing.T) {
-	if os.Getenv("DROPRUN_E2E_ALL") != "1" {
-		t.Skip("every variant end to end takes ~30 minutes: set DROPRUN_E2E_ALL=1 to run it")
+	if os.Getenv("DROPRUN_E2E_ALL") == "0" {
+		t.Skip("DROPRUN_E2E_ALL=0: every variant end to end (~15 minutes) skipped")
 	}
 	sc, err := scenario.Load(filepath.Join(moduleDir(), "scenarios", "compare-all.yaml"))
 	if err != nil {
@@ -248,15 +251,16 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	go scrapeUntilRollout(scrapeCtx, "http://"+metricsAddr+"/metrics", sawRollout)
 
 	weight, weightErr := rig.FindDockerCPU("/sys/fs/cgroup")
-	sum, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
 		MetricsAddr: metricsAddr, Pushgateway: gateway.URL,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	if sum != nil {
+	if a != nil {
 		itCreated = true // Run created or reused it; the package deletes it
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum := a.Summary
 	stopScraping()
 	checkMetrics(t, dir, sawRollout, pushed)
 	// The nodes' CPU weight was lowered for the run and is back now.
@@ -268,7 +272,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 			t.Errorf("%s is %d after the run, was %d (%v)", weight.File, after.Old, weight.Old, err)
 		}
 	}
-	rows := map[string]VariantSummary{}
+	rows := map[string]analysis.VariantSummary{}
 	for _, v := range sum.Variants {
 		rows[v.Variant] = v
 		t.Logf("%s: %d drops / %d window requests in %d rollouts (%d with drops), classes %v, control %d/%d, tail %d, rate %.0f/%.0f, hooks %d",
@@ -278,26 +282,37 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	if bad.RolloutsWithDrops != rollouts || bad.Drops == 0 {
 		t.Errorf("no-prestop dropped in %d of %d rollouts (%d drops): the race was not reproduced", bad.RolloutsWithDrops, rollouts, bad.Drops)
 	}
-	// Good variants are held to the rollouts the rig could measure: a
-	// rollout during which the client itself fell behind schedule (the
-	// 2-core machine out of CPU) is reported, not counted against the
-	// variant. Most rollouts must be measurable, or nothing was measured.
+	// Good variants drop (next to) nothing: at most 3 in all their
+	// rollouts, excused timeouts included, and 100 times less than
+	// no-prestop. Saturation excuses nothing here: the rig must keep the
+	// client apart from the race.
 	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
 		good, ok := rows[name]
 		if !ok {
 			continue
 		}
-		t.Logf("%s: %d of %d rollouts saturated the rig; all drops %d, in measurable rollouts %d", name, good.SaturatedRollouts, len(good.Rollouts), good.Drops, good.Measurable.Failures)
-		if good.Drops*100 <= bad.Drops {
-			continue // clean, saturated rollouts included
+		t.Logf("%s: %d of %d rollouts saturated the rig; drops %d (%d excused timeouts)", name, good.SaturatedRollouts, len(good.Rollouts), good.Drops, good.Excused)
+		if good.Drops > 3 || good.Drops*100 > bad.Drops {
+			t.Errorf("%s dropped %d (classes %v), want at most 3 and 100 times less than no-prestop's %d", name, good.Drops, good.Classes, bad.Drops)
 		}
-		// It dropped: that may only be excused by the rig being short of
-		// CPU, and enough rollouts must have been measurable to say so.
-		if 2*good.SaturatedRollouts > len(good.Rollouts) {
-			t.Errorf("%s dropped %d, and the rig was saturated in %d of %d rollouts: not a measurement", name, good.Drops, good.SaturatedRollouts, len(good.Rollouts))
+	}
+	// Every request entered through one of the nodes, round robin: each
+	// rollout's window shows requests through every node.
+	for _, v := range sum.Variants {
+		for _, r := range v.Rollouts {
+			if len(r.ByNode) != 3 {
+				t.Errorf("%s rollout %d: requests by entry node %v, want 3 nodes", v.Variant, r.N, r.ByNode)
+			}
+			for node, tl := range r.ByNode {
+				if tl.Requests == 0 {
+					t.Errorf("%s rollout %d: no request entered through %s", v.Variant, r.N, node)
+				}
+			}
 		}
-		if good.Measurable.Failures*100 > bad.Drops {
-			t.Errorf("%s dropped %d in measurable rollouts, not 100 times less than no-prestop's %d", name, good.Measurable.Failures, bad.Drops)
+	}
+	for _, r := range bad.Rollouts {
+		if r.SlowestNode == "" {
+			t.Errorf("no-prestop rollout %d: no node's kube-proxy sync seen after its endpoint changes", r.N)
 		}
 	}
 	for _, name := range []string{"naive-shutdown", "prestop-exec-distroless", "the-trap/introducing"} {
@@ -323,11 +338,11 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		}
 	}
 	// The report rebuilt from the raw data agrees with the live run.
-	again, err := Analyze(dir, nil)
+	again, err := analysis.Analyze(dir, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range again.Variants {
+	for i, v := range again.Summary.Variants {
 		if v.Drops != sum.Variants[i].Drops || v.Requests != sum.Variants[i].Requests {
 			t.Errorf("re-analysis of %s: %d drops / %d requests, the run said %d / %d", v.Variant, v.Drops, v.Requests, sum.Variants[i].Drops, sum.Variants[i].Requests)
 		}
@@ -339,7 +354,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		if strings.HasSuffix(v.Variant, "/introducing") {
 			continue // the same results file as its variant's row
 		}
-		f, err := os.Open(filepath.Join(dir, ResultsFile(v.Variant)))
+		f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v.Variant)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,15 +370,30 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		if err != nil || n != v.Requests {
 			t.Errorf("%s: read %d results back (%v), summary says %d", v.Variant, n, err, v.Requests)
 		}
+		// Every request is in exactly one window, and its classes sum to it.
+		var inWindows, classes uint64
+		tallies := []analysis.Tally{v.Control, v.Outside}
+		for _, r := range v.Rollouts {
+			tallies = append(tallies, r.Window, r.Tail)
+		}
+		for _, tl := range tallies {
+			inWindows += tl.Requests
+			for _, k := range tl.Classes {
+				classes += k
+			}
+		}
+		if inWindows != n || classes != n {
+			t.Errorf("%s: %d results, %d in windows, %d by class", v.Variant, n, inWindows, classes)
+		}
 	}
-	failures, err := os.ReadFile(filepath.Join(dir, FailuresFile))
+	failures, err := os.ReadFile(filepath.Join(dir, analysis.FailuresFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := uint64(strings.Count(string(failures), "\n")); got != failuresInResults {
 		t.Errorf("failures.jsonl has %d lines, the results %d failures", got, failuresInResults)
 	}
-	ef, err := os.Open(filepath.Join(dir, EventsFile))
+	ef, err := os.Open(filepath.Join(dir, analysis.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,14 +407,15 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		kinds[e.Kind]++
 	}
 	n := rollouts * len(sc.Variants)
-	if kinds[timeline.KindRolloutStart] != n || kinds[timeline.KindPodDeletionRequested] < 2*n || kinds[timeline.KindEndpointRemoved] < 2*n || kinds[timeline.KindKubeProxySynced] == 0 || kinds[MarkRigSample] == 0 {
+	if kinds[timeline.KindRolloutStart] != n || kinds[timeline.KindPodDeletionRequested] < 2*n || kinds[timeline.KindEndpointRemoved] < 2*n || kinds[timeline.KindKubeProxySynced] == 0 || kinds[timeline.KindRigSample] == 0 {
 		t.Errorf("events by kind: %v", kinds)
 	}
 	if len(bad.Gaps) == 0 {
 		t.Error("no deletion→endpoint-removal gaps measured")
 	}
-	// The pods' own counts agree with the client's 2xx to within 10%, and
-	// the deleted pods left their exit totals.
+	// The pods' own counts equal the client's 2xx when every scrape
+	// succeeded; a failed scrape can only leave the pods' count short, and
+	// is named. The deleted pods left their exit totals.
 	for _, v := range sum.Variants {
 		sv := v.Server
 		if sv == nil {
@@ -393,12 +424,13 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		}
 		t.Logf("%s: client sent %d, got %d 2xx; %d pods answered %d (%d 2xx); %d final, %d uncertain, %d scrape errors",
 			v.Variant, sv.ClientSent, sv.ClientGot2xx, sv.Pods, sv.PodsAnswered, sv.PodsAnswered2xx, sv.PodsFinal, sv.Uncertain, sv.ScrapeErrors)
-		// A live pod's count is its last scrape. Up to 5% short came from
-		// the analysis reading the file before that scrape was flushed
-		// (ScrapeNow flushes now; since then they match exactly); the
-		// margin stays for a last scrape that fails on a slow API proxy.
-		if d := float64(sv.PodsAnswered2xx) - float64(sv.ClientGot2xx); d < -0.10*float64(sv.ClientGot2xx) || d > 0.10*float64(sv.ClientGot2xx) {
-			t.Errorf("%s: the pods answered %d 2xx, the client got %d", v.Variant, sv.PodsAnswered2xx, sv.ClientGot2xx)
+		switch got := uint64(max(sv.PodsAnswered2xx, 0)); {
+		case sv.Exact() && got != sv.ClientGot2xx:
+			t.Errorf("%s: the pods answered %d 2xx, the client got %d (every scrape succeeded)", v.Variant, got, sv.ClientGot2xx)
+		case !sv.Exact() && got > sv.ClientGot2xx:
+			t.Errorf("%s: the pods answered %d 2xx, more than the client's %d, with %d pods uncertain and %d failed scrapes", v.Variant, got, sv.ClientGot2xx, sv.Uncertain, sv.ScrapeErrors)
+		case !sv.Exact():
+			t.Logf("%s: the pods' count is not exact (%d pods uncertain, %d failed scrapes): %d short", v.Variant, sv.Uncertain, sv.ScrapeErrors, sv.ClientGot2xx-got)
 		}
 		if sv.PodsFinal < 2*rollouts {
 			t.Errorf("%s: %d pods left their exit totals, want at least %d", v.Variant, sv.PodsFinal, 2*rollouts)
@@ -439,12 +471,12 @@ func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-cha
 	if !<-sawRollout {
 		t.Error("/metrics never showed a variant in its rollout phase")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	b, err := os.ReadFile(filepath.Join(dir, analysis.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`droprun_requests_total\{class="2xx",variant="no-prestop"\} [1-9]`).Match(b) {
-		t.Errorf("%s lacks no-prestop's 2xx count:\n%.2000s", MetricsFile, b)
+		t.Errorf("%s lacks no-prestop's 2xx count:\n%.2000s", analysis.MetricsFile, b)
 	}
 	select {
 	case p := <-pushed:
@@ -468,15 +500,15 @@ variants:
 rollouts: 1
 traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 `)
-	sum, err := Run(ctx, sc, Options{Dir: filepath.Join(t.TempDir(), "run"), Log: testWriter{t}, Keep: true,
+	a, err := Run(ctx, sc, Options{Dir: filepath.Join(t.TempDir(), "run"), Log: testWriter{t}, Keep: true,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	if sum != nil {
+	if a != nil {
 		itCreated = true
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := sum.Variants[0]
+	v := a.Summary.Variants[0]
 	t.Logf("gateway no-prestop: %d drops, classes %v", v.Drops, v.Classes)
 	if v.Classes[traffic.Class502] == 0 {
 		t.Errorf("no 502 through the gateway: classes %v", v.Classes)

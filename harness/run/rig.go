@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // progressEvery is how often a run prints requests and failures so far.
@@ -45,7 +46,7 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		rig.New(o).Run(ctx, func(s rig.Sample) { r.rec.Mark(MarkRigSample, s.Detail()) })
+		rig.New(o).Run(ctx, func(s rig.Sample) { r.rec.Record(timeline.Event{Kind: timeline.KindRigSample, Rig: &s}) })
 	})
 	return func() { cancel(); wg.Wait() }
 }
@@ -53,29 +54,35 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func()) {
 // favorClient lowers the CPU weight of docker's containers (the kind
 // nodes) to Options.ClusterShares while the run lasts, so that a node
 // starting a pod does not starve the client (see rig.DefaultClusterShares),
-// and returns the function that puts the weight back. Where it cannot, it
-// says so and the run goes on: rollouts the client could not keep up with
-// are flagged anyway.
+// and returns the function that puts the weight back. A weight left lowered
+// by a killed run (its marker, rig.DefaultMarker) is restored first. Where
+// it cannot, it says so and the run goes on: rollouts the client could not
+// keep up with are flagged anyway.
 func (r *runner) favorClient() (restore func()) {
-	d, err := rig.FindDockerCPU("/sys/fs/cgroup")
+	const keeps = "warning: the cluster keeps its CPU weight, so a pod start may starve the client: %v\n"
+	l, err := rig.RestoreLeftover(rig.DefaultMarker)
 	if err != nil {
-		fmt.Fprintf(r.log, "warning: the cluster keeps its CPU weight, so a pod start may starve the client: %v\n", err)
+		// Lowering now would record a lowered value as the original.
+		fmt.Fprintf(r.log, keeps, err)
 		return func() {}
 	}
-	if d.Old == d.Units(r.o.ClusterShares) {
-		// Left so by a run that was killed before it could restore it.
-		fmt.Fprintf(r.log, "rig: %s is already %d (left by an interrupted run?); docker's default %d is restored after the run\n", d.File, d.Old, d.Default())
-		d.Old = d.Default()
+	if l.Found {
+		fmt.Fprintf(r.log, "rig: %s\n", l)
 	}
-	v, err := d.Set(r.o.ClusterShares)
+	d, err := rig.FindDockerCPU("/sys/fs/cgroup")
 	if err != nil {
-		fmt.Fprintf(r.log, "warning: the cluster keeps its CPU weight, so a pod start may starve the client: %v\n", err)
+		fmt.Fprintf(r.log, keeps, err)
+		return func() {}
+	}
+	v, err := d.SetMarked(r.o.ClusterShares, rig.DefaultMarker)
+	if err != nil {
+		fmt.Fprintf(r.log, keeps, err)
 		return func() {}
 	}
 	r.cpuWeight = fmt.Sprintf("%s %d→%d", d.File, d.Old, v)
 	fmt.Fprintf(r.log, "rig: the kind nodes' CPU weight is %d instead of %d while the run lasts (%s), so a node starting a pod does not starve the client\n", v, d.Old, d.File)
 	return func() {
-		if err := d.Restore(); err != nil {
+		if err := d.RestoreMarked(rig.DefaultMarker); err != nil {
 			fmt.Fprintf(r.log, "warning: %v\n", err)
 		}
 	}

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +9,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
 	"github.com/droprun/droprun/harness/rig"
@@ -126,6 +128,8 @@ type runner struct {
 	// cpuWeight says how the kind nodes' CPU weight was set for the run
 	// ("" when it was left alone).
 	cpuWeight string
+	// info is run.json, written when the testbed is ready and at the end.
+	info *analysis.RunInfo
 	// metrics is the live Prometheus view of the run.
 	metrics *metrics.Metrics
 	// app collects the pods' own request counters.
@@ -137,11 +141,13 @@ type runner struct {
 
 // Run measures every variant of sc: for each, it deploys the variant,
 // starts traffic, holds a control window, drives the rollouts, and records
-// every request and every rollout event in the run directory. It returns
-// the summary, also written to summary.json. On cancellation or error the
-// results recorded so far stay on disk and the summary says how the run
-// ended.
-func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error) {
+// every request and every rollout event in the run directory. It then
+// analyses the directory (harness/analysis) and returns the analysis,
+// whose summary it writes to summary.json and whose failures to
+// failures.jsonl. On cancellation or error the results recorded so far
+// stay on disk, run.json says how the run ended, and the analysis covers
+// what was recorded.
+func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analysis, error) {
 	o.defaults(sc)
 	out, err := CreateOutput(o.Dir, sc)
 	if err != nil {
@@ -153,6 +159,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error
 	}
 	r := &runner{sc: sc, o: o, out: out, log: io.MultiWriter(o.Log, out.Log)}
 	r.o.Testbed.Log = r.log
+	// client-go's own log lines (throttling, warnings) go to the run log.
+	defer cluster.RouteClientLogs(r.log)()
 	if sc.Cluster.Kind != nil {
 		r.o.Testbed.CreateCluster = true
 	}
@@ -170,18 +178,34 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error
 	fmt.Fprintf(r.log, "run %s: %d variant(s) × %d rollout(s) at %d req/s; results in %s\n",
 		sc.Metadata.Name, len(sc.Variants), *sc.Rollouts, sc.Traffic.Rate, out.Dir)
 
-	sum := &Summary{Format: SummaryVersion, Scenario: sc.Metadata.Name, Started: time.Now()}
-	runErr := r.run(ctx, sum)
-	sum.Finished = time.Now()
+	r.info = &analysis.RunInfo{Format: analysis.RunVersion, Scenario: sc.Metadata.Name, Started: time.Now()}
+	runErr := r.run(ctx)
+	r.info.Finished = time.Now()
 	if runErr != nil {
-		sum.Error = runErr.Error()
-		sum.Interrupted = errors.Is(runErr, context.Canceled)
+		r.info.Error = runErr.Error()
+		r.info.Interrupted = errors.Is(runErr, context.Canceled)
 	}
-	if err := out.WriteSummary(sum); err != nil && runErr == nil {
+	if err := out.WriteRunInfo(r.info); err != nil && runErr == nil {
 		runErr = err
 	}
-	fmt.Fprintf(r.log, "summary written to %s\n", filepath.Join(out.Dir, SummaryFile))
-	if err := r.metrics.WriteFile(filepath.Join(out.Dir, MetricsFile)); err != nil && runErr == nil {
+	// Everything is on disk now: the analysis reads the directory exactly
+	// as `droprun report` will.
+	a, err := analysis.Analyze(out.Dir, analysis.Options{Failure: out.WriteFailure})
+	if err != nil {
+		if runErr == nil {
+			runErr = fmt.Errorf("analysing the run: %w", err)
+		}
+		fmt.Fprintf(r.log, "warning: analysing the run: %v\n", err)
+	} else {
+		for _, w := range a.Summary.Warnings {
+			fmt.Fprintf(r.log, "warning: %s\n", w)
+		}
+		if err := out.WriteSummary(a.Summary); err != nil && runErr == nil {
+			runErr = err
+		}
+		fmt.Fprintf(r.log, "summary written to %s\n", filepath.Join(out.Dir, analysis.SummaryFile))
+	}
+	if err := r.metrics.WriteFile(filepath.Join(out.Dir, analysis.MetricsFile)); err != nil && runErr == nil {
 		runErr = err
 	}
 	if o.Pushgateway != "" {
@@ -197,21 +221,38 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Summary, error
 			fmt.Fprintf(r.log, "metrics pushed to %s (job droprun, run_id %s)\n", o.Pushgateway, runID)
 		}
 	}
-	return sum, runErr
+	return a, runErr
 }
 
-func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
+func (r *runner) run(ctx context.Context) (err error) {
 	sc := r.sc
 	tb, err := testbed.Prepare(ctx, sc, r.o.Testbed)
 	if err != nil {
 		return err
 	}
 	r.tb = tb
-	if tb.Kind != nil && r.o.ClusterShares > 0 {
-		defer r.favorClient()()
+	switch {
+	case tb.Kind != nil && r.o.ClusterShares > 0:
+		restore := r.favorClient()
+		defer func() {
+			restore()
+			r.info.Rig.Restored = r.cpuWeight != ""
+		}()
+	default:
+		// A weight left lowered by a killed run is put back even when
+		// this run leaves the weight alone.
+		if l, err := rig.RestoreLeftover(rig.DefaultMarker); err != nil {
+			fmt.Fprintf(r.log, "warning: %v\n", err)
+		} else if l.Found {
+			fmt.Fprintf(r.log, "rig: %s\n", l)
+		}
 	}
-	sum.Cluster = r.clusterInfo(ctx)
-	sum.Traffic = r.trafficInfo()
+	r.info.Cluster = r.clusterInfo(ctx)
+	r.info.Traffic = r.trafficInfo()
+	r.info.Rig.CPUWeight = r.cpuWeight
+	if err := r.out.WriteRunInfo(r.info); err != nil {
+		return err
+	}
 	defer func() {
 		// Clean up even when cancelled, but not forever.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
@@ -260,20 +301,15 @@ func (r *runner) run(ctx context.Context, sum *Summary) (err error) {
 	}()
 
 	for i := range sc.Variants {
-		rows, verr := r.variant(ctx, i)
-		sum.Variants = append(sum.Variants, rows...)
-		for _, v := range rows {
-			sum.Suspect = append(sum.Suspect, prefixed(v.Variant, v.Suspect)...)
-		}
-		if verr != nil {
+		if verr := r.variant(ctx, i); verr != nil {
 			return fmt.Errorf("variant %s: %w", sc.Variants[i].Name, verr)
 		}
 	}
 	return nil
 }
 
-// variant measures variant i and returns its summary rows.
-func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
+// variant measures variant i and prints what its rows show.
+func (r *runner) variant(ctx context.Context, i int) error {
 	sc, tb := r.sc, r.tb
 	v := sc.Variants[i]
 	fmt.Fprintf(r.log, "\n== variant %s\n", v.Name)
@@ -282,22 +318,22 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 
 	// Start from a known state: the variant (or its From) at v1.
 	if err := tb.Deploy(ctx, i, 0, true); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.flushConntrack(ctx, v.Name, 0); err != nil {
-		return nil, err
+		return err
 	}
 
 	resultsFile, err := r.out.Results(v.Name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
 	cfg := traffic.Config{
-		URL: tb.TargetURL(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
+		Targets: tb.Targets(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 	}
 	// The pods' counters just before traffic starts: the baseline the
@@ -315,15 +351,15 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.attack.Store(attack)
 	defer r.attack.Store(nil)
 	stopProgress := r.progress(ctx, v.Name, &sent, &failed)
 	defer stopProgress()
 	r.metrics.Phase(v.Name, metrics.PhaseControl)
-	r.rec.Mark(MarkTrafficStart, map[string]string{"variant": v.Name, "url": cfg.URL, "rate": strconv.Itoa(cfg.Rate)})
-	fmt.Fprintf(r.log, "traffic: %d req/s to %s; control window %s\n", cfg.Rate, cfg.URL, sc.Traffic.Control)
+	r.rec.Mark(timeline.KindTrafficStart, map[string]string{"variant": v.Name, "rate": strconv.Itoa(cfg.Rate)})
+	fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s; control window %s\n", cfg.Rate, targetsText(cfg.Targets), sc.Traffic.Control)
 
 	runErr := r.rollouts(ctx, i, &lastFailure, &failed)
 
@@ -331,24 +367,29 @@ func (r *runner) variant(ctx context.Context, i int) ([]VariantSummary, error) {
 	if err := resultsFile.Close(); err != nil && stopErr == nil {
 		stopErr = err
 	}
-	statsJSON, _ := json.Marshal(stats)
-	r.rec.Mark(MarkTrafficStop, map[string]string{"variant": v.Name, "stats": string(statsJSON)})
+	r.rec.Record(timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": v.Name}, Stats: &stats})
 	// The pods' counters as of now, so the pods' view covers the traffic;
 	// after an interruption too (each scrape is bounded by its timeout).
 	r.app.ScrapeNow(context.WithoutCancel(ctx))
-	r.rec.Mark(MarkAppScraped, map[string]string{"variant": v.Name})
+	r.rec.Mark(timeline.KindAppScraped, map[string]string{"variant": v.Name})
 	if runErr == nil {
 		runErr = stopErr
 	}
-	rows, aerr := analyzeVariant(r.out.Dir, sc, i, r.rec.Events(), r.out.WriteFailure)
-	if aerr != nil && runErr == nil {
-		runErr = aerr
+	// What this variant's rows show so far, for the log; the run's
+	// summary comes from the whole directory at the end.
+	a, aerr := analysis.Analyze(r.out.Dir, analysis.Options{Events: r.rec.Events(), Variants: []string{v.Name}})
+	if aerr != nil {
+		fmt.Fprintf(r.log, "warning: analysing %s: %v\n", v.Name, aerr)
+		return runErr
 	}
-	for _, row := range rows {
-		fmt.Fprintf(r.log, "%s: %d drops in %d rollout-window requests (%d rollouts, %d with drops); control %d/%d failures; tail %d\n",
-			row.Variant, row.Drops, row.WindowRequests, len(row.Rollouts), row.RolloutsWithDrops, row.Control.Failures, row.Control.Requests, row.Tail.Failures)
+	for _, row := range a.Summary.Variants {
+		fmt.Fprintf(r.log, "%s: %d drops in %d rollout-window requests (%d rollouts, %d with drops, %d timeouts excused); control %d/%d failures; tail %d\n",
+			row.Variant, row.Drops, row.WindowRequests, len(row.Rollouts), row.RolloutsWithDrops, row.Excused, row.Control.Failures, row.Control.Requests, row.Tail.Failures)
+		for n, t := range byNodeText(row.ByNode) {
+			fmt.Fprintf(r.log, "  %s %s\n", n, t)
+		}
 	}
-	return rows, runErr
+	return runErr
 }
 
 // rollouts holds the control window, then drives the variant's rollouts.
@@ -361,7 +402,7 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 	if err := sleep(ctx, sc.Traffic.Control.Duration); err != nil {
 		return err
 	}
-	r.rec.Mark(MarkWindowClose, map[string]string{"variant": v.Name, "phase": string(PhaseControl)})
+	r.rec.Mark(timeline.KindWindowClose, map[string]string{"variant": v.Name, "phase": string(analysis.PhaseControl)})
 
 	version := 0
 	for n := 1; n <= *sc.Rollouts; n++ {
@@ -383,20 +424,26 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, from, to, measured)
 		start, failedBefore := time.Now(), failed.Load()
 		r.metrics.RolloutStarted(v.Name, n)
-		mark(MarkRolloutStart, map[string]string{"from": from, "to": to, "measured": measured, "live": found})
+		mark(timeline.KindRolloutStart, map[string]string{"from": from, "to": to, "measured": measured, "live": found})
 		if _, err := kube.Apply(ctx, tb.Cluster.Client, objs.Deployment); err != nil {
 			return err
 		}
 		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
 			return fmt.Errorf("rollout %d: %w", n, err)
 		}
-		mark(MarkRolloutComplete, map[string]string{})
+		// Rolled out is not over: old pods may still be in their preStop
+		// hook or draining, and some clusters never set the Deployment's
+		// terminatingReplicas. The window lasts until they are gone.
+		if err := kube.WaitOldPodsGone(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
+			return fmt.Errorf("rollout %d: %w", n, err)
+		}
+		mark(timeline.KindRolloutComplete, map[string]string{})
 		took := time.Since(start).Round(100 * time.Millisecond)
 		r.metrics.Phase(v.Name, metrics.PhaseSettle)
 		if err := sleep(ctx, sc.Traffic.Settle.Duration); err != nil {
 			return err
 		}
-		mark(MarkWindowClose, map[string]string{"phase": string(PhaseRollout)})
+		mark(timeline.KindWindowClose, map[string]string{"phase": string(analysis.PhaseRollout)})
 		r.metrics.RolloutDone(v.Name, took, failed.Load()-failedBefore)
 		r.metrics.Phase(v.Name, metrics.PhaseBetween)
 		fmt.Fprintf(r.log, "rollout %d done in %s (old pods gone), window closed after %s settle\n", n, took, sc.Traffic.Settle)
@@ -410,13 +457,13 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 		if err := sleep(ctx, sc.Traffic.Between.Duration); err != nil {
 			return err
 		}
-		clean := true
-		if n < *sc.Rollouts {
-			if clean, err = r.waitBaseline(ctx, lastFailure); err != nil {
-				return err
-			}
+		// The last rollout's baseline is checked like the others: its
+		// failures must stop before the traffic does.
+		clean, err := r.waitBaseline(ctx, lastFailure)
+		if err != nil {
+			return err
 		}
-		mark(MarkBaseline, map[string]string{"clean": strconv.FormatBool(clean), "wait": time.Since(waitStart).Round(100 * time.Millisecond).String()})
+		mark(timeline.KindBaseline, map[string]string{"clean": strconv.FormatBool(clean), "wait": time.Since(waitStart).Round(100 * time.Millisecond).String()})
 	}
 	return nil
 }
@@ -473,8 +520,7 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 	for _, k := range flushed {
 		total += k
 	}
-	b, _ := json.Marshal(flushed)
-	r.rec.Mark(MarkConntrackFlushed, map[string]string{"variant": variant, "rollout": strconv.Itoa(n), "flushed": string(b)})
+	r.rec.Record(timeline.Event{Kind: timeline.KindConntrackFlushed, Detail: map[string]string{"variant": variant, "rollout": strconv.Itoa(n)}, Flushed: flushed})
 	if total > 0 {
 		fmt.Fprintf(r.log, "conntrack: cleared %d stale SYN_SENT entries (after rollout %d)\n", total, n)
 	}
@@ -492,8 +538,8 @@ func (r *runner) kubeProxyOptions() timeline.KubeProxyOptions {
 	return timeline.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
 }
 
-func (r *runner) clusterInfo(ctx context.Context) ClusterInfo {
-	ci := ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
+func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {
+	ci := analysis.ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
 	if k := r.sc.Cluster.Kind; k != nil {
 		ci.Nodes, ci.KubeProxyMode, ci.NodeImage = k.Nodes, k.KubeProxyMode, k.NodeImage
 	}
@@ -503,13 +549,17 @@ func (r *runner) clusterInfo(ctx context.Context) ClusterInfo {
 	return ci
 }
 
-func (r *runner) trafficInfo() TrafficInfo {
+func (r *runner) trafficInfo() analysis.TrafficInfo {
 	t := r.sc.Traffic
 	method := "GET"
 	if t.KeepAlive {
 		method = "POST"
 	}
-	return TrafficInfo{URL: r.tb.TargetURL(), Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
+	var targets []analysis.Target
+	for _, t := range r.tb.Targets() {
+		targets = append(targets, analysis.Target{Node: t.Node, URL: t.URL})
+	}
+	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
 		ClientProcs: runtime.GOMAXPROCS(0)}
 }
@@ -530,10 +580,24 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func prefixed(p string, l []string) []string {
-	out := make([]string, len(l))
-	for i, s := range l {
-		out[i] = p + ": " + s
+// targetsText lists the traffic's targets for the log.
+func targetsText(ts []traffic.Target) string {
+	var parts []string
+	for _, t := range ts {
+		if t.Node != "" {
+			parts = append(parts, fmt.Sprintf("%s (%s)", t.URL, t.Node))
+		} else {
+			parts = append(parts, t.URL)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// byNodeText says, per entry node, its window requests and failures.
+func byNodeText(by map[string]analysis.Tally) map[string]string {
+	out := map[string]string{}
+	for n, t := range by {
+		out[n] = fmt.Sprintf("%d requests in rollout windows, %d failed", t.Requests, t.Failures)
 	}
 	return out
 }

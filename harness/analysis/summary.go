@@ -1,4 +1,4 @@
-package run
+package analysis
 
 import (
 	"time"
@@ -7,11 +7,10 @@ import (
 )
 
 // SummaryVersion is the version of summary.json's format.
-const SummaryVersion = "droprun.summary/v1"
+const SummaryVersion = "droprun.summary/v2"
 
 // Summary is summary.json: what a run measured, one record per variant
-// row. It is rebuilt from the raw data (results-*.bin, events.jsonl) by
-// Analyze, so it can always be regenerated.
+// row. It is derived from the raw data by Analyze and never read back.
 type Summary struct {
 	Format   string    `json:"format"`
 	Scenario string    `json:"scenario"`
@@ -29,37 +28,9 @@ type Summary struct {
 	// (a control window with failures, a client that could not hold its
 	// rate...). Empty when the measurement is clean.
 	Suspect []string `json:"suspect,omitempty"`
-}
-
-// ClusterInfo says where the run happened.
-type ClusterInfo struct {
-	Name          string `json:"name"`
-	Kind          bool   `json:"kind"`
-	Nodes         int    `json:"nodes,omitempty"`
-	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
-	NodeImage     string `json:"nodeImage,omitempty"`
-	Kubernetes    string `json:"kubernetes,omitempty"`
-	DroprunVer    string `json:"droprun"`
-	// CPUWeight says how the kind nodes' CPU weight was lowered for the
-	// run, e.g. "/sys/fs/cgroup/cpu/docker/cpu.shares 1024→256"; empty
-	// when it was left alone.
-	CPUWeight string `json:"cpuWeight,omitempty"`
-}
-
-// TrafficInfo is the traffic as configured.
-type TrafficInfo struct {
-	URL       string `json:"url"`
-	Rate      int    `json:"rate"`
-	KeepAlive bool   `json:"keepAlive"`
-	Method    string `json:"method"`
-	Timeout   string `json:"timeout"`
-	Target    string `json:"target"`
-	Rollouts  int    `json:"rollouts"`
-	Settle    string `json:"settle"`
-	Control   string `json:"control"`
-	Between   string `json:"between"`
-	// ClientProcs is the client's GOMAXPROCS during the run.
-	ClientProcs int `json:"clientProcs,omitempty"`
+	// Warnings are problems with the raw data that did not stop the
+	// analysis (a results file cut off by a crash, a missing run.json).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // VariantSummary is one row: a variant's rollouts and what they dropped.
@@ -71,7 +42,9 @@ type VariantSummary struct {
 	// custom app).
 	Builtin string `json:"builtin,omitempty"`
 	// Requests is every request sent while this variant was measured
-	// (control, rollout windows and tails).
+	// (control, rollout windows and tails), counted once per row's
+	// results file; Sent is the same as the sum of every window's tally,
+	// and equals what `vegeta report` counts in the results file.
 	Requests uint64 `json:"requests"`
 	// Drops are the non-2xx outcomes inside this row's rollout windows.
 	Drops uint64 `json:"drops"`
@@ -86,10 +59,14 @@ type VariantSummary struct {
 	// ControlRig is the rig's load during the control window.
 	ControlRig *RigSummary `json:"controlRig,omitempty"`
 	// SaturatedRollouts counts the rollouts during which the rig was short
-	// of CPU (RigSummary.Saturated); Measurable tallies the windows of the
-	// other rollouts, the ones the rig could measure.
-	SaturatedRollouts int   `json:"saturatedRollouts"`
-	Measurable        Tally `json:"measurable"`
+	// of CPU at some point (RigSummary.Saturated).
+	SaturatedRollouts int `json:"saturatedRollouts"`
+	// Excused counts the window timeouts sent while the client itself was
+	// stalled (see the package documentation), with the evidence per
+	// rollout in RolloutSummary.ExcusedWhy. Measurable is the windows'
+	// tally without them: what the variant dropped.
+	Excused    uint64 `json:"excused"`
+	Measurable Tally  `json:"measurable"`
 	// ExpectedFloor is the failures the rollout windows would show at the
 	// control window's failure rate: drops near it are the rig's noise.
 	ExpectedFloor float64 `json:"expectedFloor"`
@@ -97,11 +74,15 @@ type VariantSummary struct {
 	// tail), apart from the drops.
 	Tail Tally `json:"tail"`
 	// Outside counts requests outside every window (normally none).
-	Outside  Tally            `json:"outside"`
+	Outside Tally `json:"outside"`
+	// ByNode tallies the rollout windows' requests by the node they
+	// entered the cluster through (empty when the entry is not known).
+	ByNode   map[string]Tally `json:"byNode,omitempty"`
 	Rollouts []RolloutSummary `json:"rollouts"`
 	Client   ClientSummary    `json:"client"`
-	// Gaps are, per deleted pod, the time from deletion requested to its
-	// endpoint leaving the slice.
+	// Gaps are, per pod deleted by this row's rollouts, the time from
+	// deletion requested to its endpoint leaving the slice and to each
+	// node's kube-proxy syncing after that.
 	Gaps []Gap `json:"gaps,omitempty"`
 	// Server sets the pods' own count of what they answered beside the
 	// client's, over the variant's whole traffic.
@@ -113,8 +94,8 @@ type VariantSummary struct {
 
 // ServerView is the client's view and the pods' view of one variant's
 // traffic, side by side. The pods count from their own counters (scraped
-// every second through the API server, and written by each pod as it
-// exits into its termination message), probes and scrapes left out.
+// through the API server, and written by each pod as it exits into its
+// termination message), probes and scrapes left out.
 type ServerView struct {
 	// ClientSent and ClientGot2xx are the requests the client sent and
 	// the 2xx responses it got.
@@ -122,10 +103,12 @@ type ServerView struct {
 	ClientGot2xx uint64 `json:"clientGot2xx"`
 	// PodsAnswered and PodsAnswered2xx are the requests the pods say they
 	// answered. More 2xx answered than got means answers lost on the way
-	// (e.g. the client gave up first); fewer means the pods' counts are
-	// incomplete (see Uncertain).
+	// (Lost); fewer means the pods' counts are incomplete (see Uncertain).
 	PodsAnswered    int `json:"podsAnswered"`
 	PodsAnswered2xx int `json:"podsAnswered2xx"`
+	// Lost is the 2xx the pods answered that the client never received
+	// (PodsAnswered2xx − ClientGot2xx when positive).
+	Lost uint64 `json:"lost"`
 	// Pods is the pods that answered the client; PodsFinal those whose
 	// count ends with their own exit totals; Uncertain the pods whose
 	// count is not exact.
@@ -134,6 +117,11 @@ type ServerView struct {
 	Uncertain    int `json:"uncertain"`
 	ScrapeErrors int `json:"scrapeErrors"`
 }
+
+// Exact reports whether the pods' count is exact: every pod's count
+// either ends with its exit totals or with a scrape after traffic stopped,
+// and no scrape failed.
+func (s *ServerView) Exact() bool { return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 }
 
 // RolloutSummary is one rollout.
 type RolloutSummary struct {
@@ -147,11 +135,34 @@ type RolloutSummary struct {
 	LiveTemplate string    `json:"liveTemplate"`
 	Start        time.Time `json:"start"`
 	// Complete is when the rollout was done and the old pods were gone.
-	Complete  time.Time `json:"complete"`
-	WindowEnd time.Time `json:"windowEnd"`
-	Duration  string    `json:"duration"`
-	Window    Tally     `json:"window"`
-	Tail      Tally     `json:"tail"`
+	Complete time.Time `json:"complete"`
+	// OldPodsGone is when the last pod this rollout deleted was gone, as
+	// the pod informer saw it (zero when not seen).
+	OldPodsGone time.Time `json:"oldPodsGone,omitzero"`
+	WindowEnd   time.Time `json:"windowEnd"`
+	// WindowExtended is true when the run closed the window while an old
+	// pod still existed: the analysis moved its end to that pod's removal
+	// plus settle, so its drops are not lost to the tail.
+	WindowExtended bool   `json:"windowExtended,omitempty"`
+	Duration       string `json:"duration"`
+	Window         Tally  `json:"window"`
+	Tail           Tally  `json:"tail"`
+	// Excused counts the window's timeouts sent while the client was
+	// stalled; ExcusedWhy is the evidence.
+	Excused    uint64 `json:"excused,omitempty"`
+	ExcusedWhy string `json:"excusedWhy,omitempty"`
+	// ByNode tallies the window's requests by entry node.
+	ByNode map[string]Tally `json:"byNode,omitempty"`
+	// SlowestNode is the node whose kube-proxy synced last after the
+	// rollout's endpoint changes, and SlowestSync how long after the
+	// deletion request (seconds): it set the race window.
+	SlowestNode string  `json:"slowestNode,omitempty"`
+	SlowestSync float64 `json:"slowestSyncSeconds,omitempty"`
+	// ProgrammingLatency is the highest network programming latency any
+	// kube-proxy reported for the syncs inside the window (seconds, its
+	// own metric; 0 when not recorded): whether the rig slowed the system
+	// under test.
+	ProgrammingLatency float64 `json:"programmingLatencySeconds,omitempty"`
 	// ConntrackFlushed is the stale SYN_SENT entries deleted per node
 	// after this rollout's window closed (kind clusters only).
 	ConntrackFlushed map[string]int `json:"conntrackFlushed,omitempty"`
@@ -173,11 +184,15 @@ type ClientSummary struct {
 	Suspect          []string `json:"suspect,omitempty"`
 }
 
-// Gap is the deletion-to-endpoint-removal delay of one pod.
+// Gap is one deleted pod's way out of the traffic path, in seconds from
+// its deletion request (-1: not seen).
 type Gap struct {
 	Pod             string  `json:"pod"`
 	EndpointUnready float64 `json:"endpointUnreadySeconds"`
 	EndpointRemoved float64 `json:"endpointRemovedSeconds"`
+	// KubeProxySynced is, per node, the first kube-proxy sync after the
+	// endpoint change (resolution: the kube-proxy poll interval).
+	KubeProxySynced map[string]float64 `json:"kubeProxySyncedSeconds,omitempty"`
 }
 
 // Failure is one failed request, attributed (failures.jsonl).
@@ -190,6 +205,10 @@ type Failure struct {
 	Code    uint16        `json:"code"`
 	Error   string        `json:"error,omitempty"`
 	Latency float64       `json:"latencySeconds"`
+	// Node is the node the request entered the cluster through.
+	Node string `json:"node,omitempty"`
+	// Excused is true for a timeout sent while the client was stalled.
+	Excused bool `json:"excused,omitempty"`
 	// NearestDeletion is the last pod deletion requested before the
 	// request was sent, and SinceDeletion how long before.
 	NearestDeletion string  `json:"nearestDeletion,omitempty"`

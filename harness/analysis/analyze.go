@@ -1,0 +1,429 @@
+package analysis
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// TimelinePad is how much traffic before a rollout's start and after its
+// window's end a rollout's series holds.
+const TimelinePad = 2 * time.Second
+
+// Options tune Analyze. The zero value analyses every variant from the
+// files alone.
+type Options struct {
+	// Events, when not nil, are used instead of reading events.jsonl: the
+	// live run passes its recorder's, which hold what is not flushed yet.
+	Events []timeline.Event
+	// Variants limits the analysis to these scenario variants (nil: all).
+	Variants []string
+	// Failure, when set, receives every failed request, attributed.
+	Failure func(Failure) error
+}
+
+// Analysis is everything a run directory's raw data says.
+type Analysis struct {
+	// Summary is the rows (summary.json).
+	Summary *Summary
+	// ScenarioYAML is scenario.yaml as recorded.
+	ScenarioYAML []byte
+	// Rows are the series of each row of Summary.Variants, in its order.
+	Rows []*RowSeries
+	// Rig is every rig sample of the run, timing corrected, in time order.
+	Rig []RigSample
+}
+
+// RowSeries is what the figures of one row draw.
+type RowSeries struct {
+	Row string
+	// Rollouts are the row's rollouts' timelines, in order.
+	Rollouts []*RolloutSeries
+	// Since holds the rollout windows' failures by time since the latest
+	// pod deletion of their own rollout, in BinWidth bins.
+	Since Sparse
+	// NoDeletion counts window failures sent before their rollout deleted
+	// any pod; they have no place on the since-deletion axis.
+	NoDeletion uint64
+}
+
+// RolloutSeries is one rollout's timeline: its requests binned by the time
+// they were sent, relative to the rollout's start, the cluster events to
+// mark, and the rig samples of its range.
+type RolloutSeries struct {
+	Row     string
+	Rollout RolloutSummary
+	// End is the window's end, from the rollout's start; Closed is false
+	// for a window never closed (the run was interrupted).
+	End    time.Duration
+	Closed bool
+	// Hist covers offsets [-TimelinePad, End+TimelinePad).
+	Hist    *Hist
+	Markers []Marker
+	Rig     []RigSample
+}
+
+// Marker is one cluster event on a rollout's timeline.
+type Marker struct {
+	Kind timeline.Kind
+	// Node is set for a node's event (a kube-proxy sync that applied
+	// changes).
+	Node string
+	// X is seconds since the rollout's start.
+	X float64
+}
+
+// MarkerKinds are the events a timeline marks, in legend order.
+var MarkerKinds = []timeline.Kind{
+	timeline.KindPodReady,
+	timeline.KindPodDeletionRequested,
+	timeline.KindKubeProxySynced,
+	timeline.KindEndpointRemoved,
+	timeline.KindPodGone,
+	timeline.KindRolloutComplete,
+}
+
+// introducingSuffix names the row of a variant with From that holds the
+// rollout which introduced it.
+const introducingSuffix = "/introducing"
+
+// RowVariant returns the scenario variant a summary row was built from:
+// the one whose results file (ResultsFile) holds the row's requests.
+func RowVariant(row string) string { return strings.TrimSuffix(row, introducingSuffix) }
+
+// Analyze reads the run directory dir once and derives its Analysis. A
+// directory without scenario.yaml or events.jsonl is not a run (the error
+// wraps os.ErrNotExist). Variants whose traffic never started are left out.
+func Analyze(dir string, o Options) (*Analysis, error) {
+	scYAML, err := os.ReadFile(filepath.Join(dir, ScenarioFile))
+	if err != nil {
+		return nil, err
+	}
+	sc, err := scenario.Parse(filepath.Join(dir, ScenarioFile), scYAML)
+	if err != nil {
+		return nil, err
+	}
+	a := &Analysis{ScenarioYAML: scYAML}
+	ri, warn, err := runInfo(dir)
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{Format: SummaryVersion, Scenario: sc.Metadata.Name, Started: ri.Started, Finished: ri.Finished,
+		Interrupted: ri.Interrupted, Error: ri.Error, Cluster: ri.Cluster, Traffic: ri.Traffic}
+	a.Summary = sum
+	if warn != "" {
+		sum.Warnings = append(sum.Warnings, warn)
+	}
+	events := o.Events
+	if events == nil {
+		if events, err = readEvents(dir, sum); err != nil {
+			return nil, err
+		}
+	}
+	events = byTime(events)
+	var raw []rig.Sample
+	for _, e := range events {
+		if s, ok := decodeRig(e); ok {
+			raw = append(raw, s)
+		}
+	}
+	a.Rig = rigSamples(raw)
+	app, err := readApp(dir, sum)
+	if err != nil {
+		return nil, err
+	}
+	in := &input{sc: sc, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
+		app: app, nodes: nodesOf(ri.Traffic.Targets), failure: o.Failure}
+	for _, v := range sc.Variants {
+		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, ResultsFile(v.Name)))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows, series, err := in.variant(v, f, sum)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		sum.Variants = append(sum.Variants, rows...)
+		a.Rows = append(a.Rows, series...)
+		for _, row := range rows {
+			for _, s := range row.Suspect {
+				sum.Suspect = append(sum.Suspect, row.Variant+": "+s)
+			}
+		}
+	}
+	return a, nil
+}
+
+// readEvents reads events.jsonl, up to its last whole line.
+func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
+	f, err := os.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	events, err := timeline.ReadEvents(f)
+	if err := warnTruncated(err, sum); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// readApp reads the pods' own counters; none for a run without them.
+func readApp(dir string, sum *Summary) ([]appmetrics.Record, error) {
+	f, err := os.Open(filepath.Join(dir, AppFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	records, err := appmetrics.Read(f)
+	if err := warnTruncated(err, sum); err != nil {
+		return nil, err
+	}
+	return records, nil
+}
+
+// warnTruncated turns a cut-off last line into a warning and returns any
+// other error.
+func warnTruncated(err error, sum *Summary) error {
+	var tr *jsonl.Truncated
+	if errors.As(err, &tr) {
+		sum.Warnings = append(sum.Warnings, tr.Error())
+		return nil
+	}
+	return err
+}
+
+// byTime returns events in time order, keeping the recorded order of
+// equal stamps; it copies only when they are out of order.
+func byTime(events []timeline.Event) []timeline.Event {
+	cmp := func(a, b timeline.Event) int { return a.Time.Compare(b.Time) }
+	if slices.IsSortedFunc(events, cmp) {
+		return events
+	}
+	sorted := slices.Clone(events)
+	slices.SortStableFunc(sorted, cmp)
+	return sorted
+}
+
+// nodesOf maps each target's scheme://host:port to its entry node.
+func nodesOf(targets []Target) map[string]string {
+	m := map[string]string{}
+	for _, t := range targets {
+		if t.Node != "" {
+			m[origin(t.URL)] = t.Node
+		}
+	}
+	return m
+}
+
+// origin returns url's scheme://host:port.
+func origin(url string) string {
+	if i := strings.Index(url, "://"); i >= 0 {
+		if j := strings.IndexByte(url[i+3:], '/'); j >= 0 {
+			return url[:i+3+j]
+		}
+	}
+	return url
+}
+
+// input is what every variant's analysis shares.
+type input struct {
+	sc        *scenario.Scenario
+	events    []timeline.Event
+	deletions []deletion
+	rig       []RigSample
+	stalls    stalls
+	app       []appmetrics.Record
+	nodes     map[string]string // target URL → entry node
+	failure   func(Failure) error
+}
+
+// entryNode returns the node a request to url entered through ("" when
+// not known).
+func (in *input) entryNode(url string) string {
+	if len(in.nodes) == 0 {
+		return ""
+	}
+	return in.nodes[origin(url)]
+}
+
+// variant analyses one scenario variant from its results file r.
+func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]VariantSummary, []*RowSeries, error) {
+	p, err := planOf(in.events, v.Name, in.sc.Traffic.Settle.Duration)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum.Warnings = append(sum.Warnings, p.warnings...)
+	tl := NewTimeline(p.windows())
+	rollouts := p.rollouts
+	byN := map[int]int{}
+	for k := range rollouts {
+		byN[rollouts[k].N] = k
+	}
+	series := make([]*RolloutSeries, len(rollouts))
+	for k := range rollouts {
+		series[k] = in.rolloutSeries(&rollouts[k], tl)
+	}
+	// Per rollout: failures by time since its latest deletion, failures
+	// before it deleted anything, and the worst stall behind its excuses.
+	since := make([]Sparse, len(rollouts))
+	noDeletion := make([]uint64, len(rollouts))
+	excusedWhy := make([]float64, len(rollouts))
+	for k := range since {
+		since[k] = Sparse{}
+	}
+
+	err = traffic.ReadResults(r, func(rec traffic.Record) error {
+		for _, s := range series {
+			s.Hist.Add(rec.Time.Sub(s.Rollout.Start), rec.Class)
+		}
+		w := tl.Add(rec.Time, rec.Class)
+		node := in.entryNode(rec.URL)
+		k := -1
+		if w >= 0 && tl.Windows[w].Phase == PhaseRollout {
+			k = byN[tl.Windows[w].Rollout]
+			rs := &rollouts[k]
+			if node != "" {
+				if rs.ByNode == nil {
+					rs.ByNode = map[string]Tally{}
+				}
+				t := rs.ByNode[node]
+				t.Add(rec.Class)
+				rs.ByNode[node] = t
+			}
+		}
+		if !rec.Class.Failed() {
+			return nil
+		}
+		fl := Failure{Time: rec.Time, Variant: v.Name, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
+			Latency: rec.Latency.Seconds(), Node: node}
+		if w >= 0 {
+			fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
+		}
+		d, found := nearest(in.deletions, rec.Time)
+		if found {
+			fl.NearestDeletion, fl.SinceDeletion = d.pod, rec.Time.Sub(d.t).Seconds()
+		}
+		if k >= 0 {
+			rs := &rollouts[k]
+			if rec.Class == traffic.ClassTimeout {
+				if lag, stalled := in.stalls.during(rec.Time, rec.End()); stalled {
+					fl.Excused = true
+					rs.Excused++
+					excusedWhy[k] = max(excusedWhy[k], lag)
+				}
+			}
+			if found && !d.t.Before(rs.Start) {
+				since[k].Add(rec.Time.Sub(d.t), rec.Class)
+			} else {
+				noDeletion[k]++
+			}
+		}
+		if in.failure != nil {
+			return in.failure(fl)
+		}
+		return nil
+	})
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s was cut off (the run was killed while writing it?): read up to its last whole result", ResultsFile(v.Name)))
+		err = nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", ResultsFile(v.Name), err)
+	}
+	for k := range rollouts {
+		if rollouts[k].Excused > 0 {
+			rollouts[k].ExcusedWhy = fmt.Sprintf("the client was up to %s behind schedule or waiting for a core while they were in flight", fmtSeconds(excusedWhy[k]))
+		}
+	}
+	rows := in.rows(v, p, tl, rollouts)
+	// rows filled in the rollouts' tallies, rig and kube-proxy figures:
+	// only now are they what the summary says.
+	for k := range rollouts {
+		series[k].Rollout = rollouts[k]
+	}
+	server := in.serverView(p, tl)
+	for k := range rows {
+		rows[k].Server = server
+		if server != nil && server.Exact() && server.Lost > 0 {
+			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received (the client gave up on them)", server.Lost))
+		}
+	}
+	// Split the series by row, the way rows split the rollouts.
+	var out []*RowSeries
+	for _, row := range rows {
+		rsr := &RowSeries{Row: row.Variant, Since: Sparse{}}
+		for _, rs := range row.Rollouts {
+			k := byN[rs.N]
+			s := series[k]
+			s.Row = row.Variant
+			rsr.Rollouts = append(rsr.Rollouts, s)
+			rsr.NoDeletion += noDeletion[k]
+			rsr.Since.Merge(since[k])
+		}
+		out = append(out, rsr)
+	}
+	return rows, out, nil
+}
+
+// rolloutSeries prepares the timeline of rs.
+func (in *input) rolloutSeries(rs *RolloutSummary, tl *Timeline) *RolloutSeries {
+	end := rs.WindowEnd
+	closed := !end.IsZero()
+	if !closed {
+		// Never closed (interrupted): up to where the timeline says it ends.
+		for k, w := range tl.Windows {
+			if w.Phase == PhaseRollout && w.Rollout == rs.N {
+				end = tl.Windows[k].End
+			}
+		}
+	}
+	// variant replaces Rollout with the finished summary once rows has
+	// filled it in; until then its Start is what requests are binned
+	// against.
+	s := &RolloutSeries{Rollout: *rs, End: end.Sub(rs.Start), Closed: closed}
+	s.Hist = NewHist(-TimelinePad, s.End+TimelinePad)
+	from, to := rs.Start.Add(-TimelinePad), end.Add(TimelinePad)
+	s.Rig = RigBetween(in.rig, from, to)
+	for _, e := range in.events {
+		if e.Time.Before(from) || e.Time.After(to) || !slices.Contains(MarkerKinds, e.Kind) {
+			continue
+		}
+		if e.Kind == timeline.KindKubeProxySynced {
+			if _, changed := programmingLatency(e); !changed {
+				continue
+			}
+		}
+		s.Markers = append(s.Markers, Marker{Kind: e.Kind, Node: e.Node, X: e.Time.Sub(rs.Start).Seconds()})
+	}
+	return s
+}
+
+func fmtSeconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.1f s", s)
+}

@@ -1,0 +1,304 @@
+package analysis_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden summaries in testdata/")
+
+// golden compares sum, as summary.json, with testdata/NAME.summary.json.
+func golden(t *testing.T, name string, sum *analysis.Summary) {
+	t.Helper()
+	got, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name+".summary.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update once to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("summary differs from %s (go test -update rewrites it after review):\n%s", path, firstDiff(string(got), string(want)))
+	}
+}
+
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(w) {
+			b = w[i]
+		}
+		if a != b {
+			return "line " + itoa(i+1) + ":\n got: " + a + "\nwant: " + b
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func analyze(t *testing.T, dir string, o analysis.Options) *analysis.Analysis {
+	t.Helper()
+	a, err := analysis.Analyze(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func rows(a *analysis.Analysis) map[string]analysis.VariantSummary {
+	m := map[string]analysis.VariantSummary{}
+	for _, r := range a.Summary.Variants {
+		m[r.Variant] = r
+	}
+	return m
+}
+
+const runJSON = `{"format":"droprun.run/v1","scenario":"synthetic","started":"2026-01-02T03:04:00Z","finished":"2026-01-02T03:05:00Z",
+"cluster":{"name":"droprun","kind":true,"nodes":3,"droprun":"test"},
+"traffic":{"url":"http://127.0.0.1:30080/version","rate":100,"keepAlive":false,"method":"GET","timeout":"2s","target":"nodeport","rollouts":2,"settle":"2s","control":"2s","between":"1s"}}`
+
+// TestSynthetic: windows, classes, attribution, tails and the trap's two
+// rows, against a golden summary.
+func TestSynthetic(t *testing.T) {
+	var failures []analysis.Failure
+	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON})
+	a := analyze(t, dir, analysis.Options{Failure: func(f analysis.Failure) error { failures = append(failures, f); return nil }})
+	golden(t, "synthetic", a.Summary)
+
+	r := rows(a)
+	alpha, intro, beta := r["alpha"], r["beta/introducing"], r["beta"]
+	if alpha.Drops != 60 || alpha.Tail.Failures != 5 || alpha.RolloutsWithDrops != 2 || alpha.Classes[traffic.ClassRefused] != 30 || alpha.Classes[traffic.ClassTimeout] != 20 {
+		t.Errorf("alpha: drops %d tail %d with drops %d classes %v", alpha.Drops, alpha.Tail.Failures, alpha.RolloutsWithDrops, alpha.Classes)
+	}
+	if intro.Drops != 30 || len(intro.Rollouts) != 1 || beta.Drops != 0 || len(beta.Rollouts) != 1 {
+		t.Errorf("the trap's rows: introducing %d drops in %d rollouts, later %d in %d", intro.Drops, len(intro.Rollouts), beta.Drops, len(beta.Rollouts))
+	}
+	if len(intro.Gaps) != 1 || intro.Gaps[0].Pod != "old-b1" || len(beta.Gaps) != 1 || beta.Gaps[0].EndpointRemoved != -1 {
+		t.Errorf("gaps split by rollout: introducing %+v, later %+v", intro.Gaps, beta.Gaps)
+	}
+	// The later beta rollout deleted prestop-sleep pods as expected; the
+	// introducing one deleted no-prestop pods, as expected too.
+	for _, s := range append(intro.Suspect, beta.Suspect...) {
+		if strings.Contains(s, "deleted pods of variant") {
+			t.Errorf("unexpected suspect: %s", s)
+		}
+	}
+	if len(failures) != 95 {
+		t.Errorf("%d failures attributed, want 95", len(failures))
+	}
+	// The series: alpha's since-deletion failures, less the 10 sent
+	// before rollout 2 deleted anything.
+	if rs := a.Rows[0]; rs.Row != "alpha" || rs.NoDeletion != 10 || len(rs.Rollouts) != 2 {
+		t.Errorf("alpha series: row %s, %d without deletion, %d rollouts", rs.Row, rs.NoDeletion, len(rs.Rollouts))
+	}
+	if a.Summary.Cluster.Name != "droprun" || a.Summary.Traffic.Rate != 100 || len(a.Summary.Warnings) != 0 {
+		t.Errorf("run facts %+v %+v, warnings %v", a.Summary.Cluster, a.Summary.Traffic, a.Summary.Warnings)
+	}
+}
+
+// TestAccounting: every request is in exactly one window or outside, its
+// classes sum to it, and the count equals what vegeta's own report reads
+// from the raw file.
+func TestAccounting(t *testing.T) {
+	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON})
+	a := analyze(t, dir, analysis.Options{})
+	for _, v := range []string{"alpha", "beta"} {
+		f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m vegeta.Metrics
+		dec := vegeta.NewDecoder(f)
+		for {
+			var res vegeta.Result
+			if dec.Decode(&res) != nil {
+				break
+			}
+			m.Add(&res)
+		}
+		f.Close()
+		m.Close()
+		for _, row := range a.Summary.Variants {
+			if analysis.RowVariant(row.Variant) != v {
+				continue
+			}
+			var sum, classes uint64
+			var all []analysis.Tally
+			all = append(all, row.Control, row.Outside)
+			for _, r := range a.Summary.Variants {
+				if analysis.RowVariant(r.Variant) == v {
+					for _, ro := range r.Rollouts {
+						all = append(all, ro.Window, ro.Tail)
+					}
+				}
+			}
+			for _, tl := range all {
+				sum += tl.Requests
+				for _, n := range tl.Classes {
+					classes += n
+				}
+			}
+			if row.Requests != m.Requests || sum != m.Requests || classes != m.Requests {
+				t.Errorf("%s: requests %d, windows %d, classes %d; vegeta counts %d", row.Variant, row.Requests, sum, classes, m.Requests)
+			}
+		}
+	}
+}
+
+// TestRigExcusesOnlyTimeouts: in alpha's rollout 2 the client stalled
+// (1.6 s behind schedule) while its 20 timeouts were in flight: they are
+// excused, with the evidence, and the row is suspect; the refused
+// requests of rollout 1 never are.
+func TestRigExcusesOnlyTimeouts(t *testing.T) {
+	events := append(analysistest.Events(), analysistest.RigSamples()...)
+	failures := append([]analysistest.Failure(nil), analysistest.Failures...)
+	// Refused requests in the stall too: the race's signature, never excused.
+	failures = append(failures, analysistest.Failure{From: 13.5, To: 13.6, Err: analysistest.Refused})
+	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Events: events, Failures: failures})
+	a := analyze(t, dir, analysis.Options{})
+	golden(t, "rig", a.Summary)
+	alpha := rows(a)["alpha"]
+	r1, r2 := alpha.Rollouts[0], alpha.Rollouts[1]
+	if r1.Rig == nil || r1.Rig.Saturated || r1.Excused != 0 {
+		t.Errorf("rollout 1: rig %+v, excused %d", r1.Rig, r1.Excused)
+	}
+	if r2.Rig == nil || !r2.Rig.Saturated || r2.Excused != 20 || !strings.Contains(r2.ExcusedWhy, "1.6 s") {
+		t.Errorf("rollout 2: rig %+v, excused %d (%s)", r2.Rig, r2.Excused, r2.ExcusedWhy)
+	}
+	if alpha.Drops != 70 || alpha.Excused != 20 || alpha.Measurable.Failures != 50 || alpha.Measurable.Classes[traffic.ClassRefused] != 40 || alpha.SaturatedRollouts != 1 {
+		t.Errorf("alpha: drops %d excused %d measurable %+v saturated %d", alpha.Drops, alpha.Excused, alpha.Measurable, alpha.SaturatedRollouts)
+	}
+	if !strings.Contains(strings.Join(alpha.Suspect, "\n"), "rollout 2: 20 of its timeouts were sent while the client itself stalled") {
+		t.Errorf("no suspect line for the excused timeouts: %v", alpha.Suspect)
+	}
+	// One decode of the samples serves the saturation flag and the rig
+	// panels: the series' samples are the analysis's.
+	if len(a.Rig) != 76 || len(a.Rows[0].Rollouts[1].Rig) == 0 {
+		t.Errorf("%d rig samples, %d in alpha r2's series", len(a.Rig), len(a.Rows[0].Rollouts[1].Rig))
+	}
+}
+
+// TestEntryNodes: requests spread round robin over three entry nodes are
+// tallied per node; the drops of one slow node show on it alone.
+func TestEntryNodes(t *testing.T) {
+	targets := []string{"http://127.0.0.1:30080/version", "http://127.0.0.1:30082/version", "http://127.0.0.1:30084/version"}
+	rj := strings.Replace(runJSON, `"rate":100`, `"rate":100,"targets":[{"node":"cp","url":"http://127.0.0.1:30080/version"},{"node":"w1","url":"http://127.0.0.1:30082/version"},{"node":"w2","url":"http://127.0.0.1:30084/version"}]`, 1)
+	failures := []analysistest.Failure{{From: 4.5, To: 4.8, Err: analysistest.Refused, URL: targets[2]}}
+	dir := analysistest.Write(t, analysistest.Run{RunJSON: rj, Failures: failures, Targets: targets})
+	a := analyze(t, dir, analysis.Options{})
+	alpha := rows(a)["alpha"]
+	r1 := alpha.Rollouts[0]
+	if len(r1.ByNode) != 3 || r1.ByNode["w2"].Failures != 10 || r1.ByNode["cp"].Failures != 0 || r1.ByNode["w1"].Requests == 0 {
+		t.Errorf("rollout 1 by node: %+v", r1.ByNode)
+	}
+	var sum uint64
+	for _, tl := range r1.ByNode {
+		sum += tl.Requests
+	}
+	if sum != r1.Window.Requests {
+		t.Errorf("by node %d requests, window %d", sum, r1.Window.Requests)
+	}
+	if alpha.ByNode["w2"].Failures != 10 {
+		t.Errorf("row by node: %+v", alpha.ByNode)
+	}
+}
+
+// TestTruncated: a results file cut mid-record and an events file whose
+// last line was cut off are read up to their last whole record, with a
+// warning each.
+func TestTruncated(t *testing.T) {
+	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Extra: func(dir string) {
+		p := filepath.Join(dir, analysis.ResultsFile("beta"))
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p, b[:len(b)-7], 0o644)
+		f, _ := os.OpenFile(filepath.Join(dir, analysis.EventsFile), os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(`{"t":"2026-01-02T03:05:00Z","kind":"pod.rea`)
+		f.Close()
+	}})
+	a := analyze(t, dir, analysis.Options{})
+	w := strings.Join(a.Summary.Warnings, "\n")
+	if !strings.Contains(w, "results-beta.bin was cut off") || !strings.Contains(w, "events.jsonl: line") {
+		t.Errorf("warnings: %s", w)
+	}
+	var beta uint64
+	for _, r := range a.Summary.Variants {
+		if analysis.RowVariant(r.Variant) == "beta" {
+			beta = r.Requests
+		}
+	}
+	if beta != 1799 {
+		t.Errorf("beta: %d requests read, want the 1799 whole ones", beta)
+	}
+}
+
+// TestWindowClosesOnPods: a run that closed a window while an old pod
+// still existed (Deployment status said done) has the window extended to
+// that pod's removal plus settle, so its drops stay drops.
+func TestWindowClosesOnPods(t *testing.T) {
+	var events []analysistest.Event
+	for _, e := range analysistest.Events() {
+		if e.Event.Kind == timeline.KindPodGone && e.Event.Pod == "old-a1" {
+			e.T = 8.5 // after the rollout was complete (7 s): the window runs to 8.5 + 2 s settle
+		}
+		events = append(events, e)
+	}
+	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Events: events})
+	a := analyze(t, dir, analysis.Options{})
+	r1 := rows(a)["alpha"].Rollouts[0]
+	if !r1.WindowExtended || !r1.WindowEnd.Equal(analysistest.At(10.5)) || !r1.OldPodsGone.Equal(analysistest.At(8.5)) {
+		t.Fatalf("rollout 1: extended %v, end %v, old pods gone %v", r1.WindowExtended, r1.WindowEnd, r1.OldPodsGone)
+	}
+	// The 5 EOFs at 10.00–10.05 s were the tail; now they are drops.
+	if r1.Window.Failures != 35 || r1.Tail.Failures != 0 {
+		t.Errorf("rollout 1: %d window failures, %d tail", r1.Window.Failures, r1.Tail.Failures)
+	}
+	if !strings.Contains(strings.Join(a.Summary.Warnings, "\n"), "judged the rollout complete 1.5s before its last old pod was gone") {
+		t.Errorf("no warning: %v", a.Summary.Warnings)
+	}
+}
+
+// TestNotARun: a directory without a scenario is not a run.
+func TestNotARun(t *testing.T) {
+	if _, err := analysis.Analyze(t.TempDir(), analysis.Options{}); !os.IsNotExist(err) {
+		t.Errorf("err = %v, want not-exist", err)
+	}
+}
+
+// TestWithoutRunJSON: a run without run.json still analyses, and says
+// what is unknown.
+func TestWithoutRunJSON(t *testing.T) {
+	a := analyze(t, analysistest.Write(t, analysistest.Run{}), analysis.Options{})
+	if !strings.Contains(strings.Join(a.Summary.Warnings, "\n"), "run.json is missing") {
+		t.Errorf("warnings %v", a.Summary.Warnings)
+	}
+	_ = time.Second
+}

@@ -1,0 +1,28 @@
+// Package analysis turns a run directory's raw data into everything droprun
+// reports: the summary rows (summary.json) and the series the figures draw
+// (per-rollout request bins, cluster event markers, rig samples, deletion
+// gaps, failures by time since deletion, per-node tallies).
+//
+// It is the one path from raw data to a verdict. It reads each raw file
+// once: run.json (what only the live run knew: cluster, traffic settings,
+// how it ended), scenario.yaml, events.jsonl, app-metrics.jsonl and every
+// results-*.bin. It is pure: no cluster, no clock, no writes. run calls it
+// to write summary.json and failures.jsonl; plot and report render its
+// value and never re-read or re-derive anything.
+//
+// Windows. A variant's traffic is cut into a control window (before the
+// first rollout), then per rollout its window (from its start until its old
+// pods are gone, plus settle) and its tail (until the next rollout). A
+// request belongs to the window it was sent in.
+//
+// The rig is never mistaken for the race. Refused, reset, EOF and 5xx are
+// the race's signature and always count. A timeout is excused only with
+// evidence that the client, not the pods, failed: a rig sample taken while
+// the request was in flight shows the client more than SaturationLag behind
+// schedule, or its goroutines waiting that long for a core. Excused
+// timeouts are counted apart (Excused), never silently, and make the row
+// suspect.
+//
+// Truncated input. A results file or JSON-lines file cut off by a crash is
+// read up to its last whole record, with a warning in Analysis.Warnings.
+package analysis

@@ -1,0 +1,145 @@
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The files of a run directory.
+const (
+	ScenarioFile = "scenario.yaml"     // the scenario as run, every default filled in
+	RunFile      = "run.json"          // RunInfo: what only the live run knew
+	EventsFile   = "events.jsonl"      // the timeline: one JSON event per line
+	AppFile      = "app-metrics.jsonl" // the pods' own request counters
+	FailuresFile = "failures.jsonl"    // every failed request, attributed (derived)
+	SummaryFile  = "summary.json"      // the Summary (derived)
+	LogFile      = "run.log"           // the progress output
+	MetricsFile  = "metrics.prom"      // the live metrics' final values
+)
+
+// ResultsFile is the raw results of one variant, in vegeta's own encoding:
+// `vegeta report < results-no-prestop.bin` works on it.
+func ResultsFile(variant string) string { return "results-" + variant + ".bin" }
+
+// RunVersion is the version of run.json's format.
+const RunVersion = "droprun.run/v1"
+
+// RunInfo is run.json: the facts about a run that its raw data cannot
+// give back. The run writes it when it starts and again when it ends.
+type RunInfo struct {
+	Format   string    `json:"format"`
+	Scenario string    `json:"scenario"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	// Interrupted is true when the run was cancelled (Ctrl-C); Error is
+	// the error that ended it early. Both empty for a run that completed.
+	// A run.json with neither and no Finished is a run that was killed.
+	Interrupted bool        `json:"interrupted,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	Cluster     ClusterInfo `json:"cluster"`
+	Traffic     TrafficInfo `json:"traffic"`
+	// Rig is what the run changed on the machine to keep the client apart
+	// from the cluster it measures, and whether it was put back.
+	Rig RigSettings `json:"rig"`
+}
+
+// ClusterInfo says where the run happened.
+type ClusterInfo struct {
+	Name          string `json:"name"`
+	Kind          bool   `json:"kind"`
+	Nodes         int    `json:"nodes,omitempty"`
+	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
+	NodeImage     string `json:"nodeImage,omitempty"`
+	Kubernetes    string `json:"kubernetes,omitempty"`
+	DroprunVer    string `json:"droprun"`
+	// CPUWeight says how the kind nodes' CPU weight was lowered for the
+	// run, e.g. "/sys/fs/cgroup/cpu/docker/cpu.shares 1024→256"; empty
+	// when it was left alone.
+	CPUWeight string `json:"cpuWeight,omitempty"`
+}
+
+// TrafficInfo is the traffic as configured.
+type TrafficInfo struct {
+	URL string `json:"url"`
+	// Targets are the entry points the client spread its requests over,
+	// round robin: one per node on a kind cluster.
+	Targets   []Target `json:"targets,omitempty"`
+	Rate      int      `json:"rate"`
+	KeepAlive bool     `json:"keepAlive"`
+	Method    string   `json:"method"`
+	Timeout   string   `json:"timeout"`
+	Target    string   `json:"target"`
+	Rollouts  int      `json:"rollouts"`
+	Settle    string   `json:"settle"`
+	Control   string   `json:"control"`
+	Between   string   `json:"between"`
+	// ClientProcs is the client's GOMAXPROCS during the run.
+	ClientProcs int `json:"clientProcs,omitempty"`
+}
+
+// Target is one entry point of the traffic: a URL on 127.0.0.1 and the
+// node it enters the cluster through ("" when not known).
+type Target struct {
+	Node string `json:"node,omitempty"`
+	URL  string `json:"url"`
+}
+
+// RigSettings are the machine settings a run changed for its duration.
+type RigSettings struct {
+	// CPUWeight is the kind nodes' CPU weight change ("" when none).
+	CPUWeight string `json:"cpuWeight,omitempty"`
+	// Restored is true once the run put every setting back.
+	Restored bool `json:"restored,omitempty"`
+}
+
+// ReadRunInfo reads dir's run.json.
+func ReadRunInfo(dir string) (*RunInfo, error) {
+	path := filepath.Join(dir, RunFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ri RunInfo
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ri.Format != RunVersion {
+		return nil, fmt.Errorf("%s: format %q, this droprun reads %q", path, ri.Format, RunVersion)
+	}
+	return &ri, nil
+}
+
+// legacyRunInfo takes the run facts from the summary.json of a run recorded
+// before run.json existed; it is never used when run.json is there.
+func legacyRunInfo(dir string) (*RunInfo, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return nil, err
+	}
+	var s RunInfo
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", SummaryFile, err)
+	}
+	s.Format = RunVersion
+	return &s, nil
+}
+
+// runInfo returns dir's RunInfo, from run.json or, for older runs, their
+// summary.json, and a warning when it had to fall back.
+func runInfo(dir string) (*RunInfo, string, error) {
+	ri, err := ReadRunInfo(dir)
+	if err == nil {
+		return ri, "", nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, "", err
+	}
+	if ri, lerr := legacyRunInfo(dir); lerr == nil {
+		return ri, fmt.Sprintf("%s is missing (a run recorded by an older droprun): its cluster and traffic facts come from %s", RunFile, SummaryFile), nil
+	}
+	return &RunInfo{Format: RunVersion}, fmt.Sprintf("%s is missing: where and how the run ran is unknown", RunFile), nil
+}

@@ -1,0 +1,223 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// rows turns one variant's windows into summary rows: one row, or two for
+// a variant with From (the rollout that introduced it, then the rest).
+// rollouts carry their window tallies' extras (excused, by node) already.
+func (in *input) rows(v scenario.Variant, p *plan, tl *Timeline, rollouts []RolloutSummary) []VariantSummary {
+	var control Tally
+	var controlRig *RigSummary
+	byN := map[int]*RolloutSummary{}
+	for k := range rollouts {
+		byN[rollouts[k].N] = &rollouts[k]
+	}
+	for k, w := range tl.Windows {
+		switch w.Phase {
+		case PhaseControl:
+			control.Merge(tl.Tallies[k])
+			controlRig = summarizeRig(in.rig, w.Start, w.End)
+		case PhaseRollout:
+			rs := byN[w.Rollout]
+			rs.Window.Merge(tl.Tallies[k])
+			rs.Rig = summarizeRig(in.rig, w.Start, w.End)
+			in.rolloutKubeProxy(rs, w)
+		case PhaseTail:
+			byN[w.Rollout].Tail.Merge(tl.Tallies[k])
+		}
+	}
+	gaps := in.gaps(p, rollouts)
+
+	// With rig samples, when the client lagged is known per request: the
+	// attack-wide lag reason would only repeat it less precisely.
+	stats := p.stats
+	clientSuspect := stats.Suspect
+	if len(in.rig) > 0 {
+		clientSuspect = nil
+		for _, s := range stats.Suspect {
+			if !strings.HasPrefix(s, traffic.LagSuspect) {
+				clientSuspect = append(clientSuspect, s)
+			}
+		}
+	}
+	var requests uint64
+	for _, t := range tl.Tallies {
+		requests += t.Requests
+	}
+	requests += tl.Outside.Requests
+	client := ClientSummary{AskedRate: stats.AskedRate, AchievedRate: stats.AchievedRate, CPU: stats.ClientCPU, WorkersExhausted: stats.WorkersExhausted, Suspect: clientSuspect}
+	hooks := hookFailures(in.events, p)
+
+	row := func(name, expected string, rs []RolloutSummary) VariantSummary {
+		vs := VariantSummary{Variant: name, Builtin: v.Variant, Requests: requests, Control: control, Outside: tl.Outside,
+			Rollouts: rs, Client: client, HookFailures: hooks, Classes: map[traffic.Class]uint64{}, ControlRig: controlRig}
+		var window Tally
+		for _, r := range rs {
+			window.Merge(r.Window)
+			vs.Tail.Merge(r.Tail)
+			vs.Excused += r.Excused
+			vs.Gaps = append(vs.Gaps, gaps[r.N]...)
+			for node, t := range r.ByNode {
+				if vs.ByNode == nil {
+					vs.ByNode = map[string]Tally{}
+				}
+				nt := vs.ByNode[node]
+				nt.Merge(t)
+				vs.ByNode[node] = nt
+			}
+			if r.Rig != nil && r.Rig.Saturated {
+				vs.SaturatedRollouts++
+			}
+			if r.Window.Failures > 0 {
+				vs.RolloutsWithDrops++
+			}
+			if r.Excused > 0 {
+				vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were sent while the client itself stalled (%s): they are counted apart as excused, not as the variant's drops", r.N, r.Excused, r.ExcusedWhy))
+			}
+			if expected != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != expected {
+				vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d deleted pods of variant %s, not %s (live template: %s)", r.N, r.MeasuredVariant, expected, r.LiveTemplate))
+			}
+			if !r.BaselineClean {
+				vs.Suspect = append(vs.Suspect, fmt.Sprintf("no clean baseline after rollout %d: failures kept coming after its window closed", r.N))
+			}
+		}
+		vs.Drops, vs.WindowRequests = window.Failures, window.Requests
+		for c, n := range window.Classes {
+			vs.Classes[c] = n
+		}
+		vs.Measurable = window
+		vs.Measurable.remove(traffic.ClassTimeout, vs.Excused)
+		if control.Requests > 0 {
+			vs.ExpectedFloor = float64(control.Failures) / float64(control.Requests) * float64(window.Requests)
+		}
+		if control.Failures > 0 {
+			vs.Suspect = append(vs.Suspect, fmt.Sprintf("the control window was not clean: %d failures in %d requests; drops near %.1f are the rig's own floor", control.Failures, control.Requests, vs.ExpectedFloor))
+		}
+		if control.Requests == 0 {
+			vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
+		}
+		vs.Suspect = append(vs.Suspect, clientSuspect...)
+		return vs
+	}
+	if v.From == "" || len(rollouts) == 0 {
+		return []VariantSummary{row(v.Name, v.Variant, rollouts)}
+	}
+	return []VariantSummary{
+		row(v.Name+introducingSuffix, v.From, rollouts[:1]),
+		row(v.Name, v.Variant, rollouts[1:]),
+	}
+}
+
+// remove takes n requests of class c out of t (they were excused).
+func (t *Tally) remove(c traffic.Class, n uint64) {
+	if n == 0 {
+		return
+	}
+	n = min(n, t.Classes[c])
+	t.Classes[c] -= n
+	t.Requests -= n
+	if c.Failed() {
+		t.Failures -= n
+	}
+}
+
+// rolloutKubeProxy sets, from the kube-proxy syncs inside window w, the
+// highest programming latency any node reported.
+func (in *input) rolloutKubeProxy(rs *RolloutSummary, w Window) {
+	for _, e := range in.events {
+		if e.Time.Before(w.Start) || !e.Time.Before(w.End) {
+			continue
+		}
+		if l, ok := programmingLatency(e); ok {
+			rs.ProgrammingLatency = max(rs.ProgrammingLatency, l)
+		}
+	}
+}
+
+// gaps measures, per rollout number, the pods it deleted (a deletion
+// requested between its start and the next rollout's), and sets each
+// rollout's slowest node.
+func (in *input) gaps(p *plan, rollouts []RolloutSummary) map[int][]Gap {
+	out := map[int][]Gap{}
+	for k := range rollouts {
+		rs := &rollouts[k]
+		next := p.attackEnd
+		if k+1 < len(rollouts) {
+			next = rollouts[k+1].Start
+		}
+		for _, d := range in.deletions {
+			if d.t.Before(rs.Start) || !d.t.Before(next) {
+				continue
+			}
+			g := gapOf(in.events, d)
+			out[rs.N] = append(out[rs.N], g)
+			nodes := make([]string, 0, len(g.KubeProxySynced))
+			for n := range g.KubeProxySynced {
+				nodes = append(nodes, n)
+			}
+			slices.Sort(nodes)
+			for _, n := range nodes {
+				if s := g.KubeProxySynced[n]; s > rs.SlowestSync {
+					rs.SlowestNode, rs.SlowestSync = n, s
+				}
+			}
+		}
+	}
+	return out
+}
+
+// hookFailures lists Warning events about failed preStop hooks during the
+// variant's traffic.
+func hookFailures(events []timeline.Event, p *plan) []string {
+	var out []string
+	for _, e := range events {
+		if e.Time.Before(p.attackStart) || e.Time.After(p.attackEnd) {
+			continue
+		}
+		if e.Kind == timeline.KindPodEvent && e.Detail["reason"] == "FailedPreStopHook" {
+			out = append(out, fmt.Sprintf("%s %s: %s", e.Time.Format("15:04:05.000"), e.Pod, e.Detail["message"]))
+		}
+	}
+	return out
+}
+
+// serverView sets what the pods say they answered while the variant's
+// traffic ran beside what the client got; nil for runs without the pods'
+// counters.
+func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
+	if p.appScraped.IsZero() || len(in.app) == 0 {
+		return nil
+	}
+	// The last scrape can be stamped a hair after the mark written when it
+	// returned; a second's margin takes it in (the next variant's pods
+	// answer nothing that early).
+	t := appmetrics.Totals(in.app, p.attackStart, p.appScraped.Add(time.Second))
+	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
+	for _, pod := range t.Pods {
+		if pod.Answered == 0 {
+			continue // another variant's pod, idle over this range
+		}
+		v.Pods++
+		if pod.Final {
+			v.PodsFinal++
+		}
+	}
+	for _, tally := range append(append([]Tally(nil), tl.Tallies...), tl.Outside) {
+		v.ClientSent += tally.Requests
+		v.ClientGot2xx += tally.Classes[traffic.Class2xx]
+	}
+	if a := uint64(max(v.PodsAnswered2xx, 0)); a > v.ClientGot2xx {
+		v.Lost = a - v.ClientGot2xx
+	}
+	return v
+}
