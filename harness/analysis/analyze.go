@@ -120,8 +120,8 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := &Summary{Format: SummaryVersion, Scenario: sc.Metadata.Name, Started: ri.Started, Finished: ri.Finished,
-		Interrupted: ri.Interrupted, Error: ri.Error, Cluster: ri.Cluster, Traffic: ri.Traffic}
+	sum := &Summary{Format: SummaryVersion, Facts: ri.Facts}
+	sum.Scenario = sc.Metadata.Name
 	a.Summary = sum
 	if warn != "" {
 		sum.Warnings = append(sum.Warnings, warn)

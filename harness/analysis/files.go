@@ -31,20 +31,26 @@ const RunVersion = "droprun.run/v1"
 // RunInfo is run.json: the facts about a run that its raw data cannot
 // give back. The run writes it when it starts and again when it ends.
 type RunInfo struct {
-	Format   string    `json:"format"`
+	Format string `json:"format"`
+	Facts
+	// Rig is what the run changed on the machine to keep the client apart
+	// from the cluster it measures, and whether it was put back.
+	Rig RigSettings `json:"rig"`
+}
+
+// Facts are what only the live run knew, in run.json and, copied, in
+// summary.json.
+type Facts struct {
 	Scenario string    `json:"scenario"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished,omitzero"`
 	// Interrupted is true when the run was cancelled (Ctrl-C); Error is
-	// the error that ended it early. Both empty for a run that completed.
-	// A run.json with neither and no Finished is a run that was killed.
+	// the error that ended it early. A run.json with neither and no
+	// Finished is a run that was killed.
 	Interrupted bool        `json:"interrupted,omitempty"`
 	Error       string      `json:"error,omitempty"`
 	Cluster     ClusterInfo `json:"cluster"`
 	Traffic     TrafficInfo `json:"traffic"`
-	// Rig is what the run changed on the machine to keep the client apart
-	// from the cluster it measures, and whether it was put back.
-	Rig RigSettings `json:"rig"`
 }
 
 // ClusterInfo says where the run happened.

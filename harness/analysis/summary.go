@@ -12,17 +12,9 @@ const SummaryVersion = "droprun.summary/v2"
 // Summary is summary.json: what a run measured, one record per variant
 // row. It is derived from the raw data by Analyze and never read back.
 type Summary struct {
-	Format   string    `json:"format"`
-	Scenario string    `json:"scenario"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	// Interrupted is true when the run was cancelled; what was measured up
-	// to then is kept.
-	Interrupted bool `json:"interrupted,omitempty"`
-	// Error is the error that ended the run early, if any.
-	Error    string           `json:"error,omitempty"`
-	Cluster  ClusterInfo      `json:"cluster"`
-	Traffic  TrafficInfo      `json:"traffic"`
+	Format string `json:"format"`
+	// Facts come from run.json: where, when and how the run ran.
+	Facts
 	Variants []VariantSummary `json:"variants"`
 	// Suspect lists the reasons the run's numbers should not be trusted
 	// (a control window with failures, a client that could not hold its

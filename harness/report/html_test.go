@@ -82,9 +82,9 @@ func htmlSummary() *analysis.Summary {
 		v.Requests = v.WindowRequests + v.Tail.Requests + ctl.Requests
 		return v
 	}
-	sum := &analysis.Summary{Format: analysis.SummaryVersion, Scenario: "compare-all", Started: t0, Finished: t0.Add(15 * time.Minute),
+	sum := &analysis.Summary{Format: analysis.SummaryVersion, Facts: analysis.Facts{Scenario: "compare-all", Started: t0, Finished: t0.Add(15 * time.Minute),
 		Cluster: analysis.ClusterInfo{Name: "droprun", Kind: true, Nodes: 3, KubeProxyMode: "iptables", NodeImage: "droprun/node:v1.37.2", Kubernetes: "v1.37.2", DroprunVer: "3f66b50-test"},
-		Traffic: analysis.TrafficInfo{URL: "http://127.0.0.1:30080/version", Rate: 1000, Method: "GET", Timeout: "2s", Target: "nodeport", Rollouts: 3, Settle: "5s", Control: "10s", Between: "10s"},
+		Traffic: analysis.TrafficInfo{URL: "http://127.0.0.1:30080/version", Rate: 1000, Method: "GET", Timeout: "2s", Target: "nodeport", Rollouts: 3, Settle: "5s", Control: "10s", Between: "10s"}},
 		Variants: []analysis.VariantSummary{
 			row("no-prestop", "no-prestop", ro(1, "no-prestop", 16000, 600, 100), ro(2, "no-prestop", 16000, 700, 50), ro(3, "no-prestop", 16000, 800, 0)),
 			row("graceful-drain", "graceful-drain", ro(1, "graceful-drain", 20000, 0, 0), ro(2, "graceful-drain", 20000, 0, 0), ro(3, "graceful-drain", 20000, 0, 0)),

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"runtime/metrics"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -321,41 +320,4 @@ func CgroupCPUFile(root, id string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no CPU accounting file for container %.12s under %s", id, root)
-}
-
-// Detail renders a sample as the string map of a timeline event. Shares
-// and cores have three decimals, durations are in milliseconds; "at" is
-// the sample's own end time (the event's stamp can be later, when the
-// recorder was busy).
-func (s Sample) Detail() map[string]string {
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
-	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
-	d := map[string]string{
-		"at":           s.Time.UTC().Format(time.RFC3339Nano),
-		"interval_ms":  ms(s.Interval),
-		"host_busy":    f(s.HostBusy),
-		"host_softirq": f(s.HostSoftirq),
-		"host_iowait":  f(s.HostIOWait),
-		"client_cpu":   f(s.ClientCPU),
-		"sched_max_ms": ms(s.SchedMax),
-		"lag_ms":       ms(s.Client.Lag),
-		"in_flight":    strconv.FormatUint(s.Client.InFlight, 10),
-	}
-	if s.CPUPressure >= 0 {
-		d["cpu_pressure"] = f(s.CPUPressure)
-		d["io_pressure"] = f(s.IOPressure)
-	}
-	if len(s.Nodes) > 0 {
-		names := make([]string, 0, len(s.Nodes))
-		for n := range s.Nodes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = n + "=" + f(s.Nodes[n])
-		}
-		d["nodes_cpu"] = strings.Join(parts, ",")
-	}
-	return d
 }

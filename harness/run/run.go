@@ -178,7 +178,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 	fmt.Fprintf(r.log, "run %s: %d variant(s) × %d rollout(s) at %d req/s; results in %s\n",
 		sc.Metadata.Name, len(sc.Variants), *sc.Rollouts, sc.Traffic.Rate, out.Dir)
 
-	r.info = &analysis.RunInfo{Format: analysis.RunVersion, Scenario: sc.Metadata.Name, Started: time.Now()}
+	r.info = &analysis.RunInfo{Format: analysis.RunVersion, Facts: analysis.Facts{Scenario: sc.Metadata.Name, Started: time.Now()}}
 	runErr := r.run(ctx)
 	r.info.Finished = time.Now()
 	if runErr != nil {
