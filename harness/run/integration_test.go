@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 
 // needCluster skips t where no engine or node image exists, saying how to
 // get them.
-func needCluster(t *testing.T, ctx context.Context) {
+func needCluster(t testing.TB, ctx context.Context) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
@@ -71,7 +71,7 @@ func needCluster(t *testing.T, ctx context.Context) {
 	}
 }
 
-func itScenario(t *testing.T, body string) *scenario.Scenario {
+func itScenario(t testing.TB, body string) *scenario.Scenario {
 	t.Helper()
 	sc, err := scenario.Parse("integration", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\n"+itCluster+body))
 	if err != nil {
@@ -178,7 +178,7 @@ func TestIntegrationConnectMissingCluster(t *testing.T) {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))

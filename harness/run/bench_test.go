@@ -1,0 +1,108 @@
+package run
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/testbed"
+)
+
+var cleanRates = flag.String("run.rates", "1000,1500,2000,2500", "BenchmarkCleanRate: the rates to try, in req/s, lowest first")
+
+// BenchmarkCleanRate finds the highest rate at which this machine still
+// measures clean: at each rate, no-prestop and graceful-drain, one rollout
+// each, on the integration cluster. A rate is clean when both control
+// windows have no failure, the client held 95% of the rate, no rollout ran
+// short of CPU, no timeout had to be excused, no-prestop dropped (the race
+// is reproduced), graceful-drain dropped at most 3, and the pods answered
+// exactly the 2xx the client received. It prints one line per rate and
+// reports the highest clean one as clean-req/s (0: none). It stops at the
+// first rate that is not clean. `make bench` runs it; it needs an engine
+// and the node image, like the integration tests.
+func BenchmarkCleanRate(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	needCluster(b, ctx)
+	var rates []int
+	for _, f := range strings.Split(*cleanRates, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || r <= 0 {
+			b.Fatalf("-run.rates %q: %q is not a rate", *cleanRates, f)
+		}
+		rates = append(rates, r)
+	}
+	for range b.N {
+		best := 0
+		for _, rate := range rates {
+			sc := itScenario(b, fmt.Sprintf(`metadata: {name: clean-rate-%d}
+variants:
+  - variant: no-prestop
+  - variant: graceful-drain
+rollouts: 1
+traffic: {rate: %d, control: 10s, between: 5s, settle: 5s}
+`, rate, rate))
+			dir := filepath.Join(b.TempDir(), "run")
+			a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{b}, Keep: true,
+				Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: b.TempDir()}})
+			if a != nil {
+				itCreated = true
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			why := unclean(a.Summary)
+			verdict := "clean"
+			if len(why) > 0 {
+				verdict = "not clean: " + strings.Join(why, "; ")
+			}
+			fmt.Fprintf(os.Stdout, "clean rate: %5d req/s: %s\n", rate, verdict)
+			for _, v := range a.Summary.Variants {
+				fmt.Fprintf(os.Stdout, "  %-15s drops %d / %d, control %d/%d, excused %d, saturated %d, rate %.0f/%.0f\n",
+					v.Variant, v.Drops, v.WindowRequests, v.Control.Failures, v.Control.Requests, v.Excused, v.SaturatedRollouts, v.Client.AchievedRate, v.Client.AskedRate)
+			}
+			if len(why) > 0 {
+				break
+			}
+			best = rate
+		}
+		b.ReportMetric(float64(best), "clean-req/s")
+	}
+}
+
+// unclean lists why a no-prestop/graceful-drain run did not measure clean.
+func unclean(sum *analysis.Summary) []string {
+	var why []string
+	for _, v := range sum.Variants {
+		if v.Control.Failures > 0 {
+			why = append(why, fmt.Sprintf("%s control %d failures", v.Variant, v.Control.Failures))
+		}
+		if v.Client.AchievedRate < 0.95*v.Client.AskedRate {
+			why = append(why, fmt.Sprintf("%s client %.0f of %.0f req/s", v.Variant, v.Client.AchievedRate, v.Client.AskedRate))
+		}
+		if v.SaturatedRollouts > 0 || v.Excused > 0 {
+			why = append(why, fmt.Sprintf("%s short of CPU in %d rollouts, %d timeouts excused", v.Variant, v.SaturatedRollouts, v.Excused))
+		}
+		if sv := v.Server; sv == nil || !sv.Exact() || uint64(max(sv.PodsAnswered2xx, 0)) != sv.ClientGot2xx {
+			why = append(why, fmt.Sprintf("%s pods' view not exact (%+v)", v.Variant, sv))
+		}
+		switch v.Builtin {
+		case "no-prestop":
+			if v.RolloutsWithDrops != len(v.Rollouts) {
+				why = append(why, "no-prestop did not drop in every rollout")
+			}
+		case "graceful-drain":
+			if v.Drops > 3 {
+				why = append(why, fmt.Sprintf("graceful-drain dropped %d", v.Drops))
+			}
+		}
+	}
+	return why
+}
