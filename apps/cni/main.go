@@ -4,7 +4,13 @@
 //
 //   - writes a ptp + host-local CNI configuration for its node's podCIDR,
 //   - routes every other node's pod CIDR via that node's InternalIP,
-//   - masquerades pod traffic that leaves the cluster's pod range.
+//   - masquerades pod traffic that leaves the cluster's pod range,
+//   - drops traffic to pod IPs that no pod holds (a blackhole route for the
+//     cluster's pod range, under the per-pod and per-node routes), as a
+//     real pod network does: without it, a connection to a deleted pod's
+//     IP would leave through the node's default route, and on a host whose
+//     network answers any address (a sandbox's egress proxy) come back as
+//     an HTTP answer instead of the timeout it is.
 //
 // It talks to the API server with the standard library only (the service
 // account token and CA), polling the node list, so it builds in seconds.
@@ -181,11 +187,14 @@ func (d *daemon) reconcile(ctx context.Context) error {
 		log.Printf("route %s removed", dst)
 	}
 
-	// The masquerade rules are idempotent; refresh them now and then in
-	// case something flushed the nat table.
+	// The masquerade rules and the blackhole are idempotent; refresh them
+	// now and then in case something flushed them.
 	if time.Since(d.masqDone) > time.Minute {
 		if err := ensureMasquerade(ctx, d.cfg.podSubnet.String()); err != nil {
 			return err
+		}
+		if out, err := exec.CommandContext(ctx, "ip", "route", "replace", "blackhole", d.cfg.podSubnet.String()).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip route replace blackhole %s: %v: %s", d.cfg.podSubnet, err, out)
 		}
 		d.masqDone = time.Now()
 	}

@@ -219,7 +219,7 @@ func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*A
 				continue
 			}
 			if err == nil {
-				err = fmt.Errorf("status %d", a.Status)
+				err = fmt.Errorf("status %d from %s: %.200q", a.Status, or(a.Pod, "an unknown server"), a.Body)
 			}
 			if last[i] == nil || ctx.Err() == nil { // keep the cause, not the deadline
 				last[i] = err
@@ -273,4 +273,11 @@ func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {
 // Teardown deletes droprun's namespace.
 func (tb *Testbed) Teardown(ctx context.Context) error {
 	return kube.DeleteNamespace(ctx, tb.Cluster.Client, tb.Scenario.Namespace, 2*time.Minute)
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
