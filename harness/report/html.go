@@ -156,6 +156,9 @@ type htmlRollout struct {
 	N, Versions, Measured, Live, Duration    string
 	Requests, Drops, Classes, Tail, Flushed  string
 	Baseline                                 string
+	// Nodes tallies the window by entry node; Slowest names the node whose
+	// kube-proxy synced last ("" when not recorded).
+	Nodes, Slowest                           string
 	Dropped, BaselineDirty, MeasuredMismatch bool
 	// Rig is the rig's load during the window ("" when not sampled);
 	// RigSaturated says the machine was short of CPU.
@@ -507,6 +510,16 @@ func rolloutRows(v analysis.VariantSummary) []htmlRollout {
 			hr.Tail += " (" + classList(r.Tail.Classes) + ")"
 		}
 		hr.Flushed = flushed(r.ConntrackFlushed)
+		hr.Nodes = "–"
+		if len(r.ByNode) > 0 {
+			hr.Nodes = NodesText(r.ByNode)
+		}
+		if r.SlowestNode != "" {
+			hr.Slowest = fmt.Sprintf("slowest kube-proxy: %s, synced %.2f s after the deletion request", r.SlowestNode, r.SlowestSync)
+			if r.ProgrammingLatency > 0 {
+				hr.Slowest += fmt.Sprintf("; programming latency up to %.2f s", r.ProgrammingLatency)
+			}
+		}
 		if r.Rig != nil {
 			hr.Rig, hr.RigSaturated = r.Rig.String(), r.Rig.Saturated
 		}

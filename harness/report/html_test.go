@@ -112,6 +112,9 @@ func htmlSummary() *analysis.Summary {
 	m.Requests -= sum.Variants[2].Excused
 	m.Failures -= sum.Variants[2].Excused
 	m.Classes[traffic.ClassTimeout] -= sum.Variants[2].Excused
+	r1 := &sum.Variants[0].Rollouts[0]
+	r1.ByNode = map[string]analysis.Tally{"droprun-worker": {Requests: 8000, Failures: 500}, "droprun-control-plane": {Requests: 8000, Failures: 200}}
+	r1.SlowestNode, r1.SlowestSync, r1.ProgrammingLatency = "droprun-worker", 1.25, 1.1
 	sum.Variants[0].Server = &analysis.ServerView{ClientSent: 98000, ClientGot2xx: 95750, PodsAnswered: 95800, PodsAnswered2xx: 95790, Pods: 8, PodsFinal: 7, Uncertain: 1}
 	sum.Variants[2].Tail = analysis.Tally{Requests: 39000, Failures: 2, Classes: map[traffic.Class]uint64{traffic.Class2xx: 38998, traffic.ClassTimeout: 2}}
 	sum.Variants[3].HookFailures = []string{"02:48:12.459 web-77468f74f6-29w8m: PreStopHook failed", "02:48:17.465 web-77468f74f6-cd9zx: PreStopHook failed"}
@@ -387,6 +390,8 @@ func TestHTMLParsesAndHasEverything(t *testing.T) {
 		"Rig during the control", "client up to 0.01s behind schedule, its goroutines up to",
 		"in 1 of 3 rollouts; 3,793 timeouts sent while the client itself stalled were excused (counted apart); refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had 0 failures in 56,207 requests",
 		"short of CPU client up to 2.39s behind schedule",
+		"droprun-control-plane 200 failed of 8000, droprun-worker 500 failed of 8000",
+		"slowest kube-proxy: droprun-worker, synced 1.25 s after the deletion request; programming latency up to 1.10 s",
 		"the pods answered 95,800 requests (95,790 2xx); the client sent 98,000 and got 95,750 2xx, counted from 8 pods, 7 with their exit totals, 1 not exact",
 	} {
 		if !strings.Contains(text, want) {

@@ -372,9 +372,15 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		}
 		// Every request is in exactly one window, and its classes sum to it.
 		var inWindows, classes uint64
+		// (A variant with `from` has two rows over one results file.)
 		tallies := []analysis.Tally{v.Control, v.Outside}
-		for _, r := range v.Rollouts {
-			tallies = append(tallies, r.Window, r.Tail)
+		for _, row := range sum.Variants {
+			if analysis.RowVariant(row.Variant) != v.Variant {
+				continue
+			}
+			for _, r := range row.Rollouts {
+				tallies = append(tallies, r.Window, r.Tail)
+			}
 		}
 		for _, tl := range tallies {
 			inWindows += tl.Requests
