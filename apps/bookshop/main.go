@@ -97,9 +97,16 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
 
 	sig, err := serve(srv, ln, cfg, life, log)
-	// Read the totals once. In mode none, read them before closing: a
-	// request cut by the close would otherwise count as answered by the
-	// time its handler returns, which death would never let it do.
+	// Read the totals once. In mode none the process dies on the signal:
+	// stop accepting first, as death would (else a request accepted after
+	// the reading would be answered and never counted), then read, then
+	// cut the connections (read after the cut, a request cut by it would
+	// count as answered by the time its handler returns). A request in
+	// flight at the reading may still be answered before the cut: the
+	// termination message's inFlight bounds those.
+	if cfg.shutdown == shutdownNone && sig != nil {
+		_ = ln.Close()
+	}
 	t := m.totals()
 	exit, code := exitClean, 0
 	switch {

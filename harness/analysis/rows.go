@@ -201,7 +201,8 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 	// The last scrape can be stamped a hair after the mark written when it
 	// returned; a second's margin takes it in (the next variant's pods
 	// answer nothing that early).
-	t := appmetrics.Totals(in.app, p.attackStart, p.appScraped.Add(time.Second))
+	to := p.appScraped.Add(time.Second)
+	t := appmetrics.Totals(in.app, p.attackStart, to)
 	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
 	for _, pod := range t.Pods {
 		if pod.Answered == 0 {
@@ -210,6 +211,11 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 		v.Pods++
 		if pod.Final {
 			v.PodsFinal++
+		}
+	}
+	for _, r := range in.app {
+		if r.Source == appmetrics.SourceTermination && !r.Time.Before(p.attackStart) && !r.Time.After(to) {
+			v.InFlightAtExit += r.InFlight
 		}
 	}
 	for _, tally := range append(append([]Tally(nil), tl.Tallies...), tl.Outside) {

@@ -108,12 +108,19 @@ type ServerView struct {
 	PodsFinal    int `json:"podsFinal"`
 	Uncertain    int `json:"uncertain"`
 	ScrapeErrors int `json:"scrapeErrors"`
+	// InFlightAtExit is the requests the pods had in flight when they
+	// exited, by their own exit totals: a pod killed mid-request may have
+	// sent those answers without counting them, so the pods' 2xx can be
+	// short of the client's by up to this many.
+	InFlightAtExit int `json:"inFlightAtExit,omitempty"`
 }
 
 // Exact reports whether the pods' count is exact: every pod's count
 // either ends with its exit totals or with a scrape after traffic stopped,
-// and no scrape failed.
-func (s *ServerView) Exact() bool { return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 }
+// no scrape failed, and no pod exited with requests in flight.
+func (s *ServerView) Exact() bool {
+	return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 && s.InFlightAtExit == 0
+}
 
 // RolloutSummary is one rollout.
 type RolloutSummary struct {

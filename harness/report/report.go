@@ -153,7 +153,7 @@ func ServerText(sv *analysis.ServerView) string {
 	s := fmt.Sprintf("the pods answered %d 2xx (%d pods, %d with exit totals)", sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
 	switch {
 	case !sv.Exact():
-		s += fmt.Sprintf("; not exact: %d pods uncertain, %d failed scrapes", sv.Uncertain, sv.ScrapeErrors)
+		s += fmt.Sprintf("; not exact: %d pods uncertain, %d failed scrapes, %d requests in flight when pods exited", sv.Uncertain, sv.ScrapeErrors, sv.InFlightAtExit)
 	case sv.Lost > 0:
 		s += fmt.Sprintf("; %d answered by the pods, never received by the client", sv.Lost)
 	case uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx:

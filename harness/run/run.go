@@ -20,6 +20,7 @@ import (
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
+	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
@@ -385,8 +386,8 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	for _, row := range a.Summary.Variants {
 		fmt.Fprintf(r.log, "%s: %d drops in %d rollout-window requests (%d rollouts, %d with drops, %d timeouts excused); control %d/%d failures; tail %d\n",
 			row.Variant, row.Drops, row.WindowRequests, len(row.Rollouts), row.RolloutsWithDrops, row.Excused, row.Control.Failures, row.Control.Requests, row.Tail.Failures)
-		for n, t := range byNodeText(row.ByNode) {
-			fmt.Fprintf(r.log, "  %s %s\n", n, t)
+		if len(row.ByNode) > 0 {
+			fmt.Fprintf(r.log, "  by entry node: %s\n", report.NodesText(row.ByNode))
 		}
 	}
 	return runErr
@@ -593,11 +594,3 @@ func targetsText(ts []traffic.Target) string {
 	return strings.Join(parts, ", ")
 }
 
-// byNodeText says, per entry node, its window requests and failures.
-func byNodeText(by map[string]analysis.Tally) map[string]string {
-	out := map[string]string{}
-	for n, t := range by {
-		out[n] = fmt.Sprintf("%d requests in rollout windows, %d failed", t.Requests, t.Failures)
-	}
-	return out
-}
