@@ -437,9 +437,20 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		// answer more only for requests the client saw fail after the pod
 		// answered (a pod killed mid-response): no more than those.
 		got := uint64(max(sv.PodsAnswered2xx, 0))
+		// The pods' view covers the variant's whole traffic, both rows of
+		// a variant with `from`.
 		var lossy uint64 // client failures a sent answer may hide behind
-		for _, tl := range append([]analysis.Tally{v.Control, v.Tail, v.Outside}, windowsOf(v)...) {
-			lossy += tl.Classes[traffic.ClassTimeout] + tl.Classes[traffic.ClassReset] + tl.Classes[traffic.ClassEOF]
+		for _, row := range sum.Variants {
+			if analysis.RowVariant(row.Variant) != analysis.RowVariant(v.Variant) {
+				continue
+			}
+			tallies := append([]analysis.Tally{row.Tail}, windowsOf(row)...)
+			if row.Variant == v.Variant {
+				tallies = append(tallies, row.Control, row.Outside)
+			}
+			for _, tl := range tallies {
+				lossy += tl.Classes[traffic.ClassTimeout] + tl.Classes[traffic.ClassReset] + tl.Classes[traffic.ClassEOF]
+			}
 		}
 		switch {
 		case got < sv.ClientGot2xx && sv.Uncertain == 0 && sv.ScrapeErrors == 0 && sv.ClientGot2xx-got > uint64(sv.InFlightAtExit):
