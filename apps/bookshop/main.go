@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -82,10 +83,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	} else {
 		handler = newWeb(id, life, m)
 	}
+	var conns connCount
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         conns.track,
 	}
 
 	// Listen before logging, so the log names the port actually bound.
@@ -98,16 +101,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 	sig, err := serve(srv, ln, cfg, life, log)
 	// Read the totals once. In mode none the process dies on the signal:
-	// stop accepting first, as death would (else a request accepted after
-	// the reading would be answered and never counted), then read, then
-	// cut the connections (read after the cut, a request cut by it would
-	// count as answered by the time its handler returns). A request in
-	// flight at the reading may still be answered before the cut: the
-	// termination message's inFlight bounds those.
+	// stop accepting first, as death would, then read, then cut the
+	// connections (read after the cut, a request cut by it would count as
+	// answered by the time its handler returns, which death would never
+	// let it do). A connection open at the reading may still have its
+	// request answered before the cut, uncounted: inFlight counts those
+	// connections too, so it bounds what the count may miss.
 	if cfg.shutdown == shutdownNone && sig != nil {
 		_ = ln.Close()
 	}
 	t := m.totals()
+	t.inFlight = max(t.inFlight, conns.busy())
 	exit, code := exitClean, 0
 	switch {
 	case cfg.shutdown == shutdownNone && sig != nil:
@@ -219,4 +223,37 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 // drain-delay -> BOOKSHOP_DRAIN_DELAY.
 func envName(flagName string) string {
 	return "BOOKSHOP_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// connCount counts the server's connections that are new or active (not
+// idle, not closed): those whose request may be being read or answered.
+type connCount struct {
+	mu    sync.Mutex
+	state map[net.Conn]http.ConnState
+}
+
+func (c *connCount) track(conn net.Conn, s http.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == nil {
+		c.state = map[net.Conn]http.ConnState{}
+	}
+	if s == http.StateClosed || s == http.StateHijacked {
+		delete(c.state, conn)
+		return
+	}
+	c.state[conn] = s
+}
+
+// busy returns the connections new or active now.
+func (c *connCount) busy() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.state {
+		if s == http.StateNew || s == http.StateActive {
+			n++
+		}
+	}
+	return n
 }
