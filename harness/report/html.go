@@ -153,9 +153,9 @@ type htmlSegment struct {
 }
 
 type htmlRollout struct {
-	N, Versions, Measured, Live, Duration    string
-	Requests, Drops, Classes, Tail, Flushed  string
-	Baseline                                 string
+	N, Versions, Measured, Live, Duration   string
+	Requests, Drops, Classes, Tail, Flushed string
+	Baseline                                string
 	// Nodes tallies the window by entry node; Slowest names the node whose
 	// kube-proxy synced last ("" when not recorded).
 	Nodes, Slowest                           string

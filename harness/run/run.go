@@ -593,4 +593,3 @@ func targetsText(ts []traffic.Target) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
