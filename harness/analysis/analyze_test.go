@@ -151,22 +151,7 @@ func TestAccounting(t *testing.T) {
 			if analysis.RowVariant(row.Variant) != v {
 				continue
 			}
-			var sum, classes uint64
-			var all []analysis.Tally
-			all = append(all, row.Control, row.Outside)
-			for _, r := range a.Summary.Variants {
-				if analysis.RowVariant(r.Variant) == v {
-					for _, ro := range r.Rollouts {
-						all = append(all, ro.Window, ro.Tail)
-					}
-				}
-			}
-			for _, tl := range all {
-				sum += tl.Requests
-				for _, n := range tl.Classes {
-					classes += n
-				}
-			}
+			sum, classes := a.Summary.Accounted(v)
 			if row.Requests != m.Requests || sum != m.Requests || classes != m.Requests {
 				t.Errorf("%s: requests %d, windows %d, classes %d; vegeta counts %d", row.Variant, row.Requests, sum, classes, m.Requests)
 			}

@@ -213,3 +213,32 @@ type Failure struct {
 	NearestDeletion string  `json:"nearestDeletion,omitempty"`
 	SinceDeletion   float64 `json:"sinceDeletionSeconds,omitempty"`
 }
+
+// Accounted counts the requests of one scenario variant's results file as
+// the rows place them: in windows (control, outside, and every rollout's
+// window and tail, over both rows of a variant with `from`) and by class.
+// Both equal the requests in the file (VariantSummary.Requests): every
+// request is in exactly one window and of exactly one class.
+func (s *Summary) Accounted(variant string) (inWindows, byClass uint64) {
+	first := true
+	for _, row := range s.Variants {
+		if RowVariant(row.Variant) != variant {
+			continue
+		}
+		tallies := []Tally{}
+		if first { // the rows of one variant share its control and outside
+			tallies = append(tallies, row.Control, row.Outside)
+			first = false
+		}
+		for _, r := range row.Rollouts {
+			tallies = append(tallies, r.Window, r.Tail)
+		}
+		for _, t := range tallies {
+			inWindows += t.Requests
+			for _, n := range t.Classes {
+				byClass += n
+			}
+		}
+	}
+	return inWindows, byClass
+}

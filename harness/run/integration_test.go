@@ -371,23 +371,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 			t.Errorf("%s: read %d results back (%v), summary says %d", v.Variant, n, err, v.Requests)
 		}
 		// Every request is in exactly one window, and its classes sum to it.
-		var inWindows, classes uint64
-		// (A variant with `from` has two rows over one results file.)
-		tallies := []analysis.Tally{v.Control, v.Outside}
-		for _, row := range sum.Variants {
-			if analysis.RowVariant(row.Variant) != v.Variant {
-				continue
-			}
-			for _, r := range row.Rollouts {
-				tallies = append(tallies, r.Window, r.Tail)
-			}
-		}
-		for _, tl := range tallies {
-			inWindows += tl.Requests
-			for _, k := range tl.Classes {
-				classes += k
-			}
-		}
+		inWindows, classes := sum.Accounted(v.Variant)
 		if inWindows != n || classes != n {
 			t.Errorf("%s: %d results, %d in windows, %d by class", v.Variant, n, inWindows, classes)
 		}
