@@ -314,7 +314,14 @@ func headerFacts(sum *analysis.Summary, in HTMLInput) []htmlFact {
 		if t.Rate > 0 {
 			tr = append(tr, fmt.Sprintf("%d requests/s", t.Rate))
 		}
-		if t.URL != "" {
+		switch {
+		case len(t.Targets) > 1:
+			var nodes []string
+			for _, tg := range t.Targets {
+				nodes = append(nodes, tg.Node)
+			}
+			tr = append(tr, fmt.Sprintf("%s round robin over %d entry nodes (%s) from %s", t.Method, len(t.Targets), strings.Join(nodes, ", "), t.URL))
+		case t.URL != "":
 			tr = append(tr, strings.TrimSpace(t.Method+" "+t.URL))
 		}
 		if t.Target != "" {
