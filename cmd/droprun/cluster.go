@@ -19,9 +19,11 @@ func newClusterCmd(s streams) *cobra.Command {
 
 The default cluster is the chapter's: 1 control plane + 2 workers, kube-proxy
 in iptables mode, on droprun's offline node image (build it with
-'droprun node-image build'), with 127.0.0.1:30080 mapped to the web NodePort
-and 127.0.0.1:30081 to the gateway's. Its kubeconfig is written to droprun's
-own directory, never into ~/.kube/config.`,
+'droprun node-image build'). Every node k (0 = the control plane, then the
+workers) gets its own host ports on 127.0.0.1: web NodePort at --host-port+2k
+(30080, 30082, 30084) and the gateway's at --gateway-host-port+2k (30081,
+30083, 30085), so traffic can enter through every node's kube-proxy. Its
+kubeconfig is written to droprun's own directory, never into ~/.kube/config.`,
 	}
 	cmd.AddCommand(newClusterUpCmd(s), newClusterDownCmd(s), newClusterStatusCmd(s))
 	return cmd
@@ -43,8 +45,8 @@ func (f *clusterFlags) register(fs *pflag.FlagSet, all bool) {
 	fs.IntVar(&f.kind.Nodes, "nodes", 0, "total nodes: 1 control plane + workers (default 3)")
 	fs.StringVar(&f.kind.KubeProxyMode, "kube-proxy-mode", "", "iptables (default), nftables or ipvs")
 	fs.StringVar(&f.kind.NodeImage, "node-image", "", "node image (default "+scenario.DefaultNodeImage+")")
-	fs.IntVar(&f.kind.HostPort, "host-port", 0, "127.0.0.1 port mapped to the web NodePort 30080 (default 30080)")
-	fs.IntVar(&f.kind.GatewayHostPort, "gateway-host-port", 0, "127.0.0.1 port mapped to the gateway NodePort 30081 (default 30081)")
+	fs.IntVar(&f.kind.HostPort, "host-port", 0, "127.0.0.1 port mapped to the control plane's web NodePort 30080; node k gets this+2k (default 30080)")
+	fs.IntVar(&f.kind.GatewayHostPort, "gateway-host-port", 0, "127.0.0.1 port mapped to the control plane's gateway NodePort 30081; node k gets this+2k (default 30081)")
 }
 
 // config merges the scenario file's kind block (if any) with the flags.

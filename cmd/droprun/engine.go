@@ -62,7 +62,7 @@ Exit status: 0 when every check passes, 1 otherwise.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.NodeImage, "node-image", nodeimage.DefaultImage, "the node image to look for")
-	cmd.Flags().IntVar(&o.HostPort, "host-port", engine.DefaultHostPort, "the host port that must be free on 127.0.0.1 (or held by droprun's cluster)")
+	cmd.Flags().IntVar(&o.HostPort, "host-port", engine.DefaultHostPort, "the first web host port; this+2k (web) and this+1+2k (gateway) for each of the 3 nodes must be free on 127.0.0.1 (or held by droprun's cluster)")
 	return cmd
 }
 
