@@ -117,7 +117,9 @@ type ServerView struct {
 
 // Exact reports whether the pods' count is exact: every pod's count
 // either ends with its exit totals or with a scrape after traffic stopped,
-// no scrape failed, and no pod exited with requests in flight.
+// no scrape failed, and no pod exited with requests in flight. Pods
+// killed mid-traffic have still been seen a few in 76,000 short of the
+// client's 2xx with Exact true: a gap not yet explained.
 func (s *ServerView) Exact() bool {
 	return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 && s.InFlightAtExit == 0
 }
