@@ -228,7 +228,7 @@ func byTime(events []timeline.Event) []timeline.Event {
 }
 
 // nodesOf maps each target's scheme://host:port to its entry node.
-func nodesOf(targets []Target) map[string]string {
+func nodesOf(targets []traffic.Target) map[string]string {
 	m := map[string]string{}
 	for _, t := range targets {
 		if t.Node != "" {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // The files of a run directory.
@@ -73,31 +75,23 @@ type TrafficInfo struct {
 	URL string `json:"url"`
 	// Targets are the entry points the client spread its requests over,
 	// round robin: one per node on a kind cluster.
-	Targets   []Target `json:"targets,omitempty"`
-	Rate      int      `json:"rate"`
-	KeepAlive bool     `json:"keepAlive"`
-	Method    string   `json:"method"`
-	Timeout   string   `json:"timeout"`
-	Target    string   `json:"target"`
-	Rollouts  int      `json:"rollouts"`
-	Settle    string   `json:"settle"`
-	Control   string   `json:"control"`
-	Between   string   `json:"between"`
+	Targets   []traffic.Target `json:"targets,omitempty"`
+	Rate      int              `json:"rate"`
+	KeepAlive bool             `json:"keepAlive"`
+	Method    string           `json:"method"`
+	Timeout   string           `json:"timeout"`
+	Target    string           `json:"target"`
+	Rollouts  int              `json:"rollouts"`
+	Settle    string           `json:"settle"`
+	Control   string           `json:"control"`
+	Between   string           `json:"between"`
 	// ClientProcs is the client's GOMAXPROCS during the run.
 	ClientProcs int `json:"clientProcs,omitempty"`
 }
 
-// Target is one entry point of the traffic: a URL on 127.0.0.1 and the
-// node it enters the cluster through ("" when not known).
-type Target struct {
-	Node string `json:"node,omitempty"`
-	URL  string `json:"url"`
-}
-
-// RigSettings are the machine settings a run changed for its duration.
+// RigSettings say whether the machine settings a run changed for its
+// duration (Cluster.CPUWeight) were put back.
 type RigSettings struct {
-	// CPUWeight is the kind nodes' CPU weight change ("" when none).
-	CPUWeight string `json:"cpuWeight,omitempty"`
 	// Restored is true once the run put every setting back.
 	Restored bool `json:"restored,omitempty"`
 }

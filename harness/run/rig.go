@@ -84,7 +84,9 @@ func (r *runner) favorClient() (restore func()) {
 	return func() {
 		if err := d.RestoreMarked(rig.DefaultMarker); err != nil {
 			fmt.Fprintf(r.log, "warning: %v\n", err)
+			return
 		}
+		r.info.Rig.Restored = true
 	}
 }
 

@@ -234,11 +234,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	r.tb = tb
 	switch {
 	case tb.Kind != nil && r.o.ClusterShares > 0:
-		restore := r.favorClient()
-		defer func() {
-			restore()
-			r.info.Rig.Restored = r.cpuWeight != ""
-		}()
+		defer r.favorClient()()
 	default:
 		// A weight left lowered by a killed run is put back even when
 		// this run leaves the weight alone.
@@ -250,7 +246,6 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 	r.info.Cluster = r.clusterInfo(ctx)
 	r.info.Traffic = r.trafficInfo()
-	r.info.Rig.CPUWeight = r.cpuWeight
 	if err := r.out.WriteRunInfo(r.info); err != nil {
 		return err
 	}
@@ -556,10 +551,7 @@ func (r *runner) trafficInfo() analysis.TrafficInfo {
 	if t.KeepAlive {
 		method = "POST"
 	}
-	var targets []analysis.Target
-	for _, t := range r.tb.Targets() {
-		targets = append(targets, analysis.Target{Node: t.Node, URL: t.URL})
-	}
+	targets := r.tb.Targets()
 	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
 		ClientProcs: runtime.GOMAXPROCS(0)}

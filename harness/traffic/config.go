@@ -32,9 +32,9 @@ const MaxBody = 1024
 type Target struct {
 	// Node names the node behind URL (a kind node's name), empty when
 	// unknown, e.g. for an existing cluster.
-	Node string
+	Node string `json:"node,omitempty"`
 	// URL is http://127.0.0.1:PORT/PATH, checked as Config.URL is.
-	URL string
+	URL string `json:"url"`
 }
 
 // Config describes one attack.
