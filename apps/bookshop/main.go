@@ -105,13 +105,13 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	// connections (read after the cut, a request cut by it would count as
 	// answered by the time its handler returns, which death would never
 	// let it do). A connection open at the reading may still have its
-	// request answered before the cut, uncounted: inFlight counts those
-	// connections too, so it bounds what the count may miss.
+	// request answered before the cut, uncounted: openConns counts those
+	// connections, so it bounds what the count may miss.
 	if cfg.shutdown == shutdownNone && sig != nil {
 		_ = ln.Close()
 	}
 	t := m.totals()
-	t.inFlight = max(t.inFlight, conns.busy())
+	t.openConns = conns.busy()
 	exit, code := exitClean, 0
 	switch {
 	case cfg.shutdown == shutdownNone && sig != nil:

@@ -82,6 +82,9 @@ type totals struct {
 	// byHandlerCode is the counter as the registry holds it: handler, then code.
 	byHandlerCode map[string]map[string]int
 	inFlight      int
+	// openConns is the server's connections new or active at the reading
+	// (set by the caller, not read from the registry).
+	openConns int
 }
 
 // totals reads bookshop_http_requests_total and the in-flight gauge once.

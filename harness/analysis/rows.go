@@ -215,7 +215,7 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 	}
 	for _, r := range in.app {
 		if r.Source == appmetrics.SourceTermination && !r.Time.Before(p.attackStart) && !r.Time.After(to) {
-			v.InFlightAtExit += r.InFlight
+			v.InFlightAtExit += max(r.InFlight, r.OpenConns)
 		}
 	}
 	for _, tally := range append(append([]Tally(nil), tl.Tallies...), tl.Outside) {

@@ -108,10 +108,10 @@ type ServerView struct {
 	PodsFinal    int `json:"podsFinal"`
 	Uncertain    int `json:"uncertain"`
 	ScrapeErrors int `json:"scrapeErrors"`
-	// InFlightAtExit is the requests the pods had in flight when they
-	// exited, by their own exit totals: a pod killed mid-request may have
-	// sent those answers without counting them, so the pods' 2xx can be
-	// short of the client's by up to this many.
+	// InFlightAtExit is the requests the pods had in flight (or
+	// connections open) when they read their exit totals: a pod killed
+	// mid-request may have sent those answers without counting them, so
+	// the pods' 2xx can be short of the client's by up to this many.
 	InFlightAtExit int `json:"inFlightAtExit,omitempty"`
 }
 

@@ -157,6 +157,10 @@ type Record struct {
 	// InFlight is bookshop_http_requests_in_flight: for a termination
 	// message of a killed app, the requests it cut unanswered.
 	InFlight int `json:"inFlight,omitempty"`
+	// OpenConns is, for a termination message, the connections still open
+	// when the app read its totals: requests on them may have been
+	// answered uncounted.
+	OpenConns int `json:"openConns,omitempty"`
 
 	// Exit and Signal are the app's own account of its exit (killed, clean
 	// or error; SIGTERM), ExitCode and Reason the kubelet's (termination

@@ -108,6 +108,7 @@ type terminationMessage struct {
 	Signal    string         `json:"signal"`
 	Requests  *int           `json:"requests"`
 	InFlight  int            `json:"inFlight"`
+	OpenConns int            `json:"openConns"`
 	ByCode    map[string]int `json:"byCode"`
 	ByHandler Counts         `json:"byHandler"`
 }
