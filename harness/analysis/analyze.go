@@ -14,6 +14,7 @@ import (
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -355,7 +356,7 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 	}
 	for k := range rollouts {
 		if rollouts[k].Excused > 0 {
-			rollouts[k].ExcusedWhy = fmt.Sprintf("the client was up to %s behind schedule or waiting for a core while they were in flight", fmtSeconds(excusedWhy[k]))
+			rollouts[k].ExcusedWhy = fmt.Sprintf("the client was up to %s behind schedule or waiting for a core while they were in flight", stats.FormatSeconds(excusedWhy[k]))
 		}
 	}
 	rows := in.rows(v, p, tl, rollouts)
@@ -419,11 +420,4 @@ func (in *input) rolloutSeries(rs *RolloutSummary, tl *Timeline) *RolloutSeries 
 		s.Markers = append(s.Markers, Marker{Kind: e.Kind, Node: e.Node, X: e.Time.Sub(rs.Start).Seconds()})
 	}
 	return s
-}
-
-func fmtSeconds(s float64) string {
-	if s < 1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
-	}
-	return fmt.Sprintf("%.1f s", s)
 }

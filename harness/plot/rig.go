@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
 )
 
 // rigSample is one rig sample, as the analysis corrected it.
@@ -256,15 +257,7 @@ func rigSaturation(rs analysis.RolloutSummary) string {
 		return ""
 	}
 	return fmt.Sprintf("The rig was short of CPU during this rollout: the client ran up to %s behind schedule and its goroutines waited up to %s for a core; its failures may be the machine's, not the variant's.",
-		lagText(rs.Rig.ClientLagMax), lagText(rs.Rig.SchedMax))
-}
-
-// lagText formats a lag in seconds: "12 ms", "250 ms", "1.5 s", "29.7 s".
-func lagText(s float64) string {
-	if ms := math.Round(s * 1000); ms < 1000 {
-		return fmt.Sprintf("%.0f ms", ms)
-	}
-	return fmt.Sprintf("%.1f s", s)
+		stats.FormatSeconds(rs.Rig.ClientLagMax), stats.FormatSeconds(rs.Rig.SchedMax))
 }
 
 // rigPanels are a timeline's two panels about the rig: its CPU (pressure
@@ -280,7 +273,7 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 	title := "the rig: the machine that runs the cluster and the traffic client"
 	if rd.rs.Rig != nil && rd.rs.Rig.Saturated {
 		title = fmt.Sprintf("the rig was short of CPU: the client ran up to %s behind schedule, its goroutines waited up to %s\n(its failures may be the machine's, not the variant's)",
-			lagText(rd.rs.Rig.ClientLagMax), lagText(rd.rs.Rig.SchedMax))
+			stats.FormatSeconds(rd.rs.Rig.ClientLagMax), stats.FormatSeconds(rd.rs.Rig.SchedMax))
 	}
 	cpu := newPlot(title, "", "CPU, %")
 	cpu.Title.TextStyle.Font.Size = labelSize
@@ -328,6 +321,6 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 	}
 	leg.Add("")
 	leg.Add("client lag behind schedule", lineThumb{lagStyle})
-	leg.Add(lagText(tol)+" lag tolerance", lineThumb{toleranceLine})
+	leg.Add(stats.FormatSeconds(tol)+" lag tolerance", lineThumb{toleranceLine})
 	return rigPanels{cpu: cpu, lag: lag, leg: leg}
 }

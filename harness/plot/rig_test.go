@@ -130,14 +130,6 @@ func TestRigSteps(t *testing.T) {
 	}
 }
 
-func TestLagText(t *testing.T) {
-	for s, want := range map[float64]string{0.0125: "13 ms", 0.25: "250 ms", 0.9996: "1.0 s", 4.73: "4.7 s", 29.7299: "29.7 s"} {
-		if got := lagText(s); got != want {
-			t.Errorf("lagText(%g) = %q, want %q", s, got, want)
-		}
-	}
-}
-
 func TestLagTicks(t *testing.T) {
 	for _, c := range []struct {
 		max  float64

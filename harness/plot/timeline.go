@@ -50,7 +50,7 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 		fig.Caption += fmt.Sprintf(" At the bottom, the rig (the machine that runs both the cluster and the traffic client), sampled about every %s: "+
 			"the share of the time some task waited for a CPU core (CPU pressure, shaded) and the share of the host's cores busy (line), then how far behind its schedule the client sent its latest request; "+
 			"beyond %s (the dashed line, half the request timeout) the machine stalled long enough to time requests out by itself, and the rollout is flagged as saturated.",
-			lagText(rigStep(rd.rig).Seconds()), lagText(analysis.SaturationLag.Seconds()))
+			stats.FormatSeconds(rigStep(rd.rig).Seconds()), stats.FormatSeconds(analysis.SaturationLag.Seconds()))
 	}
 	if sat := rigSaturation(rd.rs); sat != "" {
 		fig.Title += "; the rig was short of CPU"

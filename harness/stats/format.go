@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -94,4 +95,13 @@ func FormatCount(n uint64) string {
 func formatPercent(conf float64) string {
 	v := math.Round(conf*100*1e6) / 1e6
 	return strconv.FormatFloat(v, 'f', -1, 64) + "%"
+}
+
+// FormatSeconds formats a short duration given in seconds: "12 ms",
+// "250 ms", "1.5 s", "29.7 s" (a value that rounds to 1000 ms is "1.0 s").
+func FormatSeconds(s float64) string {
+	if ms := math.Round(s * 1000); ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", s)
 }

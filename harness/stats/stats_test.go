@@ -651,3 +651,11 @@ func TestSpecialFunctions(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatSeconds(t *testing.T) {
+	for s, want := range map[float64]string{0.0125: "13 ms", 0.25: "250 ms", 0.9996: "1.0 s", 4.73: "4.7 s", 29.7299: "29.7 s"} {
+		if got := FormatSeconds(s); got != want {
+			t.Errorf("FormatSeconds(%g) = %q, want %q", s, got, want)
+		}
+	}
+}
