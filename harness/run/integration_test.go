@@ -251,6 +251,15 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	go scrapeUntilRollout(scrapeCtx, "http://"+metricsAddr+"/metrics", sawRollout)
 
 	weight, weightErr := rig.FindDockerCPU("/sys/fs/cgroup")
+	// A run killed before restoring the weight (a cancelled CI job) leaves
+	// its marker; this run puts the marker's original back, not the
+	// lowered value found now.
+	if m, err := rig.ReadMarker(rig.DefaultMarker); err != nil {
+		t.Fatal(err)
+	} else if m != nil && m.File == weight.File {
+		t.Logf("%s holds %d left by pid %d; the run must restore the original %d", weight.File, weight.Old, m.PID, m.Original)
+		weight.Old = m.Original
+	}
 	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
 		MetricsAddr: metricsAddr, Pushgateway: gateway.URL,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
