@@ -59,13 +59,15 @@
 // here wrapped:
 //
 //	{"pod":"web-7d9c-x2x","version":"v1","mode":"web","shutdown":"none","exit":"killed","signal":"SIGTERM","code":143,
-//	 "requests":1234,"inFlight":2,"byCode":{"200":1230,"503":4},"byHandler":{"version":{"200":1200},"readyz":{"200":30,"503":4}}}
+//	 "requests":1234,"inFlight":2,"sealed":true,"byCode":{"200":1230,"503":4},"byHandler":{"version":{"200":1200},"readyz":{"200":30,"503":4}}}
 //
 // exit is killed (mode none), clean (exit 0) or error (exit 1, with an
 // "error" text); code is the exit status; requests and byCode sum
 // bookshop_http_requests_total over every handler, probes and /metrics
 // scrapes included, and byHandler is that counter by handler and code (left
-// out should the line not fit). inFlight counts the requests cut unanswered.
+// out should the line not fit). The reading is sealed: no response is counted
+// or sent after it, so the counts are exactly the responses the process let
+// out ("sealed":true), and inFlight counts the requests it cut unanswered.
 // The file must exist (Kubernetes creates it; nothing is created in /dev
 // elsewhere); a failure to write it is logged and the exit goes on.
 //

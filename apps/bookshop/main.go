@@ -100,18 +100,19 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
 
 	sig, err := serve(srv, ln, cfg, life, log)
-	// Read the totals once. In mode none the process dies on the signal:
-	// stop accepting first, as death would, then read, then cut the
-	// connections (read after the cut, a request cut by it would count as
-	// answered by the time its handler returns, which death would never
-	// let it do). A connection open at the reading may still have its
-	// request answered before the cut, uncounted: openConns counts those
-	// connections, so it bounds what the count may miss.
+	// Read the totals once, sealed: from now on no response is counted and
+	// none is sent (see tally), so they are exactly what the process let
+	// out. In mode none the process dies on the signal: stop accepting
+	// first, as death would, let the responses counted before the seal
+	// finish leaving (the requests after it are cut at once), then close
+	// the rest.
 	if cfg.shutdown == shutdownNone && sig != nil {
 		_ = ln.Close()
 	}
-	t := m.totals()
-	t.openConns = conns.busy()
+	t := m.seal()
+	if cfg.shutdown == shutdownNone && sig != nil {
+		conns.waitSent(m.tally, time.Second)
+	}
 	exit, code := exitClean, 0
 	switch {
 	case cfg.shutdown == shutdownNone && sig != nil:
@@ -225,11 +226,12 @@ func envName(flagName string) string {
 	return "BOOKSHOP_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// connCount counts the server's connections that are new or active (not
-// idle, not closed): those whose request may be being read or answered.
+// connCount follows the server's connections, so that an exit can wait
+// for the responses already counted to leave.
 type connCount struct {
-	mu    sync.Mutex
-	state map[net.Conn]http.ConnState
+	mu      sync.Mutex
+	state   map[net.Conn]http.ConnState
+	changed chan struct{} // closed and replaced on every change
 }
 
 func (c *connCount) track(conn net.Conn, s http.ConnState) {
@@ -240,13 +242,18 @@ func (c *connCount) track(conn net.Conn, s http.ConnState) {
 	}
 	if s == http.StateClosed || s == http.StateHijacked {
 		delete(c.state, conn)
-		return
+	} else {
+		c.state[conn] = s
 	}
-	c.state[conn] = s
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 }
 
-// busy returns the connections new or active now.
-func (c *connCount) busy() int {
+// busy returns the connections new or active now (not idle, not closed),
+// and a channel closed at the next change.
+func (c *connCount) busy() (int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -255,5 +262,29 @@ func (c *connCount) busy() int {
 			n++
 		}
 	}
-	return n
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return n, c.changed
+}
+
+// waitSent waits until every busy connection is one a handler of t is
+// still running on (its request is cut: t is sealed), so that the
+// responses counted before the seal have left; or for timeout.
+func (c *connCount) waitSent(t *tally, timeout time.Duration) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		// A handler ends before its connection closes, and every change
+		// of a connection is signalled.
+		n, changed := c.busy()
+		if int64(n) <= t.running.Load() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		}
+	}
 }

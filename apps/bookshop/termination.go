@@ -48,13 +48,13 @@ type terminationMessage struct {
 	// the process made, probes and /metrics scrapes included.
 	Requests int `json:"requests"`
 	// InFlight is bookshop_http_requests_in_flight at exit: requests accepted
-	// and never answered (non-zero only when killed mid-request).
+	// and cut unanswered (non-zero only when killed mid-request).
 	InFlight int `json:"inFlight"`
-	// OpenConns is the connections still open (accepted or being read)
-	// when the totals were read: a request on one may have been answered
-	// after the reading, uncounted, before the process died.
-	OpenConns int            `json:"openConns,omitempty"`
-	ByCode    map[string]int `json:"byCode"`
+	// Sealed says the totals are sealed (see tally): every response the
+	// process sent is counted, and the requests in flight were cut, so
+	// the count is exact whatever InFlight holds.
+	Sealed bool           `json:"sealed,omitempty"`
+	ByCode map[string]int `json:"byCode"`
 	// ByHandler is bookshop_http_requests_total as the registry holds it:
 	// handler, then status code. Dropped if the message would not fit.
 	ByHandler map[string]map[string]int `json:"byHandler,omitempty"`
@@ -66,7 +66,7 @@ func newTerminationMessage(id identity, cfg config, t totals, exit string, sig o
 	msg := terminationMessage{
 		Pod: id.pod, Version: id.version, Mode: cfg.mode, Shutdown: cfg.shutdown,
 		Exit: exit, Signal: signalName(sig), Code: code,
-		Requests: t.total, InFlight: t.inFlight, OpenConns: t.openConns, ByCode: t.byCode, ByHandler: t.byHandlerCode,
+		Requests: t.total, InFlight: t.inFlight, Sealed: t.sealed, ByCode: t.byCode, ByHandler: t.byHandlerCode,
 	}
 	if err != nil {
 		msg.Error = err.Error()

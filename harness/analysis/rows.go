@@ -214,7 +214,8 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 		}
 	}
 	for _, r := range in.app {
-		if r.Source == appmetrics.SourceTermination && !r.Time.Before(p.attackStart) && !r.Time.After(to) {
+		// A sealed count is exact whatever was in flight (it was cut).
+		if r.Source == appmetrics.SourceTermination && !r.Sealed && !r.Time.Before(p.attackStart) && !r.Time.After(to) {
 			v.InFlightAtExit += max(r.InFlight, r.OpenConns)
 		}
 	}

@@ -108,18 +108,17 @@ type ServerView struct {
 	PodsFinal    int `json:"podsFinal"`
 	Uncertain    int `json:"uncertain"`
 	ScrapeErrors int `json:"scrapeErrors"`
-	// InFlightAtExit is the requests the pods had in flight (or
-	// connections open) when they read their exit totals: a pod killed
-	// mid-request may have sent those answers without counting them, so
+	// InFlightAtExit is, for pods whose exit totals are not sealed (older
+	// bookshop images), the requests in flight (or connections open) when
+	// they read them: such a pod may have sent those answers uncounted, so
 	// the pods' 2xx can be short of the client's by up to this many.
 	InFlightAtExit int `json:"inFlightAtExit,omitempty"`
 }
 
 // Exact reports whether the pods' count is exact: every pod's count
 // either ends with its exit totals or with a scrape after traffic stopped,
-// no scrape failed, and no pod exited with requests in flight. Pods
-// killed mid-traffic have still been seen a few in 76,000 short of the
-// client's 2xx with Exact true: a gap not yet explained.
+// no scrape failed, and every pod that exited sealed its totals or had
+// nothing in flight.
 func (s *ServerView) Exact() bool {
 	return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 && s.InFlightAtExit == 0
 }

@@ -255,7 +255,7 @@ func (c *Collector) recordFinals(pod *corev1.Pod) {
 			c.stats.BadMessages++
 			r.Error = truncate(err.Error())
 		} else {
-			r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.OpenConns, r.Exit, r.Signal = *m.Requests, m.ByCode, m.ByHandler, m.InFlight, m.OpenConns, m.Exit, m.Signal
+			r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.OpenConns, r.Sealed, r.Exit, r.Signal = *m.Requests, m.ByCode, m.ByHandler, m.InFlight, m.OpenConns, m.Sealed, m.Exit, m.Signal
 		}
 		c.record(r)
 	}

@@ -157,10 +157,14 @@ type Record struct {
 	// InFlight is bookshop_http_requests_in_flight: for a termination
 	// message of a killed app, the requests it cut unanswered.
 	InFlight int `json:"inFlight,omitempty"`
-	// OpenConns is, for a termination message, the connections still open
-	// when the app read its totals: requests on them may have been
-	// answered uncounted.
+	// OpenConns is, for a termination message of an app that did not seal
+	// its totals (bookshop before sealing), the connections still open when
+	// it read them: requests on them may have been answered uncounted.
 	OpenConns int `json:"openConns,omitempty"`
+	// Sealed is, for a termination message, the app's word that its totals
+	// are exact: every response it sent is counted, and the requests in
+	// flight were cut unanswered.
+	Sealed bool `json:"sealed,omitempty"`
 
 	// Exit and Signal are the app's own account of its exit (killed, clean
 	// or error; SIGTERM), ExitCode and Reason the kubelet's (termination

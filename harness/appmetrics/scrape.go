@@ -109,6 +109,7 @@ type terminationMessage struct {
 	Requests  *int           `json:"requests"`
 	InFlight  int            `json:"inFlight"`
 	OpenConns int            `json:"openConns"`
+	Sealed    bool           `json:"sealed"`
 	ByCode    map[string]int `json:"byCode"`
 	ByHandler Counts         `json:"byHandler"`
 }
