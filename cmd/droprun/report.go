@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/atomicfile"
+	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/report"
 )
 
@@ -118,66 +120,129 @@ The raw data is never modified.`,
 	return cmd
 }
 
+// Exit codes of `droprun check` beside 0 (pass), 1 (fail) and 2 (bad usage).
+const exitInconclusive = 3
+
 func newCheckCmd(s streams) *cobra.Command {
 	var (
-		l        report.Limits
-		baseline string
+		l           gate.Limits
+		rate        float64
+		perRollout  int64
+		baseline    string
+		junit       string
+		showPassing bool
 	)
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR",
-		Short: "A CI gate: exit 1 when a run breaks its drop limits",
-		Long: `Hold a run to limits, for CI: exit 0 when every checked variant meets them,
-1 when one does not (the failing rows are printed), 2 on bad input.
+		Short: "A CI gate: exit 1 when a run breaks its drop limits, 3 when it cannot tell",
+		Long: `Hold a run to limits, for CI. Every check passes, fails or is inconclusive,
+and the exit code is the worst of them:
 
-  --max-drop-rate R          drops / rollout-window requests must not exceed R
-  --max-drops-per-rollout N  no single rollout may drop more than N requests
-  --baseline RUN_DIR         fail a variant that drops significantly more than
-                             the same variant in the baseline run (Fisher p < 0.05)
+  0  pass: the data shows every limit is met
+  1  fail: a limit is broken, or the run is not whole (interrupted, errored,
+     killed, a variant missing, fewer rollouts than asked)
+  2  bad usage: an unknown --variant, a NaN, infinite or negative limit, a
+     baseline without the row, a directory that is not a run
+  3  inconclusive: the run is too small to show a limit is met (it says how
+     many requests or rollouts it would take), or its measurement is suspect
+     (a control window that was not clean, a client that could not hold its
+     rate)
 
-A run with suspect numbers (a control window that was not clean, a client that
-could not hold its rate) fails: it is not a measurement.
+  --max-drop-rate R          the drop rate's upper bound at --confidence must be
+                             at most R (0 drops in 14,657 requests bounds the
+                             rate at 2.1e-4, not 0); with drops, the bound over
+                             rollouts counts too, as drops come in bursts
+  --max-drops-per-rollout N  no rollout may drop more than N requests
+  --baseline RUN_DIR         fail a row that drops significantly more per
+                             rollout than the same row in the baseline run
+                             (one-sided permutation test over rollouts)
+  --junit FILE               also write the results as JUnit XML, one test
+                             case per row and limit
 
-Example (GitHub Actions, after 'droprun run ... --output-dir out/run'):
-  droprun check out/run --variant graceful-drain --max-drops-per-rollout 0`,
+Example (a GitHub Actions step, after 'droprun run SCENARIO --output-dir out/run';
+see examples/ci/):
+  droprun check out/run --variant graceful-drain --max-drops-per-rollout 0 \
+    --max-drop-rate 0.001 --junit out/check.xml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if l.MaxDropRate < 0 && l.MaxDropsPerRollout < 0 && baseline == "" {
-				return usageError("give at least one of --max-drop-rate, --max-drops-per-rollout, --baseline")
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("max-drop-rate") {
+				l.MaxDropRate = &rate
 			}
-			sum, err := loadRun(args[0], s.Err)
+			if cmd.Flags().Changed("max-drops-per-rollout") {
+				l.MaxDropsPerRollout = &perRollout
+			}
+			if baseline == "" {
+				// Validate before reading anything: bad limits are bad usage.
+				if err := l.Validate(); err != nil {
+					return &exitError{code: 2, err: err}
+				}
+			}
+			a, err := analyzeRun(args[0], s.Err)
 			if err != nil {
 				return err
 			}
-			var base *analysis.Summary
 			if baseline != "" {
-				if base, err = loadRun(baseline, s.Err); err != nil {
+				if l.Baseline, err = loadRun(baseline, s.Err); err != nil {
 					return err
 				}
 			}
-			fails := report.Check(sum, base, l)
-			if len(fails) == 0 {
-				fmt.Fprintf(s.Out, "ok: %s meets its limits\n", args[0])
-				return nil
+			rep, err := gate.Check(a, l)
+			var ue *gate.UsageError
+			if errors.As(err, &ue) {
+				return &exitError{code: 2, err: err}
+			} else if err != nil {
+				return err
 			}
-			for _, f := range fails {
-				fmt.Fprintln(s.Out, "FAIL", f)
+			rep.Run = args[0]
+			if junit != "" {
+				if err := atomicfile.WriteFunc(junit, 0o644, rep.JUnit); err != nil {
+					return fmt.Errorf("writing --junit %s: %w", junit, err)
+				}
 			}
-			return &exitError{code: 1, err: fmt.Errorf("%d check(s) failed", len(fails))}
+			counts := map[gate.Verdict]int{}
+			for _, r := range rep.Results {
+				counts[r.Verdict]++
+				if r.Verdict == gate.Pass && !showPassing {
+					continue
+				}
+				where := r.Row
+				if where == "" {
+					where = "run"
+				}
+				fmt.Fprintf(s.Out, "%-12s %s %s: %s\n", strings.ToUpper(r.Verdict.String()), where, r.Check, r.Message)
+			}
+			fmt.Fprintf(s.Out, "%s: %d passed, %d failed, %d inconclusive\n", args[0], counts[gate.Pass], counts[gate.Fail], counts[gate.Inconclusive])
+			switch rep.Verdict() {
+			case gate.Fail:
+				return &exitError{code: 1}
+			case gate.Inconclusive:
+				return &exitError{code: exitInconclusive}
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.Float64Var(&l.MaxDropRate, "max-drop-rate", -1, "highest drop rate allowed (e.g. 0.0001); negative: no limit")
-	f.Int64Var(&l.MaxDropsPerRollout, "max-drops-per-rollout", -1, "most drops allowed in one rollout; negative: no limit")
-	f.StringVar(&baseline, "baseline", "", "a baseline run directory to compare with")
-	f.StringSliceVar(&l.Variants, "variant", nil, "check only these variant rows (default: all)")
+	f.Float64Var(&rate, "max-drop-rate", 0, "highest drop rate allowed, tested against its upper confidence bound (e.g. 0.001)")
+	f.Int64Var(&perRollout, "max-drops-per-rollout", 0, "most drops allowed in any one rollout (0: none)")
+	f.Float64Var(&l.Confidence, "confidence", gate.DefaultConfidence, "confidence of every bound and test")
+	f.StringVar(&baseline, "baseline", "", "a baseline run directory: fail rows that drop significantly more per rollout")
+	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
+	f.StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file")
+	f.BoolVar(&showPassing, "verbose", false, "print passing checks too")
 	return cmd
 }
 
 func newCompareCmd(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
-		Short: "Compare two runs variant by variant (rate ratio, Fisher's exact test)",
-		Args:  cobra.ExactArgs(2),
+		Short: "Compare two runs variant by variant, per rollout (and per request, labelled)",
+		Long: `Compare each row present in both runs: a permutation test over rollouts
+decides (drops come in bursts, one per rollout, so requests are not independent
+trials), and the rate ratio with Fisher's exact test per request is shown
+beside it, labelled. When no difference is found, it says how many rollouts
+would detect a 2x difference, or that there are too few for any test over
+rollouts to decide (at least 4 per run at 95%).`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			a, err := loadRun(args[0], s.Err)
 			if err != nil {

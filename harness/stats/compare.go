@@ -14,8 +14,11 @@ type Counts struct {
 	// sent, including the dropped ones.
 	Drops, Requests uint64
 	// Rollouts is the number of rollouts the requests were spread over; 0
-	// when unknown, which disables the per-rollout test.
-	Rollouts int
+	// when unknown. PerRollout, when given, is each rollout's own counts
+	// (summing to Drops and Requests): the comparison then tests rollouts,
+	// not requests.
+	Rollouts   int
+	PerRollout []Rollout
 }
 
 // Comparison is the result of Compare(a, b): how a's drop rate relates to b's.
@@ -25,37 +28,47 @@ type Comparison struct {
 	Ratio Interval
 	// FisherP is the two-sided p-value of Fisher's exact test per request.
 	FisherP float64
-	// PoissonP is the two-sided p-value of PoissonTest on drops per rollout;
-	// NaN when either Rollouts is 0.
-	PoissonP float64
-	// Significant reports that a difference was declared: FisherP is below
-	// 1-conf.
+	// Permutation is the permutation test over rollouts (PermutationTest);
+	// nil without PerRollout on both sides.
+	Permutation *Permutation
+	// Test names the test that decided Significant.
+	Test string
+	// Significant reports that a difference was declared: the deciding
+	// test's two-sided p-value is below 1-conf.
 	Significant bool
 	// RolloutsNeeded is about how many rollouts per variant would detect a
 	// DetectRatio (2x) difference with DetectPower (80%) at the pooled drop
 	// rate (see RolloutsToDetect); -1 when it cannot be estimated (no drops,
 	// or rollouts unknown).
 	RolloutsNeeded int
-	// Verdict is a one-line plain-English summary, e.g. "graceful-drain
-	// drops less than no-prestop: rate ratio 0.0014 (95% CI 3.6e-5–0.008),
-	// Fisher p < 1e-16, per-rollout Poisson p < 1e-16" or "no difference
-	// detected between a and b (Fisher p = 0.83); about 21 rollouts per
-	// variant would detect a 2x difference (this run had 10)".
+	// Verdict is a one-line plain-English summary naming the test that
+	// decided, e.g. "graceful-drain drops less than no-prestop per rollout
+	// (permutation test over 10 rollouts p = 1.1e-5); per request, as if
+	// requests failed independently: rate ratio 0.0014 (95% CI
+	// 3.6e-5–0.008), Fisher p < 1e-16".
 	Verdict string
 }
 
+// Test names, as verdicts print them.
+const (
+	TestPermutation = "permutation test over rollouts"
+	TestFisher      = "Fisher's exact test per request"
+)
+
 // Compare compares the drop rates of a and b at confidence conf (0.95 for
 // 95%): the rate ratio a/b with its interval, Fisher's exact test per
-// request, the Poisson test per rollout, and a one-line verdict. The
-// per-request test decides (a difference is declared when FisherP < 1-conf);
-// the verdict adds the per-rollout p-value when rollouts are known and says
-// so when it disagrees, which happens when the variants sent different
-// numbers of requests per rollout. When no difference is found the verdict
-// says how many rollouts would detect a 2x difference. A conf outside (0, 1)
-// yields NaN numbers and a verdict that says so.
+// request and, when both sides give PerRollout, the permutation test over
+// rollouts, and a one-line verdict. Drops come in bursts, one per rollout,
+// so requests are not independent trials and Fisher's p-value is
+// overconfident: with rollouts known, the permutation test decides and
+// Fisher's test is shown beside it, labelled. When no difference is found
+// the verdict says how many rollouts would detect a 2x difference, and
+// when the rollouts are too few for any test over rollouts to decide, it
+// says so. A conf outside (0, 1) yields NaN numbers and a verdict that
+// says so.
 func Compare(a, b Counts, conf float64) Comparison {
 	nameA, nameB := nameOr(a.Name, "A"), nameOr(b.Name, "B")
-	c := Comparison{FisherP: math.NaN(), PoissonP: math.NaN(), RolloutsNeeded: -1}
+	c := Comparison{FisherP: math.NaN(), RolloutsNeeded: -1, Test: TestFisher}
 	switch {
 	case !validConf(conf):
 		c.Ratio = nanInterval()
@@ -66,12 +79,14 @@ func Compare(a, b Counts, conf float64) Comparison {
 		c.Verdict = fmt.Sprintf("cannot compare %s and %s: more drops than requests", nameA, nameB)
 		return c
 	}
+	if len(a.PerRollout) > 0 {
+		a.Rollouts = len(a.PerRollout)
+	}
+	if len(b.PerRollout) > 0 {
+		b.Rollouts = len(b.PerRollout)
+	}
 	c.Ratio = RateRatio(a.Drops, float64(a.Requests), b.Drops, float64(b.Requests), conf)
 	_, _, c.FisherP = FisherExact(a.Drops, a.Requests-a.Drops, b.Drops, b.Requests-b.Drops)
-	perRollout := a.Rollouts > 0 && b.Rollouts > 0
-	if perRollout {
-		c.PoissonP = PoissonTest(a.Drops, float64(a.Rollouts), b.Drops, float64(b.Rollouts))
-	}
 	alpha := 1 - conf
 	pct := formatPercent(conf)
 
@@ -86,8 +101,8 @@ func Compare(a, b Counts, conf float64) Comparison {
 	case a.Drops+b.Drops == 0:
 		c.Verdict = fmt.Sprintf("neither %s nor %s dropped a request (%s: rate < %s, %s: rate < %s, at %s)",
 			nameA, nameB,
-			nameA, formatSigUp(UpperBoundZero(a.Requests, conf), 2),
-			nameB, formatSigUp(UpperBoundZero(b.Requests, conf), 2), pct)
+			nameA, FormatSigUp(UpperBoundZero(a.Requests, conf), 2),
+			nameB, FormatSigUp(UpperBoundZero(b.Requests, conf), 2), pct)
 		return c
 	}
 
@@ -97,43 +112,85 @@ func Compare(a, b Counts, conf float64) Comparison {
 	if c.Ratio.Point < 1 {
 		direction = "less"
 	}
+	perRollout := len(a.PerRollout) > 0 && len(b.PerRollout) > 0
 	c.Significant = c.FisherP < alpha
+	if perRollout {
+		pt := PermutationTest(a.PerRollout, b.PerRollout)
+		c.Permutation, c.Test = &pt, TestPermutation
+		c.Significant = pt.TwoSided < alpha
+		if pt.Diff < 0 {
+			direction = "less"
+		} else {
+			direction = "more"
+		}
+	}
 
 	// How many rollouts (or, without rollout counts, requests) per variant
 	// a 2x difference at the pooled rate would need.
 	drops := a.Drops + b.Drops
 	requests := a.Requests + b.Requests
 	pooled := float64(drops) / float64(requests)
+	had := strconv.Itoa(a.Rollouts)
+	if a.Rollouts != b.Rollouts {
+		had += " and " + strconv.Itoa(b.Rollouts)
+	}
 	need := ""
-	if perRollout {
+	switch {
+	case perRollout && c.Permutation.MinP >= alpha:
+		c.RolloutsNeeded = RolloutsForPermutation(alpha)
+		need = fmt.Sprintf("%s rollouts are too few for any test over rollouts to reach %s: it needs at least %d per variant", had, pct, c.RolloutsNeeded)
+	case a.Rollouts > 0 && b.Rollouts > 0:
 		perRolloutReqs := float64(requests) / float64(a.Rollouts+b.Rollouts)
 		c.RolloutsNeeded = RolloutsToDetect(pooled, DetectRatio, perRolloutReqs, alpha, DetectPower)
-		had := strconv.Itoa(a.Rollouts)
-		if a.Rollouts != b.Rollouts {
-			had += " and " + strconv.Itoa(b.Rollouts)
+		if perRollout {
+			c.RolloutsNeeded = max(c.RolloutsNeeded, RolloutsForPermutation(alpha))
 		}
 		need = fmt.Sprintf("about %s rollouts per variant would detect a 2x difference (this run had %s)",
 			FormatCount(uint64(max(c.RolloutsNeeded, 0))), had)
-	} else if n := RolloutsToDetect(pooled, DetectRatio, 1, alpha, DetectPower); n > 0 {
-		need = fmt.Sprintf("about %s requests per variant would detect a 2x difference", FormatCount(uint64(n)))
+	default:
+		if n := RolloutsToDetect(pooled, DetectRatio, 1, alpha, DetectPower); n > 0 {
+			need = fmt.Sprintf("about %s requests per variant would detect a 2x difference", FormatCount(uint64(n)))
+		}
 	}
+	perRequest := fmt.Sprintf("%s, Fisher %s", ratio, FormatP(c.FisherP))
 
 	switch {
+	case perRollout:
+		pt := c.Permutation
+		tested := fmt.Sprintf("permutation test over %s rollouts %s", had, FormatP(pt.TwoSided))
+		beside := fmt.Sprintf("per request, as if requests failed independently: %s", perRequest)
+		switch {
+		case c.Significant:
+			c.Verdict = fmt.Sprintf("%s drops %s than %s per rollout (%s); %s", nameA, direction, nameB, tested, beside)
+		case pt.MinP >= alpha && pt.Diff != 0:
+			// The test could not have decided: say what was seen, and why
+			// it is not a verdict.
+			c.Verdict = fmt.Sprintf("%s dropped %s than %s in these rollouts (mean rate per rollout %s against %s), but %s; %s",
+				nameA, direction, nameB, FormatSig(meanRate(a.PerRollout), 2), FormatSig(meanRate(b.PerRollout), 2), need, beside)
+		default:
+			c.Verdict = fmt.Sprintf("no difference detected between %s and %s per rollout (%s); %s", nameA, nameB, tested, beside)
+			if need != "" {
+				c.Verdict += "; " + need
+			}
+		}
 	case !c.Significant:
 		c.Verdict = fmt.Sprintf("no difference detected between %s and %s (Fisher %s)", nameA, nameB, FormatP(c.FisherP))
 		if need != "" {
 			c.Verdict += "; " + need
 		}
-	case perRollout && !(c.PoissonP < alpha):
-		c.Verdict = fmt.Sprintf("%s drops %s than %s per request: %s, Fisher %s; but not per rollout (Poisson %s): the variants sent different numbers of requests per rollout",
-			nameA, direction, nameB, ratio, FormatP(c.FisherP), FormatP(c.PoissonP))
 	default:
-		c.Verdict = fmt.Sprintf("%s drops %s than %s: %s, Fisher %s", nameA, direction, nameB, ratio, FormatP(c.FisherP))
-		if perRollout {
-			c.Verdict += ", per-rollout Poisson " + FormatP(c.PoissonP)
-		}
+		c.Verdict = fmt.Sprintf("%s drops %s than %s: %s", nameA, direction, nameB, perRequest)
 	}
 	return c
+}
+
+// meanRate is the mean of the rollouts' drop rates.
+func meanRate(rs []Rollout) float64 {
+	sum := 0.0
+	for _, r := range rs {
+		sum += r.Rate()
+	}
+	return sum / float64(len(rs))
 }
 
 func nameOr(name, fallback string) string {

@@ -54,9 +54,9 @@ func FormatSig(x float64, sig int) string {
 	return trimZeros(mant) + "e" + strconv.Itoa(exp)
 }
 
-// formatSigUp is FormatSig after rounding x > 0 up at its sig-th significant
+// FormatSigUp is FormatSig after rounding x > 0 up at its sig-th significant
 // digit, for upper bounds that must not be understated.
-func formatSigUp(x float64, sig int) string {
+func FormatSigUp(x float64, sig int) string {
 	if !(x > 0) || math.IsInf(x, 0) {
 		return FormatSig(x, sig)
 	}

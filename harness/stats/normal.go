@@ -61,3 +61,21 @@ func twoSidedZ(conf float64) float64 {
 func validConf(conf float64) bool {
 	return conf > 0 && conf < 1
 }
+
+// StudentTQuantile returns the p-quantile of Student's t distribution with
+// nu degrees of freedom, for 0.5 <= p < 1 (the one-sided critical value
+// of a t-test at confidence p), found by bisection on its CDF
+// 1 - I_{nu/(nu+t²)}(nu/2, 1/2)/2. It returns NaN outside that range.
+func StudentTQuantile(p, nu float64) float64 {
+	if !(p >= 0.5 && p < 1) || !(nu > 0) {
+		return math.NaN()
+	}
+	if p == 0.5 {
+		return 0
+	}
+	past := func(t float64) bool {
+		lower, _ := betaInc(nu/2, 0.5, nu/(nu+t*t))
+		return 1-lower/2 >= p
+	}
+	return bisect(past, 0, bracketUp(past, 1))
+}

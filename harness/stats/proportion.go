@@ -112,9 +112,62 @@ func ZeroBoundPhrase(n uint64, conf float64) string {
 	if n == 0 || !validConf(conf) {
 		return head + "rate unknown"
 	}
-	return head + "rate < " + formatSigUp(UpperBoundZero(n, conf), 2) + " at " + formatPercent(conf)
+	return head + "rate < " + FormatSigUp(UpperBoundZero(n, conf), 2) + " at " + formatPercent(conf)
 }
 
 func clamp01(x float64) float64 {
 	return math.Max(0, math.Min(1, x))
+}
+
+// OneSided returns the exact one-sided bounds on the proportion k/n at
+// confidence conf: the proportion is at least lo with confidence conf,
+// and at most hi with confidence conf (Clopper-Pearson, each tail
+// 1-conf). It returns NaN bounds for k > n or conf not in (0, 1), and
+// [0, 1] for n == 0.
+func OneSided(k, n uint64, conf float64) (lo, hi float64) {
+	if !validConf(conf) || k > n {
+		return math.NaN(), math.NaN()
+	}
+	if n == 0 {
+		return 0, 1
+	}
+	return binomLower(k, n, 1-conf), binomUpper(k, n, 1-conf)
+}
+
+// TrialsToDecide returns about how many trials, at the observed
+// proportion p, would put the one-sided bound at confidence conf on the
+// far side of limit: the upper bound at or below it when p < limit, the
+// lower bound above it when p > limit. It is the sample size a test of
+// "rate ≤ limit" would need to decide, if the rate stayed where it was
+// seen. It returns -1 when p equals limit (no number of trials decides),
+// or for arguments outside their range, and math.MaxInt when the answer
+// passes 1e15.
+func TrialsToDecide(p, limit, conf float64) int {
+	if !validConf(conf) || !(p >= 0 && p <= 1) || !(limit > 0 && limit < 1) || p == limit {
+		return -1
+	}
+	decided := func(n uint64) bool {
+		k := uint64(math.Round(p * float64(n)))
+		lo, hi := OneSided(k, n, conf)
+		if p < limit {
+			return hi <= limit
+		}
+		return lo > limit
+	}
+	var lo, hi uint64 = 0, 1
+	for !decided(hi) {
+		lo, hi = hi, hi*2
+		if hi > 1e15 {
+			return math.MaxInt
+		}
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if decided(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return int(hi)
 }

@@ -553,11 +553,21 @@ func TestCompare(t *testing.T) {
 		verdict     string
 	}{
 		{
+			// Exact over C(20,10) = 184,756 splits: only the observed one
+			// and its mirror are as extreme, 2/184,756 = 1.1e-5.
 			name:        "graceful-drain against no-prestop",
-			a:           Counts{Name: "graceful-drain", Drops: 1, Requests: 250000, Rollouts: 10},
-			b:           Counts{Name: "no-prestop", Drops: 700, Requests: 250000, Rollouts: 10},
+			a:           Counts{Name: "graceful-drain", Drops: 1, Requests: 250000, PerRollout: rollouts(25000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0)},
+			b:           Counts{Name: "no-prestop", Drops: 700, Requests: 250000, PerRollout: rollouts(25000, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70)},
 			significant: true,
-			verdict:     "graceful-drain drops less than no-prestop: rate ratio 0.0014 (95% CI 3.6e-5–0.008), Fisher p < 1e-16, per-rollout Poisson p < 1e-16",
+			verdict:     "graceful-drain drops less than no-prestop per rollout (permutation test over 10 rollouts p = 1.1e-5); per request, as if requests failed independently: rate ratio 0.0014 (95% CI 3.6e-5–0.008), Fisher p < 1e-16",
+		},
+		{
+			// Per request the difference is overwhelming; over 2 and 2
+			// rollouts no split can be rarer than 2/6.
+			name:    "too few rollouts",
+			a:       Counts{Name: "a", Drops: 100, Requests: 2000, PerRollout: rollouts(1000, 50, 50)},
+			b:       Counts{Name: "b", Drops: 0, Requests: 2000, PerRollout: rollouts(1000, 0, 0)},
+			verdict: "a dropped more than b in these rollouts (mean rate per rollout 0.05 against 0), but 2 rollouts are too few for any test over rollouts to reach 95%: it needs at least 4 per variant; per request, as if requests failed independently: rate ratio ∞ (95% CI 27–∞), Fisher p < 1e-16",
 		},
 		{
 			// Pooled 22 drops in 200,000 requests, 10,000 per rollout:
@@ -575,15 +585,6 @@ func TestCompare(t *testing.T) {
 			a:       Counts{Drops: 10, Requests: 100000},
 			b:       Counts{Drops: 12, Requests: 100000},
 			verdict: "no difference detected between A and B (Fisher p = 0.83); about 207,940 requests per variant would detect a 2x difference",
-		},
-		{
-			// 3 drops per rollout against 5: the per-request and the
-			// per-rollout rates point in opposite directions.
-			name:        "different load per rollout",
-			a:           Counts{Name: "x", Drops: 30, Requests: 1000, Rollouts: 10},
-			b:           Counts{Name: "y", Drops: 10, Requests: 1000, Rollouts: 2},
-			significant: true,
-			verdict:     "x drops more than y per request: rate ratio 3 (95% CI 1.4–6.9), Fisher p = 0.002; but not per rollout (Poisson p = 0.2): the variants sent different numbers of requests per rollout",
 		},
 		{
 			name:    "nothing dropped",
@@ -618,7 +619,7 @@ func TestCompareNumbers(t *testing.T) {
 	got := Compare(a, b, 0.95)
 	want := RateRatio(11, 800, 21, 3011, 0.95)
 	_, _, fisher := FisherExact(11, 789, 21, 2990)
-	if got.Ratio != want || got.FisherP != fisher || got.PoissonP != PoissonTest(11, 8, 21, 30) {
+	if got.Ratio != want || got.FisherP != fisher || got.Permutation != nil || got.Test != TestFisher {
 		t.Errorf("Compare = %+v", got)
 	}
 	if !strings.HasPrefix(got.Verdict, "no difference detected between a and b") {
@@ -656,6 +657,76 @@ func TestFormatSeconds(t *testing.T) {
 	for s, want := range map[float64]string{0.0125: "13 ms", 0.25: "250 ms", 0.9996: "1.0 s", 4.73: "4.7 s", 29.7299: "29.7 s"} {
 		if got := FormatSeconds(s); got != want {
 			t.Errorf("FormatSeconds(%g) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func rollouts(requests uint64, drops ...uint64) []Rollout {
+	out := make([]Rollout, len(drops))
+	for i, d := range drops {
+		out[i] = Rollout{Drops: d, Requests: requests}
+	}
+	return out
+}
+
+func TestPermutationTest(t *testing.T) {
+	// 3 against 3, rates 0.1..0.6: the observed split is the most extreme
+	// of C(6,3) = 20.
+	p := PermutationTest(rollouts(10, 1, 2, 3), rollouts(10, 4, 5, 6))
+	if !p.Exact || !near(p.Diff, -0.3, 1e-12) || !near(p.Less, 1.0/20, 1e-12) || p.Greater != 1 || !near(p.TwoSided, 2.0/20, 1e-12) || !near(p.MinP, 0.1, 1e-12) {
+		t.Errorf("3 against 3: %+v", p)
+	}
+	// Identical groups: nothing is more extreme than no difference.
+	if p := PermutationTest(rollouts(10, 1, 1), rollouts(10, 1, 1)); p.TwoSided != 1 || p.Diff != 0 {
+		t.Errorf("identical: %+v", p)
+	}
+	// 12 against 12 is sampled (C(24,12) = 2.7 million): the extreme split
+	// comes out near 2/2.7e6, never 0.
+	zeros := rollouts(1000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+	many := rollouts(1000, 9, 8, 7, 9, 8, 7, 9, 8, 7, 9, 8, 7)
+	if p := PermutationTest(zeros, many); p.Exact || p.Less <= 0 || p.Less > 1e-4 || p.Greater < 0.999 {
+		t.Errorf("12 against 12: %+v", p)
+	}
+	if p := PermutationTest(nil, many); !math.IsNaN(p.TwoSided) {
+		t.Errorf("no rollouts on one side: %+v", p)
+	}
+	if got := RolloutsForPermutation(0.05); got != 4 {
+		t.Errorf("RolloutsForPermutation(0.05) = %d, want 4 (2/70 < 0.05 <= 2/20)", got)
+	}
+}
+
+func TestOneSidedAndTrialsToDecide(t *testing.T) {
+	// 0 in n: the one-sided upper bound is 1-(1-conf)^(1/n).
+	if lo, hi := OneSided(0, 14657, 0.95); lo != 0 || !nearRel(hi, UpperBoundZero(14657, 0.95), 1e-9) {
+		t.Errorf("OneSided(0, 14657) = %v, %v", lo, hi)
+	}
+	// The 95% one-sided bounds are the 90% two-sided interval's.
+	cp := ClopperPearson(7, 1000, 0.90)
+	if lo, hi := OneSided(7, 1000, 0.95); !nearRel(lo, cp.Lo, 1e-9) || !nearRel(hi, cp.Hi, 1e-9) {
+		t.Errorf("OneSided(7, 1000) = %v, %v; want %v, %v", lo, hi, cp.Lo, cp.Hi)
+	}
+	// Rule of three: 0 drops needs about 3/limit trials.
+	if n := TrialsToDecide(0, 1e-4, 0.95); n < 29950 || n > 29960 {
+		t.Errorf("TrialsToDecide(0, 1e-4) = %d, want 29,956", n)
+	}
+	for _, tc := range []struct{ p, limit float64 }{{5e-4, 1e-3}, {2e-3, 1e-3}} {
+		n := TrialsToDecide(tc.p, tc.limit, 0.95)
+		k := uint64(math.Round(tc.p * float64(n)))
+		lo, hi := OneSided(k, uint64(n), 0.95)
+		if n <= 0 || (tc.p < tc.limit && hi > tc.limit) || (tc.p > tc.limit && lo <= tc.limit) {
+			t.Errorf("TrialsToDecide(%v, %v) = %d: bounds there %v, %v do not decide", tc.p, tc.limit, n, lo, hi)
+		}
+	}
+	if n := TrialsToDecide(1e-3, 1e-3, 0.95); n != -1 {
+		t.Errorf("rate equal to the limit: %d, want -1", n)
+	}
+}
+
+func TestStudentTQuantile(t *testing.T) {
+	// Table values: t(0.95; 1) = 6.3138, t(0.95; 9) = 1.8331, t(0.975; 4) = 2.7764.
+	for _, tc := range []struct{ p, nu, want float64 }{{0.95, 1, 6.3138}, {0.95, 9, 1.8331}, {0.975, 4, 2.7764}} {
+		if got := StudentTQuantile(tc.p, tc.nu); !near(got, tc.want, 1e-4) {
+			t.Errorf("StudentTQuantile(%v, %v) = %v, want %v", tc.p, tc.nu, got, tc.want)
 		}
 	}
 }

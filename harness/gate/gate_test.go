@@ -1,0 +1,287 @@
+package gate
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	junit "github.com/joshdk/go-junit"
+
+	"github.com/droprun/droprun/harness/analysis"
+)
+
+const twoVariants = `apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata:
+  name: gate
+variants:
+  - variant: no-prestop
+  - variant: graceful-drain
+rollouts: 2
+traffic:
+  rate: 500
+`
+
+// row is a variant row with the given drops per rollout, requests each.
+func row(name string, requests uint64, drops ...uint64) analysis.VariantSummary {
+	v := analysis.VariantSummary{Variant: name}
+	for i, d := range drops {
+		v.Rollouts = append(v.Rollouts, analysis.RolloutSummary{N: i + 1, Window: analysis.Tally{Requests: requests, Failures: d}})
+		v.Drops += d
+		v.WindowRequests += requests
+	}
+	return v
+}
+
+// run is a whole run of rows (the scenario asks for len(drops) rollouts).
+func run(rows ...analysis.VariantSummary) *analysis.Analysis {
+	sum := &analysis.Summary{Variants: rows}
+	sum.Finished = time.Unix(1, 0)
+	sum.Traffic.Rollouts = len(rows[0].Rollouts)
+	yaml := strings.Replace(twoVariants, "rollouts: 2", "rollouts: "+strconv.Itoa(sum.Traffic.Rollouts), 1)
+	return &analysis.Analysis{Summary: sum, ScenarioYAML: []byte(yaml)}
+}
+
+func f64(x float64) *float64 { return &x }
+func i64(x int64) *int64     { return &x }
+
+// result returns the report's result for row and check.
+func result(t *testing.T, r *Report, row, check string) Result {
+	t.Helper()
+	for _, res := range r.Results {
+		if res.Row == row && res.Check == check {
+			return res
+		}
+	}
+	t.Fatalf("no %s result for %q in %+v", check, row, r.Results)
+	return Result{}
+}
+
+// Every way a gate could pass without checking is bad usage (exit 2) or a
+// failure, never a pass.
+func TestCheckIsNeverVacuous(t *testing.T) {
+	good := func() *analysis.Analysis {
+		return run(row("no-prestop", 5000, 300, 280), row("graceful-drain", 5000, 0, 0))
+	}
+	usageCases := []struct {
+		name string
+		a    *analysis.Analysis
+		l    Limits
+		want string
+	}{
+		{"no limit", good(), Limits{}, "give at least one of"},
+		{"a typo in --variant", good(), Limits{MaxDropsPerRollout: i64(0), Rows: []string{"no-prestopp"}}, `--variant "no-prestopp": the run has no such row; its rows are "no-prestop", "graceful-drain"`},
+		{"NaN rate", good(), Limits{MaxDropRate: f64(math.NaN())}, "--max-drop-rate NaN"},
+		{"infinite rate", good(), Limits{MaxDropRate: f64(math.Inf(1))}, "--max-drop-rate +Inf"},
+		{"negative rate", good(), Limits{MaxDropRate: f64(-0.1)}, "--max-drop-rate -0.1"},
+		{"negative per rollout", good(), Limits{MaxDropsPerRollout: i64(-1)}, "--max-drops-per-rollout -1"},
+		{"confidence 1", good(), Limits{MaxDropsPerRollout: i64(0), Confidence: 1}, "--confidence 1"},
+		{"baseline lacks the row", good(), Limits{Baseline: &analysis.Summary{Variants: []analysis.VariantSummary{row("no-prestop", 10, 1)}}}, `the baseline has no row "graceful-drain"`},
+	}
+	for _, tc := range usageCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(tc.a, tc.l)
+			var ue *UsageError
+			if !errors.As(err, &ue) || r != nil {
+				t.Fatalf("Check = %v, %v; want a *UsageError", r, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+
+	failCases := []struct {
+		name   string
+		break_ func(a *analysis.Analysis)
+		want   string
+	}{
+		{"interrupted", func(a *analysis.Analysis) { a.Summary.Interrupted = true }, "the run was interrupted"},
+		{"errored", func(a *analysis.Analysis) { a.Summary.Error = "rollout 2: timed out" }, "the run ended in an error: rollout 2: timed out"},
+		{"killed", func(a *analysis.Analysis) { a.Summary.Finished = time.Time{} }, "the run never finished"},
+		{"a variant missing", func(a *analysis.Analysis) { a.Summary.Variants = a.Summary.Variants[1:] }, "variant no-prestop was never measured"},
+		{"fewer rollouts than asked", func(a *analysis.Analysis) {
+			v := &a.Summary.Variants[1]
+			v.Rollouts = v.Rollouts[:1]
+		}, "variant graceful-drain has 1 of the 2 rollouts asked for"},
+	}
+	for _, tc := range failCases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := good()
+			tc.break_(a)
+			r, err := Check(a, Limits{MaxDropsPerRollout: i64(0), Rows: []string{"graceful-drain"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := result(t, r, "", CheckRun)
+			if res.Verdict != Fail || !strings.Contains(res.Message, tc.want) || r.Verdict() != Fail {
+				t.Errorf("run check %+v (report %v); want a failure saying %q", res, r.Verdict(), tc.want)
+			}
+		})
+	}
+
+	t.Run("a row with no window requests", func(t *testing.T) {
+		a := good()
+		a.Summary.Variants[1] = analysis.VariantSummary{Variant: "graceful-drain", Rollouts: a.Summary.Variants[1].Rollouts}
+		for i := range a.Summary.Variants[1].Rollouts {
+			a.Summary.Variants[1].Rollouts[i].Window = analysis.Tally{}
+		}
+		r, err := Check(a, Limits{MaxDropsPerRollout: i64(0), Rows: []string{"graceful-drain"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := result(t, r, "graceful-drain", CheckMeasured); res.Verdict != Fail || r.Verdict() != Fail {
+			t.Errorf("%+v; want a failure: nothing was measured", res)
+		}
+	})
+}
+
+// A rate limit passes only when its upper bound is within it; a run too
+// small to show it is inconclusive and says what it would take.
+func TestDropRateLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		v       analysis.VariantSummary
+		limit   float64
+		want    Verdict
+		message string
+	}{
+		// The issue's case: 0 in 14,657 bounds the rate at 2.1e-4.
+		{"0 drops, limit below the bound", row("graceful-drain", 14657/2, 0, 0), 1e-4, Inconclusive, "at most 0.00021 per request"},
+		{"0 drops, limit above the bound", row("graceful-drain", 14657/2, 0, 0), 1e-3, Pass, "within the limit 0.001"},
+		{"many drops", row("graceful-drain", 5000, 300, 280), 1e-3, Fail, "above the limit 0.001"},
+		{"observed above, not significantly", row("graceful-drain", 500, 1, 0), 5e-4, Inconclusive, "the observed rate is above the limit"},
+		{"limit 0 never passes", row("graceful-drain", 50000, 0, 0), 0, Inconclusive, "use --max-drops-per-rollout 0"},
+		// Bursts: 60 drops in one rollout of 10, none in the others. Per
+		// request the bound is 9.3e-4; over rollouts it is far wider.
+		{"one burst", row("graceful-drain", 10000, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0), 1e-3, Inconclusive, "over its 10 rollouts (drops come in bursts)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := run(row("no-prestop", tc.v.Rollouts[0].Window.Requests, make([]uint64, len(tc.v.Rollouts))...), tc.v)
+			r, err := Check(a, Limits{MaxDropRate: &tc.limit, Rows: []string{"graceful-drain"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := result(t, r, "graceful-drain", CheckDropRate)
+			if res.Verdict != tc.want || !strings.Contains(res.Message, tc.message) {
+				t.Errorf("%v: %s\nwant %v containing %q", res.Verdict, res.Message, tc.want, tc.message)
+			}
+			if tc.want == Inconclusive && tc.limit > 0 && !strings.Contains(res.Message, "it would take about") {
+				t.Errorf("an inconclusive rate check must say what it would take: %s", res.Message)
+			}
+		})
+	}
+}
+
+func TestDropsPerRolloutLimit(t *testing.T) {
+	a := run(row("no-prestop", 5000, 300, 2), row("graceful-drain", 5000, 0, 0))
+	r, err := Check(a, Limits{MaxDropsPerRollout: i64(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, r, "no-prestop", CheckPerRollout); res.Verdict != Fail || !strings.Contains(res.Message, "rollout 1 dropped 300") || strings.Contains(res.Message, "rollout 2") {
+		t.Errorf("no-prestop: %+v", res)
+	}
+	if res := result(t, r, "graceful-drain", CheckPerRollout); res.Verdict != Pass || !strings.Contains(res.Message, "at most 78% of rollouts") {
+		t.Errorf("graceful-drain: %+v", res)
+	}
+	if r.Verdict() != Fail {
+		t.Errorf("report verdict %v, want fail", r.Verdict())
+	}
+}
+
+// A suspect measurement cannot pass, but a limit its drops break still fails.
+func TestSuspectIsInconclusive(t *testing.T) {
+	a := run(row("no-prestop", 5000, 300, 280), row("graceful-drain", 50000, 0, 0))
+	a.Summary.Variants[1].Suspect = []string{"the client held 610 of 1000 req/s"}
+	r, err := Check(a, Limits{MaxDropsPerRollout: i64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, r, "graceful-drain", CheckMeasured); res.Verdict != Inconclusive || !strings.Contains(res.Message, "610 of 1000") {
+		t.Errorf("graceful-drain: %+v", res)
+	}
+	if r.Verdict() != Fail {
+		t.Errorf("verdict %v: no-prestop's drops still fail the run", r.Verdict())
+	}
+	r, _ = Check(a, Limits{MaxDropsPerRollout: i64(0), Rows: []string{"graceful-drain"}})
+	if r.Verdict() != Inconclusive {
+		t.Errorf("verdict %v, want inconclusive", r.Verdict())
+	}
+}
+
+// Against a baseline, rollouts are the unit: 2 against 2 can never show a
+// difference, 5 against 5 can.
+func TestBaseline(t *testing.T) {
+	base := &analysis.Summary{Variants: []analysis.VariantSummary{row("graceful-drain", 5000, 0, 1, 0, 0, 0)}}
+	worse := run(row("no-prestop", 5000, 1, 1, 1, 1, 1), row("graceful-drain", 5000, 40, 35, 50, 20, 41))
+	r, err := Check(worse, Limits{Baseline: base, Rows: []string{"graceful-drain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, r, "graceful-drain", CheckBaseline); res.Verdict != Fail || !strings.Contains(res.Message, "permutation test over rollouts p = 0.004") {
+		t.Errorf("5 against 5: %+v", res)
+	}
+
+	small := &analysis.Summary{Variants: []analysis.VariantSummary{row("graceful-drain", 5000, 0, 0)}}
+	twoWorse := run(row("no-prestop", 5000, 1, 1), row("graceful-drain", 5000, 400, 500))
+	r, err = Check(twoWorse, Limits{Baseline: small, Rows: []string{"graceful-drain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, r, "graceful-drain", CheckBaseline); res.Verdict != Inconclusive || !strings.Contains(res.Message, "run at least 3 rollouts in each") {
+		t.Errorf("2 against 2: %+v", res)
+	}
+
+	same := run(row("no-prestop", 5000, 1, 1, 1, 1, 1), row("graceful-drain", 5000, 0, 1, 0, 0, 1))
+	r, err = Check(same, Limits{Baseline: base, Rows: []string{"graceful-drain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, r, "graceful-drain", CheckBaseline); res.Verdict != Pass {
+		t.Errorf("as good as the baseline: %+v", res)
+	}
+}
+
+// The JUnit file parses, with one case per row and check and the failing
+// numbers in the failure message.
+func TestJUnit(t *testing.T) {
+	a := run(row("no-prestop", 5000, 300, 280), row("graceful-drain", 5000, 0, 0))
+	r, err := Check(a, Limits{MaxDropsPerRollout: i64(0), MaxDropRate: f64(1e-4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Run = "out/run"
+	var buf bytes.Buffer
+	if err := r.JUnit(&buf); err != nil {
+		t.Fatal(err)
+	}
+	suites, err := junit.Ingest(buf.Bytes())
+	if err != nil {
+		t.Fatalf("JUnit does not parse: %v\n%s", err, buf.String())
+	}
+	if len(suites) != 1 || len(suites[0].Tests) != len(r.Results) {
+		t.Fatalf("parsed %d suites, want 1 with %d cases:\n%s", len(suites), len(r.Results), buf.String())
+	}
+	byName := map[string]junit.Test{}
+	for _, tc := range suites[0].Tests {
+		byName[tc.Classname+"/"+tc.Name] = tc
+	}
+	if tc := byName["droprun.no-prestop/max-drops-per-rollout"]; tc.Status != junit.StatusFailed || !strings.Contains(tc.Error.Error(), "rollout 1 dropped 300") {
+		t.Errorf("no-prestop per rollout: %+v", tc)
+	}
+	if tc := byName["droprun.graceful-drain/max-drop-rate"]; tc.Status != junit.StatusError {
+		t.Errorf("graceful-drain rate (inconclusive): %+v", tc)
+	}
+	if tc := byName["droprun.run/run"]; tc.Status != junit.StatusPassed {
+		t.Errorf("run: %+v", tc)
+	}
+	if s := suites[0].Totals; s.Failed != 2 || s.Error != 1 {
+		t.Errorf("totals %+v, want 2 failed (no-prestop's two limits), 1 error", s)
+	}
+}
