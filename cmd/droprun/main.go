@@ -22,7 +22,9 @@ func main() {
 }
 
 // exitCode prints err, if any, and returns the process exit code: 0 for
-// success, the code an exitError carries, 1 for any other failure.
+// success, the code an exitError carries, 1 for any other failure. A usage
+// error is followed by the usage of the command it came from, or at least
+// where to read it.
 func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {
 	if err == nil {
 		return 0
@@ -31,6 +33,12 @@ func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintln(w, "droprun:", ee.err)
+		}
+		switch {
+		case ee.hint != "":
+			fmt.Fprintln(w, ee.hint)
+		case ee.usage:
+			fmt.Fprintln(w, "run 'droprun --help' for usage")
 		}
 		return ee.code
 	}
@@ -43,6 +51,11 @@ func exitCode(w interface{ Write([]byte) (int, error) }, err error) int {
 type exitError struct {
 	code int
 	err  error
+	// usage marks a usage error (a bad flag, argument or command), as
+	// opposed to bad input such as a directory that is not a run; hint is
+	// what to print after it (set by newRootCmd, which knows the command).
+	usage bool
+	hint  string
 }
 
 func (e *exitError) Error() string {
@@ -54,7 +67,10 @@ func (e *exitError) Error() string {
 
 func (e *exitError) Unwrap() error { return e.err }
 
+// exitUsage is the exit status of bad usage (and of bad input).
+const exitUsage = 2
+
 // usageError is a bad flag or argument: exit code 2.
 func usageError(format string, a ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...), usage: true}
 }

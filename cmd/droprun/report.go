@@ -174,7 +174,7 @@ see examples/ci/):
 			if baseline == "" {
 				// Validate before reading anything: bad limits are bad usage.
 				if err := l.Validate(); err != nil {
-					return &exitError{code: 2, err: err}
+					return usageError("%w", err)
 				}
 			}
 			a, err := analyzeRun(args[0], s.Err)
@@ -189,7 +189,7 @@ see examples/ci/):
 			rep, err := gate.Check(a, l)
 			var ue *gate.UsageError
 			if errors.As(err, &ue) {
-				return &exitError{code: 2, err: err}
+				return usageError("%w", err)
 			} else if err != nil {
 				return err
 			}

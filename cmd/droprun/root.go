@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -39,7 +42,9 @@ Start with:
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%w", err) })
+	// Inherited by every subcommand (cobra asks the parents): an unknown
+	// flag or a bad flag value is a usage error.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withUsageHint(c, usageError("%w", err)) })
 	root.AddCommand(
 		newValidateCmd(s),
 		newRenderCmd(s),
@@ -55,5 +60,113 @@ Start with:
 		newDoctorCmd(s),
 		newNodeImageCmd(s),
 	)
+	// cobra adds its help and completion commands when it executes; add
+	// them now (it keeps them then) so that they are mapped like the rest.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	mapUsageErrors(root)
 	return root
+}
+
+// mapUsageErrors makes every usage error of c and its subcommands exit 2
+// with a hint, whatever each command's file does:
+//   - an argument error (cobra.ExactArgs and the like) becomes a usage
+//     error;
+//   - a command with subcommands (the root, cluster, image...) rejects an
+//     unknown subcommand, and a missing one below the root: cobra would
+//     print the help and exit 0 (the root alone still prints its help);
+//   - `help` rejects a topic that is not a command;
+//   - a usage error a command returns gets the hint of that command.
+func mapUsageErrors(c *cobra.Command) {
+	switch {
+	case c.HasSubCommands() && !c.Runnable():
+		c.Args = unknownSubcommand
+		c.RunE = func(c *cobra.Command, _ []string) error {
+			if !c.HasParent() {
+				return c.Help()
+			}
+			return usageError("%s needs a command: %s", strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" "), strings.Join(subcommandNames(c), ", "))
+		}
+	case c.HasParent() && !c.Parent().HasParent() && c.Name() == "help" && c.Args == nil:
+		c.Args = helpTopic
+	}
+	validate := c.Args
+	if validate == nil {
+		validate = cobra.ArbitraryArgs
+	}
+	c.Args = func(c *cobra.Command, args []string) error {
+		err := validate(c, args)
+		if err == nil {
+			return nil
+		}
+		var ee *exitError
+		if !errors.As(err, &ee) {
+			// cobra's own: "accepts 1 arg(s), received 0", or cobra.NoArgs's
+			// "unknown command" for a command that has none.
+			name := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+			if !c.HasSubCommands() && len(args) > 0 && strings.HasPrefix(err.Error(), "unknown command") {
+				err = usageError("%s takes no arguments, got %q", name, args)
+			} else {
+				err = usageError("%s: %w", name, err)
+			}
+		}
+		return withUsageHint(c, err)
+	}
+	if run := c.RunE; run != nil {
+		c.RunE = func(c *cobra.Command, args []string) error { return withUsageHint(c, run(c, args)) }
+	}
+	for _, sub := range c.Commands() {
+		mapUsageErrors(sub)
+	}
+}
+
+// withUsageHint gives a usage error in err the hint of c: its usage line
+// and where its help is. Other errors pass as they are.
+func withUsageHint(c *cobra.Command, err error) error {
+	var ee *exitError
+	if !errors.As(err, &ee) || !ee.usage || ee.hint != "" {
+		return err
+	}
+	ee.hint = fmt.Sprintf("run '%s --help' for usage", c.CommandPath())
+	if !c.HasSubCommands() {
+		ee.hint = fmt.Sprintf("usage: %s\n%s", c.UseLine(), ee.hint)
+	}
+	return err
+}
+
+// unknownSubcommand is the Args of a command with subcommands: any
+// argument left is a subcommand that does not exist.
+func unknownSubcommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if sug := c.SuggestionsFor(args[0]); len(sug) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(sug, " or "))
+	} else {
+		msg += " (commands: " + strings.Join(subcommandNames(c), ", ") + ")"
+	}
+	return usageError("%s", msg)
+}
+
+// helpTopic is the Args of `help`: its arguments must name a command.
+func helpTopic(c *cobra.Command, args []string) error {
+	if _, rest, err := c.Root().Find(args); err != nil || len(rest) > 0 {
+		return usageError("unknown help topic %q: name a command, e.g. droprun help check", strings.Join(args, " "))
+	}
+	return nil
+}
+
+// subcommandNames lists c's subcommands as its help does.
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
 }

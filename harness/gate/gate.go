@@ -329,8 +329,8 @@ func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64)
 		return
 	}
 	_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
-	r.add(v.Variant, CheckPerRollout, Pass, "every one of %d rollouts dropped at most %d (the most: %s): within the limit %d; at %s, at most %s of rollouts would break it",
-		len(v.Rollouts), limit, stats.FormatCount(worst), limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+	r.add(v.Variant, CheckPerRollout, Pass, "the most any of %d rollouts dropped is %s: within the limit %d; at %s, up to %s of rollouts could still break it",
+		len(v.Rollouts), stats.FormatCount(worst), limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
 }
 
 // baseline fails a row that drops significantly more than the baseline's,

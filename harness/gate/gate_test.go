@@ -187,7 +187,7 @@ func TestDropsPerRolloutLimit(t *testing.T) {
 	if res := result(t, r, "no-prestop", CheckPerRollout); res.Verdict != Fail || !strings.Contains(res.Message, "rollout 1 dropped 300") || strings.Contains(res.Message, "rollout 2") {
 		t.Errorf("no-prestop: %+v", res)
 	}
-	if res := result(t, r, "graceful-drain", CheckPerRollout); res.Verdict != Pass || !strings.Contains(res.Message, "at most 78% of rollouts") {
+	if res := result(t, r, "graceful-drain", CheckPerRollout); res.Verdict != Pass || !strings.Contains(res.Message, "up to 78% of rollouts") {
 		t.Errorf("graceful-drain: %+v", res)
 	}
 	if r.Verdict() != Fail {

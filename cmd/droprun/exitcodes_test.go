@@ -1,0 +1,300 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/droprun/droprun/harness/analysis/analysistest"
+)
+
+// exitCase is one invocation and the exit code the README promises for it.
+type exitCase struct {
+	name string
+	args []string
+	code int
+	// hint: the command whose "run '... --help'" hint stderr must show (a
+	// usage error); "" checks nothing.
+	hint string
+	// out, err: text stdout / stderr must contain.
+	out, err string
+}
+
+// commandCases says how to break each command's usage. Commands that
+// need docker or a cluster get only rows that fail before they touch
+// anything.
+type commandCases struct {
+	// tooFew and tooMany are argument lists with too few and too many
+	// positional arguments (nil: the command has no such bound).
+	tooFew, tooMany []string
+	// more are the command's own cases (args start with the command).
+	more []exitCase
+}
+
+// syntheticRunJSON is the run.json of the synthetic run (as in
+// harness/analysis's tests).
+const syntheticRunJSON = `{"format":"droprun.run/v1","scenario":"synthetic","started":"2026-01-02T03:04:00Z","finished":"2026-01-02T03:05:00Z",
+"cluster":{"name":"droprun","kind":true,"nodes":3,"droprun":"test"},
+"traffic":{"url":"http://127.0.0.1:30080/version","rate":100,"keepAlive":false,"method":"GET","timeout":"2s","target":"nodeport","rollouts":2,"settle":"2s","control":"2s","between":"1s"}}`
+
+// exitCases are the rows, by command path without "droprun" ("" is the
+// root). Every command in the tree must have one.
+func exitCases(t *testing.T) map[string]commandCases {
+	run := analysistest.Write(t, analysistest.Run{RunJSON: syntheticRunJSON})
+	notRun := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "missing")
+	badScenario := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(badScenario, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nnope: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const scenarioFile = "../../scenarios/control.yaml"
+	shells := []string{"bash", "fish", "powershell", "zsh"}
+
+	cases := map[string]commandCases{
+		"": {
+			tooMany: []string{"nope"},
+			more: []exitCase{
+				{name: "no command prints the help", args: []string{}, code: 0, out: "Usage:"},
+				{name: "version", args: []string{"--version"}, code: 0, out: "droprun version"},
+				{name: "misspelt command", args: []string{"chek"}, code: 2, hint: "droprun", err: "did you mean check?"},
+			},
+		},
+		"help": {
+			tooMany: []string{"help", "check", "extra"},
+			more: []exitCase{
+				{name: "help", args: []string{"help"}, code: 0, out: "Usage:"},
+				{name: "help on a command", args: []string{"help", "check"}, code: 0, out: "--max-drops-per-rollout"},
+				{name: "help on a subcommand", args: []string{"help", "cluster", "up"}, code: 0, out: "--kube-proxy-mode"},
+				{name: "unknown topic", args: []string{"help", "nope"}, code: 2, hint: "droprun help", err: `unknown help topic "nope"`},
+			},
+		},
+		"completion": {
+			tooFew:  []string{"completion"},
+			tooMany: []string{"completion", "tcsh"},
+		},
+		"variants": {
+			tooMany: []string{"variants", "x"},
+			more:    []exitCase{{name: "lists", args: []string{"variants"}, code: 0, out: "no-prestop"}},
+		},
+		"validate": {
+			tooFew: []string{"validate"},
+			more: []exitCase{
+				{name: "valid", args: []string{"validate", scenarioFile}, code: 0, out: "ok  "},
+				// validate's documented contract: a file that cannot be
+				// read is an invalid file (1), like one with errors.
+				{name: "missing file", args: []string{"validate", missing}, code: 1, err: "no such file"},
+				{name: "invalid file", args: []string{"validate", badScenario}, code: 1, err: "nope"},
+			},
+		},
+		"render": {
+			tooMany: []string{"render", "--variant", "no-prestop", scenarioFile, scenarioFile},
+			more: []exitCase{
+				{name: "builtin", args: []string{"render", "--variant", "no-prestop"}, code: 0, out: "kind: Deployment"},
+				{name: "scenario", args: []string{"render", scenarioFile}, code: 0, out: "kind: Deployment"},
+				{name: "no variant", args: []string{"render"}, code: 2, hint: "droprun render"},
+				{name: "unknown variant", args: []string{"render", "--variant", "nope"}, code: 2, hint: "droprun render", err: `"nope" is not a variant`},
+				{name: "bad app version", args: []string{"render", "--variant", "no-prestop", "--app-version", "v9"}, code: 2, hint: "droprun render"},
+				{name: "bad bool", args: []string{"render", "--variant", "no-prestop", "--initial=maybe"}, code: 2, hint: "droprun render"},
+			},
+		},
+		"report": {
+			tooFew:  []string{"report"},
+			tooMany: []string{"report", run, run},
+			more: []exitCase{
+				{name: "synthetic run", args: []string{"report", "--no-files", run}, code: 0, out: "alpha"},
+				{name: "json", args: []string{"report", "--no-files", "--format", "json", run}, code: 0, out: `"variant"`},
+				{name: "not a run", args: []string{"report", "--no-files", notRun}, code: 2, err: "not a droprun run directory"},
+				{name: "missing dir", args: []string{"report", "--no-files", missing}, code: 2},
+				{name: "bad format", args: []string{"report", "--no-files", "--format", "yaml", run}, code: 2, hint: "droprun report"},
+			},
+		},
+		"check": {
+			tooFew:  []string{"check", "--max-drops-per-rollout", "0"},
+			tooMany: []string{"check", "--max-drops-per-rollout", "0", run, run},
+			more: []exitCase{
+				// check's output is report.go's (being reworked): only
+				// the exit codes are held here.
+				{name: "meets its limits", args: []string{"check", "--max-drops-per-rollout", "100", run}, code: 0},
+				{name: "one variant meets its limits", args: []string{"check", "--variant", "beta", "--max-drops-per-rollout", "0", run}, code: 0},
+				{name: "breaks a limit", args: []string{"check", "--max-drops-per-rollout", "0", run}, code: 1},
+				{name: "breaks a rate limit", args: []string{"check", "--max-drop-rate", "0", run}, code: 1},
+				{name: "no limit", args: []string{"check", run}, code: 2},
+				{name: "bad limit", args: []string{"check", "--max-drop-rate", "lots", run}, code: 2, hint: "droprun check", err: "max-drop-rate"},
+				{name: "not a run", args: []string{"check", "--max-drops-per-rollout", "0", notRun}, code: 2, err: "not a droprun run directory"},
+				{name: "missing dir", args: []string{"check", "--max-drops-per-rollout", "0", missing}, code: 2},
+				{name: "baseline not a run", args: []string{"check", "--baseline", notRun, run}, code: 2},
+			},
+		},
+		"compare": {
+			tooFew:  []string{"compare", run},
+			tooMany: []string{"compare", run, run, run},
+			more: []exitCase{
+				{name: "same run", args: []string{"compare", run, run}, code: 0, out: "alpha"},
+				{name: "not a run", args: []string{"compare", run, notRun}, code: 2, err: "not a droprun run directory"},
+				{name: "missing dir", args: []string{"compare", missing, run}, code: 2},
+			},
+		},
+		// Docker or a cluster: only rows that fail before using them.
+		"run": {
+			tooFew:  []string{"run"},
+			tooMany: []string{"run", scenarioFile, scenarioFile},
+			more: []exitCase{
+				{name: "bad flag value", args: []string{"run", "--cluster-cpu-shares", "many", scenarioFile}, code: 2, hint: "droprun run"},
+			},
+		},
+		"deploy": {
+			tooMany: []string{"deploy", "--variant", "no-prestop", scenarioFile, scenarioFile},
+			more: []exitCase{
+				{name: "no variant", args: []string{"deploy"}, code: 2, hint: "droprun deploy", err: "--variant is required"},
+				{name: "unknown variant", args: []string{"deploy", "--variant", "nope"}, code: 2, hint: "droprun deploy"},
+				{name: "bad app version", args: []string{"deploy", "--variant", "no-prestop", "--app-version", "v9"}, code: 2, hint: "droprun deploy"},
+			},
+		},
+		"cluster": {
+			tooFew:  []string{"cluster"},
+			tooMany: []string{"cluster", "nope"},
+			more: []exitCase{
+				{name: "misspelt subcommand", args: []string{"cluster", "stat"}, code: 2, hint: "droprun cluster", err: "did you mean status?"},
+			},
+		},
+		"cluster up": {
+			tooMany: []string{"cluster", "up", "x"},
+			more: []exitCase{
+				{name: "bad flag value", args: []string{"cluster", "up", "--nodes", "three"}, code: 2, hint: "droprun cluster up"},
+			},
+		},
+		"cluster down":   {tooMany: []string{"cluster", "down", "x"}},
+		"cluster status": {tooMany: []string{"cluster", "status", "x"}},
+		"image":          {tooFew: []string{"image"}, tooMany: []string{"image", "nope"}},
+		"image build": {
+			tooMany: []string{"image", "build", "x"},
+			more: []exitCase{
+				{name: "bad flag value", args: []string{"image", "build", "--versions"}, code: 2, hint: "droprun image build"},
+			},
+		},
+		"engine":       {tooFew: []string{"engine"}, tooMany: []string{"engine", "nope"}},
+		"engine setup": {tooMany: []string{"engine", "setup", "x"}},
+		"doctor": {
+			tooMany: []string{"doctor", "x"},
+			more: []exitCase{
+				{name: "bad flag value", args: []string{"doctor", "--host-port", "high"}, code: 2, hint: "droprun doctor"},
+			},
+		},
+		"node-image": {tooFew: []string{"node-image"}, tooMany: []string{"node-image", "nope"}},
+		"node-image build": {
+			tooMany: []string{"node-image", "build", "x"},
+			more: []exitCase{
+				{name: "bad flag value", args: []string{"node-image", "build", "--force=maybe"}, code: 2, hint: "droprun node-image build"},
+			},
+		},
+	}
+	for _, sh := range shells {
+		cases["completion "+sh] = commandCases{
+			tooMany: []string{"completion", sh, "x"},
+			more:    []exitCase{{name: "script", args: []string{"completion", sh}, code: 0, out: "droprun"}},
+		}
+	}
+	return cases
+}
+
+// commandPaths walks the command tree newRootCmd builds: every command,
+// by its path without "droprun".
+func commandPaths() []string {
+	var paths []string
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		paths = append(paths, strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), "droprun"), " "))
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(streams{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &strings.Builder{}}))
+	sort.Strings(paths)
+	return paths
+}
+
+// TestExitCodes runs every command of the tree through the CLI: wrong
+// argument counts, an unknown flag, --help, and each command's own cases.
+// A command added without rows fails it.
+func TestExitCodes(t *testing.T) {
+	cases := exitCases(t)
+	paths := commandPaths()
+	for _, p := range paths {
+		if _, ok := cases[p]; !ok {
+			t.Errorf("command %q has no exit-code rows: add it to exitCases", "droprun "+p)
+		}
+	}
+	for p := range cases {
+		if !slices.Contains(paths, p) {
+			t.Errorf("exitCases has rows for %q, which is not a command", p)
+		}
+	}
+	for _, p := range paths {
+		cc, ok := cases[p]
+		if !ok {
+			continue
+		}
+		full := strings.TrimSpace("droprun " + p)
+		words := strings.Fields(p)
+		rows := []exitCase{
+			{name: "help", args: append(slices.Clone(words), "--help"), code: 0, out: "Usage:"},
+			{name: "unknown flag", args: append(slices.Clone(words), "--no-such-flag"), code: 2, hint: full, err: "unknown flag: --no-such-flag"},
+		}
+		if cc.tooFew != nil {
+			rows = append(rows, exitCase{name: "too few args", args: cc.tooFew, code: 2, hint: full})
+		}
+		if cc.tooMany != nil {
+			rows = append(rows, exitCase{name: "too many args", args: cc.tooMany, code: 2, hint: full})
+		}
+		rows = append(rows, cc.more...)
+		t.Run(strings.ReplaceAll(full, " ", "_"), func(t *testing.T) {
+			for _, tc := range rows {
+				t.Run(tc.name, func(t *testing.T) {
+					out, errs, code := runCLI(t, tc.args...)
+					t.Logf("droprun %s: exit %d, stderr:\n%s", strings.Join(tc.args, " "), code, errs)
+					if code != tc.code {
+						t.Errorf("droprun %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), code, tc.code, out, errs)
+					}
+					if tc.hint != "" {
+						if want := "run '" + tc.hint + " --help' for usage"; !strings.Contains(errs, want) {
+							t.Errorf("droprun %s: stderr %q lacks the hint %q", strings.Join(tc.args, " "), errs, want)
+						}
+					}
+					if tc.code == 0 && errs != "" && tc.name == "help" {
+						t.Errorf("droprun %s: --help wrote to stderr: %q", strings.Join(tc.args, " "), errs)
+					}
+					if !strings.Contains(out, tc.out) {
+						t.Errorf("droprun %s: stdout %q lacks %q", strings.Join(tc.args, " "), out, tc.out)
+					}
+					if !strings.Contains(errs, tc.err) {
+						t.Errorf("droprun %s: stderr %q lacks %q", strings.Join(tc.args, " "), errs, tc.err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestUsageErrorMessage: an argument error names the command, shows its
+// usage line and where its help is.
+func TestUsageErrorMessage(t *testing.T) {
+	_, errs, code := runCLI(t, "check")
+	want := "droprun: check: accepts 1 arg(s), received 0\nusage: droprun check RUN_DIR [flags]\nrun 'droprun check --help' for usage\n"
+	if code != 2 || errs != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, errs, want)
+	}
+	_, errs, _ = runCLI(t, "doctor", "now")
+	if !strings.Contains(errs, `doctor takes no arguments, got ["now"]`) {
+		t.Errorf("doctor now: %q", errs)
+	}
+	// Bad input that is not bad usage gets no hint.
+	_, errs, code = runCLI(t, "report", "--no-files", t.TempDir())
+	if code != 2 || strings.Contains(errs, "--help") {
+		t.Errorf("report on a non-run: exit %d, stderr %q", code, errs)
+	}
+}
