@@ -44,9 +44,18 @@
 //     --shutdown-timeout and exit 0. This is the fix: outlive the propagation
 //     delay. While draining, keep-alives are switched off so clients holding a
 //     persistent connection to this pod reconnect, and land elsewhere.
+//     Switching them off (http.Server.SetKeepAlivesEnabled(false)) also
+//     closes every idle connection at once, so a kept-alive client that is
+//     just sending on one sees EOF or a reset.
+//   - drain-close: drain for kept-alive clients. As drain, but keep-alives
+//     stay on: every response during the drain says "Connection: close", so
+//     each client leaves its connection right after its next response (and
+//     reconnects through the updated routes), and idle connections are left
+//     open until the drain delay is over, when Shutdown closes them.
 //
-// The first signal uninstalls the handler, so a second SIGTERM during a naive
-// or drain shutdown kills the process at once (and records nothing).
+// The first signal uninstalls the handler, so a second SIGTERM during a
+// naive, drain or drain-close shutdown kills the process at once (and
+// records nothing).
 //
 // # Final request totals
 //

@@ -383,7 +383,7 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// TestVersionAcceptsPOST: droprun's keep-alive traffic POSTs /version.
+// TestVersionAcceptsPOST: droprun's traffic can POST /version.
 func TestVersionAcceptsPOST(t *testing.T) {
 	h, _ := newTestWeb()
 	rec := httptest.NewRecorder()

@@ -23,9 +23,10 @@ const (
 	modeWeb     = "web"
 	modeGateway = "gateway"
 
-	shutdownNone  = "none"
-	shutdownNaive = "naive"
-	shutdownDrain = "drain"
+	shutdownNone       = "none"
+	shutdownNaive      = "naive"
+	shutdownDrain      = "drain"
+	shutdownDrainClose = "drain-close"
 )
 
 // config is the parsed command line.
@@ -82,6 +83,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		handler = newGateway(cfg, id, life, m, log)
 	} else {
 		handler = newWeb(id, life, m)
+	}
+	if cfg.shutdown == shutdownDrainClose {
+		handler = closeWhileDraining(handler, life)
 	}
 	var conns connCount
 	srv := &http.Server{
@@ -145,9 +149,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", ":8080", "listen address (host:port; port 0 picks a free one)")
 	fs.StringVar(&cfg.mode, "mode", modeWeb, "role: web or gateway")
-	fs.StringVar(&cfg.shutdown, "shutdown", shutdownNone, "SIGTERM handling: none, naive or drain")
-	fs.DurationVar(&cfg.drainDelay, "drain-delay", 5*time.Second, "drain mode: how long to keep serving after SIGTERM")
-	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive and drain modes: how long Shutdown waits for in-flight requests")
+	fs.StringVar(&cfg.shutdown, "shutdown", shutdownNone, "SIGTERM handling: none, naive, drain or drain-close")
+	fs.DurationVar(&cfg.drainDelay, "drain-delay", 5*time.Second, "drain and drain-close modes: how long to keep serving after SIGTERM")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive, drain and drain-close modes: how long Shutdown waits for in-flight requests")
 	fs.StringVar(&upstream, "upstream", "", "gateway mode: base URL to proxy to, e.g. http://web.bookshop.svc:80")
 	fs.BoolVar(&cfg.upstreamKeepAlive, "upstream-keepalive", false, "gateway mode: reuse upstream connections (hides dead pods behind pooled connections)")
 	fs.DurationVar(&cfg.upstreamDialTimeout, "upstream-dial-timeout", 500*time.Millisecond, "gateway mode: give up connecting to an upstream pod after this (a dead pod's IP never answers)")
@@ -195,9 +199,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return cfg, fmt.Errorf("%w: --mode %q: want web or gateway", errUsage, cfg.mode)
 	}
 	switch cfg.shutdown {
-	case shutdownNone, shutdownNaive, shutdownDrain:
+	case shutdownNone, shutdownNaive, shutdownDrain, shutdownDrainClose:
 	default:
-		return cfg, fmt.Errorf("%w: --shutdown %q: want none, naive or drain", errUsage, cfg.shutdown)
+		return cfg, fmt.Errorf("%w: --shutdown %q: want none, naive, drain or drain-close", errUsage, cfg.shutdown)
 	}
 	if cfg.drainDelay < 0 {
 		return cfg, fmt.Errorf("%w: --drain-delay %v: must not be negative", errUsage, cfg.drainDelay)

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -539,6 +540,194 @@ func TestProcessShutdownDrain(t *testing.T) {
 	if m.ByHandler["version"]["200"] != served || m.ByHandler["readyz"]["503"] < 1 {
 		t.Errorf("termination message counts %v; want exactly %d /version 200s and a /readyz 503", m.ByHandler, served)
 	}
+}
+
+// rawConn is a kept-alive client connection driven by hand, to see exactly
+// when the server closes it.
+type rawConn struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+// openConn opens a connection to the process, closed at the end of the test.
+func (p *proc) openConn(t *testing.T) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", p.addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{c: c, br: bufio.NewReader(c)}
+}
+
+// get sends a GET for path on the connection and reads the whole response.
+func (rc *rawConn) get(t *testing.T, path string) *http.Response {
+	t.Helper()
+	_ = rc.c.SetDeadline(time.Now().Add(5 * time.Second))
+	defer rc.c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(rc.c, "GET "+path+" HTTP/1.1\r\nHost: bookshop\r\n\r\n"); err != nil {
+		t.Fatalf("GET %s: writing: %v", path, err)
+	}
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatalf("GET %s: body: %v", path, err)
+	}
+	return resp
+}
+
+// closedWithin reports whether the server closes the connection (EOF or
+// reset) within d; false means it is still open, with nothing to read.
+func (rc *rawConn) closedWithin(t *testing.T, d time.Duration) bool {
+	t.Helper()
+	_ = rc.c.SetReadDeadline(time.Now().Add(d))
+	defer rc.c.SetReadDeadline(time.Time{})
+	_, err := rc.br.Peek(1)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return false
+	case err == nil:
+		t.Fatal("the server sent bytes on an idle connection")
+	}
+	return true
+}
+
+// drain: switching keep-alives off at SIGTERM closes the idle kept-alive
+// connections at once, long before the drain is over, racing any client
+// that is just sending on one (what drain-close avoids).
+func TestProcessShutdownDrainCutsIdleConns(t *testing.T) {
+	t.Parallel()
+	const delay = 1500 * time.Millisecond
+	p := startBookshop(t, "--shutdown", "drain", "--drain-delay", delay.String(), "--shutdown-timeout", "5s")
+	idle := p.openConn(t)
+	if resp := idle.get(t, "/version"); resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("before SIGTERM: status %d, Connection: close %v; want a kept-alive 200", resp.StatusCode, resp.Close)
+	}
+	sent := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	if !idle.closedWithin(t, delay/2) {
+		t.Errorf("the idle kept-alive connection was still open %v after SIGTERM; drain was expected to close it at once", time.Since(sent))
+	}
+	if state := p.wait(t, delay+6*time.Second); state.ExitCode() != 0 {
+		t.Errorf("exit = %v, want exit status 0", state)
+	}
+}
+
+// drain-close: during the drain a kept-alive client keeps its connection
+// until its next response, which says "Connection: close", and then moves
+// to a new one; a connection left idle is not cut before the drain is over.
+func TestProcessShutdownDrainClose(t *testing.T) {
+	t.Parallel()
+	const delay, timeout = 1500 * time.Millisecond, 5 * time.Second
+	p := startBookshop(t, "--shutdown", "drain-close", "--drain-delay", delay.String(), "--shutdown-timeout", timeout.String())
+
+	// Two hand-driven kept-alive connections, each with a response behind
+	// it: one is used again during the drain, one is left idle. And Go's
+	// own kept-alive client, with a connection in its pool.
+	used, idle := p.openConn(t), p.openConn(t)
+	for _, c := range []*rawConn{used, idle} {
+		if resp := c.get(t, "/version"); resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("before SIGTERM: status %d, Connection: close %v; want a kept-alive 200", resp.StatusCode, resp.Close)
+		}
+	}
+	keepAlive := &http.Transport{}
+	defer keepAlive.CloseIdleConnections()
+	if resp, reused := p.tracedGet(t, keepAlive, "/version"); resp.StatusCode != http.StatusOK || resp.Close || reused {
+		t.Fatalf("before SIGTERM, Go's client: status %d, Connection: close %v, reused %v", resp.StatusCode, resp.Close, reused)
+	}
+	idleClosed := make(chan time.Time, 1)
+	go func() {
+		_ = idle.c.SetReadDeadline(time.Now().Add(delay + timeout))
+		_, _ = idle.br.Peek(1) // returns when the server closes it
+		idleClosed <- time.Now()
+	}()
+
+	sent := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	waitFor(t, 500*time.Millisecond, "/readyz answers 503", func() bool {
+		code, err := p.status("/readyz")
+		return err == nil && code == http.StatusServiceUnavailable
+	})
+	time.Sleep(200 * time.Millisecond) // into the drain: pacing, not synchronisation
+	if used.closedWithin(t, 50*time.Millisecond) {
+		t.Fatalf("the kept-alive connection was cut %v after SIGTERM, before its next response", time.Since(sent))
+	}
+	// Its next request is answered, with Connection: close, and then the
+	// connection is closed: by the response, not by the end of the drain.
+	resp := used.get(t, "/version")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(headerVersion) != testVersion || !resp.Close {
+		t.Errorf("during the drain: status %d, version %q, Connection: close %v; want a 200 that closes", resp.StatusCode, resp.Header.Get(headerVersion), resp.Close)
+	}
+	if !used.closedWithin(t, time.Second) {
+		t.Error("the connection stayed open after a response that said Connection: close")
+	}
+	// Go's client: its pooled connection is reused once, told to close,
+	// and the next request goes out on a new connection.
+	for i, wantReused := range []bool{true, false} {
+		resp, reused := p.tracedGet(t, keepAlive, "/version")
+		if resp.StatusCode != http.StatusOK || !resp.Close || reused != wantReused {
+			t.Errorf("Go's client, request %d of the drain: status %d, Connection: close %v, reused %v; want 200, true, %v",
+				i+1, resp.StatusCode, resp.Close, reused, wantReused)
+		}
+	}
+	if took := time.Since(sent); took >= delay {
+		t.Fatalf("the checks took %v, past the %v drain delay: the machine is too slow for this test", took, delay)
+	}
+	select {
+	case at := <-idleClosed:
+		t.Errorf("the idle connection was closed %v after SIGTERM, inside the %v drain delay", at.Sub(sent), delay)
+	default:
+	}
+
+	// The idle connection is closed only when the drain is over.
+	select {
+	case at := <-idleClosed:
+		if at.Sub(sent) < delay {
+			t.Errorf("the idle connection was closed %v after SIGTERM, inside the %v drain delay", at.Sub(sent), delay)
+		}
+	case <-time.After(delay + timeout):
+		t.Error("the idle connection was never closed")
+	}
+	state := p.wait(t, delay+timeout+time.Second)
+	if state.ExitCode() != 0 {
+		t.Errorf("exit = %v, want exit status 0", state)
+	}
+	m := p.terminationMessage(t)
+	if m.Shutdown != shutdownDrainClose || m.Exit != "clean" || m.Signal != "SIGTERM" || m.Code != 0 || m.InFlight != 0 {
+		t.Errorf("termination message: shutdown %q, exit %q, signal %q, code %d, inFlight %d; want drain-close, clean, SIGTERM, 0, 0",
+			m.Shutdown, m.Exit, m.Signal, m.Code, m.InFlight)
+	}
+	if m.ByHandler["version"]["200"] != 6 {
+		t.Errorf("termination message counts %v; want 6 /version 200s", m.ByHandler)
+	}
+}
+
+// tracedGet sends a GET for path through transport and reports whether it
+// went out on a reused connection.
+func (p *proc) tracedGet(t *testing.T, transport *http.Transport, path string) (*http.Response, bool) {
+	t.Helper()
+	var reused bool
+	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatalf("GET %s: body: %v", path, err)
+	}
+	return resp, reused
 }
 
 // A termination log that cannot be written is logged and skipped: the

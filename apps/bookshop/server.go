@@ -88,8 +88,8 @@ func newWeb(id identity, life *lifecycle, m *metrics) http.Handler {
 	addProbes(mux, id, life, m)
 	route(mux, "GET /{$}", "index", indexHandler(id), id, m)
 	route(mux, "GET /version", "version", versionHandler(id), id, m)
-	// droprun's keep-alive traffic sends POST: Go's client silently retries
-	// a GET that fails on a reused connection, which would hide drops.
+	// droprun's traffic can send POST (traffic.Config.Method), as it once
+	// did for every kept-alive attack.
 	route(mux, "POST /version", "version", versionHandler(id), id, m)
 	route(mux, "/", "other", http.NotFoundHandler(), id, m)
 	return mux

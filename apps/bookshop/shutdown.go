@@ -14,9 +14,9 @@ import (
 )
 
 // serve runs srv on ln until it fails or a signal ends it, and returns the
-// signal (nil if none came) and any failure. In the naive and drain modes
-// SIGTERM or SIGINT shuts the server down and serve returns nil after a
-// clean shutdown.
+// signal (nil if none came) and any failure. In the naive, drain and
+// drain-close modes SIGTERM or SIGINT shuts the server down and serve
+// returns nil after a clean shutdown.
 //
 // In mode none serve returns as soon as the signal arrives, with srv still
 // serving: the caller reads the final totals, closes srv (the listener and
@@ -44,13 +44,21 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	signal.Stop(sigs)
 	log.Info("signal received", "signal", sig.String(), "shutdown", cfg.shutdown)
 
-	if cfg.shutdown == shutdownDrain {
+	if cfg.shutdown == shutdownDrain || cfg.shutdown == shutdownDrainClose {
 		// Fail readiness but keep the listener open and answer everything:
 		// the routes to this pod are still being removed, node by node.
-		// Without keep-alives, clients on a persistent connection come back
-		// on a new one, which the updated routes send elsewhere.
 		transition(life, phaseDraining, log, "drain_delay", cfg.drainDelay.String())
-		srv.SetKeepAlivesEnabled(false)
+		if cfg.shutdown == shutdownDrain {
+			// Without keep-alives, clients on a persistent connection come
+			// back on a new one, which the updated routes send elsewhere.
+			// This also closes every idle connection at once, racing a
+			// client that is just sending on one (it sees EOF or a reset).
+			srv.SetKeepAlivesEnabled(false)
+		}
+		// In drain-close, closeWhileDraining answers each request with
+		// "Connection: close" instead: every kept-alive client moves to a
+		// new connection right after its next response, and idle
+		// connections stay open until Shutdown below closes them.
 		t := time.NewTimer(cfg.drainDelay)
 		select {
 		case <-t.C:
@@ -61,7 +69,8 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	}
 
 	// Shutdown closes the listener first (new connections are refused from
-	// now on), then waits for in-flight requests.
+	// now on), then the idle connections, and waits for in-flight requests,
+	// whose responses say "Connection: close".
 	transition(life, phaseShuttingDown, log, "timeout", cfg.shutdownTimeout.String())
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
@@ -74,6 +83,23 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	}
 	log.Info("shutdown complete")
 	return sig, nil
+}
+
+// closeWhileDraining makes every response h gives once the process has
+// left phaseServing say "Connection: close", so that net/http closes the
+// connection right after it and a kept-alive client opens a new one, which
+// the updated routes send to another pod. The client learns it from the
+// response it was waiting for, and a client that does not pipeline (Go's,
+// curl, browsers) has nothing else in flight on that connection, so no
+// request races the close; idle connections are left alone until
+// Shutdown (drain-close mode).
+func closeWhileDraining(h http.Handler, life *lifecycle) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if life.get() != phaseServing {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // transition sets the phase and logs it (slog stamps the time).

@@ -300,7 +300,7 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 		for _, s := range series {
 			s.Hist.Add(rec.Time.Sub(s.Rollout.Start), rec.Class)
 		}
-		w := tl.Add(rec.Time, rec.Class)
+		w := tl.AddRecord(rec)
 		node := in.entryNode(rec.URL)
 		k := -1
 		if w >= 0 && tl.Windows[w].Phase == PhaseRollout {
@@ -311,7 +311,7 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 					rs.ByNode = map[string]Tally{}
 				}
 				t := rs.ByNode[node]
-				t.Add(rec.Class)
+				t.AddRecord(rec)
 				rs.ByNode[node] = t
 			}
 		}

@@ -159,6 +159,54 @@ func TestAccounting(t *testing.T) {
 	}
 }
 
+// TestMaskedCountedApart: requests net/http served only by a hidden retry
+// are 2xx, not drops, and every window counts them apart by the class of
+// the failure hidden; the row says how many drops connection reuse masked.
+func TestMaskedCountedApart(t *testing.T) {
+	failures := append([]analysistest.Failure(nil), analysistest.Failures...)
+	failures = append(failures,
+		analysistest.Failure{From: 1.0, To: 1.02, Hidden: "EOF"},              // alpha control: 2
+		analysistest.Failure{From: 5.0, To: 5.1, Hidden: analysistest.Reset},  // alpha r1: 10
+		analysistest.Failure{From: 10.5, To: 10.55, Hidden: "EOF"},            // alpha r1's tail: 5
+		analysistest.Failure{From: 15.5, To: 15.53, Hidden: "unexpected EOF"}, // alpha r2: 3
+	)
+	var attributed int
+	a := analyze(t, analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Failures: failures}),
+		analysis.Options{Failure: func(analysis.Failure) error { attributed++; return nil }})
+	plain := rows(analyze(t, analysistest.Write(t, analysistest.Run{RunJSON: runJSON}), analysis.Options{}))["alpha"]
+	alpha := rows(a)["alpha"]
+
+	eof, reset := traffic.ClassEOF, traffic.ClassReset
+	if alpha.Drops != plain.Drops || alpha.WindowRequests != plain.WindowRequests || alpha.Classes[traffic.Class2xx] != plain.Classes[traffic.Class2xx] || attributed != 95 {
+		t.Errorf("masked requests changed the drops: %d drops in %d, %d 2xx, %d failures; want %d, %d, %d, 95",
+			alpha.Drops, alpha.WindowRequests, alpha.Classes[traffic.Class2xx], attributed, plain.Drops, plain.WindowRequests, plain.Classes[traffic.Class2xx])
+	}
+	if alpha.Masked != 13 || alpha.MaskedClasses[reset] != 10 || alpha.MaskedClasses[eof] != 3 || len(alpha.MaskedClasses) != 2 {
+		t.Errorf("row: masked %d %v, want 13: 10 reset, 3 eof", alpha.Masked, alpha.MaskedClasses)
+	}
+	r1, r2 := alpha.Rollouts[0], alpha.Rollouts[1]
+	for _, c := range []struct {
+		what  string
+		got   analysis.Tally
+		n     uint64
+		class traffic.Class
+	}{
+		{"control", alpha.Control, 2, eof},
+		{"rollout 1", r1.Window, 10, reset},
+		{"rollout 1's tail", r1.Tail, 5, eof},
+		{"rollout 2", r2.Window, 3, eof},
+		{"rollout 2's tail", r2.Tail, 0, ""},
+		{"tails", alpha.Tail, 5, eof},
+	} {
+		if c.got.Masked != c.n || c.got.MaskedClasses[c.class] != c.n {
+			t.Errorf("%s: masked %d %v, want %d %s", c.what, c.got.Masked, c.got.MaskedClasses, c.n, c.class)
+		}
+	}
+	if sum, classes := a.Summary.Accounted("alpha"); sum != alpha.Requests || classes != alpha.Requests {
+		t.Errorf("accounted %d in windows, %d by class, of %d", sum, classes, alpha.Requests)
+	}
+}
+
 // TestRigExcusesOnlyTimeouts: in alpha's rollout 2 the client stalled
 // (1.6 s behind schedule) while its 20 timeouts were in flight: they are
 // excused, with the evidence, and the row is suspect; the refused

@@ -23,6 +23,13 @@
 // timeouts are counted apart (Excused), never silently, and make the row
 // suspect.
 //
+// Masked requests. With keep-alive, net/http may retry a request that
+// failed on a reused connection on another one without telling the
+// client (traffic.Record.Hidden). One the retry served is masked: a 2xx,
+// so not a drop, but a failure the client would have seen without the
+// retry. Every tally counts them apart (Tally.Masked, by hidden class), so
+// each window and row says how many drops connection reuse masked.
+//
 // Truncated input. A results file or JSON-lines file cut off by a crash is
 // read up to its last whole record, with a warning in Analysis.Warnings.
 package analysis

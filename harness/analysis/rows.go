@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -95,6 +96,7 @@ func (in *input) rows(v scenario.Variant, p *plan, tl *Timeline, rollouts []Roll
 		for c, n := range window.Classes {
 			vs.Classes[c] = n
 		}
+		vs.Masked, vs.MaskedClasses = window.Masked, maps.Clone(window.MaskedClasses)
 		vs.Measurable = window
 		vs.Measurable.remove(traffic.ClassTimeout, vs.Excused)
 		if control.Requests > 0 {

@@ -44,6 +44,14 @@ type VariantSummary struct {
 	WindowRequests uint64 `json:"windowRequests"`
 	// Classes counts every outcome class inside the rollout windows.
 	Classes map[traffic.Class]uint64 `json:"classes"`
+	// Masked is how many drops connection reuse masked inside the rollout
+	// windows: requests net/http retried on another connection after a
+	// failure on a reused one, without telling the client, and that the
+	// retry served. They are 2xx, not Drops; MaskedClasses counts them by
+	// the class of the failure hidden (see Tally.Masked, and the rollouts'
+	// windows and tails for where they fell). Absent when none.
+	Masked        uint64                   `json:"masked,omitempty"`
+	MaskedClasses map[traffic.Class]uint64 `json:"maskedClasses,omitempty"`
 	// RolloutsWithDrops is how many of the rollouts dropped anything.
 	RolloutsWithDrops int `json:"rolloutsWithDrops"`
 	// Control is the steady-state window before the first rollout.

@@ -39,6 +39,15 @@ type Tally struct {
 	Requests uint64                   `json:"requests"`
 	Failures uint64                   `json:"failures"`
 	Classes  map[traffic.Class]uint64 `json:"classes"`
+	// Masked counts the requests served only because net/http retried
+	// them on another connection after a failure the client never saw
+	// (traffic.Record.Masked): they are 2xx in Classes and not Failures,
+	// since the client was served, but they are failures it would have
+	// seen without the retry. MaskedClasses counts them by the class of
+	// the failure each retry hid. Absent in runs without hidden retries,
+	// and in runs recorded before droprun saw them.
+	Masked        uint64                   `json:"masked,omitempty"`
+	MaskedClasses map[traffic.Class]uint64 `json:"maskedClasses,omitempty"`
 }
 
 // Add counts one request.
@@ -53,6 +62,18 @@ func (t *Tally) Add(c traffic.Class) {
 	}
 }
 
+// AddRecord counts one request, and whether it was masked.
+func (t *Tally) AddRecord(r traffic.Record) {
+	t.Add(r.Class)
+	if r.Masked() {
+		if t.MaskedClasses == nil {
+			t.MaskedClasses = map[traffic.Class]uint64{}
+		}
+		t.Masked++
+		t.MaskedClasses[r.Hidden]++
+	}
+}
+
 // Merge adds o's counts to t.
 func (t *Tally) Merge(o Tally) {
 	for c, n := range o.Classes {
@@ -61,8 +82,15 @@ func (t *Tally) Merge(o Tally) {
 		}
 		t.Classes[c] += n
 	}
+	for c, n := range o.MaskedClasses {
+		if t.MaskedClasses == nil {
+			t.MaskedClasses = map[traffic.Class]uint64{}
+		}
+		t.MaskedClasses[c] += n
+	}
 	t.Requests += o.Requests
 	t.Failures += o.Failures
+	t.Masked += o.Masked
 }
 
 // Timeline assigns requests to windows by the time they were sent.
@@ -93,11 +121,17 @@ func (tl *Timeline) Find(t time.Time) int {
 // Add counts a request sent at t with outcome c and returns its window
 // index (-1 for none).
 func (tl *Timeline) Add(t time.Time, c traffic.Class) int {
-	i := tl.Find(t)
+	return tl.AddRecord(traffic.Record{Time: t, Class: c})
+}
+
+// AddRecord counts r in the window it was sent in (Tally.AddRecord) and
+// returns the window's index (-1 for none).
+func (tl *Timeline) AddRecord(r traffic.Record) int {
+	i := tl.Find(r.Time)
 	if i < 0 {
-		tl.Outside.Add(c)
+		tl.Outside.AddRecord(r)
 		return -1
 	}
-	tl.Tallies[i].Add(c)
+	tl.Tallies[i].AddRecord(r)
 	return i
 }

@@ -40,6 +40,13 @@ type Stats struct {
 	AskedRate, AchievedRate float64
 	// MaxWorkers is the worker bound the attack ran with (after defaults).
 	MaxWorkers uint64
+	// Retried counts the requests net/http retried on another connection
+	// after they failed on a reused one, without telling the client (see
+	// Record.Hidden); Masked counts those of them that then got a 2xx:
+	// failures the client would have seen without the retry. A retried
+	// request that failed anyway is in ByClass as its last failure. Both
+	// are 0 without KeepAlive: net/http never retries on a new connection.
+	Retried, Masked uint64
 	// PeakInFlight is the most requests in flight at once, sampled each time
 	// a request was sent (exact to within one).
 	PeakInFlight uint64
@@ -70,6 +77,7 @@ type Stats struct {
 type Attack struct {
 	cfg     Config
 	atk     *vegeta.Attacker
+	watch   *watch
 	pacer   *pacer
 	buf     *bufio.Writer
 	pipe    pipeline
@@ -92,6 +100,7 @@ type Attack struct {
 	done     chan struct{}
 	requests uint64
 	byClass  map[Class]uint64
+	masked   uint64
 	err      error
 
 	stopOnce sync.Once
@@ -119,8 +128,15 @@ type Attack struct {
 // The client sends only to the target URLs: redirects are not followed (a
 // 3xx is a result of class ClassOther), no proxy is used, and its dialer
 // refuses any address but theirs. Each result keeps the URL it was sent to
-// (vegeta's Result.URL, Record.URL).
+// (vegeta's Result.URL, Record.URL). A request that net/http retried
+// behind the client's back carries the failures it hid (Record.Hidden,
+// HiddenHeader in the file).
 func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (*Attack, error) {
+	return start(ctx, cfg, out, observe, (&net.Dialer{}).DialContext)
+}
+
+// start is Start with the dialer the client's connections come from.
+func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record), dial dialFunc) (*Attack, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -145,14 +161,16 @@ func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record))
 	}
 	a.pipe.enc = vegeta.NewEncoder(a.buf)
 	a.pacer = newPacer(cfg.Rate, cfg.MaxWorkers, &a.received)
+	client, w := newClient(cfg, addrs, dial)
+	a.watch = w
 	a.atk = vegeta.NewAttacker(
 		// Client must come first: the options below modify the client it copies.
-		vegeta.Client(newClient(cfg, addrs)),
+		vegeta.Client(client),
 		vegeta.Redirects(vegeta.NoFollow),
 		vegeta.MaxWorkers(cfg.MaxWorkers),
 		vegeta.MaxBody(MaxBody),
 	)
-	targeter := roundRobin(cfg.Method(), cfg.targetList())
+	targeter := roundRobin(cfg.RequestMethod(), cfg.targetList())
 
 	a.start = time.Now()
 	a.cpu0, a.cpuOK = processCPU()
@@ -173,15 +191,16 @@ func roundRobin(method string, targets []Target) vegeta.Targeter {
 	return vegeta.NewStaticTargeter(tgts...)
 }
 
-// newClient returns the HTTP client of an attack on addrs. It is what
-// vegeta's own options KeepAlive, Timeout and Proxy would build, plus a
-// dialer that refuses every address but addrs (vegeta's KeepAlive option
-// would replace a guarded dialer with its own, so the client is built here).
-func newClient(cfg Config, addrs []string) *http.Client {
-	dialer := &net.Dialer{}
+// newClient returns the HTTP client of an attack on addrs, connecting
+// with dial, and its watch. It is what vegeta's own options KeepAlive,
+// Timeout and Proxy would build, plus a dialer that refuses every address
+// but addrs (vegeta's KeepAlive option would replace a guarded dialer with
+// its own, so the client is built here), and the watch that bounds each
+// request and sees net/http's hidden retries.
+func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch) {
 	tr := &http.Transport{
 		Proxy:              nil, // never a proxy: the load goes to addrs and nowhere else
-		DialContext:        guardDial(dialer.DialContext, addrs),
+		DialContext:        noteErrors(guardDial(dial, addrs)),
 		DisableKeepAlives:  !cfg.KeepAlive,
 		DisableCompression: true,
 		MaxIdleConns:       int(min(cfg.MaxWorkers, 1<<20)),
@@ -190,7 +209,8 @@ func newClient(cfg Config, addrs []string) *http.Client {
 		MaxIdleConnsPerHost: int(min(cfg.MaxWorkers, 1<<20)),
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &http.Client{Transport: tr, Timeout: cfg.Timeout}
+	w := &watch{next: tr, timeout: cfg.Timeout}
+	return &http.Client{Transport: w}, w
 }
 
 // Done returns a channel that is closed when the attack has ended (by Stop,
@@ -244,6 +264,9 @@ func (a *Attack) consume(results <-chan *vegeta.Result) {
 			a.fail(err)
 			a.requests++
 			a.byClass[rec.Class]++
+			if rec.Masked() {
+				a.masked++
+			}
 			if a.observe != nil {
 				a.observe(rec)
 			}
@@ -276,6 +299,8 @@ func (a *Attack) summarise(numCPU int) Stats {
 		PeakInFlight:     a.pacer.peak,
 		WorkersExhausted: a.pacer.exhausted,
 		MaxLag:           a.pacer.maxLag,
+		Retried:          a.watch.retried.Load(),
+		Masked:           a.masked,
 	}
 	for _, c := range classes {
 		s.ByClass[c] = a.byClass[c]

@@ -22,7 +22,7 @@ import (
 var (
 	benchRate      = flag.Int("traffic.rate", 3000, "BenchmarkAttackLoopback: asked rate, requests/s")
 	benchDuration  = flag.Duration("traffic.duration", 3*time.Second, "BenchmarkAttackLoopback: length of each attack")
-	benchKeepAlive = flag.Bool("traffic.keepalive", false, "BenchmarkAttackLoopback: reuse connections (POST)")
+	benchKeepAlive = flag.Bool("traffic.keepalive", false, "BenchmarkAttackLoopback: reuse connections")
 )
 
 // serverEnv makes the test binary a plain HTTP server (see TestMain), so the

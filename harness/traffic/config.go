@@ -53,11 +53,15 @@ type Config struct {
 	Rate int
 	// KeepAlive reuses connections. False (the default) opens a new TCP
 	// connection per request, like curl, which is what exposes the routing
-	// race. With KeepAlive the method is POST instead of GET, because net/http
-	// silently retries an idempotent request that fails on a reused
-	// connection, which would hide the very failures droprun counts; the
-	// target must therefore answer POST with a 2xx.
+	// race. With KeepAlive, net/http may retry a request that failed on a
+	// reused connection on another one without telling the client; the
+	// attack counts every such retry (Stats.Retried) and marks a request
+	// served only thanks to it as masked (Record.Hidden, Record.Masked), so
+	// no failure is hidden whatever the method.
 	KeepAlive bool
+	// Method is the HTTP method of every request, one of Methods(); empty
+	// means DefaultMethod (GET), with or without KeepAlive.
+	Method string
 	// Timeout bounds each request: dial, headers and body. Zero means
 	// DefaultTimeout; negative is an error.
 	Timeout time.Duration
@@ -70,13 +74,23 @@ type Config struct {
 	Name string
 }
 
-// Method returns the HTTP method the attack uses: GET without keep-alive,
-// POST with it (see Config.KeepAlive).
-func (c Config) Method() string {
-	if c.KeepAlive {
-		return "POST"
+// DefaultMethod is the method when Config.Method is empty.
+const DefaultMethod = "GET"
+
+// methods are the methods Config.Method may name (see Methods).
+var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// Methods returns the methods Config.Method may name, a fresh copy. Every
+// request is sent without a body.
+func Methods() []string { return slices.Clone(methods) }
+
+// RequestMethod returns the HTTP method the attack uses: Method, or
+// DefaultMethod when it is empty.
+func (c Config) RequestMethod() string {
+	if c.Method == "" {
+		return DefaultMethod
 	}
-	return "GET"
+	return c.Method
 }
 
 // Validate checks c without applying defaults. Errors name the field.
@@ -89,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("traffic: Config.Timeout %s: must not be negative (0 means %s)", c.Timeout, DefaultTimeout)
+	}
+	if c.Method != "" && !slices.Contains(methods, c.Method) {
+		return fmt.Errorf("traffic: Config.Method %q: want one of %s (empty means %s)", c.Method, strings.Join(methods, ", "), DefaultMethod)
 	}
 	return nil
 }

@@ -24,13 +24,25 @@
 // By default every request opens a new TCP connection and sends
 // "Connection: close", like curl: that is what exposes the routing race of
 // a rolling update (a new connection routed to a pod that is gone is
-// refused or times out). With Config.KeepAlive connections are reused and
-// the method is POST, not GET: net/http silently retries an idempotent
-// request (GET, HEAD, ...) that fails on a reused connection before any
-// response byte arrives, so a kept-alive GET attack shows a reset
-// connection as a 200 (measured: a server resetting kept-alive connections
-// gave all-200 GETs while the POSTs failed). The target must answer POST
-// with a 2xx for a kept-alive attack to measure anything.
+// refused or times out). With Config.KeepAlive connections are reused.
+// Every request uses Config.Method, GET unless set, and carries no body.
+//
+// # Hidden retries
+//
+// net/http retries a request that failed on a reused connection on another
+// one, and tells the caller only the retry's outcome: a request without a
+// body that failed before a byte of it was written, whatever its method
+// (POST included), and an idempotent one (GET, HEAD, ...) that failed
+// before a byte of response arrived. A server resetting a kept-alive
+// connection can thus look like a 200. The attack sees every retry: each
+// connection remembers its first read or write error, and a trace on each
+// request (net/http/httptrace) sees it ask for a second connection. A
+// retried request keeps the failures it hid (Record.Hidden, HiddenError,
+// Retries; HiddenHeader in the file); one served by the retry is masked
+// (Record.Masked): it counts as 2xx, since the client was served, and is
+// counted apart (Stats.Masked, and per window in the analysis) as the
+// failure the client would have seen without the retry. A new connection
+// is never retried, so without KeepAlive nothing is masked.
 //
 // # Outcome classes
 //
@@ -39,7 +51,9 @@
 // (CSV columns, metric labels). Transport failures (code 0) are classified
 // from Go's error text; the text itself is kept in Record.Error. Every class
 // but 2xx is a failure; 1xx and 3xx responses are 000:other, because the
-// bookshop never redirects and a 3xx means the request did not reach it.
+// bookshop never redirects and a 3xx means the request did not reach it. A
+// hidden failure (Record.Hidden) is classified the same way; a masked
+// request is of class 2xx.
 //
 // # The results file
 //
@@ -48,7 +62,7 @@
 // Record from it: droprun's reports can be rebuilt from raw data. vegeta's
 // gob encoding keeps Result.Headers, which is where Record.Pod comes from.
 // To keep the file small each result is trimmed before encoding: only the
-// X-Bookshop-* response headers are kept, and the body only for failures
+// X-Bookshop-* response headers (and HiddenHeader) are kept, and the body only for failures
 // (at most MaxBody bytes; BytesIn still counts what was read). A 2xx result
 // with the bookshop's two headers takes about 150 bytes: ~0.5 GB an hour at
 // 1,000 req/s.

@@ -40,14 +40,32 @@ type Record struct {
 	// URL is the target the request was sent to (vegeta's Result.URL): with
 	// Config.Targets it says which entry, hence which node, it went through.
 	URL string
+	// Hidden is the class of the failure net/http hid from the client: the
+	// request failed on a reused connection and net/http retried it on
+	// another without a word, so Code, Class and Error are the retry's.
+	// HiddenError is that failure's error text, as the first connection
+	// returned it (e.g. "EOF", "read tcp ...: connection reset by peer"),
+	// and Retries how many times net/http retried (usually 1). Empty and 0
+	// when nothing was retried, and in files recorded before droprun saw
+	// hidden retries. A retry that ended in a response leaves them in the
+	// file (HiddenHeader); one that ended in a transport error leaves only
+	// its own error, and is counted in Stats.Retried.
+	Hidden      Class
+	HiddenError string
+	Retries     int
 }
 
 // End returns when the request ended.
 func (r Record) End() time.Time { return r.Time.Add(r.Latency) }
 
+// Masked reports whether the request was served (a 2xx) only because
+// net/http retried it after a failure the client never saw: not a drop to
+// the client, but a failure it would have seen without the retry.
+func (r Record) Masked() bool { return r.Hidden != "" && !r.Class.Failed() }
+
 // newRecord classifies res.
 func newRecord(res *vegeta.Result) Record {
-	return Record{
+	rec := Record{
 		Seq:     res.Seq,
 		Time:    res.Timestamp,
 		Latency: res.Latency,
@@ -57,10 +75,16 @@ func newRecord(res *vegeta.Result) Record {
 		Pod:     res.Headers.Get(PodHeader),
 		URL:     res.URL,
 	}
+	if hidden := res.Headers.Values(HiddenHeader); len(hidden) > 0 {
+		// A hidden failure is a transport error: classify it as code 0.
+		rec.Hidden, rec.HiddenError, rec.Retries = Classify(0, hidden[0]), hidden[0], len(hidden)
+	}
+	return rec
 }
 
 // trim drops what the results file does not need before res is encoded:
-// response headers other than X-Bookshop-*, and the body of a 2xx response
+// response headers other than X-Bookshop-* and HiddenHeader, and the body
+// of a 2xx response
 // (the body of a failure, at most MaxBody bytes, is kept: a 502's body says
 // why). BytesIn still counts the body bytes that were read.
 func trim(res *vegeta.Result, class Class) {
@@ -68,7 +92,7 @@ func trim(res *vegeta.Result, class Class) {
 		res.Body = nil
 	}
 	for k := range res.Headers {
-		if !strings.HasPrefix(k, keptHeaderPrefix) {
+		if !strings.HasPrefix(k, keptHeaderPrefix) && k != HiddenHeader {
 			delete(res.Headers, k)
 		}
 	}
@@ -96,9 +120,9 @@ func (p *pipeline) process(res *vegeta.Result) (Record, error) {
 // ReadResults decodes a results file written by an Attack and calls fn for
 // every result, in file order (arrival order). It also reads vegeta's JSON
 // and CSV encodings (vegeta.DecoderFor detects which). An empty input holds
-// no results and is not an error. Record.Pod comes from the response headers
-// and Record.URL from the result's URL, which vegeta's gob, JSON and CSV
-// encodings all keep.
+// no results and is not an error. Record.Pod and Record.Hidden come from
+// the response headers and Record.URL from the result's URL, which vegeta's
+// gob, JSON and CSV encodings all keep.
 //
 // A truncated file (a crash mid-write) delivers every complete result and
 // then returns an error wrapping io.ErrUnexpectedEOF. An error from fn stops

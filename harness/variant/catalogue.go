@@ -11,6 +11,7 @@ const (
 	PreStopSleep          = "prestop-sleep"
 	PreStopSleepAction    = "prestop-sleep-action"
 	GracefulDrain         = "graceful-drain"
+	GracefulDrainClose    = "graceful-drain-close"
 	NaiveShutdown         = "naive-shutdown"
 	PreStopExecDistroless = "prestop-exec-distroless"
 )
@@ -33,7 +34,15 @@ const (
 	ShutdownNone  Shutdown = "none"  // default disposition: SIGTERM kills, listener closes at once
 	ShutdownNaive Shutdown = "naive" // Shutdown() at once: listener closes first, still drops
 	ShutdownDrain Shutdown = "drain" // fail readiness, keep serving, then Shutdown
+	// ShutdownDrainClose drains as ShutdownDrain does, but keeps
+	// keep-alives on: each response says "Connection: close", and idle
+	// connections are closed only when the drain is over.
+	ShutdownDrainClose Shutdown = "drain-close"
 )
+
+// Drains reports whether the app keeps serving for a drain delay after
+// SIGTERM (it takes --drain-delay, which counts against the grace period).
+func (s Shutdown) Drains() bool { return s == ShutdownDrain || s == ShutdownDrainClose }
 
 // Info describes one built-in variant: how it is built and what a run is
 // expected to show, in the chapter's terms.
@@ -66,6 +75,11 @@ var catalogue = []Info{
 		Name: GracefulDrain, Shutdown: ShutdownDrain,
 		Summary: "app catches SIGTERM, fails readiness, keeps serving for the drain delay, then Shutdown",
 		Expect:  "no drops: the preStop sleep moved inside the process",
+	},
+	{
+		Name: GracefulDrainClose, Shutdown: ShutdownDrainClose,
+		Summary: "graceful-drain for kept-alive clients: while draining, every response says Connection: close; idle connections stay open until the drain is over",
+		Expect:  "no drops, with keep-alive traffic too: graceful-drain switches keep-alives off at SIGTERM, which closes idle connections under clients sending on them (000:eof, 000:reset); here each client leaves its connection after a response and reconnects through the updated routes",
 	},
 	{
 		Name: NaiveShutdown, Shutdown: ShutdownNaive,

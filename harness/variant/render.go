@@ -84,7 +84,7 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		return nil, fmt.Errorf("limits: %w", err)
 	}
 	args := []string{"--shutdown=" + string(p.Info.Shutdown)}
-	if p.Info.Shutdown == ShutdownDrain {
+	if p.Info.Shutdown.Drains() {
 		args = append(args, "--drain-delay="+p.DrainDelay.String())
 	}
 	c := corev1ac.Container().

@@ -20,7 +20,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // render returns the YAML `droprun render` prints for one variant of the
-// shipped compare-all scenario at v1.
+// shipped compare-all scenario at v1. A built-in variant compare-all does
+// not measure is rendered as `droprun render --variant` does, from the
+// built-in defaults (the same as compare-all's).
 func render(t *testing.T, name string) []byte {
 	t.Helper()
 	s, err := scenario.Load("../../scenarios/compare-all.yaml")
@@ -28,6 +30,15 @@ func render(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	i := s.Index(name)
+	if _, builtin := variant.Lookup(name); i < 0 && builtin {
+		s = &scenario.Scenario{
+			APIVersion: scenario.APIVersion, Kind: scenario.Kind,
+			Metadata: scenario.Metadata{Name: "render"},
+			Variants: []scenario.Variant{{Variant: name}},
+		}
+		s.Default()
+		i = 0
+	}
 	if i < 0 {
 		t.Fatalf("compare-all has no variant %q", name)
 	}
@@ -95,6 +106,7 @@ func TestVariantSemantics(t *testing.T) {
 		{name: variant.PreStopSleep, image: "bookshop:v1", shutdown: "--shutdown=none", hookExec: []string{"sleep", "5"}},
 		{name: variant.PreStopSleepAction, image: "bookshop:v1", shutdown: "--shutdown=none", hookSleep: 5},
 		{name: variant.GracefulDrain, image: "bookshop:v1", shutdown: "--shutdown=drain"},
+		{name: variant.GracefulDrainClose, image: "bookshop:v1", shutdown: "--shutdown=drain-close"},
 		{name: variant.NaiveShutdown, image: "bookshop:v1", shutdown: "--shutdown=naive"},
 		{name: variant.PreStopExecDistroless, image: "bookshop:v1-distroless", shutdown: "--shutdown=none", hookExec: []string{"sleep", "5"}},
 	}
@@ -107,7 +119,7 @@ func TestVariantSemantics(t *testing.T) {
 			if c.Args[0] != tc.shutdown {
 				t.Errorf("args %v, want %s first", c.Args, tc.shutdown)
 			}
-			if tc.shutdown == "--shutdown=drain" && !strings.HasPrefix(strings.Join(c.Args, " "), "--shutdown=drain --drain-delay=5s") {
+			if strings.HasPrefix(tc.shutdown, "--shutdown=drain") && !strings.HasPrefix(strings.Join(c.Args, " "), tc.shutdown+" --drain-delay=5s") {
 				t.Errorf("drain args %v", c.Args)
 			}
 			var exec []string

@@ -5,6 +5,7 @@ package analysistest
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // T0 is the synthetic runs' time zero; At(s) is s seconds after it.
@@ -50,6 +52,10 @@ type Failure struct {
 	URL      string
 	// Latency overrides the request's 3 ms latency (a timeout takes 2 s).
 	Latency time.Duration
+	// Hidden, when set, makes the requests 200s that net/http got only by
+	// retrying after a failure with this error text (masked requests);
+	// Err and Code are then ignored.
+	Hidden string
 }
 
 // Common error texts, as vegeta records them.
@@ -255,6 +261,10 @@ func WriteResults(tb testing.TB, path string, from, to float64, failures []Failu
 		}
 		for _, sf := range failures {
 			if s < sf.From || s >= sf.To || (sf.URL != "" && res.URL != sf.URL) {
+				continue
+			}
+			if sf.Hidden != "" {
+				res.Headers = http.Header{traffic.HiddenHeader: {sf.Hidden}}
 				continue
 			}
 			res.Code, res.Error = 0, sf.Err

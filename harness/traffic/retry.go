@@ -1,0 +1,176 @@
+package traffic
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HiddenHeader is the header, in a result, that names the failures net/http
+// hid from the client: one value per connection the request failed on
+// before net/http retried it on another, the error text of that connection
+// (see Record.Hidden). The attack's client adds it to the response it got;
+// a header of this name sent by the server is removed first, so only the
+// client ever sets it. It is kept in the results file.
+const HiddenHeader = "X-Droprun-Hidden-Failure"
+
+// unseenFailure is a hidden failure's text when the connection it failed
+// on returned no error the client saw (every retry follows a read or write
+// error, so this should not happen).
+const unseenFailure = "net/http retried the request on another connection without a read or write error on the first"
+
+// watch is the attack's RoundTripper around its http.Transport. It bounds
+// each request by the attack's timeout and records, per request, every
+// retry net/http made behind the caller's back: net/http retries a request
+// that failed on a reused connection (one without a body that failed
+// before a byte was written, whatever its method; an idempotent one, GET
+// and HEAD included, that failed before a response byte arrived), and the
+// caller sees only the retry's outcome.
+//
+// The timeout is a context deadline, not http.Client.Timeout: with a
+// RoundTripper that is not an *http.Transport, Client.Timeout falls back to
+// request cancellation by two extra goroutines per request, a cost at
+// thousands of requests per second. The deadline covers the connection,
+// the headers and the body, as Client.Timeout does; a request past it
+// fails with "context deadline exceeded" (ClassTimeout).
+type watch struct {
+	next    http.RoundTripper
+	timeout time.Duration
+	// retried counts the requests net/http retried at least once.
+	retried atomic.Uint64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (w *watch) RoundTrip(req *http.Request) (*http.Response, error) {
+	var at attempts
+	trace := &httptrace.ClientTrace{GetConn: at.getConn, GotConn: at.gotConn}
+	ctx, cancel := context.WithTimeout(httptrace.WithClientTrace(req.Context(), trace), w.timeout)
+	resp, err := w.next.RoundTrip(req.WithContext(ctx))
+	hidden := at.failures()
+	if len(hidden) > 0 {
+		w.retried.Add(1)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if resp.Header == nil {
+		resp.Header = http.Header{}
+	}
+	resp.Header.Del(HiddenHeader)
+	for _, h := range hidden {
+		resp.Header.Add(HiddenHeader, h)
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// attempts follows one request's connection attempts through its trace.
+// net/http's transport asks for a connection (GetConn) once per attempt,
+// so every GetConn after a connection was got means that connection's
+// attempt failed and net/http is retrying.
+type attempts struct {
+	mu     sync.Mutex
+	conn   net.Conn // the connection of the current attempt
+	hidden []string
+}
+
+func (a *attempts) getConn(string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.conn != nil {
+		a.hidden = append(a.hidden, failureOf(a.conn))
+		a.conn = nil
+	}
+}
+
+func (a *attempts) gotConn(info httptrace.GotConnInfo) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.conn = info.Conn
+}
+
+func (a *attempts) failures() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hidden
+}
+
+// failureOf returns the text of the first error conn returned.
+func failureOf(conn net.Conn) string {
+	if c, ok := conn.(*errConn); ok {
+		if err := c.firstErr(); err != nil {
+			return err.Error()
+		}
+	}
+	return unseenFailure
+}
+
+// cancelBody ends the request's context when the body is closed (vegeta
+// reads every body to its end and closes it).
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// errConn is a connection that remembers its first read or write error:
+// the failure a retry on another connection hides. The transport's read
+// loop records a read error before it reports it, and its write loop a
+// write error, so the error is there when the retry asks for a connection.
+type errConn struct {
+	net.Conn
+	mu  sync.Mutex
+	err error
+}
+
+func (c *errConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.note(err)
+	}
+	return n, err
+}
+
+func (c *errConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil {
+		c.note(err)
+	}
+	return n, err
+}
+
+func (c *errConn) note(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+func (c *errConn) firstErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// noteErrors wraps dial so that every connection remembers its first error.
+func noteErrors(dial dialFunc) dialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &errConn{Conn: c}, nil
+	}
+}

@@ -1,0 +1,182 @@
+package traffic
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// connRequests is the per-connection request counter resettingServer keeps
+// in each request's context.
+type connRequests struct{}
+
+// resettingServer answers 200, except that it resets (RST, SO_LINGER 0)
+// every connection when its nth request arrives (n = 1: every request), as
+// a pod that dies under kept-alive clients does. The request was written
+// whole: net/http retries it only if it is idempotent.
+func resettingServer(t *testing.T, n int64) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(connRequests{}).(*atomic.Int64).Add(1) < n {
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		_ = c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	}))
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connRequests{}, new(atomic.Int64))
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// healthyServer answers 200 to everything.
+func healthyServer(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// failSecondWrite dials as net.Dialer does, but each connection fails its
+// second write (its second request) with nothing written, as a write on a
+// connection the peer has already reset fails: the one failure net/http
+// retries for a POST, so far the only way to provoke that retry at will.
+func failSecondWrite(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &faultConn{Conn: c}, nil
+}
+
+type faultConn struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *faultConn) Write(p []byte) (int, error) {
+	if c.writes.Add(1) == 2 {
+		return 0, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", syscall.ECONNRESET)}
+	}
+	return c.Conn.Write(p)
+}
+
+// TestHiddenRetriesAreMasked: every request net/http retries behind the
+// client's back is counted, and one it served by the retry is masked with
+// the class of the failure it hid, for GET and POST alike; a failure
+// net/http does not retry stays a visible drop, and without keep-alive
+// nothing is retried, so nothing is masked.
+func TestHiddenRetriesAreMasked(t *testing.T) {
+	resetSecond := func(t *testing.T) string { return resettingServer(t, 2) }
+	resetEvery := func(t *testing.T) string { return resettingServer(t, 1) }
+	tests := []struct {
+		name      string
+		keepAlive bool
+		method    string
+		server    func(*testing.T) string
+		dial      dialFunc // nil: net.Dialer
+		masked    bool     // want masked requests and no drop
+		visible   Class    // want drops, all of this class ("": none)
+	}{
+		{"keep-alive GET, server resets each connection's second request", true, "GET", resetSecond, nil, true, ""},
+		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, ClassReset},
+		{"keep-alive GET, second write fails with nothing written", true, "GET", healthyServer, failSecondWrite, true, ""},
+		{"keep-alive POST, second write fails with nothing written", true, "POST", healthyServer, failSecondWrite, true, ""},
+		{"keep-alive GET, server resets every request", true, "GET", resetEvery, nil, false, ClassReset},
+		{"new connections GET, server resets each connection's second request", false, "GET", resetSecond, nil, false, ""},
+		{"new connections POST, second write fails with nothing written", false, "POST", healthyServer, failSecondWrite, false, ""},
+		{"new connections GET, server resets every request", false, "GET", resetEvery, nil, false, ClassReset},
+		{"new connections POST, server resets every request", false, "POST", resetEvery, nil, false, ClassReset},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dial := tt.dial
+			if dial == nil {
+				dial = (&net.Dialer{}).DialContext
+			}
+			cfg := Config{URL: tt.server(t), Rate: 100, KeepAlive: tt.keepAlive, Method: tt.method, Name: "hidden"}
+			recs, stats, file := attackWith(t, cfg, 20, dial)
+
+			var masked, drops uint64
+			for _, r := range recs {
+				if r.Class.Failed() {
+					drops++
+					if r.Class != tt.visible {
+						t.Errorf("seq %d: a drop of class %s (%q), want %q", r.Seq, r.Class, r.Error, tt.visible)
+					}
+				}
+				if r.Hidden == "" {
+					if r.HiddenError != "" || r.Retries != 0 {
+						t.Errorf("seq %d: no hidden class but error %q, %d retries", r.Seq, r.HiddenError, r.Retries)
+					}
+					continue
+				}
+				if !r.Masked() || r.Hidden != ClassReset || r.Retries < 1 || !strings.Contains(r.HiddenError, "connection reset") {
+					t.Errorf("seq %d: %s, masked %v, hidden %s %q after %d retries; want a 2xx masking a %s",
+						r.Seq, r.Class, r.Masked(), r.Hidden, r.HiddenError, r.Retries, ClassReset)
+				}
+				masked++
+			}
+			t.Logf("%d requests: %d masked, %d dropped, retried %d; by class %v", stats.Requests, masked, drops, stats.Retried, stats.ByClass)
+			switch {
+			case tt.masked && (masked == 0 || drops != 0):
+				t.Errorf("%d masked and %d dropped, want some masked and no drop", masked, drops)
+			case !tt.masked && masked != 0:
+				t.Errorf("%d masked, want none", masked)
+			case tt.visible != "" && drops == 0:
+				t.Errorf("no drop, want some of class %s", tt.visible)
+			case tt.visible == "" && drops != 0:
+				t.Errorf("%d drops, want none", drops)
+			}
+			// Here every retry ends in a 2xx: Retried and Masked agree.
+			if stats.Masked != masked || stats.Retried != masked {
+				t.Errorf("Stats: Masked %d, Retried %d; the records show %d masked", stats.Masked, stats.Retried, masked)
+			}
+			// The results file keeps what was hidden.
+			var read []Record
+			if err := ReadResults(bytes.NewReader(file), func(r Record) error { read = append(read, r); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(read) != len(recs) {
+				t.Fatalf("read %d records back, observed %d", len(read), len(recs))
+			}
+			for i := range read {
+				if !sameRecord(read[i], recs[i]) {
+					t.Errorf("record %d read back as %+v, observed %+v", i, read[i], recs[i])
+				}
+			}
+		})
+	}
+}
+
+// TestHiddenHeaderFromServerIsIgnored: only the client sets HiddenHeader,
+// so a server sending it masks nothing.
+func TestHiddenHeaderFromServerIsIgnored(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(HiddenHeader, "EOF")
+	}))
+	defer srv.Close()
+	recs, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 50, KeepAlive: true}, 3)
+	for _, r := range recs {
+		if r.Hidden != "" || r.Masked() {
+			t.Errorf("seq %d: hidden %q from the server's header", r.Seq, r.Hidden)
+		}
+	}
+	if stats.Masked != 0 || stats.Retried != 0 {
+		t.Errorf("Stats: Masked %d, Retried %d", stats.Masked, stats.Retried)
+	}
+}
