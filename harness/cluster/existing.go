@@ -6,7 +6,11 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/droprun/droprun/harness/scenario"
 )
 
 // Existing connects to a cluster droprun does not own. Guard rails: the
@@ -15,9 +19,9 @@ import (
 // wander into a production context by accident. droprun then works only in
 // its own namespace there.
 func Existing(kubeconfig, context, allowContext string) (*Cluster, error) {
-	raw, err := clientcmd.LoadFromFile(kubeconfig)
+	raw, err := loadKubeconfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
+		return nil, err
 	}
 	if context == "" {
 		context = raw.CurrentContext
@@ -33,11 +37,46 @@ func Existing(kubeconfig, context, allowContext string) (*Cluster, error) {
 	if !LooksLikeKind(context, server) && allowContext != context {
 		return nil, fmt.Errorf("context %q (server %s) is not a kind cluster: droprun deletes and recreates workloads in its namespace there; if that is what you want, pass --allow-context %s", context, server, context)
 	}
-	client, err := clientFor(kubeconfig, context)
+	// The client is built from the config just read and checked, not from
+	// a second read of the file, which could hold something else by now.
+	rc, err := clientcmd.NewNonInteractiveClientConfig(*raw, context, &clientcmd.ConfigOverrides{},
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s, context %q: %w", kubeconfig, context, err)
+	}
+	setRateLimit(rc)
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
 	return &Cluster{Name: context, Kubeconfig: kubeconfig, Client: client}, nil
+}
+
+// loadKubeconfig reads a user's kubeconfig, at most scenario.MaxFileSize
+// bytes, as clientcmd.LoadFromFile does: paths inside it (certificate
+// files) are relative to the file.
+func loadKubeconfig(path string) (*clientcmdapi.Config, error) {
+	data, err := scenario.ReadFile(path, "kubeconfig")
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", path, err)
+	}
+	for _, c := range cfg.Clusters {
+		c.LocationOfOrigin = path
+	}
+	for _, a := range cfg.AuthInfos {
+		a.LocationOfOrigin = path
+	}
+	for _, c := range cfg.Contexts {
+		c.LocationOfOrigin = path
+	}
+	if err := clientcmd.ResolveLocalPaths(cfg); err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
 }
 
 // LooksLikeKind reports whether a context is a local kind cluster: kind

@@ -329,7 +329,7 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	}
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
 	cfg := traffic.Config{
-		Targets: tb.Targets(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive,
+		Targets: tb.Targets(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive, Method: sc.Traffic.Method,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 	}
 	// The pods' counters just before traffic starts: the baseline the
@@ -547,10 +547,7 @@ func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {
 
 func (r *runner) trafficInfo() analysis.TrafficInfo {
 	t := r.sc.Traffic
-	method := "GET"
-	if t.KeepAlive {
-		method = "POST"
-	}
+	method := traffic.Config{Method: t.Method}.RequestMethod()
 	targets := r.tb.Targets()
 	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),

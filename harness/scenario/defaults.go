@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // Defaults for fields a scenario leaves out.
@@ -89,6 +90,7 @@ func (s *Scenario) Default() {
 	setDefault(&t.Rate, DefaultRate)
 	setDefault(&t.Target, TargetNodePort)
 	setDefault(&t.Path, DefaultPath)
+	setDefault(&t.Method, traffic.DefaultMethod)
 	setDefault(&t.Timeout, D(DefaultTimeout))
 	setDefault(&t.Control, D(DefaultControl))
 	setDefault(&t.Between, D(DefaultBetween))

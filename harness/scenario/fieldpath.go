@@ -2,26 +2,29 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
+	sjson "sigs.k8s.io/json"
 )
 
-// locate finds where in data the strict decoder's complaint lies, since
-// encoding/json names neither the path of an unknown field nor that of a
-// value a custom decoder rejected. It walks the YAML document beside the
-// Scenario type and returns the first unknown key or bad duration as a
-// FieldError (or a value of the wrong type); ok is false when it finds nothing to say.
-func locate(data []byte) (fe FieldError, ok bool) {
-	var doc any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return FieldError{}, false
-	}
-	return walk(doc, reflect.TypeOf(Scenario{}), "")
+// docChecker walks a decoded document beside the Scenario type before the
+// strict decode. It records every value of the wrong type, bad duration or
+// out-of-range count with its path, and returns the document without them,
+// so the decoder (which stops at the first such value) sees only what fits
+// and the rest of the file can still be validated. Unknown keys are left in
+// place for the decoder to report; unknown holds, by path, what to say
+// about each.
+type docChecker struct {
+	problems []FieldError
+	unknown  map[string]FieldError
 }
 
 var (
@@ -29,74 +32,159 @@ var (
 	intOrStringType = reflect.TypeOf(intstr.IntOrString{})
 )
 
-// jsonKind is the reflect.Kind of a value decoded from YAML into any.
-func jsonKind(v any) reflect.Kind {
+// kindOf names the JSON kind of a value decoded with UseNumber.
+func kindOf(v any) string {
 	switch v.(type) {
 	case string:
-		return reflect.String
-	case bool:
-		return reflect.Bool
-	case float64, int64, int:
-		return reflect.Float64
-	}
-	return reflect.Invalid
-}
-
-func scalarName(k reflect.Kind) string {
-	switch {
-	case k == reflect.String:
 		return "string"
-	case k == reflect.Bool:
+	case bool:
 		return "boolean"
-	case k >= reflect.Int && k <= reflect.Float64:
+	case json.Number:
 		return "number"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "map"
 	}
-	return "list or map"
+	return "null"
 }
 
-func walk(v any, t reflect.Type, path string) (FieldError, bool) {
+// bad records a problem at path and drops the value (nil becomes JSON
+// null, which leaves the field unset).
+func (c *docChecker) bad(path, msg, fix string) any {
+	c.problems = append(c.problems, FieldError{Path: path, Msg: msg, Fix: fix})
+	return nil
+}
+
+func (c *docChecker) wrongType(path string, v any, want string) any {
+	msg := fmt.Sprintf("is a %s, want a %s", kindOf(v), want)
+	if path == "" {
+		msg = fmt.Sprintf("the file holds a %s, want a map of fields (apiVersion, kind, metadata, variants...)", kindOf(v))
+	}
+	return c.bad(path, msg, "check the value's type against scenarios/README.md")
+}
+
+// walk returns v as the decoder may take it: nil where it dropped v.
+func (c *docChecker) walk(v any, t reflect.Type, path string) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if v == nil {
+		return nil
 	}
 	switch {
 	case t == durationType:
 		raw, _ := json.Marshal(v)
 		if err := new(Duration).UnmarshalJSON(raw); err != nil {
-			return FieldError{Path: path, Msg: err.Error(), Fix: `write durations as strings with a unit, e.g. "5s"`}, true
+			return c.bad(path, err.Error(), `write durations as strings with a unit, e.g. "5s"`)
 		}
 	case t == intOrStringType:
-		// a number or a string such as "25%"; validation checks the rest
-	case t.Kind() == reflect.String || t.Kind() == reflect.Bool || t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
-		if want, got := scalarName(t.Kind()), scalarName(jsonKind(v)); v != nil && want != got {
-			return FieldError{Path: path, Msg: fmt.Sprintf("is a %s, want a %s", got, want), Fix: "check the value's type against scenarios/README.md"}, true
+		n, isNum := v.(json.Number)
+		_, isStr := v.(string)
+		if _, err := strconv.ParseInt(string(n), 10, 32); !isStr && (!isNum || err != nil) {
+			return c.bad(path, fmt.Sprintf("is %s, want a count or a percentage", valueText(v)), `use a count such as 1 or a percentage such as "25%"`)
+		}
+	case t.Kind() == reflect.String:
+		// sigs.k8s.io/yaml, which droprun used before, took a number or a
+		// boolean for a string (cpu: 1 is "1"); keep accepting that.
+		switch x := v.(type) {
+		case string:
+		case json.Number:
+			return x.String()
+		case bool:
+			return strconv.FormatBool(x)
+		default:
+			return c.wrongType(path, v, "string")
+		}
+	case t.Kind() == reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return c.wrongType(path, v, "boolean")
+		}
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			return c.wrongType(path, v, "number")
+		}
+		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
+			return c.bad(path, fmt.Sprintf("%s is not a whole number that fits in %d bits", n, t.Bits()), "check the value against scenarios/README.md")
 		}
 	case t.Kind() == reflect.Struct:
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return FieldError{}, false
+		m, ok := v.(map[string]any)
+		if !ok {
+			return c.wrongType(path, v, "map")
 		}
 		fields := jsonFields(t)
-		for _, k := range slices.Sorted(mapKeys(m)) {
-			ft, known := fields[k]
+		out := make(map[string]any, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			p := join(path, k)
+			ft, known := fields[k]
 			if !known {
-				return FieldError{Path: p, Msg: "unknown field",
-					Fix: "check the spelling against scenarios/README.md; known fields here: " + strings.Join(slices.Sorted(mapKeys(fields)), ", ")}, true
+				c.unknown[p] = unknownField(p, k, fields)
+				out[k] = m[k]
+				continue
 			}
-			if fe, found := walk(m[k], ft, p); found {
-				return fe, true
-			}
+			out[k] = c.walk(m[k], ft, p)
 		}
+		return out
+	case t.Kind() == reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return c.wrongType(path, v, "map")
+		}
+		out := make(map[string]any, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out[k] = c.walk(m[k], t.Elem(), join(path, k))
+		}
+		return out
 	case t.Kind() == reflect.Slice:
-		if s, isSlice := v.([]any); isSlice {
-			for i, e := range s {
-				if fe, found := walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); found {
-					return fe, true
-				}
-			}
+		s, ok := v.([]any)
+		if !ok {
+			return c.wrongType(path, v, "list")
+		}
+		out := make([]any, len(s))
+		for i, e := range s {
+			out[i] = c.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+		return out
+	}
+	return v
+}
+
+func valueText(v any) string {
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	return "a " + kindOf(v)
+}
+
+// unknownField says what is wrong with key at path, given the fields known
+// there: a key that differs only in case names its right spelling.
+func unknownField(path, key string, fields map[string]reflect.Type) FieldError {
+	known := slices.Sorted(maps.Keys(fields))
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return FieldError{Path: path, Msg: "unknown field: field names are case-sensitive", Fix: "write " + k}
 		}
 	}
-	return FieldError{}, false
+	return FieldError{Path: path, Msg: "unknown field",
+		Fix: "check the spelling against scenarios/README.md; known fields here: " + strings.Join(known, ", ")}
+}
+
+// strictProblem turns one of sigs.k8s.io/json's strict errors (an unknown
+// or a duplicate field, with its path) into a FieldError.
+func (c *docChecker) strictProblem(err error) FieldError {
+	var fe sjson.FieldError
+	if !errors.As(err, &fe) {
+		return decodeError(err)
+	}
+	p := fe.FieldPath()
+	if strings.HasPrefix(err.Error(), "duplicate field") {
+		return FieldError{Path: p, Msg: "is given twice", Fix: "keep one of them"}
+	}
+	if known, ok := c.unknown[p]; ok {
+		return known
+	}
+	return FieldError{Path: p, Msg: "unknown field", Fix: "check the spelling against scenarios/README.md"}
 }
 
 // jsonFields maps a struct's JSON field names to their types, flattening
@@ -107,9 +195,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.Anonymous && name == "" {
-			for k, v := range jsonFields(f.Type) {
-				out[k] = v
-			}
+			maps.Copy(out, jsonFields(f.Type))
 			continue
 		}
 		if name == "" {
@@ -122,19 +208,83 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 func join(path, k string) string {
 	if path == "" {
 		return k
 	}
 	return path + "." + k
+}
+
+// duplicateKeys turns the strict YAML parser's complaint about keys given
+// twice (which names only lines) into FieldErrors with paths, found by
+// walking the document in order with every key kept. When the two do not
+// line up, the parser's own lines are reported.
+func duplicateKeys(data []byte, strictErr error) []FieldError {
+	var te *yamlv2.TypeError
+	if !errors.As(strictErr, &te) {
+		return []FieldError{{Msg: cleanMessage(strictErr), Fix: "give each key once"}}
+	}
+	var doc yamlv2.MapSlice
+	var paths []string
+	if yamlv2.Unmarshal(data, &doc) == nil {
+		paths = dupPaths(doc, "", paths)
+	}
+	out := make([]FieldError, len(te.Errors))
+	for i, line := range te.Errors {
+		if len(paths) == len(te.Errors) {
+			at, _, _ := strings.Cut(line, ":")
+			out[i] = FieldError{Path: paths[i], Msg: "is given twice (the second at " + at + ")", Fix: "keep one of them"}
+		} else {
+			out[i] = FieldError{Msg: line, Fix: "give each key once"}
+		}
+	}
+	return out
+}
+
+// dupPaths appends the path of every repeated key in v, in document order.
+func dupPaths(v any, path string, out []string) []string {
+	switch x := v.(type) {
+	case yamlv2.MapSlice:
+		seen := map[any]bool{}
+		for _, item := range x {
+			p := join(path, fmt.Sprint(item.Key))
+			if isComparable(item.Key) {
+				if seen[item.Key] {
+					out = append(out, p)
+				}
+				seen[item.Key] = true
+			}
+			out = dupPaths(item.Value, p, out)
+		}
+	case []any:
+		for i, e := range x {
+			out = dupPaths(e, fmt.Sprintf("%s[%d]", path, i), out)
+		}
+	}
+	return out
+}
+
+func isComparable(k any) bool {
+	return k == nil || reflect.TypeOf(k).Comparable()
+}
+
+// cleanMessage strips the YAML and JSON libraries' prefixes from a message.
+func cleanMessage(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "while decoding JSON: ", "json: ", "yaml: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+// decodeError turns an error the checker did not foresee into a FieldError,
+// with its path when the decoder gave one.
+func decodeError(err error) FieldError {
+	fe := FieldError{Msg: cleanMessage(err), Fix: "check the value's type against scenarios/README.md"}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		fe.Path = te.Field
+		fe.Msg = fmt.Sprintf("is a %s, want a %s", te.Value, te.Type)
+	}
+	return fe
 }

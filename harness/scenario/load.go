@@ -2,22 +2,30 @@ package scenario
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
+	sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// Load reads, strictly decodes, defaults and validates a scenario file.
-// Relative paths inside the file (custom manifests, image archives) are
-// resolved against the file's directory. Every problem found is returned
-// at once, each naming the file, the field path and the fix.
+// Load reads, strictly decodes, defaults and validates a scenario file of
+// at most MaxFileSize bytes. Relative paths inside the file (custom
+// manifests, image archives, a kubeconfig) are resolved against the file's
+// directory, and ~ against the home directory. Every problem found is
+// returned at once, each naming the file, the field path and the fix.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, "scenario")
+	if e, ok := asTooLarge(err); ok {
+		return nil, &Errors{File: path, List: []FieldError{{Msg: e.msg(), Fix: e.fix()}}}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
 	}
@@ -25,7 +33,9 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.resolvePaths(filepath.Dir(path))
+	if errs := s.resolvePaths(filepath.Dir(path)); len(errs) > 0 {
+		return nil, &Errors{File: path, List: errs}
+	}
 	if errs := s.checkManifests(); len(errs) > 0 {
 		return nil, &Errors{File: path, List: errs}
 	}
@@ -62,15 +72,29 @@ func hasContainer(d *appsv1.Deployment, name string) bool {
 	return false
 }
 
-// ReadDeployment strictly decodes a file holding one apps/v1 Deployment.
+// ReadDeployment strictly decodes a file of at most MaxFileSize bytes
+// holding one apps/v1 Deployment: keys match case-sensitively, as the API
+// server matches them, and an unknown or repeated key is an error.
 func ReadDeployment(path string) (*appsv1.Deployment, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, "Deployment manifest")
 	if err != nil {
 		return nil, err
 	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", path, cleanMessage(err))
+	}
 	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(data, &d); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	strict, err := sjson.UnmarshalStrict(j, &d, sjson.DisallowDuplicateFields, sjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", path, cleanMessage(err))
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		return nil, fmt.Errorf("%s: %s (field names are case-sensitive; `kubectl explain deployment.spec` lists them)", path, strings.Join(msgs, ", "))
 	}
 	if d.APIVersion != "apps/v1" || d.Kind != "Deployment" {
 		return nil, fmt.Errorf("%s holds %s %s, not an apps/v1 Deployment", path, d.APIVersion, d.Kind)
@@ -78,57 +102,146 @@ func ReadDeployment(path string) (*appsv1.Deployment, error) {
 	return &d, nil
 }
 
+// maxProblems bounds the list Parse returns: a large broken file must not
+// produce a larger error.
+const maxProblems = 50
+
 // Parse decodes, defaults and validates a scenario held in memory. file is
-// used only to name the source in errors.
+// used only to name the source in errors. Decoding is strict: keys match
+// case-sensitively, an unknown or repeated key is an error, and so is a
+// second YAML document. Every problem is reported, decoding and validation
+// alike, except validation problems at a field whose value was refused.
 func Parse(file string, data []byte) (*Scenario, error) {
-	if j, err := yaml.YAMLToJSON(data); err == nil && bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
-		return nil, &Errors{File: file, List: []FieldError{{Msg: "the file is empty", Fix: "start from one of the files in scenarios/"}}}
+	if len(data) > MaxFileSize {
+		e := &TooLargeError{Path: file, What: "scenario", Limit: MaxFileSize}
+		return nil, &Errors{File: file, List: []FieldError{{Msg: e.msg(), Fix: e.fix()}}}
+	}
+	var problems []FieldError
+	// YAMLToJSONStrict refuses a key given twice in one map; the lax
+	// conversion then lets the rest of the file be checked too.
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		lax, laxErr := yaml.YAMLToJSON(data)
+		if laxErr != nil {
+			fix := "fix the YAML at the line named (indentation, a missing ':', an unclosed quote)"
+			if strings.Contains(err.Error(), "unsupported value") {
+				fix = "write a finite number; .inf and .nan have no JSON form"
+			}
+			return nil, &Errors{File: file, List: []FieldError{{Msg: cleanMessage(err), Fix: fix}}}
+		}
+		problems = append(problems, duplicateKeys(data, err)...)
+		j = lax
+	}
+	if moreDocuments(data) {
+		problems = append(problems, FieldError{Msg: "holds more than one YAML document", Fix: "keep one scenario per file: remove the second --- and what follows it"})
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		problems = append(problems, FieldError{Msg: "the file is empty", Fix: "start from one of the files in scenarios/"})
+		return nil, newErrors(file, problems)
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, newErrors(file, append(problems, decodeError(err)))
+	}
+	c := docChecker{unknown: map[string]FieldError{}}
+	clean := c.walk(doc, reflect.TypeOf(Scenario{}), "")
+	problems = append(problems, c.problems...)
+	cj, err := json.Marshal(clean)
+	if err != nil {
+		return nil, newErrors(file, append(problems, decodeError(err)))
 	}
 	var s Scenario
-	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		fe, ok := locate(data)
-		if !ok {
-			fe = decodeError(err)
-		}
-		return nil, &Errors{File: file, List: []FieldError{fe}}
+	strict, err := sjson.UnmarshalStrict(cj, &s, sjson.DisallowDuplicateFields, sjson.DisallowUnknownFields)
+	if err != nil {
+		// The checker removes every value the decoder refuses; one it
+		// missed leaves s half-decoded, not worth validating.
+		return nil, newErrors(file, append(problems, decodeError(err)))
+	}
+	for _, e := range strict {
+		problems = append(problems, c.strictProblem(e))
 	}
 	s.Default()
-	if errs := s.Validate(); len(errs) > 0 {
-		return nil, &Errors{File: file, List: errs}
+	for _, fe := range s.Validate() {
+		if !covered(fe.Path, c.problems) {
+			problems = append(problems, fe)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, newErrors(file, problems)
 	}
 	return &s, nil
 }
 
-// decodeError turns a decoder message that locate could not place (a
-// wrong type, broken YAML) into a FieldError.
-func decodeError(err error) FieldError {
-	msg := err.Error()
-	// sigs.k8s.io/yaml wraps encoding/json: strip its prefixes.
-	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
-		msg = strings.ReplaceAll(msg, p, "")
+// covered reports whether path is at or under the path of a refused value
+// (the root's path is ""): its validation problem would only repeat that one.
+func covered(path string, refused []FieldError) bool {
+	for _, r := range refused {
+		if r.Path == "" || path == r.Path || strings.HasPrefix(path, r.Path+".") || strings.HasPrefix(path, r.Path+"[") {
+			return true
+		}
 	}
-	return FieldError{Msg: msg, Fix: "check the value's type against scenarios/README.md"}
+	return false
 }
 
-// resolvePaths makes file references relative to the scenario's directory.
-func (s *Scenario) resolvePaths(dir string) {
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
+// moreDocuments reports whether data holds a YAML document after the first
+// that is not empty (a trailing --- is fine).
+func moreDocuments(data []byte) bool {
+	d := yamlv2.NewDecoder(bytes.NewReader(data))
+	var first any
+	if d.Decode(&first) != nil {
+		return false
+	}
+	for {
+		var next any
+		err := d.Decode(&next)
+		if err == io.EOF {
+			return false
 		}
-		return filepath.Join(dir, p)
+		if err != nil || next != nil {
+			return true
+		}
+	}
+}
+
+func newErrors(file string, list []FieldError) *Errors {
+	if len(list) > maxProblems {
+		n := len(list) - maxProblems + 1
+		list = append(list[:maxProblems-1:maxProblems-1], FieldError{Msg: fmt.Sprintf("and %d more problems", n), Fix: "fix the ones above and validate again"})
+	}
+	return &Errors{File: file, List: list}
+}
+
+// resolvePaths makes file references relative to the scenario's directory,
+// and expands a leading ~ in them (and in output) to the home directory.
+// output stays relative to where droprun runs, as it always was.
+func (s *Scenario) resolvePaths(dir string) []FieldError {
+	var v validator
+	resolve := func(path string, p *string, relative bool) {
+		x, err := expandHome(*p)
+		if err != nil {
+			v.add(path, err.Error(), "write the full path, or ./"+*p+" for a folder of that name")
+			return
+		}
+		if relative && x != "" && !filepath.IsAbs(x) {
+			x = filepath.Join(dir, x)
+		}
+		*p = x
 	}
 	for i := range s.Variants {
-		s.Variants[i].Manifest = abs(s.Variants[i].Manifest)
+		resolve(fmt.Sprintf("variants[%d].manifest", i), &s.Variants[i].Manifest, true)
 	}
 	if c := s.App.Custom; c != nil {
 		for i := range c.ImageArchives {
-			c.ImageArchives[i] = abs(c.ImageArchives[i])
+			resolve(fmt.Sprintf("app.custom.imageArchives[%d]", i), &c.ImageArchives[i], true)
 		}
 	}
 	if e := s.Cluster.Existing; e != nil {
-		e.Kubeconfig = abs(e.Kubeconfig)
+		resolve("cluster.existing.kubeconfig", &e.Kubeconfig, true)
 	}
+	resolve("output", &s.Output, false)
+	return v.errs
 }
 
 // FieldError is one problem in a scenario: where (a field path such as

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -98,7 +97,7 @@ func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Obj
 	v := s.Variants[i]
 	var o Objects
 	if c := s.App.Custom; c != nil {
-		manifest, err := os.ReadFile(v.Manifest)
+		manifest, err := ReadFile(v.Manifest, "Deployment manifest")
 		if err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Name, err)
 		}

@@ -92,8 +92,8 @@ type KindCluster struct {
 type ExistingCluster struct {
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context,omitempty"`
-	// URL is where traffic is sent (it must be on 127.0.0.1). Default
-	// http://127.0.0.1:30080.
+	// URL is where traffic is sent: exactly http://127.0.0.1:PORT, with
+	// traffic.path appended to it. Default http://127.0.0.1:30080.
 	URL string `json:"url,omitempty"`
 }
 
@@ -182,9 +182,11 @@ type Traffic struct {
 	Rate int `json:"rate,omitempty"`
 	// KeepAlive reuses connections. Default false: a new TCP connection per
 	// request, as curl does, which exposes the routing race. With
-	// keep-alive droprun sends POST, because Go's client silently retries a
-	// failed idempotent request on a reused connection and would hide drops.
+	// keep-alive, Go's client retries some failed requests on a new
+	// connection behind droprun's back; droprun counts them as masked.
 	KeepAlive bool `json:"keepAlive,omitempty"`
+	// Method is the HTTP method of every request. Default GET.
+	Method string `json:"method,omitempty"`
 	// Timeout per request. Default 2s.
 	Timeout *Duration `json:"timeout,omitempty"`
 	// Target is "nodeport" (direct: a dead pod shows as 000) or "gateway"

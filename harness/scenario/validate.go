@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -83,13 +85,58 @@ func (s *Scenario) validateCluster(v *validator) {
 			v.add("cluster.existing.kubeconfig", "is required", "give the path of the kubeconfig file for the cluster")
 		}
 		if e.URL != "" {
-			u, err := url.Parse(e.URL)
-			if err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" {
-				v.add("cluster.existing.url", fmt.Sprintf("%q is not an http URL on 127.0.0.1", e.URL),
-					"droprun aims load only at loopback: forward the Service to 127.0.0.1 (e.g. a NodePort mapped to a host port) and use http://127.0.0.1:PORT")
+			if msg, fix := checkTrafficURL(e.URL); msg != "" {
+				v.add("cluster.existing.url", fmt.Sprintf("%q %s", e.URL, msg), fix)
 			}
 		}
 	}
+}
+
+// checkTrafficURL checks the URL load is sent to on an existing cluster.
+// It must be exactly http://127.0.0.1:PORT: droprun aims load only at
+// loopback (there is no flag to aim it elsewhere), a request carries no
+// credentials, and the request path is traffic.path, appended to the URL,
+// so the URL has no path, query or fragment of its own. It returns what is
+// wrong and the fix, or "" when the URL is fine.
+func checkTrafficURL(raw string) (msg, fix string) {
+	const loopback = "droprun sends load only to loopback: forward the Service to a port on 127.0.0.1 (e.g. a NodePort mapped to a host port) and write http://127.0.0.1:PORT"
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a URL: " + cleanURLError(err), "write it as http://127.0.0.1:PORT"
+	}
+	if u.Scheme != "http" {
+		return fmt.Sprintf("is not an http URL (scheme %q)", u.Scheme), "write it as http://127.0.0.1:PORT; the NodePort answers plain HTTP"
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return "has no host", "write it as http://127.0.0.1:PORT"
+	}
+	if u.User != nil {
+		return "has credentials in it", "remove the user:password@ part; droprun sends no credentials"
+	}
+	if h := u.Hostname(); h != "127.0.0.1" {
+		return fmt.Sprintf("is not on 127.0.0.1 (host %q)", h), loopback
+	}
+	port, err := strconv.Atoi(u.Port())
+	if u.Port() == "" || err != nil || port < 1 || port > 65535 {
+		return fmt.Sprintf("has no port between 1 and 65535 (port %q)", u.Port()), "write it as http://127.0.0.1:PORT with the host port the Service is reached on"
+	}
+	if u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "has a path, query or fragment", fmt.Sprintf("write http://127.0.0.1:%d and put the request path in traffic.path, which is appended to it", port)
+	}
+	if want := fmt.Sprintf("http://127.0.0.1:%d", port); raw != want {
+		return "is not written plainly", "write it as " + want
+	}
+	return "", ""
+}
+
+// cleanURLError drops the operation and the URL from a url.Parse error;
+// the caller quotes the URL already.
+func cleanURLError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 func checkPort(v *validator, path string, p int) {
@@ -141,6 +188,9 @@ func (s *Scenario) validateTraffic(v *validator) {
 	}
 	if t.Path == "" || t.Path[0] != '/' {
 		v.add("traffic.path", fmt.Sprintf("%q does not start with /", t.Path), "use an absolute path such as /version")
+	}
+	if !slices.Contains(traffic.Methods(), t.Method) {
+		v.add("traffic.method", fmt.Sprintf("%q is not a method droprun sends", t.Method), "use one of "+strings.Join(traffic.Methods(), ", "))
 	}
 	if t.Timeout.Duration <= 0 {
 		v.add("traffic.timeout", "must be positive", "use a short timeout such as 2s")
@@ -265,7 +315,7 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 	if w.DrainDelay.Duration < 0 {
 		v.add(at("drainDelay", vr.DrainDelay != nil, d.DrainDelay != nil), "is negative", "use a delay such as 5s")
 	}
-	if info.Shutdown == variant.ShutdownDrain {
+	if info.Shutdown.Drains() {
 		need := w.DrainDelay.Duration + AppShutdownTimeout
 		if need >= time.Duration(grace)*time.Second {
 			v.add(at("drainDelay", vr.DrainDelay != nil, d.DrainDelay != nil), fmt.Sprintf("%s plus the app's %s shutdown timeout is not less than terminationGracePeriodSeconds (%d)", w.DrainDelay, AppShutdownTimeout, grace),
