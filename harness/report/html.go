@@ -472,6 +472,9 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 			"refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had %s in %s requests", v.SaturatedRollouts, len(v.Rollouts),
 			plural64(v.Excused, "timeout", "timeouts"), verb64(v.Excused), plural64(v.Measurable.Failures, "failure", "failures"), stats.FormatCount(v.Measurable.Requests))})
 	}
+	if v.Masked > 0 {
+		f = append(f, htmlFact{"Masked by keep-alive", MaskedText(v)})
+	}
 	if len(v.ByNode) > 0 {
 		f = append(f, htmlFact{"By entry node", NodesText(v.ByNode)})
 	}

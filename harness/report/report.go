@@ -119,6 +119,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		}
 	}
 	for _, v := range sum.Variants {
+		if v.Masked > 0 {
+			fmt.Fprintf(w, "%s: %s\n", v.Variant, MaskedText(v))
+		}
 		if sv := v.Server; sv != nil {
 			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; %s\n", v.Variant, sv.ClientSent, sv.ClientGot2xx, ServerText(sv))
 		}
@@ -142,6 +145,19 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		fmt.Fprintln(w, "the run ended early:", sum.Error)
 	}
 	return nil
+}
+
+// MaskedText says how many drops connection reuse masked in v's rollout
+// windows, by the class of failure net/http hid, and in how many rollouts.
+func MaskedText(v analysis.VariantSummary) string {
+	n := 0
+	for _, ro := range v.Rollouts {
+		if ro.Window.Masked > 0 {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d more masked by connection reuse in %d of %d rollouts (%s): net/http retried them on a new connection, so the client got a 2xx; without the retry they were drops",
+		v.Masked, n, len(v.Rollouts), classList(v.MaskedClasses))
 }
 
 // ServerView says what the pods counted, or plainly that there is no count

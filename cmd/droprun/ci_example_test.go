@@ -1,0 +1,124 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	junit "github.com/joshdk/go-junit"
+	"sigs.k8s.io/yaml"
+)
+
+// exampleRun is the real run shipped with the repository.
+const exampleRun = "../../results/examples/example-run"
+
+// The droprun commands of examples/ci/droprun.yml run as written: offline
+// ones (validate, report, check) against the shipped example run; `run`
+// and `node-image build` only as far as their flags (they need docker and
+// a cluster, which the end-to-end tests cover).
+func TestCIExampleCommands(t *testing.T) {
+	b, err := os.ReadFile("../../examples/ci/droprun.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Env   map[string]string `json:"env"`
+			Steps []struct {
+				Name string `json:"name"`
+				Run  string `json:"run"`
+			} `json:"steps"`
+		} `json:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	run := filepath.Join(tmp, "run")
+	if err := os.CopyFS(run, os.DirFS(exampleRun)); err != nil {
+		t.Fatalf("copying the example run (report writes into it): %v", err)
+	}
+	// The workflow's files, here: the run above, droprun's custom-app
+	// scenario for the user's, and a JUnit file in tmp.
+	sub := strings.NewReplacer(`"$SCENARIO"`, "../../scenarios/custom-app.yaml", `"$RUN"`, run, "out/check.xml", filepath.Join(tmp, "check.xml"))
+	want := map[string]int{
+		"validate": 0,
+		"report":   0,
+		"check":    1, // the example run's no-prestop drops in every rollout
+	}
+	seen := map[string]bool{}
+	for _, job := range wf.Jobs {
+		if job.Env["RUN"] != "out/run" {
+			t.Errorf("env RUN is %q; the workflow's artefact paths assume out/run", job.Env["RUN"])
+		}
+		for _, step := range job.Steps {
+			for _, line := range strings.Split(step.Run, "\n") {
+				line = strings.TrimSpace(line)
+				if !strings.HasPrefix(line, "droprun ") {
+					continue
+				}
+				line, _, _ = strings.Cut(line, ">>") // the step summary redirect
+				args := strings.Fields(sub.Replace(line))[1:]
+				name := args[0]
+				seen[name] = true
+				if name == "run" || name == "node-image" {
+					cmd, rest, err := newRootCmd(streams{}).Find(args)
+					if err != nil || !cmd.Runnable() {
+						t.Fatalf("%q: %v", line, err)
+					}
+					if err := cmd.ParseFlags(rest); err != nil {
+						t.Errorf("step %q: %q: %v", step.Name, line, err)
+					}
+					continue
+				}
+				code, ok := want[name]
+				if !ok {
+					t.Errorf("step %q runs droprun %s, which this test does not know", step.Name, name)
+					continue
+				}
+				out, errOut, got := runCLI(t, args...)
+				if got != code {
+					t.Errorf("step %q: droprun %s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", step.Name, strings.Join(args, " "), got, code, out, errOut)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"node-image", "validate", "run", "report", "check"} {
+		if !seen[name] {
+			t.Errorf("the workflow no longer runs droprun %s", name)
+		}
+	}
+	suites, err := junit.IngestFile(filepath.Join(tmp, "check.xml"))
+	if err != nil || len(suites) != 1 || suites[0].Totals.Failed == 0 {
+		t.Errorf("the gate's JUnit file: %v, %+v", err, suites)
+	}
+	if _, err := os.Stat(filepath.Join(run, "report", "report.html")); err != nil {
+		t.Errorf("the report step wrote no report.html: %v", err)
+	}
+}
+
+// The gate on the shipped run: a pass, a failure, an inconclusive limit
+// and bad input, each with its exit code and the numbers behind it.
+func TestCheckOnExampleRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"graceful-drain drops nothing", []string{"--variant", "graceful-drain", "--max-drops-per-rollout", "0", "--max-drop-rate", "0.01"}, 0, "0 failed, 0 inconclusive"},
+		{"no-prestop drops in every rollout", []string{"--max-drops-per-rollout", "0"}, 1, "FAIL         no-prestop max-drops-per-rollout: rollout 1 dropped"},
+		{"too few requests for 1e-4", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.0001"}, 3, "it would take about"},
+		{"not worse than itself", []string{"--variant", "no-prestop", "--baseline", exampleRun}, 0, "0 failed, 0 inconclusive"},
+		{"a typo", []string{"--variant", "graceful-dran", "--max-drops-per-rollout", "0"}, 2, ""},
+		{"NaN", []string{"--max-drop-rate", "nan"}, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, append([]string{"check", exampleRun}, tc.args...)...)
+			if code != tc.code || !strings.Contains(out, tc.out) {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nwant it to contain %q; stderr:\n%s", code, tc.code, out, tc.out, errOut)
+			}
+		})
+	}
+}
