@@ -39,8 +39,9 @@ type Options struct {
 type Analysis struct {
 	// Summary is the rows (summary.json).
 	Summary *Summary
-	// ScenarioYAML is scenario.yaml as recorded.
+	// ScenarioYAML is scenario.yaml as recorded, and Scenario its parse.
 	ScenarioYAML []byte
+	Scenario     *scenario.Scenario
 	// Rows are the series of each row of Summary.Variants, in its order.
 	Rows []*RowSeries
 	// Rig is every rig sample of the run, timing corrected, in time order.
@@ -116,7 +117,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Analysis{ScenarioYAML: scYAML}
+	a := &Analysis{ScenarioYAML: scYAML, Scenario: sc}
 	ri, warn, err := runInfo(dir)
 	if err != nil {
 		return nil, err

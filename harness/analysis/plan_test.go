@@ -76,7 +76,7 @@ func TestTimelineFind(t *testing.T) {
 // fill sends n requests of class c evenly over [from, to).
 func fill(tl *Timeline, from, to float64, n int, c traffic.Class) {
 	for k := range n {
-		tl.Add(at(from+(to-from)*float64(k)/float64(n)), c)
+		tl.AddRecord(traffic.Record{Time: at(from + (to-from)*float64(k)/float64(n)), Class: c})
 	}
 }
 

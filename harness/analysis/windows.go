@@ -118,12 +118,6 @@ func (tl *Timeline) Find(t time.Time) int {
 	return -1
 }
 
-// Add counts a request sent at t with outcome c and returns its window
-// index (-1 for none).
-func (tl *Timeline) Add(t time.Time, c traffic.Class) int {
-	return tl.AddRecord(traffic.Record{Time: t, Class: c})
-}
-
 // AddRecord counts r in the window it was sent in (Tally.AddRecord) and
 // returns the window's index (-1 for none).
 func (tl *Timeline) AddRecord(r traffic.Record) int {

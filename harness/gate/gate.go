@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -188,12 +187,8 @@ func checkRun(r *Report, a *analysis.Analysis) {
 		got[analysis.RowVariant(v.Variant)] += len(v.Rollouts)
 	}
 	var names []string
-	if sc, err := scenario.Parse(analysis.ScenarioFile, a.ScenarioYAML); err != nil {
-		problems = append(problems, fmt.Sprintf("its %s cannot be read back to list the variants asked for: %v", analysis.ScenarioFile, err))
-	} else {
-		for _, v := range sc.Variants {
-			names = append(names, v.Name)
-		}
+	for _, v := range a.Scenario.Variants {
+		names = append(names, v.Name)
 	}
 	for _, n := range names {
 		switch {

@@ -12,6 +12,7 @@ import (
 	junit "github.com/joshdk/go-junit"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/scenario"
 )
 
 const twoVariants = `apiVersion: droprun/v1alpha1
@@ -43,7 +44,11 @@ func run(rows ...analysis.VariantSummary) *analysis.Analysis {
 	sum.Finished = time.Unix(1, 0)
 	sum.Traffic.Rollouts = len(rows[0].Rollouts)
 	yaml := strings.Replace(twoVariants, "rollouts: 2", "rollouts: "+strconv.Itoa(sum.Traffic.Rollouts), 1)
-	return &analysis.Analysis{Summary: sum, ScenarioYAML: []byte(yaml)}
+	sc, err := scenario.Parse(analysis.ScenarioFile, []byte(yaml))
+	if err != nil {
+		panic(err)
+	}
+	return &analysis.Analysis{Summary: sum, ScenarioYAML: []byte(yaml), Scenario: sc}
 }
 
 func f64(x float64) *float64 { return &x }
