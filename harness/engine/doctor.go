@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/droprun/droprun/harness/nodeimage"
 	"github.com/droprun/droprun/harness/rig"
@@ -32,7 +33,8 @@ const minFreeBytes = 10 << 30
 
 // DoctorOptions configure Doctor. The zero value checks the defaults.
 type DoctorOptions struct {
-	NodeImage    string // default nodeimage.DefaultImage
+	NodeImage    string // default nodeimage.Auto
+	SourceDir    string // a droprun checkout, to check a cached node image's inputs against; default the source embedded in droprun
 	HostPort     int    // default DefaultHostPort, on 127.0.0.1
 	DaemonConfig string // default /etc/docker/daemon.json
 	WrapperPath  string // default /usr/local/bin/droprun-runc
@@ -109,7 +111,7 @@ func (r Report) Print(w io.Writer) error {
 // what is missing. It changes nothing.
 func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	if opts.NodeImage == "" {
-		opts.NodeImage = nodeimage.DefaultImage
+		opts.NodeImage = nodeimage.Auto
 	}
 	if opts.HostPort == 0 {
 		opts.HostPort = DefaultHostPort
@@ -205,7 +207,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	cg := cgroupVersion(info)
 	detail := "v" + cg
 	if cg == "1" {
-		detail += ": kubelet >= 1.35 needs failCgroupV1: false (droprun's node image passes --fail-cgroupv1=false; kindest/node needs a KubeletConfiguration patch)"
+		detail += ": kubelet >= 1.35 needs failCgroupV1: false (droprun's cluster config patches it in for every node image; droprun's own image also passes --fail-cgroupv1=false)"
 	}
 	add(Check{Name: "cgroup version", OK: true, Detail: detail})
 
@@ -233,12 +235,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	case info == nil:
 		add(Check{Name: "node image", Detail: opts.NodeImage + ": engine not running to check", Fix: "start the engine first"})
 	default:
-		if err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", opts.NodeImage).Run(); err != nil {
-			add(Check{Name: "node image", Detail: opts.NodeImage + " not present",
-				Fix: "droprun node-image build (offline, from the Go module proxy and Debian; ~15 min cold), or docker pull it where a registry is reachable"})
-		} else {
-			add(Check{Name: "node image", OK: true, Detail: opts.NodeImage})
-		}
+		sel := nodeimage.Selector{SourceDir: opts.SourceDir, ProbeTimeout: 5 * time.Second}
+		ch, err := sel.Choose(ctx, opts.NodeImage)
+		add(nodeImageCheck(ch, err))
 	}
 
 	// free disk
@@ -248,6 +247,38 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	}
 	add(diskCheck(dockerRoot, opts.CacheDir))
 	return r
+}
+
+// nodeImageCheck says which node image a cluster would be created from
+// and why: droprun's cached image, kind's published one (present or
+// pullable), or the offline build (fine, but slow the first time); an
+// explicit image that is neither present nor pullable fails.
+func nodeImageCheck(ch nodeimage.Choice, err error) Check {
+	c := Check{Name: "node image"}
+	if err != nil {
+		c.Detail = err.Error()
+		c.Fix = "set cluster.kind.nodeImage: auto (or pass --node-image auto), or make the image present: docker pull it, or droprun node-image build"
+		return c
+	}
+	c.OK = true
+	if ch.Source == nodeimage.SourceBuild {
+		c.Detail = ch.Reason // "no registry reachable (...): auto will build ... offline (~15 min ...)"
+		return c
+	}
+	c.Detail = ch.String()
+	if ch.Present && !ch.Droprun {
+		c.Detail += "; not droprun's image (no " + nodeimage.LabelInputs + " label): its own CNI is used"
+	}
+	return c
+}
+
+// LacksCapSysResource reports whether this process's capability bounding
+// set lacks CAP_SYS_RESOURCE (the runc wrapper's reason): then nothing in a
+// kind node may lower oom_score_adj, and a node image without droprun's
+// containerd setting needs restrict_oom_score_adj patched in.
+func LacksCapSysResource() (bool, error) {
+	need, _, err := needsRuncWrapper()
+	return need, err
 }
 
 // cgroupVersion from docker info, else from the cgroup filesystem.
@@ -274,6 +305,12 @@ func cpuWeightCheck(marker, cgroupRoot string) Check {
 		if errors.As(err, &me) {
 			c.Detail, c.Fix = fmt.Sprintf("marker %s: %v", me.Path, me.Err), me.Fix()
 		}
+		return c
+	}
+	if m != nil && m.Running() {
+		c.OK = true
+		c.Detail = fmt.Sprintf("%s lowered to %d by droprun pid %d at %s, which is still running (a run in progress; it restores %d when it ends)",
+			m.File, m.Set, m.PID, m.Time.Format("2006-01-02 15:04:05Z07:00"), m.Original)
 		return c
 	}
 	if m != nil {

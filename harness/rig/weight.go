@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/droprun/droprun/harness/atomicfile"
 )
 
@@ -114,6 +116,31 @@ type Marker struct {
 	PID      int       `json:"pid"`      // the run's process
 	Time     time.Time `json:"time"`     // when it wrote it, UTC
 }
+
+// Running reports whether the run that wrote the marker is still alive: a
+// process with its PID exists and started before the marker was written
+// (so a PID reused since does not count). Its weight is then in use, not
+// left over.
+func (m Marker) Running() bool {
+	p, err := procfs.NewProc(m.PID)
+	if err != nil {
+		return false
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return false
+	}
+	start, err := st.StartTime()
+	if err != nil {
+		return false
+	}
+	// StartTime has clock-tick resolution; allow a second for rounding.
+	return start <= float64(m.Time.Unix())+1
+}
+
+// ErrRunInProgress is returned by RestoreLeftover when the marker's run is
+// still measuring: two runs at once would each load the other's cluster.
+var ErrRunInProgress = errors.New("another droprun run is in progress")
 
 // MarkerError is a marker file that cannot be read or trusted. Its message
 // names the file and says how to fix it by hand.
@@ -242,12 +269,17 @@ func (l Leftover) String() string {
 
 // RestoreLeftover puts back the weight recorded in the marker at path,
 // whatever the current value, and removes the marker. Without a marker it
-// does nothing and returns Found false. A corrupt marker is a *MarkerError
+// does nothing and returns Found false. A marker whose run is still alive
+// is left alone with ErrRunInProgress. A corrupt marker is a *MarkerError
 // and is left in place.
 func RestoreLeftover(path string) (Leftover, error) {
 	m, err := ReadMarker(path)
 	if err != nil || m == nil {
 		return Leftover{}, err
+	}
+	if m.Running() {
+		return Leftover{}, fmt.Errorf("%w: pid %d lowered the docker containers' CPU weight at %s and is still running; two runs at once would measure each other: wait for it to end (or stop it)",
+			ErrRunInProgress, m.PID, m.Time.Format(time.RFC3339))
 	}
 	l := Leftover{Marker: *m, Found: true}
 	cur, err := readWeight(m.File)

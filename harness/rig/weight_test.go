@@ -1,11 +1,15 @@
 package rig
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, path, body string) {
@@ -109,6 +113,15 @@ func TestKilledRunIsRestoredFromTheMarker(t *testing.T) {
 		t.Errorf("marker directory holds %d entries, want the marker alone (no temporary file)", len(entries))
 	}
 
+	// While this process, which wrote the marker, lives, it is a run in
+	// progress; the killed run is simulated by a PID that has exited.
+	if _, err := RestoreLeftover(marker); !errors.Is(err, ErrRunInProgress) {
+		t.Fatalf("RestoreLeftover of a live run's marker = %v, want ErrRunInProgress", err)
+	}
+	m.PID = deadPID(t)
+	b, _ := json.Marshal(m)
+	writeFile(t, marker, string(b))
+
 	// The next run.
 	l, err := RestoreLeftover(marker)
 	if err != nil {
@@ -156,18 +169,19 @@ func TestLeftoverRestoredWhateverTheCurrentValue(t *testing.T) {
 	f := filepath.Join(root, "docker", "cpu.weight")
 	marker := filepath.Join(root, "marker.json")
 	writeFile(t, f, "40\n") // neither the original nor what the run set
-	writeFile(t, marker, `{"file":"`+f+`","original":90,"set":25,"pid":4242,"time":"2026-12-01T10:00:00Z"}`)
+	pid := deadPID(t)
+	writeFile(t, marker, fmt.Sprintf(`{"file":%q,"original":90,"set":25,"pid":%d,"time":"2026-12-01T10:00:00Z"}`, f, pid))
 	l, err := RestoreLeftover(marker)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Current != 40 || l.Original != 90 || l.Set != 25 || l.PID != 4242 {
+	if l.Current != 40 || l.Original != 90 || l.Set != 25 || l.PID != pid {
 		t.Errorf("leftover = %+v", l)
 	}
 	if got := readInt(t, f); got != "90" {
 		t.Errorf("cpu.weight = %s, want the recorded original 90", got)
 	}
-	if s := l.String(); !strings.Contains(s, "pid 4242") || !strings.Contains(s, "(it was 40)") {
+	if s := l.String(); !strings.Contains(s, fmt.Sprintf("pid %d", pid)) || !strings.Contains(s, "(it was 40)") {
 		t.Errorf("leftover says %q", s)
 	}
 }
@@ -241,5 +255,51 @@ func TestSetMarkedWithoutAMarkerChangesNothing(t *testing.T) {
 	}
 	if got := readInt(t, f); got != "1024" {
 		t.Errorf("cpu.shares = %s, want 1024 untouched", got)
+	}
+}
+
+// deadPID returns the PID of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("cannot start a child process: %v", err)
+	}
+	return cmd.ProcessState.Pid()
+}
+
+// A marker whose run is alive is in use, not a leftover: RestoreLeftover
+// leaves it and the weight alone. A PID that started after the marker was
+// written (reused) or that has exited does not count as the run.
+func TestMarkerOfARunningRun(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "docker", "cpu.shares")
+	marker := filepath.Join(root, "marker.json")
+	writeFile(t, f, "256\n")
+	now := time.Now().UTC().Format(time.RFC3339)
+	writeFile(t, marker, fmt.Sprintf(`{"file":%q,"original":1024,"set":256,"pid":%d,"time":%q}`, f, os.Getpid(), now))
+	_, err := RestoreLeftover(marker)
+	if !errors.Is(err, ErrRunInProgress) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("RestoreLeftover with a live run = %v, want ErrRunInProgress naming the pid", err)
+	}
+	if got := readInt(t, f); got != "256" {
+		t.Errorf("cpu.shares = %s: a live run's weight was touched", got)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("a live run's marker was removed: %v", err)
+	}
+	cases := []struct {
+		m    Marker
+		want bool
+	}{
+		{Marker{PID: os.Getpid(), Time: time.Now()}, true},
+		{Marker{PID: os.Getpid(), Time: time.Unix(0, 0)}, false}, // this process started after: a reused PID
+		{Marker{PID: deadPID(t), Time: time.Now()}, false},
+		{Marker{PID: 0, Time: time.Now()}, false},
+	}
+	for _, c := range cases {
+		if got := c.m.Running(); got != c.want {
+			t.Errorf("%+v.Running() = %v, want %v", c.m, got, c.want)
+		}
 	}
 }
