@@ -48,9 +48,17 @@ cgroup version, a docker CPU weight left lowered by a killed run,
 route_localnet and the userland proxy, free host ports, free disk and the
 node image, and print the fix for each problem. It changes nothing.
 
+For the node image it says which one a new cluster would use and why: with
+auto, droprun's cached image, else kind's published image when a registry
+serves it (checked with a short timeout; nothing is pulled), else droprun's
+image built offline (about 15 min on 2 cores the first time).
+
 Exit status: 0 when every check passes, 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := nodeimage.CheckRef(o.NodeImage); err != nil {
+				return usageError("--node-image: %v", err)
+			}
 			r := engine.Doctor(cmd.Context(), o)
 			if err := r.Print(s.Out); err != nil {
 				return err
@@ -61,7 +69,7 @@ Exit status: 0 when every check passes, 1 otherwise.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.NodeImage, "node-image", nodeimage.DefaultImage, "the node image to look for")
+	cmd.Flags().StringVar(&o.NodeImage, "node-image", nodeimage.Auto, "the node image to check: auto (droprun's cached image, else kind's published one when a registry serves it, else the offline build) or an image reference")
 	cmd.Flags().IntVar(&o.HostPort, "host-port", engine.DefaultHostPort, "the first web host port; this+2k (web) and this+1+2k (gateway) for each of the 3 nodes must be free on 127.0.0.1 (or held by droprun's cluster)")
 	return cmd
 }
@@ -87,9 +95,6 @@ a second build with the same inputs is a no-op. Cold, on 2 cores, it took
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = s.Err
-			if o.SourceDir == "" {
-				o.SourceDir, _ = findModuleRoot()
-			}
 			res, err := nodeimage.Build(cmd.Context(), o)
 			if err != nil {
 				return err

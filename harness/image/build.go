@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,15 +22,22 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/droprun/droprun"
 	"github.com/droprun/droprun/harness/atomicfile"
 )
 
 // BuildOptions says what Build compiles and where it writes the archive.
 // Zero values take the documented defaults.
 type BuildOptions struct {
-	// ModuleDir is the root of the Go module (the directory holding go.mod)
-	// that contains AppPackage and SleepPackage. Required.
+	// ModuleDir is the root of a Go module (the directory holding go.mod)
+	// that contains AppPackage and SleepPackage: a droprun checkout with
+	// edited bookshop source, or a test's own module. Default: Source.
 	ModuleDir string
+	// Source is the module Build extracts into a temporary directory and
+	// compiles when ModuleDir is empty. Default droprun.Source(),
+	// the bookshop source embedded in this binary, so an installed droprun
+	// builds its images from any directory.
+	Source fs.FS
 	// AppPackage is the app's main package, relative to ModuleDir.
 	// Default "./apps/bookshop". It should declare `var version string`,
 	// which Build sets with -X main.version=<version>.
@@ -115,7 +123,7 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return nil, fmt.Errorf("finding the go toolchain: %w", err)
+		return nil, fmt.Errorf("building the bookshop images needs the Go toolchain, and `go` is not on PATH (install Go %s or later from https://go.dev/dl/ and put its bin directory on PATH): %w", minGo, err)
 	}
 	log := &syncWriter{w: o.Log}
 
@@ -125,7 +133,22 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 	}
 	defer os.RemoveAll(work)
 
-	bins, err := compileAll(ctx, goBin, o, work, log)
+	var env []string
+	if o.ModuleDir == "" {
+		if o.ModuleDir, err = extract(o.Source, filepath.Join(work, "src")); err != nil {
+			return nil, err
+		}
+		// The extracted module stands alone: a go.work or -mod=vendor of
+		// the caller's environment must not apply to it. go.sum is
+		// complete, so -mod=readonly needs no change to go.mod; modules
+		// missing from the module cache come from GOPROXY as usual.
+		env = []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}
+		if opts.Source == nil {
+			fmt.Fprintf(log, "building from the bookshop source embedded in droprun\n")
+		}
+	}
+
+	bins, err := compileAll(ctx, goBin, o, env, work, log)
 	if err != nil {
 		return nil, err
 	}
@@ -178,11 +201,12 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 // resolve checks opts and fills in the defaults.
 func resolve(opts BuildOptions) (BuildOptions, error) {
 	o := opts
-	if o.ModuleDir == "" {
-		return o, errors.New("ModuleDir is required (the directory holding go.mod)")
-	}
-	if _, err := os.Stat(filepath.Join(o.ModuleDir, "go.mod")); err != nil {
-		return o, fmt.Errorf("ModuleDir %s: no go.mod: %w", o.ModuleDir, err)
+	if o.ModuleDir != "" {
+		if _, err := os.Stat(filepath.Join(o.ModuleDir, "go.mod")); err != nil {
+			return o, fmt.Errorf("ModuleDir %s: no go.mod: %w", o.ModuleDir, err)
+		}
+	} else if o.Source == nil {
+		o.Source = droprun.Source()
 	}
 	if o.OutDir == "" {
 		return o, errors.New("OutDir is required")
@@ -257,7 +281,7 @@ type binaries struct {
 
 // compileAll runs the go builds (the first alone, the rest concurrently)
 // and reads the outputs back. The first failure cancels the others.
-func compileAll(ctx context.Context, goBin string, o BuildOptions, work string, log io.Writer) (*binaries, error) {
+func compileAll(ctx context.Context, goBin string, o BuildOptions, env []string, work string, log io.Writer) (*binaries, error) {
 	osName, arch, _ := parsePlatform(o.Platform)
 	type job struct {
 		what, pkg, version, out string
@@ -272,7 +296,7 @@ func compileAll(ctx context.Context, goBin string, o BuildOptions, work string, 
 
 	run := func(ctx context.Context, j job) error {
 		fmt.Fprintf(log, "building %s for %s...\n", j.what, o.Platform)
-		return goBuild(ctx, goBin, o.ModuleDir, j.pkg, j.version, osName, arch, j.out)
+		return goBuild(ctx, goBin, o.ModuleDir, env, j.pkg, j.version, osName, arch, j.out)
 	}
 	// The first build alone compiles the dependencies into the Go build
 	// cache: concurrent go commands would each compile them again. The
@@ -330,8 +354,9 @@ func firstRealError(errs []error) error {
 	return first
 }
 
-// goBuild compiles one static binary. An empty version skips -X.
-func goBuild(ctx context.Context, goBin, dir, pkg, version, goos, goarch, out string) error {
+// goBuild compiles one static binary. An empty version skips -X. env is
+// added to droprun's environment.
+func goBuild(ctx context.Context, goBin, dir string, env []string, pkg, version, goos, goarch, out string) error {
 	ldflags := "-s -w -buildid="
 	if version != "" {
 		ldflags += " -X main.version=" + version
@@ -339,7 +364,7 @@ func goBuild(ctx context.Context, goBin, dir, pkg, version, goos, goarch, out st
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out, pkg}
 	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	cmd.Env = append(append(os.Environ(), env...), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
@@ -350,6 +375,23 @@ func goBuild(ctx context.Context, goBin, dir, pkg, version, goos, goarch, out st
 		return &compileError{pkg: pkg, platform: goos + "/" + goarch, dir: dir, output: strings.TrimSpace(stderr.String()), err: err}
 	}
 	return nil
+}
+
+// minGo is the Go release the embedded go.mod asks for, for the message
+// when no toolchain is found.
+const minGo = "1.26"
+
+// extract writes the module src into dir (created) and returns dir. It
+// checks that src holds a go.mod, so a wrong Source fails here and not in
+// the compiler.
+func extract(src fs.FS, dir string) (string, error) {
+	if _, err := fs.Stat(src, "go.mod"); err != nil {
+		return "", fmt.Errorf("the bookshop source to build has no go.mod: %w", err)
+	}
+	if err := os.CopyFS(dir, src); err != nil {
+		return "", fmt.Errorf("extracting the bookshop source into %s: %w", dir, err)
+	}
+	return dir, nil
 }
 
 // compileError is a failed go build, carrying the compiler's output.

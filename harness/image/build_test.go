@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -69,7 +71,6 @@ func TestResolveRejectsBadOptions(t *testing.T) {
 		opts    BuildOptions
 		wantErr string
 	}{
-		{name: "missing module dir", opts: BuildOptions{OutDir: out}, wantErr: "ModuleDir is required"},
 		{name: "module dir without go.mod", opts: BuildOptions{ModuleDir: t.TempDir(), OutDir: out}, wantErr: "no go.mod"},
 		{name: "missing out dir", opts: BuildOptions{ModuleDir: mod}, wantErr: "OutDir is required"},
 		{name: "unknown platform", opts: BuildOptions{ModuleDir: mod, OutDir: out, Platform: "linux/riscv64"}, wantErr: "unknown platform"},
@@ -160,5 +161,48 @@ func TestWriteArchiveCancelledLeavesNothing(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("dir not empty after a cancelled write: %v", entries)
+	}
+}
+
+func TestBuildWithoutGoSaysSo(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := Build(context.Background(), BuildOptions{OutDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "needs the Go toolchain") || !strings.Contains(err.Error(), "`go` is not on PATH") {
+		t.Fatalf("Build error = %v, want one saying the Go toolchain is needed on PATH", err)
+	}
+}
+
+func TestResolveDefaultsToEmbeddedSource(t *testing.T) {
+	o, err := resolve(BuildOptions{OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Source == nil {
+		t.Fatal("Source is nil without ModuleDir, want the embedded bookshop source")
+	}
+	if _, err := fs.Stat(o.Source, "apps/bookshop/main.go"); err != nil {
+		t.Errorf("embedded source: %v", err)
+	}
+}
+
+func TestExtract(t *testing.T) {
+	src := fstest.MapFS{
+		"go.mod":          {Data: []byte("module example.com/m\n")},
+		"app/main.go":     {Data: []byte("package main\n")},
+		"app/sub/deep.go": {Data: []byte("package sub\n")},
+	}
+	dir := filepath.Join(t.TempDir(), "src")
+	got, err := extract(src, dir)
+	if err != nil || got != dir {
+		t.Fatalf("extract = %q, %v", got, err)
+	}
+	for name, f := range src {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(b, f.Data) {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, f.Data)
+		}
+	}
+	if _, err := extract(fstest.MapFS{"main.go": {}}, filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "no go.mod") {
+		t.Errorf("extract of a source without go.mod: %v, want a no go.mod error", err)
 	}
 }

@@ -414,3 +414,53 @@ func TestIntegrationBuildCancelled(t *testing.T) {
 		t.Errorf("OutDir not empty after a cancelled build: %v", entries)
 	}
 }
+
+// TestIntegrationBuildEmbeddedMatchesCheckout builds from the source
+// embedded in droprun (no ModuleDir) and from the checkout: the images are
+// the same, byte for byte, so an installed droprun and a checkout deploy
+// the same bookshop.
+func TestIntegrationBuildEmbeddedMatchesCheckout(t *testing.T) {
+	needGo(t)
+	root := realModuleRoot(t)
+	if root == "" {
+		t.Skip("not inside the droprun checkout")
+	}
+	embedded, logText, err := timedBuild(t, BuildOptions{OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Build from the embedded source: %v", err)
+	}
+	if !strings.Contains(logText, "embedded") {
+		t.Errorf("progress log does not say the embedded source was built:\n%s", logText)
+	}
+	checkout, _, err := timedBuild(t, BuildOptions{ModuleDir: root, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Build from %s: %v", root, err)
+	}
+	if !slices.Equal(embedded.Images, checkout.Images) {
+		t.Errorf("the embedded source and the checkout give different images:\n embedded %+v\n checkout %+v", embedded.Images, checkout.Images)
+	}
+	checkArchive(t, embedded, []string{"bookshop:v1", "bookshop:v1-distroless", "bookshop:v2", "bookshop:v2-distroless"})
+}
+
+// TestIntegrationBuildFromSource builds a module given as an fs.FS, and a
+// change to its source changes the image: the archive droprun caches is
+// rebuilt from the embedded source every time, never kept across a change.
+func TestIntegrationBuildFromSource(t *testing.T) {
+	needGo(t)
+	build := func(greeting string) BuiltImage {
+		t.Helper()
+		src := os.DirFS(fakeModule(t, "package main\n\nvar version string\n\nfunc main() { println(\""+greeting+"\", version) }\n"))
+		res, _, err := timedBuild(t, BuildOptions{Source: src, AppPackage: "./app", Versions: []string{"v1"}, Flavours: []Flavour{FlavourDistroless}, OutDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Images[0]
+	}
+	a, again, b := build("hello"), build("hello"), build("goodbye")
+	if a != again {
+		t.Errorf("the same source built twice differs:\n %+v\n %+v", a, again)
+	}
+	if a.Digest == b.Digest {
+		t.Errorf("a changed source gave the same image %s", a.Digest)
+	}
+}

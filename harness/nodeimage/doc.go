@@ -14,4 +14,15 @@
 // Every artifact is cached under the user's cache directory, keyed by
 // component and version and written atomically, so an interrupted build
 // resumes where it stopped and a second Build is a no-op.
+//
+// Selector chooses the image a cluster is created from. With Auto (the
+// scenario default) that is droprun's image when the local engine has it
+// with the current inputs; else kind's published image (PublishedImage,
+// the digest kind v0.33.0 pins) when it is present or a registry serves it
+// (a manifest HEAD with a short timeout, so it fails fast offline; the pull
+// goes through docker), and then kind's own CNI, kindnetd, is used; else
+// the offline Build, announced with its expected time. An explicit image
+// is used as given, pulled when missing. Whether an image is droprun's is
+// read from its LabelInputs label, never from its name: droprun's image
+// pushed to a registry under another name is still recognised.
 package nodeimage

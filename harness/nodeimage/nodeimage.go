@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/droprun/droprun"
 )
 
 // Options configure Build. The zero value builds DefaultImage.
@@ -27,9 +29,9 @@ type Options struct {
 	Versions Versions
 	// CacheDir holds every artifact. Default: os.UserCacheDir()/droprun.
 	CacheDir string
-	// SourceDir is the root of droprun's source (the module
-	// github.com/droprun/droprun), from which the pod network daemon
-	// apps/cni is built. Default: found upward from the working directory.
+	// SourceDir is a checkout of droprun's source (the module
+	// github.com/droprun/droprun) to build the pod network daemon apps/cni
+	// from. Default: the source embedded in the droprun binary.
 	SourceDir string
 	// Force rebuilds the image even when one with the same inputs exists
 	// (cached artifacts are still reused).
@@ -67,13 +69,14 @@ var manifestFS embed.FS
 // Exists reports whether the docker image ref exists locally.
 func Exists(ctx context.Context, ref string) (bool, error) {
 	_, err := inspectLabel(ctx, ref, LabelInputs)
-	if errors.Is(err, errNoImage) {
+	if errors.Is(err, ErrNoImage) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-var errNoImage = errors.New("no such image")
+// ErrNoImage means an image is not in the local engine.
+var ErrNoImage = errors.New("no such image")
 
 // inspectLabel returns the value of label on the local image ref.
 func inspectLabel(ctx context.Context, ref, label string) (string, error) {
@@ -88,7 +91,7 @@ func inspectLabel(ctx context.Context, ref, label string) (string, error) {
 	if err != nil {
 		msg := stderr.String()
 		if strings.Contains(strings.ToLower(msg), "no such image") {
-			return "", errNoImage
+			return "", ErrNoImage
 		}
 		if strings.Contains(msg, "Cannot connect") || strings.Contains(msg, "Is the docker daemon running") {
 			return "", fmt.Errorf("docker engine not running (start it: droprun engine setup, or dockerd): %s", strings.TrimSpace(msg))
@@ -126,13 +129,13 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		root = d
 	}
 	c := cache{root: root}
-	src, err := findSourceDir(opts.SourceDir)
+	src, err := findSource(opts.SourceDir)
 	if err != nil {
 		return nil, err
 	}
-	cniHash, err := hashDir(filepath.Join(src, "apps", "cni"))
+	cniHash, err := src.cniHash()
 	if err != nil {
-		return nil, fmt.Errorf("read the pod network daemon's source: %w", err)
+		return nil, err
 	}
 	inputs, err := inputsHash(v, cniHash)
 	if err != nil {
@@ -152,7 +155,7 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 			return res, nil
 		case err == nil:
 			fmt.Fprintf(out, "node image %s exists but was built from other inputs: rebuilding\n", ref)
-		case !errors.Is(err, errNoImage):
+		case !errors.Is(err, ErrNoImage):
 			return nil, err
 		}
 	}
@@ -205,7 +208,7 @@ type builder struct {
 	c       cache
 	v       Versions
 	out     io.Writer
-	src     string // droprun source root
+	src     source // droprun's source, for apps/cni
 	cniHash string
 	inputs  string
 	ref     string
@@ -285,7 +288,11 @@ func (b *builder) cni(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := runCmd(ctx, b.src, goEnv([]string{"CGO_ENABLED=0"}), "go", "build", "-trimpath",
+	mod, err := b.src.moduleDir(tmp)
+	if err != nil {
+		return false, err
+	}
+	if _, err := runCmd(ctx, mod, goEnv([]string{"CGO_ENABLED=0"}), "go", "build", "-trimpath",
 		"-ldflags=-s -w", "-o", filepath.Join(tmp, "droprun-cni"), "./apps/cni"); err != nil {
 		return false, err
 	}
@@ -307,41 +314,56 @@ func (b *builder) rootfs(ctx context.Context) (bool, error) {
 	return cached, err
 }
 
-// findSourceDir returns dir, or the nearest directory upward from the
-// working directory whose go.mod declares droprun's module.
-func findSourceDir(dir string) (string, error) {
-	isRoot := func(d string) bool {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		return err == nil && strings.Contains(string(b), "module github.com/droprun/droprun\n")
+// source is droprun's own source for the pod network daemon: the checkout
+// at Options.SourceDir when one is given, else the copy embedded in the
+// droprun binary (droprun.Source), so an installed droprun builds the same
+// daemon without a checkout.
+type source struct {
+	fsys fs.FS  // the module's files: go.mod, go.sum, apps/cni/...
+	dir  string // the checkout on disk; "" for the embedded copy
+}
+
+// findSource returns the checkout at dir, or the embedded source when dir
+// is empty.
+func findSource(dir string) (source, error) {
+	if dir == "" {
+		return source{fsys: droprun.Source()}, nil
 	}
-	if dir != "" {
-		if !isRoot(dir) {
-			return "", fmt.Errorf("source dir %s: no go.mod of github.com/droprun/droprun", dir)
-		}
-		return dir, nil
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil || !strings.Contains(string(b), "module github.com/droprun/droprun\n") {
+		return source{}, fmt.Errorf("source dir %s: no go.mod of github.com/droprun/droprun", dir)
 	}
-	d, err := os.Getwd()
+	return source{fsys: os.DirFS(dir), dir: dir}, nil
+}
+
+// cniHash hashes the pod network daemon's source (apps/cni).
+func (s source) cniHash() (string, error) {
+	h, err := hashDir(s.fsys, "apps/cni")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("read the pod network daemon's source: %w", err)
 	}
-	for {
-		if isRoot(d) {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", errors.New("droprun's source not found upward from the working directory: run from the droprun repository or set the source directory")
-		}
-		d = parent
+	return h, nil
+}
+
+// moduleDir returns a directory holding the module to run go build in:
+// the checkout, or the embedded source copied under tmp.
+func (s source) moduleDir(tmp string) (string, error) {
+	if s.dir != "" {
+		return s.dir, nil
 	}
+	dst := filepath.Join(tmp, "src")
+	if err := os.CopyFS(dst, s.fsys); err != nil {
+		return "", fmt.Errorf("extract droprun's embedded source: %w", err)
+	}
+	return dst, nil
 }
 
 // hashDir hashes the names and contents of the non-test Go files and
 // go.mod-free sources in dir.
-func hashDir(dir string) (string, error) {
+func hashDir(fsys fs.FS, dir string) (string, error) {
 	h := sha256.New()
 	var names []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -359,11 +381,11 @@ func hashDir(dir string) (string, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		data, err := os.ReadFile(n)
+		data, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			return "", err
 		}
-		rel, _ := filepath.Rel(dir, n)
+		rel := strings.TrimPrefix(n, dir+"/")
 		fmt.Fprintf(h, "%s %d\n", rel, len(data))
 		h.Write(data)
 	}

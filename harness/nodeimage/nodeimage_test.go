@@ -486,20 +486,33 @@ func TestHashDirAndSourceDir(t *testing.T) {
 	cni := filepath.Join(dir, "apps", "cni")
 	must(t, os.MkdirAll(cni, 0o755))
 	must(t, os.WriteFile(filepath.Join(cni, "main.go"), []byte("package main\n"), 0o644))
-	a, err := hashDir(cni)
+	a, err := hashDir(os.DirFS(dir), "apps/cni")
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(cni, "main_test.go"), []byte("package main // tests\n"), 0o644))
-	if b, _ := hashDir(cni); b != a {
+	if b, _ := hashDir(os.DirFS(dir), "apps/cni"); b != a {
 		t.Error("a test file changed the source hash")
 	}
 	must(t, os.WriteFile(filepath.Join(cni, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
-	if c, _ := hashDir(cni); c == a {
+	if c, _ := hashDir(os.DirFS(dir), "apps/cni"); c == a {
 		t.Error("a source change did not change the hash")
 	}
-	if got, err := findSourceDir(dir); err != nil || got != dir {
-		t.Errorf("findSourceDir(%s) = %q, %v", dir, got, err)
+	if got, err := findSource(dir); err != nil || got.dir != dir {
+		t.Errorf("findSource(%s) = %q, %v", dir, got.dir, err)
 	}
-	if _, err := findSourceDir(cni); err == nil {
+	if _, err := findSource(cni); err == nil {
 		t.Error("a directory without droprun's go.mod: want an error")
+	}
+	// The embedded source hashes like the checkout it was built from, so
+	// an installed droprun finds the cached node image up to date.
+	emb, err := findSource("")
+	must(t, err)
+	checkout, err := findSource("../..")
+	must(t, err)
+	he, err := emb.cniHash()
+	must(t, err)
+	hc, err := checkout.cniHash()
+	must(t, err)
+	if he != hc {
+		t.Errorf("embedded apps/cni hashes %s, the checkout %s", he, hc)
 	}
 }

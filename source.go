@@ -1,0 +1,80 @@
+// Package droprun carries the parts of droprun's own source tree that an
+// installed binary needs at run time, so that `go install
+// github.com/droprun/droprun/cmd/droprun` gives a droprun that works from
+// any directory:
+//
+//   - Source: go.mod, go.sum and the programs droprun runs in the cluster:
+//     the bookshop app with its sleep program, which harness/image
+//     compiles into the demo images, and the pod network's CNI plugin
+//     (apps/cni) that the offline node image carries;
+//   - Scenarios: the shipped scenario files, reachable by name
+//     (`droprun run demo`).
+//
+// Both are embedded with go:embed, so they are always the source the binary
+// was built from.
+package droprun
+
+import (
+	"embed"
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// source is the subset of the module droprun compiles at run time: the
+// module files and the in-cluster main packages. Test files are embedded
+// too (a pattern cannot exclude them) and filtered out by Source.
+//
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go
+var source embed.FS
+
+// scenarios are the shipped scenario files with their README and the
+// example manifests they name.
+//
+//go:embed scenarios/*.yaml scenarios/README.md scenarios/examples
+var scenarios embed.FS
+
+// Source returns the embedded module subset: go.mod, go.sum,
+// apps/bookshop, apps/bookshop/sleep and apps/cni, without test files, at
+// the same paths as in the source tree.
+func Source() fs.FS {
+	return noTests{source}
+}
+
+// Scenarios returns the shipped scenarios, rooted at the scenarios folder:
+// demo.yaml, compare-all.yaml, README.md, examples/...
+func Scenarios() fs.FS {
+	sub, err := fs.Sub(scenarios, "scenarios")
+	if err != nil {
+		// fs.Sub fails only for an invalid path, and this one is constant.
+		panic(err)
+	}
+	return sub
+}
+
+// noTests hides _test.go files, which a build of the app never needs.
+type noTests struct{ fsys embed.FS }
+
+func (n noTests) Open(name string) (fs.File, error) {
+	if isTest(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return n.fsys.Open(name)
+}
+
+// ReadDir lists a directory without its test files (fs.WalkDir uses it).
+func (n noTests) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := n.fsys.ReadDir(name)
+	if err != nil {
+		return nil, err
+	}
+	kept := entries[:0:0]
+	for _, e := range entries {
+		if !isTest(path.Join(name, e.Name())) {
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
+}
+
+func isTest(name string) bool { return strings.HasSuffix(name, "_test.go") }
