@@ -18,8 +18,11 @@ func newClusterCmd(s streams) *cobra.Command {
 		Long: `Manage droprun's kind cluster through the kind library (never the kind binary).
 
 The default cluster is the chapter's: 1 control plane + 2 workers, kube-proxy
-in iptables mode, on droprun's offline node image (build it with
-'droprun node-image build'). Every node k (0 = the control plane, then the
+in iptables mode. Its node image (--node-image, default auto) is droprun's
+cached image, else kind's published image when a registry serves it (pulled,
+with kind's own CNI), else droprun's image built offline (about 15 min on 2
+cores the first time; 'droprun node-image build' does it ahead). An image
+reference is used as given, pulled when missing. Every node k (0 = the control plane, then the
 workers) gets its own host ports on 127.0.0.1: web NodePort at --host-port+2k
 (30080, 30082, 30084) and the gateway's at --gateway-host-port+2k (30081,
 30083, 30085), so traffic can enter through every node's kube-proxy. Its
@@ -44,7 +47,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet, all bool) {
 	}
 	fs.IntVar(&f.kind.Nodes, "nodes", 0, "total nodes: 1 control plane + workers (default 3)")
 	fs.StringVar(&f.kind.KubeProxyMode, "kube-proxy-mode", "", "iptables (default), nftables or ipvs")
-	fs.StringVar(&f.kind.NodeImage, "node-image", "", "node image (default "+scenario.DefaultNodeImage+")")
+	fs.StringVar(&f.kind.NodeImage, "node-image", "", "node image: auto, or an image with a tag or digest (default "+scenario.DefaultNodeImage+")")
 	fs.IntVar(&f.kind.HostPort, "host-port", 0, "127.0.0.1 port mapped to the control plane's web NodePort 30080; node k gets this+2k (default 30080)")
 	fs.IntVar(&f.kind.GatewayHostPort, "gateway-host-port", 0, "127.0.0.1 port mapped to the control plane's gateway NodePort 30081; node k gets this+2k (default 30081)")
 }

@@ -15,6 +15,7 @@ func newDeployCmd(s streams) *cobra.Command {
 	var (
 		name, ver, allow string
 		create           bool
+		allowTargets     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy --variant NAME [SCENARIO]",
@@ -36,8 +37,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			moduleDir, _ := findModuleRoot()
-			tb, err := testbed.Prepare(cmd.Context(), sc, testbed.Options{Log: s.Err, ModuleDir: moduleDir, AllowContext: allow, CreateCluster: create})
+			allowed, err := parseAllowTargets(sc, allowTargets)
+			if err != nil {
+				return err
+			}
+			tb, err := testbed.Prepare(cmd.Context(), sc, testbed.Options{Log: s.Err, AllowContext: allow, AllowTargets: allowed, CreateCluster: create})
 			if err != nil {
 				return err
 			}
@@ -55,6 +59,7 @@ Examples:
 	cmd.Flags().StringVar(&name, "variant", "", "the variant: a built-in name, or a variant's name in SCENARIO ("+variant.NameList()+")")
 	cmd.Flags().StringVar(&ver, "app-version", "v1", "the app version to deploy: v1 or v2")
 	cmd.Flags().StringVar(&allow, "allow-context", "", "allow this non-kind context of an existing cluster")
+	cmd.Flags().StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow requests to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
 	cmd.Flags().BoolVar(&create, "create", false, "create the kind cluster if it does not exist")
 	return cmd
 }
@@ -86,7 +91,7 @@ func pickVariant(args []string, name string) (*scenario.Scenario, int, error) {
 	var sc *scenario.Scenario
 	if len(args) == 1 {
 		var err error
-		if sc, err = scenario.Load(args[0]); err != nil {
+		if sc, err = loadScenario(args[0]); err != nil {
 			return nil, 0, err
 		}
 		if name == "" && len(sc.Variants) == 1 {

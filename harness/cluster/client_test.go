@@ -68,7 +68,7 @@ func TestClientRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	existing, err := Existing(kc, "", "")
+	existing, _, err := connectExisting(kc, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -211,63 +209,6 @@ func TestWaitNodesReadyTimeoutNamesTheNode(t *testing.T) {
 	err = WaitNodesReady(context.Background(), client, 3, 1500*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "2 of 3 nodes registered") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestLooksLikeKind(t *testing.T) {
-	tests := []struct {
-		context, server string
-		want            bool
-	}{
-		{"kind-droprun", "https://127.0.0.1:41233", true},
-		{"kind-x", "https://localhost:6443", true},
-		{"kind-x", "https://10.0.0.1:6443", false},
-		{"prod", "https://127.0.0.1:6443", false},
-		{"gke_prod", "https://34.1.2.3", false},
-	}
-	for _, tc := range tests {
-		if got := LooksLikeKind(tc.context, tc.server); got != tc.want {
-			t.Errorf("LooksLikeKind(%q, %q) = %v", tc.context, tc.server, got)
-		}
-	}
-}
-
-func TestExistingGuardRails(t *testing.T) {
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-current-context: prod
-clusters:
-- name: prod
-  cluster: {server: "https://10.1.2.3:6443"}
-- name: kind-mine
-  cluster: {server: "https://127.0.0.1:40000"}
-contexts:
-- name: prod
-  context: {cluster: prod, user: u}
-- name: kind-mine
-  context: {cluster: kind-mine, user: u}
-users:
-- name: u
-  user: {token: x}
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Existing(kc, "", ""); err == nil || !strings.Contains(err.Error(), "--allow-context prod") {
-		t.Errorf("current context prod was not refused: %v", err)
-	}
-	if _, err := Existing(kc, "prod", "other"); err == nil {
-		t.Error("allowing another context let prod through")
-	}
-	if cl, err := Existing(kc, "prod", "prod"); err != nil || cl.Name != "prod" {
-		t.Errorf("explicitly allowed prod: %v", err)
-	}
-	if _, err := Existing(kc, "kind-mine", ""); err != nil {
-		t.Errorf("kind context refused: %v", err)
-	}
-	if _, err := Existing(kc, "nope", ""); err == nil || !strings.Contains(err.Error(), `no context "nope"`) {
-		t.Errorf("missing context: %v", err)
 	}
 }
 

@@ -24,8 +24,14 @@ type Config struct {
 	// KubeProxyMode is iptables, nftables or ipvs.
 	KubeProxyMode string
 	// NodeImage is set on every node: kind's default is pinned by digest and
-	// would be pulled.
+	// would be pulled. nodeimage.Auto lets Kind choose (nodeimage.Selector);
+	// Kind resolves it to the image before it renders or hashes the config.
 	NodeImage string
+	// RestrictOOMScoreAdj adds a containerd patch (restrict_oom_score_adj =
+	// true) for a node image that is not droprun's, on a host whose
+	// capability bounding set lacks CAP_SYS_RESOURCE: nothing inside a node
+	// may lower oom_score_adj there. droprun's image has it built in.
+	RestrictOOMScoreAdj bool
 	// HostPort and GatewayHostPort are the 127.0.0.1 ports of node 0 (the
 	// control plane) for the web (30080) and gateway (30081) NodePorts;
 	// node k gets HostPort+2k and GatewayHostPort+2k (see Entries).
@@ -98,9 +104,17 @@ func (c Config) Hash() string {
 }
 
 // kubeletPatch lets the kubelet (≥ 1.35) run on a cgroup v1 host, which
-// this project's machines are; it changes nothing on cgroup v2.
+// this project's machines are; it changes nothing on cgroup v2. It goes to
+// every node image: droprun's also passes --fail-cgroupv1=false, kind's
+// published one does not.
 const kubeletPatch = `kind: KubeletConfiguration
 failCgroupV1: false
+`
+
+// containerdOOMPatch is restrict_oom_score_adj = true in the node's
+// containerd CRI config (kind's images/base config.toml, version 2).
+const containerdOOMPatch = `[plugins."io.containerd.grpc.v1.cri"]
+  restrict_oom_score_adj = true
 `
 
 // kubeProxyPatch exposes kube-proxy's metrics on the node address, where
@@ -126,6 +140,9 @@ func render(c Config, cpLabels map[string]string) *v1alpha4.Cluster {
 		Name:                 c.Name,
 		Networking:           v1alpha4.Networking{KubeProxyMode: v1alpha4.ProxyMode(c.KubeProxyMode)},
 		KubeadmConfigPatches: []string{kubeletPatch, kubeProxyPatch},
+	}
+	if c.RestrictOOMScoreAdj {
+		cfg.ContainerdConfigPatches = []string{containerdOOMPatch}
 	}
 	for k, e := range c.Entries() {
 		n := v1alpha4.Node{

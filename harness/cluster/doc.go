@@ -3,7 +3,10 @@
 // binary), or an existing cluster the user names explicitly.
 //
 // A kind cluster is 1 control plane plus workers (3 nodes by default, like
-// the bookshop chapter's), on droprun's node image. Every node has two
+// the bookshop chapter's), on the node image nodeimage.Selector chooses
+// (droprun's own, or kind's published one where a registry serves it; a
+// node image that is not droprun's gets the containerd setting this
+// host needs, Config.RestrictOOMScoreAdj). Every node has two
 // 127.0.0.1 host ports, one to the web NodePort (30080) and one to the
 // gateway's (30081): node k (0 = control plane, 1 = <name>-worker,
 // 2 = <name>-worker2...) gets HostPort+2k and GatewayHostPort+2k, by
@@ -14,4 +17,9 @@
 // droprun's own directory, never into ~/.kube/config. kind's wait covers
 // only the control plane and returns nil on timeout, so Up waits for every
 // node itself.
+//
+// An existing cluster (Existing) is taken for kind only when its nodes say
+// so: every node's provider ID is kind://PROVIDER/CLUSTER/NODE (KindNodes).
+// A context's name proves nothing (a kind-* context can tunnel to a real
+// cluster); any other cluster needs --allow-context NAME.
 package cluster

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +35,12 @@ type Kind struct {
 	StateDir string
 	// ReadyTimeout bounds the wait for every node to be Ready. Default 3m.
 	ReadyTimeout time.Duration
+	// NodeImages chooses the node image of a new cluster and makes it
+	// present (pull or offline build); NewKind sends its progress to log.
+	NodeImages nodeimage.Selector
+	// lacksSysResource reports a host whose capability bounding set lacks
+	// CAP_SYS_RESOURCE. Default engine.LacksCapSysResource.
+	lacksSysResource func() (bool, error)
 }
 
 // NewKind returns a Kind that prints progress to log.
@@ -47,6 +54,7 @@ func NewKind(log io.Writer) (*Kind, error) {
 		log:          log,
 		StateDir:     filepath.Join(dir, "droprun"),
 		ReadyTimeout: 3 * time.Minute,
+		NodeImages:   nodeimage.Selector{Out: log},
 	}, nil
 }
 
@@ -58,6 +66,9 @@ type Cluster struct {
 	Client     kubernetes.Interface
 	// Created is true when Up created the cluster, false when it reused one.
 	Created bool
+	// NodeImage is the image the nodes run, and where it came from (its
+	// Source is empty for a cluster that was already running).
+	NodeImage nodeimage.Choice
 }
 
 // KubeconfigPath is where droprun keeps the kubeconfig of cluster name.
@@ -75,16 +86,20 @@ func (k *Kind) Up(ctx context.Context, c Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
-		if err := k.create(ctx, c); err != nil {
-			return nil, err
-		}
+	var img nodeimage.Choice
+	if exists {
+		c, img, err = k.runningImage(ctx, c)
+	} else {
+		c, img, err = k.create(ctx, c)
+	}
+	if err != nil {
+		return nil, err
 	}
 	cl, err := k.ready(ctx, c, exists)
 	if err != nil {
 		return nil, err
 	}
-	cl.Created = !exists
+	cl.Created, cl.NodeImage = !exists, img
 	verb := "reused"
 	if cl.Created {
 		verb = "created"
@@ -104,7 +119,60 @@ func (k *Kind) Connect(ctx context.Context, c Config) (*Cluster, error) {
 	if !exists {
 		return nil, fmt.Errorf("%w: %q: create it with `droprun cluster up --name %s` (or pass --create)", ErrNoCluster, c.Name, c.Name)
 	}
-	return k.ready(ctx, c, true)
+	c, img, err := k.runningImage(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := k.ready(ctx, c, true)
+	if err != nil {
+		return nil, err
+	}
+	cl.NodeImage = img
+	return cl, nil
+}
+
+// runningImage resolves c's node image for a cluster that already runs:
+// auto means whatever image its control plane runs, and the containerd
+// patch follows that image's labels, so that c hashes as it did when the
+// cluster was created (checkMatches).
+func (k *Kind) runningImage(ctx context.Context, c Config) (Config, nodeimage.Choice, error) {
+	node := NodeName(c.Name, 0)
+	out, err := osexec.CommandContext(ctx, "docker", "container", "inspect", "--format",
+		fmt.Sprintf(`{{.Config.Image}} {{index .Config.Labels %q}}`, nodeimage.LabelInputs), node).Output()
+	if err != nil {
+		return c, nodeimage.Choice{}, fmt.Errorf("reading the node image of %s (%w): delete the cluster with `droprun cluster down --name %s` if it is broken", node, err, c.Name)
+	}
+	image, inputs, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if inputs == "<no value>" {
+		inputs = ""
+	}
+	img := nodeimage.Choice{Image: image, Auto: c.NodeImage == nodeimage.Auto, Present: true, Droprun: inputs != "",
+		Reason: "the image the running cluster's nodes run"}
+	if c.NodeImage == nodeimage.Auto {
+		c.NodeImage = image
+	}
+	if c.RestrictOOMScoreAdj, err = k.oomPatch(img.Droprun); err != nil {
+		return c, img, err
+	}
+	return c, img, nil
+}
+
+// oomPatch reports whether nodes of a node image need the containerd
+// restrict_oom_score_adj patch on this host: droprun's image has it built
+// in; any other image needs it where CAP_SYS_RESOURCE is missing.
+func (k *Kind) oomPatch(droprunImage bool) (bool, error) {
+	if droprunImage {
+		return false, nil
+	}
+	lacks := k.lacksSysResource
+	if lacks == nil {
+		lacks = engine.LacksCapSysResource
+	}
+	need, err := lacks()
+	if err != nil {
+		return false, fmt.Errorf("checking the host's capabilities for the node's containerd: %w", err)
+	}
+	return need, nil
 }
 
 // exists checks the engine and reports whether cluster name exists.
@@ -138,23 +206,32 @@ func (k *Kind) ready(ctx context.Context, c Config, existed bool) (*Cluster, err
 	return cl, nil
 }
 
-func (k *Kind) create(ctx context.Context, c Config) error {
-	present, err := nodeimage.Exists(ctx, c.NodeImage)
+// create chooses the node image and makes it present (nodeimage.Selector:
+// for auto, droprun's cached image, kind's published one when a registry
+// serves it, or the offline build), then creates the cluster. It returns c
+// with the image resolved.
+func (k *Kind) create(ctx context.Context, c Config) (Config, nodeimage.Choice, error) {
+	img, err := k.NodeImages.Choose(ctx, c.NodeImage)
 	if err != nil {
-		return err
+		return c, img, err
 	}
-	if !present && strings.HasPrefix(c.NodeImage, "droprun/") {
-		return fmt.Errorf("node image %s is not present and no registry has it: build it with `droprun node-image build` (or `make node-image`; 25-46 minutes cold on 2 cores, a no-op when cached)", c.NodeImage)
-	}
+	fmt.Fprintf(k.log, "node image: %s\n", img)
 	for _, e := range c.Entries() {
 		for _, p := range []int{e.WebPort, e.GatewayPort} {
 			if err := portFree(p); err != nil {
-				return fmt.Errorf("host port for node %s: %w", e.Node, err)
+				return c, img, fmt.Errorf("host port for node %s: %w", e.Node, err)
 			}
 		}
 	}
+	if img, err = k.NodeImages.Ensure(ctx, img); err != nil {
+		return c, img, err
+	}
+	c.NodeImage = img.Image
+	if c.RestrictOOMScoreAdj, err = k.oomPatch(img.Droprun); err != nil {
+		return c, img, err
+	}
 	if err := os.MkdirAll(k.StateDir, 0o700); err != nil {
-		return err
+		return c, img, err
 	}
 	fmt.Fprintf(k.log, "creating kind cluster %s\n", c)
 	start := time.Now()
@@ -166,10 +243,10 @@ func (k *Kind) create(ctx context.Context, c Config) error {
 		cluster.CreateWithDisplaySalutation(false),
 	)
 	if err != nil {
-		return fmt.Errorf("creating kind cluster %q: %w", c.Name, withOutput(err))
+		return c, img, fmt.Errorf("creating kind cluster %q: %w", c.Name, withOutput(err))
 	}
 	fmt.Fprintf(k.log, "kind created %q in %s\n", c.Name, time.Since(start).Round(time.Second))
-	return ctx.Err()
+	return c, img, ctx.Err()
 }
 
 // withOutput adds the stderr of a failed command run by kind, which kind

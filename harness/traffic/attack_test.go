@@ -422,6 +422,17 @@ func TestConfigValidate(t *testing.T) {
 		{"targets, duplicate", Config{Targets: []Target{{"a", "http://127.0.0.1:30080/"}, {"b", "http://127.0.0.1:30082/"}, {"c", "http://127.0.0.1:30080/"}}, Rate: 1},
 			"Config.Targets[2].URL \"http://127.0.0.1:30080/\" is also Targets[0]'s"},
 		{"URL and targets", Config{URL: "http://127.0.0.1:30080/", Targets: []Target{{"cp", "http://127.0.0.1:30082/"}}, Rate: 1}, "both set: set one"},
+		// --allow-target: validation only, nothing is sent to these hosts.
+		{"allowed host, any port", Config{URL: "http://shop.example.com:8080/version", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, ""},
+		{"allowed host and port", Config{URL: "http://Shop.Example.com/version", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com", Port: "80"}}}, ""},
+		{"allowed https, default port", Config{URL: "https://shop.example.com/version", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com", Port: "443"}}}, ""},
+		{"allowed host, another port", Config{URL: "http://shop.example.com:8080/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com", Port: "80"}}},
+			refusal + "; to send load to shop.example.com, name it: --allow-target shop.example.com:8080"},
+		{"allowed host, another host", Config{URL: "http://10.0.0.1:30080/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, "--allow-target 10.0.0.1:30080"},
+		{"unnamed public host says what to pass", Config{URL: "https://shop.example.com/", Rate: 1}, "--allow-target shop.example.com:443"},
+		{"allow does not open localhost", Config{URL: "http://localhost:30080/", Rate: 1, Allow: []AllowTarget{{Host: "localhost"}}}, refusal},
+		{"allowed host with credentials", Config{URL: "http://u:p@shop.example.com/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, "has credentials in it"},
+		{"allowed host, ftp", Config{URL: "ftp://shop.example.com/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, "scheme must be http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

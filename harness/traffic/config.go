@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// LoopbackHost is the only host Config.URL may name. Load goes to the host
-// port mapping on loopback, never to private (docker network) or public
-// addresses.
+// LoopbackHost is the only host Config.URL may name unless Config.Allow
+// names another. Load goes to the host port mapping on loopback, never to
+// private (docker network) or public addresses the user did not name.
 const LoopbackHost = "127.0.0.1"
 
 // DefaultTimeout is the per-request timeout when Config.Timeout is zero.
@@ -33,16 +33,17 @@ type Target struct {
 	// Node names the node behind URL (a kind node's name), empty when
 	// unknown, e.g. for an existing cluster.
 	Node string `json:"node,omitempty"`
-	// URL is http://127.0.0.1:PORT/PATH, checked as Config.URL is.
+	// URL is http://127.0.0.1:PORT/PATH (or a URL on a host Config.Allow
+	// names), checked as Config.URL is.
 	URL string `json:"url"`
 }
 
 // Config describes one attack.
 type Config struct {
 	// URL is the target, http://127.0.0.1:PORT/PATH. Any other scheme or host
-	// (localhost and ::1 included) is refused: droprun aims load at the
-	// loopback port mapping only, never at private or public addresses.
-	// Set URL or Targets, not both.
+	// (localhost and ::1 included) is refused unless Allow names the host:
+	// droprun aims load at the loopback port mapping only, never at private
+	// or public addresses the user did not name. Set URL or Targets, not both.
 	URL string
 	// Targets are sent requests round robin, in this order: request n goes
 	// to Targets[n mod len(Targets)], so each gets its share within one.
@@ -72,6 +73,11 @@ type Config struct {
 	// Name is the attack name, stored in every result and sent as the
 	// X-Vegeta-Attack request header. May be empty.
 	Name string
+	// Allow are the hosts beyond 127.0.0.1 the user named with
+	// --allow-target (a load balancer or ingress in front of an existing
+	// cluster): a target on one of them is accepted (see CheckURL). Empty
+	// keeps every target on 127.0.0.1.
+	Allow []AllowTarget
 }
 
 // DefaultMethod is the method when Config.Method is empty.
@@ -143,7 +149,7 @@ func (c Config) addrs() ([]string, error) {
 		return nil, fmt.Errorf("traffic: Config.URL %q and Config.Targets (%d) are both set: set one", c.URL, len(c.Targets))
 	}
 	if len(c.Targets) == 0 {
-		a, err := targetAddr("Config.URL", c.URL)
+		a, err := targetAddr("Config.URL", c.URL, c.Allow)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +159,7 @@ func (c Config) addrs() ([]string, error) {
 	seen := make(map[string]int, len(c.Targets))
 	for i, t := range c.Targets {
 		field := fmt.Sprintf("Config.Targets[%d].URL", i)
-		a, err := targetAddr(field, t.URL)
+		a, err := targetAddr(field, t.URL, c.Allow)
 		if err != nil {
 			return nil, err
 		}
@@ -169,11 +175,23 @@ func (c Config) addrs() ([]string, error) {
 }
 
 // targetAddr validates raw (the value of field) as
-// http://127.0.0.1:PORT/... and returns "127.0.0.1:PORT".
-func targetAddr(field, raw string) (string, error) {
+// http://127.0.0.1:PORT/..., or as an http(s) URL on a host allow names,
+// and returns the address to dial, "127.0.0.1:PORT" or "HOST:PORT".
+func targetAddr(field, raw string, allow []AllowTarget) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("traffic: %s %q: %w", field, raw, err)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("traffic: %s %q: has credentials in it; droprun sends none", field, raw)
+	}
+	if h := u.Hostname(); h != LoopbackHost && h != "" && !isLoopbackName(strings.ToLower(h)) && (u.Scheme == "http" || u.Scheme == "https") {
+		for _, a := range allow {
+			if a.allows(u) {
+				return net.JoinHostPort(u.Hostname(), urlPort(u)), nil
+			}
+		}
+		return "", fmt.Errorf("traffic: %s %q: %w; to send load to %s, name it: --allow-target %s", field, raw, errNotLoopback, u.Hostname(), AllowTarget{Host: strings.ToLower(u.Hostname()), Port: urlPort(u)})
 	}
 	if u.Scheme != "http" {
 		return "", fmt.Errorf("traffic: %s %q: scheme must be http (got %q); %w", field, raw, u.Scheme, errNotLoopback)

@@ -8,10 +8,16 @@
 //
 // # Where the load goes
 //
-// Only to http://127.0.0.1:PORT: Config refuses every other host (localhost
-// and ::1 included) and scheme, the client follows no redirect (a 3xx is a
-// result of its own), uses no proxy, and its dialer refuses any address but
-// the targets'. Load is never aimed at the docker network's private addresses.
+// Only to http://127.0.0.1:PORT, or to a host the user named: Config
+// refuses every other host (localhost and ::1 included) and scheme unless
+// Config.Allow names the host (AllowTarget, from `droprun run --allow-target
+// HOST[:PORT]`, for a load balancer or ingress in front of an existing
+// cluster; such a URL may be http or https). CheckURL is that one check:
+// every URL droprun sends a request to, load (Start) or a probe
+// (ProbeClient), passes through it. The client follows no redirect (a 3xx
+// is a result of its own), uses no proxy, and its dialer refuses any address
+// but the targets'. Load is never aimed at the docker network's private
+// addresses, and this project's tests send nothing beyond 127.0.0.1.
 //
 // Config.Targets spreads the load round robin over several URLs, one per
 // node's host port, as a cloud load balancer spreads connections over every

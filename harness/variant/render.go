@@ -170,6 +170,15 @@ func Service(namespace, name string, selector map[string]string, targetPort ints
 				WithNodePort(nodePort)))
 }
 
+// WithServiceType returns svc, a Service from Service, as type typ:
+// NodePort (Service's own) or LoadBalancer. A LoadBalancer Service keeps
+// its node port, so kind's host ports reach it as before; on a cluster
+// that provisions load balancers it gets one in front of every node.
+func WithServiceType(svc *corev1ac.ServiceApplyConfiguration, typ corev1.ServiceType) *corev1ac.ServiceApplyConfiguration {
+	svc.Spec.WithType(typ)
+	return svc
+}
+
 // WebService is the NodePort Service in front of the bookshop web pods.
 func WebService(namespace string) *corev1ac.ServiceApplyConfiguration {
 	return Service(namespace, WebName, map[string]string{"app": WebName}, intstr.FromString("http"), WebNodePort)
