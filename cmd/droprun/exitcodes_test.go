@@ -52,7 +52,25 @@ func exitCases(t *testing.T) map[string]commandCases {
 	if err := os.WriteFile(badScenario, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nnope: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	lbScenario := filepath.Join(t.TempDir(), "lb.yaml")
+	if err := os.WriteFile(lbScenario, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: lb}\n"+
+		"cluster: {existing: {kubeconfig: /nonexistent, url: \"https://shop.example.com\"}}\nvariants: [{variant: no-prestop}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const scenarioFile = "../../scenarios/control.yaml"
+	// A custom app whose image archive is missing, and Deployments for
+	// init: one with two containers, and a Service.
+	custom := t.TempDir()
+	for n, body := range map[string]string{
+		"two.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: two}\nspec:\n  selector: {matchLabels: {app: two}}\n  template:\n    metadata: {labels: {app: two}}\n    spec: {containers: [{name: a, image: a:1}, {name: b, image: b:1}]}\n",
+		"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: svc}\n",
+		"s.yaml":   "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: custom}\napp: {custom: {images: [a:1, a:2], imageArchives: [gone.tar], container: a}}\nvariants: [{name: mine, manifest: two.yaml}]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(custom, n), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noArchive := filepath.Join(custom, "s.yaml")
 	shells := []string{"bash", "fish", "powershell", "zsh"}
 
 	cases := map[string]commandCases{
@@ -81,6 +99,14 @@ func exitCases(t *testing.T) map[string]commandCases {
 			tooMany: []string{"variants", "x"},
 			more:    []exitCase{{name: "lists", args: []string{"variants"}, code: 0, out: "no-prestop"}},
 		},
+		"scenarios": {
+			tooMany: []string{"scenarios", "demo", "x"},
+			more: []exitCase{
+				{name: "lists", args: []string{"scenarios"}, code: 0, out: "compare-all"},
+				{name: "prints one", args: []string{"scenarios", "demo"}, code: 0, out: "kind: Scenario"},
+				{name: "unknown name", args: []string{"scenarios", "nope"}, code: 2, hint: "droprun scenarios", err: `"nope" is not a shipped scenario`},
+			},
+		},
 		"validate": {
 			tooFew: []string{"validate"},
 			more: []exitCase{
@@ -89,6 +115,17 @@ func exitCases(t *testing.T) map[string]commandCases {
 				// read is an invalid file (1), like one with errors.
 				{name: "missing file", args: []string{"validate", missing}, code: 1, err: "no such file"},
 				{name: "invalid file", args: []string{"validate", badScenario}, code: 1, err: "nope"},
+				{name: "archive missing", args: []string{"validate", noArchive}, code: 1, err: "app.custom.imageArchives[0]: " + filepath.Join(custom, "gone.tar") + ": does not exist"},
+			},
+		},
+		"init": {
+			tooFew:  []string{"init"},
+			tooMany: []string{"init", "a.yaml", "b.yaml"},
+			more: []exitCase{
+				{name: "several containers", args: []string{"init", "-o", filepath.Join(custom, "x.yaml"), "--image", "a:1", "--image", "a:2", filepath.Join(custom, "two.yaml")}, code: 2, hint: "droprun init", err: "has 2 containers (a, b)"},
+				{name: "not a Deployment", args: []string{"init", "-o", filepath.Join(custom, "x.yaml"), "--image", "a:1", "--image", "a:2", filepath.Join(custom, "svc.yaml")}, code: 2, hint: "droprun init", err: "not an apps/v1 Deployment"},
+				{name: "one image", args: []string{"init", "-o", filepath.Join(custom, "x.yaml"), "--container", "a", "--port", "80", "--image", "a:1", filepath.Join(custom, "two.yaml")}, code: 2, hint: "droprun init", err: "needs two images"},
+				{name: "written", args: []string{"init", "-o", filepath.Join(custom, "ok.yaml"), "--container", "b", "--port", "8080", "--image", "b:1", "--image", "b:2", filepath.Join(custom, "two.yaml")}, code: 0, out: "next: droprun run " + filepath.Join(custom, "ok.yaml")},
 			},
 		},
 		"render": {
@@ -145,6 +182,14 @@ func exitCases(t *testing.T) map[string]commandCases {
 			tooMany: []string{"run", scenarioFile, scenarioFile},
 			more: []exitCase{
 				{name: "bad flag value", args: []string{"run", "--cluster-cpu-shares", "many", scenarioFile}, code: 2, hint: "droprun run"},
+				// Bad input, found before a run directory or a cluster exists.
+				{name: "invalid scenario", args: []string{"run", badScenario}, code: 2, err: "nope"},
+				{name: "archive missing", args: []string{"run", "--output-dir", filepath.Join(custom, "run"), noArchive}, code: 2, err: "gone.tar: does not exist"},
+				{name: "neither a file nor a shipped scenario", args: []string{"run", missing}, code: 2, hint: "droprun run", err: "no shipped scenario of that name (shipped: compare-all,"},
+				{name: "a load balancer URL nobody named", args: []string{"run", lbScenario}, code: 2, hint: "droprun run", err: "name it: --allow-target shop.example.com:443"},
+				{name: "--allow-target naming another host", args: []string{"run", "--allow-target", "shop.example.org", lbScenario}, code: 2, hint: "droprun run", err: "--allow-target shop.example.org does not name cluster.existing.url"},
+				{name: "--allow-target with a scheme", args: []string{"run", "--allow-target", "https://shop.example.com", lbScenario}, code: 2, hint: "droprun run", err: "is not a host (no scheme, path or user)"},
+				{name: "--allow-target on kind", args: []string{"run", "--allow-target", "shop.example.com", scenarioFile}, code: 2, hint: "droprun run", err: "applies to an existing cluster's url only"},
 			},
 		},
 		"deploy": {
@@ -175,6 +220,16 @@ func exitCases(t *testing.T) map[string]commandCases {
 			tooMany: []string{"image", "build", "x"},
 			more: []exitCase{
 				{name: "bad flag value", args: []string{"image", "build", "--versions"}, code: 2, hint: "droprun image build"},
+			},
+		},
+		"image build-go": {
+			tooFew:  []string{"image", "build-go"},
+			tooMany: []string{"image", "build-go", "a@v1", "b@v1"},
+			more: []exitCase{
+				{name: "no version", args: []string{"image", "build-go", "example.com/app", "--tag", "app:a", "--out", "x.tar"}, code: 2, hint: "droprun image build-go", err: "has no @VERSION"},
+				{name: "no tag", args: []string{"image", "build-go", "example.com/app@v1", "--out", "x.tar"}, code: 2, hint: "droprun image build-go", err: "--tag NAME:TAG"},
+				{name: "no out", args: []string{"image", "build-go", "example.com/app@v1", "--tag", "app:a"}, code: 2, hint: "droprun image build-go", err: "--out FILE.tar"},
+				{name: "latest", args: []string{"image", "build-go", "example.com/app@v1", "--tag", "app:latest", "--out", "x.tar"}, code: 1, err: "pulls :latest"},
 			},
 		},
 		"engine":       {tooFew: []string{"engine"}, tooMany: []string{"engine", "nope"}},

@@ -17,6 +17,7 @@ func newImageCmd(s streams) *cobra.Command {
 		Short: "Build the bookshop images",
 	}
 	cmd.AddCommand(newImageBuildCmd(s))
+	cmd.AddCommand(newImageBuildGoCmd(s))
 	return cmd
 }
 
@@ -38,18 +39,14 @@ All images go into one docker-save archive, OUT/bookshop-<os>-<arch>.tar, that
 reproducible: the same source gives the same image digests (SOURCE_DATE_EPOCH
 sets the timestamp, default the Unix epoch).
 
-Run it from the droprun source tree (or pass --module-dir).`,
+The bookshop source is embedded in droprun, so this works from any directory;
+it needs the Go toolchain ('go' on PATH), and bookshop's dependencies come
+from the Go module cache (or GOPROXY). --module-dir builds a source tree
+instead, such as a checkout with edited bookshop source.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range flavours {
 				o.Flavours = append(o.Flavours, image.Flavour(f))
-			}
-			if o.ModuleDir == "" {
-				dir, err := findModuleRoot()
-				if err != nil {
-					return err
-				}
-				o.ModuleDir = dir
 			}
 			o.Log = s.Err
 			res, err := image.Build(cmd.Context(), o)
@@ -68,12 +65,12 @@ Run it from the droprun source tree (or pass --module-dir).`,
 	f.StringVar(&o.Platform, "platform", "", "linux/amd64 or linux/arm64 (default: this machine's architecture)")
 	f.StringSliceVar(&o.Versions, "versions", []string{"v1", "v2"}, "app versions to build")
 	f.StringSliceVar(&flavours, "flavours", []string{string(image.FlavourStandard), string(image.FlavourDistroless)}, "image flavours: standard, distroless")
-	f.StringVar(&o.ModuleDir, "module-dir", "", "root of the droprun source tree (default: found from the current directory)")
+	f.StringVar(&o.ModuleDir, "module-dir", "", "build from this droprun source tree instead of the bookshop source embedded in droprun")
 	return cmd
 }
 
 // findModuleRoot walks up from the working directory to the droprun
-// module's go.mod.
+// module's go.mod (node-image build uses it for apps/cni).
 func findModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -87,4 +84,50 @@ func findModuleRoot() (string, error) {
 			return "", fmt.Errorf("not inside the droprun source tree (%s): run from a checkout or pass --module-dir", dir)
 		}
 	}
+}
+
+func newImageBuildGoCmd(s streams) *cobra.Command {
+	o := image.GoBuildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build-go PKG@VERSION --tag NAME:T1 --tag NAME:T2 --out FILE.tar",
+		Short: "Build images of any Go program from the module proxy into one image archive",
+		Long: `Build a Go service into small images for a custom-app scenario, without a
+Docker daemon, a registry or a base image: 'go install PKG@VERSION' (static,
+for linux on this machine's architecture), then one image per --tag, assembled
+with go-containerregistry, all in one docker-save archive for
+app.custom.imageArchives.
+
+The images hold only the binary, at /usr/local/bin/<name> (the entrypoint, run
+as uid 65532), and /tmp. They differ only in their version label, which is the
+tag, so each has its own image ID and a rollout from one tag to the other
+replaces every pod. The build is reproducible.
+
+  droprun image build-go github.com/stefanprodan/podinfo/cmd/podinfo@latest \
+      --tag podinfo:a --tag podinfo:b --out podinfo.tar`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case !strings.Contains(args[0], "@"):
+				return usageError("%q has no @VERSION: name a main package at a module version, e.g. github.com/stefanprodan/podinfo/cmd/podinfo@latest", args[0])
+			case len(o.Tags) == 0:
+				return usageError("give the images to make with --tag NAME:TAG, twice for two images rollouts alternate between")
+			case o.Out == "":
+				return usageError("give the archive to write with --out FILE.tar")
+			}
+			o.Package, o.Log = args[0], s.Err
+			res, err := image.BuildGo(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "%s (%d MB, entrypoint %s)\n", res.Archive, res.Size>>20, res.Binary)
+			for _, im := range res.Images {
+				fmt.Fprintf(s.Out, "  %-26s %s\n", im.Ref, im.ID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Tags, "tag", nil, "image to make, NAME:TAG (repeat it: two tags make rollouts alternate)")
+	f.StringVar(&o.Out, "out", "", "the docker-save archive to write (required)")
+	return cmd
 }

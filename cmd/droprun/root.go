@@ -32,6 +32,8 @@ request against the rollout that caused it.
 
 Start with:
   droprun variants                      what each shutdown variant is expected to show
+  droprun scenarios                     the shipped scenarios: droprun run demo runs one
+  droprun init deploy.yaml --image ... --image ...   a scenario for your own Deployment
   droprun validate scenarios/*.yaml     check scenario files
   droprun render --variant prestop-sleep   the manifests droprun applies
   droprun image build                   build the bookshop images, offline`,
@@ -46,10 +48,12 @@ Start with:
 	// flag or a bad flag value is a usage error.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return withUsageHint(c, usageError("%w", err)) })
 	root.AddCommand(
+		newInitCmd(s),
 		newValidateCmd(s),
 		newRenderCmd(s),
 		newImageCmd(s),
 		newVariantsCmd(s),
+		newScenariosCmd(s),
 		newClusterCmd(s),
 		newDeployCmd(s),
 		newRunCmd(s),

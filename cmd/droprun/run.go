@@ -11,12 +11,15 @@ import (
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/run"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 func newRunCmd(s streams) *cobra.Command {
 	var (
 		o                   run.Options
 		kubeconfig, context string
+		allowTargets        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
@@ -24,6 +27,8 @@ func newRunCmd(s streams) *cobra.Command {
 		Long: `Run a scenario: for each variant, deploy it, start constant-rate vegeta traffic
 to 127.0.0.1, hold a control window, drive the rollouts (v1→v2→v1… by
 server-side apply), and record every request's outcome and every rollout event.
+SCENARIO is a file, or the name of a shipped scenario (droprun scenarios lists
+them): droprun run demo works from any directory.
 
 Every request is one of: 2xx, 000:refused, 000:reset, 000:eof, 000:timeout,
 000:other, 502, 503, 5xx:other, 4xx. A failure counts against a rollout only
@@ -64,32 +69,39 @@ The kind cluster is reused when it exists (and then kept), or created and
 deleted afterwards unless --keep.
 With --kubeconfig the run uses an existing cluster instead; droprun works only
 in its own namespace there and refuses a non-kind context unless
---allow-context names it.
+--allow-context names it (a cluster is kind when its nodes say so, whatever the
+context is called). Load goes to 127.0.0.1 only, unless cluster.existing.url
+is a load balancer's or ingress's URL and --allow-target names its HOST[:PORT]
+exactly: droprun sends load nowhere else.
 
 Exit status: 0 when the run completed, 1 on error (the results recorded so far
-are kept), 2 on bad usage, 130 when interrupted (Ctrl-C or SIGTERM: traffic
+are kept), 2 on bad usage or bad input (a scenario that does not validate, an
+image archive that is missing, cut short or without the images named: found
+before any cluster work), 130 when interrupted (Ctrl-C or SIGTERM: traffic
 stops, everything recorded so far is flushed and reported, the cluster is
 cleaned up as without the interruption).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := scenario.Load(args[0])
+			sc, err := loadScenario(args[0])
 			if err != nil {
-				return err
+				return badInput(err)
 			}
 			if kubeconfig != "" {
 				sc.Cluster = scenario.Cluster{Existing: &scenario.ExistingCluster{Kubeconfig: kubeconfig, Context: context}}
 			} else if context != "" {
 				return usageError("--context needs --kubeconfig")
 			}
+			if o.Testbed.AllowTargets, err = parseAllowTargets(sc, allowTargets); err != nil {
+				return err
+			}
 			o.Log = s.Err
 			o.Version = version
-			o.Testbed.ModuleDir, _ = findModuleRoot()
 			if o.Dir == "" {
 				o.Dir = run.DefaultDir(sc)
 			}
 			a, err := run.Run(cmd.Context(), sc, o)
 			if a == nil {
-				return err
+				return badInput(err)
 			}
 			// The report files, from the same analysis the summary came
 			// from; an interrupted run gets one too.
@@ -109,10 +121,20 @@ cleaned up as without the interruption).`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of kind")
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
+	f.StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow load to go to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address during the run, e.g. 127.0.0.1:9464")
 	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))
 	f.StringVar(&o.Pushgateway, "pushgateway", "", "push the final metrics to this Pushgateway base URL, e.g. http://127.0.0.1:9091")
 	return cmd
+}
+
+// badInput makes a scenario's problems (scenario.Errors, from Load or
+// the run's preflight) exit 2 as bad input; other errors pass as they are.
+func badInput(err error) error {
+	if _, ok := scenario.AsErrors(err); ok {
+		return &exitError{code: exitUsage, err: err}
+	}
+	return err
 }
 
 // exitInterrupted is the exit status of a run ended by Ctrl-C or SIGTERM,
@@ -127,4 +149,22 @@ func interrupted(ctx context.Context, err error, dir string) error {
 		return err
 	}
 	return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: what was recorded until then is in %s (droprun report %s rebuilds the report)", dir, dir)}
+}
+
+// parseAllowTargets reads the --allow-target values and checks them against
+// sc's cluster before anything runs (testbed.CheckAllow): a bad value, one
+// on kind, or a load balancer URL that no value names is a usage error.
+func parseAllowTargets(sc *scenario.Scenario, values []string) ([]traffic.AllowTarget, error) {
+	var allow []traffic.AllowTarget
+	for _, v := range values {
+		a, err := traffic.ParseAllowTarget(v)
+		if err != nil {
+			return nil, usageError("%w", err)
+		}
+		allow = append(allow, a)
+	}
+	if err := testbed.CheckAllow(sc, allow); err != nil {
+		return nil, usageError("%w", err)
+	}
+	return allow, nil
 }

@@ -13,6 +13,7 @@ func newValidateCmd(s streams) *cobra.Command {
 		Use:   "validate FILE...",
 		Short: "Check scenario files and explain every problem",
 		Long: `Strictly decode and validate scenario files (apiVersion droprun/v1alpha1).
+A FILE that does not exist may name a shipped scenario (droprun scenarios).
 
 Unknown fields are errors, so a typo never silently falls back to a default.
 Every problem is reported with the file, the field path and how to fix it,
@@ -20,6 +21,10 @@ for example:
 
   scenarios/x.yaml: variants[0].preStopSeconds: 30 is not less than
   terminationGracePeriodSeconds (30) (fix: ...)
+
+A custom app's image archives (app.custom.imageArchives) are read whole: each
+must exist and be a docker-save archive or an OCI image layout (a directory or
+a tar of one), and app.custom.images must be in them.
 
 Exit status: 0 when every file is valid, 1 when any is not, 2 on bad usage.
 The format is documented in scenarios/README.md.`,
@@ -32,9 +37,16 @@ The format is documented in scenarios/README.md.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			bad := 0
 			for _, f := range args {
-				sc, err := scenario.Load(f)
+				sc, err := loadScenario(f)
 				if err != nil {
 					fmt.Fprintln(s.Err, err)
+					bad++
+					continue
+				}
+				// What the run's preflight checks too: the image archives
+				// read whole, and the images in them.
+				if _, errs := sc.CheckArchives(); len(errs) > 0 {
+					fmt.Fprintln(s.Err, &scenario.Errors{File: f, List: errs})
 					bad++
 					continue
 				}

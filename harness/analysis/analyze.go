@@ -369,6 +369,9 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 	server := in.serverView(p, tl)
 	for k := range rows {
 		rows[k].Server = server
+		if c := in.custom(); server == nil && c != nil && c.Metrics == nil {
+			rows[k].NoServerView = NoCustomMetrics
+		}
 		if server != nil && server.Exact() && server.Lost > 0 {
 			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received (the client gave up on them)", server.Lost))
 		}

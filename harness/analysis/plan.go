@@ -46,7 +46,7 @@ func planOf(events []timeline.Event, variant string, settle time.Duration) (*pla
 			p.appScraped = e.Time
 		case timeline.KindRolloutStart:
 			p.rollouts = append(p.rollouts, RolloutSummary{N: n, From: e.Detail["from"], To: e.Detail["to"],
-				MeasuredVariant: e.Detail["measured"], LiveTemplate: e.Detail["live"], Start: e.Time, BaselineClean: true})
+				MeasuredVariant: e.Detail["measured"], LiveTemplate: e.Detail["live"], LivePods: e.Live, Start: e.Time, BaselineClean: true})
 			cur = &p.rollouts[len(p.rollouts)-1]
 		case timeline.KindRolloutComplete:
 			if cur != nil && cur.N == n {

@@ -206,13 +206,21 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 	to := p.appScraped.Add(time.Second)
 	t := appmetrics.Totals(in.app, p.attackStart, to)
 	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
+	if c := in.custom(); c != nil && c.Metrics != nil {
+		v.Counter = CounterOf(c.Metrics).String()
+	}
 	for _, pod := range t.Pods {
 		if pod.Answered == 0 {
 			continue // another variant's pod, idle over this range
 		}
 		v.Pods++
-		if pod.Final {
+		switch {
+		case pod.Final:
 			v.PodsFinal++
+		case pod.Last.Before(p.attackEnd):
+			// Last read before the traffic stopped, and gone by the
+			// final scrape: what it answered after that read is missed.
+			v.LowerBound++
 		}
 	}
 	for _, r := range in.app {
@@ -229,4 +237,22 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 		v.Lost = a - v.ClientGot2xx
 	}
 	return v
+}
+
+// CounterOf is the request counter app.custom.metrics names, as the pods'
+// metrics collector reads it.
+func CounterOf(m *scenario.CustomMetrics) appmetrics.Counter {
+	return appmetrics.Counter{Name: m.Counter, CodeLabel: m.CodeLabel, Match: m.Match}
+}
+
+// NoCustomMetrics is why a custom app without app.custom.metrics has no
+// pods' view.
+const NoCustomMetrics = "no pods' view: the app exports none droprun was told to read (app.custom.metrics)"
+
+// custom is the scenario's custom app, nil for bookshop.
+func (in *input) custom() *scenario.CustomApp {
+	if in.sc == nil {
+		return nil
+	}
+	return in.sc.App.Custom
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 // SummaryVersion is the version of summary.json's format.
@@ -87,6 +88,9 @@ type VariantSummary struct {
 	// Server sets the pods' own count of what they answered beside the
 	// client's, over the variant's whole traffic.
 	Server *ServerView `json:"server,omitempty"`
+	// NoServerView says why there is no Server: a custom app without
+	// app.custom.metrics exports nothing droprun was told to read.
+	NoServerView string `json:"noServerView,omitempty"`
 	// HookFailures are Warning events such as FailedPreStopHook.
 	HookFailures []string `json:"hookFailures,omitempty"`
 	Suspect      []string `json:"suspect,omitempty"`
@@ -116,6 +120,15 @@ type ServerView struct {
 	PodsFinal    int `json:"podsFinal"`
 	Uncertain    int `json:"uncertain"`
 	ScrapeErrors int `json:"scrapeErrors"`
+	// Counter is, for a custom app, the counter the pods were counted by
+	// (app.custom.metrics), e.g. http_requests_total{path="version"}; ""
+	// for bookshop, counted by its own metrics and exit totals.
+	Counter string `json:"counter,omitempty"`
+	// LowerBound is the pods whose count ends with a scrape taken before
+	// they exited (no exit totals, as for every custom app): the requests
+	// they answered after that scrape are not counted, so the pods' count
+	// is a lower bound.
+	LowerBound int `json:"lowerBound,omitempty"`
 	// InFlightAtExit is, for pods whose exit totals are not sealed (older
 	// bookshop images), the requests in flight (or connections open) when
 	// they read them: such a pod may have sent those answers uncounted, so
@@ -124,11 +137,11 @@ type ServerView struct {
 }
 
 // Exact reports whether the pods' count is exact: every pod's count
-// either ends with its exit totals or with a scrape after traffic stopped,
-// no scrape failed, and every pod that exited sealed its totals or had
-// nothing in flight.
+// either ends with its exit totals or with a scrape after traffic stopped
+// (no LowerBound), no scrape failed, and every pod that exited sealed its
+// totals or had nothing in flight.
 func (s *ServerView) Exact() bool {
-	return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 && s.InFlightAtExit == 0
+	return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 && s.InFlightAtExit == 0 && s.LowerBound == 0
 }
 
 // RolloutSummary is one rollout.
@@ -140,8 +153,13 @@ type RolloutSummary struct {
 	// rollout, detected from its fields: the pods this rollout deletes.
 	MeasuredVariant string `json:"measuredVariant"`
 	// LiveTemplate describes what was found in the live pod template.
-	LiveTemplate string    `json:"liveTemplate"`
-	Start        time.Time `json:"start"`
+	LiveTemplate string `json:"liveTemplate"`
+	// LivePods are the shutdown settings of the container under test in
+	// the live pod template (preStop, grace period, readiness probe): what
+	// the pods this rollout deleted did. Absent in runs recorded before
+	// droprun read them.
+	LivePods *variant.PodFacts `json:"livePods,omitempty"`
+	Start    time.Time         `json:"start"`
 	// Complete is when the rollout was done and the old pods were gone.
 	Complete time.Time `json:"complete"`
 	// OldPodsGone is when the last pod this rollout deleted was gone, as

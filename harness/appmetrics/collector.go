@@ -40,6 +40,10 @@ type Options struct {
 	// Scraper reads one pod's metrics; nil means a ProxyScraper on the
 	// client, Port and Path.
 	Scraper Scraper
+	// Counter, when set, is the request counter of an app other than
+	// bookshop: it is read instead of bookshop's metrics, and termination
+	// messages are not read (only bookshop writes its totals there).
+	Counter *Counter
 	// Now is the clock records are stamped with; nil means time.Now.
 	Now func() time.Time
 }
@@ -229,7 +233,7 @@ func base(pod *corev1.Pod, container, id string, started time.Time) Record {
 // with c.mu held.
 func (c *Collector) recordFinals(pod *corev1.Pod) {
 	cs := c.container(pod)
-	if cs == nil {
+	if cs == nil || c.opts.Counter != nil {
 		return
 	}
 	for _, term := range []*corev1.ContainerStateTerminated{cs.LastTerminationState.Terminated, cs.State.Terminated} {
@@ -331,7 +335,11 @@ func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record, due t
 	took := time.Since(began)
 	at := c.now()
 	var s sample
-	if err == nil {
+	switch {
+	case err != nil:
+	case c.opts.Counter != nil:
+		s, err = parseCounter(text, *c.opts.Counter)
+	default:
 		s, err = parseMetrics(text)
 	}
 

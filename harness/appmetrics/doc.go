@@ -1,6 +1,6 @@
-// Package appmetrics collects the bookshop pods' own request counters
-// during a run, so that what the client saw can be set beside what the pods
-// say they answered.
+// Package appmetrics collects the pods' own request counters (bookshop's,
+// or a custom app's named counter) during a run, so that what the client
+// saw can be set beside what the pods say they answered.
 //
 // Two sources feed it:
 //
@@ -33,6 +33,12 @@
 // client's rate limit and the pod proxy included): the pod read its
 // counters between time-tookSeconds and time (Record.ReadBetween). Files
 // written before these fields existed still read; their scrapes have none.
+//
+// For an app other than bookshop, Options.Counter names the counter to
+// read instead (a family, the status-code label, label values to match);
+// such an app writes no exit totals, so its pods are counted from scrapes
+// alone and a pod's last scrape before it exits can miss its final
+// requests: the count is a lower bound.
 //
 // Counters belong to a container instance (a restarted container counts
 // from zero again), so records carry the container ID and totals are

@@ -8,8 +8,20 @@
 // version and Flavour, and writes all of them to one docker-save tarball that
 // `kind load image-archive` (containerd's `ctr images import`) accepts.
 //
+// Where the source comes from: the bookshop source (go.mod, go.sum,
+// apps/bookshop) is embedded in the droprun binary (package droprun at the
+// module root), and Build extracts it into a temporary directory and
+// compiles it there, so `go install`ed droprun builds its images from any
+// directory. ModuleDir overrides it with a source tree, for edited
+// bookshop source. Shipping droprun's own executable as the app instead
+// was rejected: it would make every image ~70 MB instead of ~10 MB, and
+// the app in a checkout and in an installed droprun would then be built in
+// two different ways. bookshop's dependencies are droprun's own, so they
+// are in the module cache of anyone who built droprun; building still
+// needs the Go toolchain (`go` on PATH).
+//
 // Images are byte-reproducible: the same sources and Go toolchain give the
-// same digests. Every tar header and the config's Created time use a fixed
+// same digests, from the embedded source and a checkout alike. Every tar header and the config's Created time use a fixed
 // epoch (Unix 0, or SOURCE_DATE_EPOCH when set), entries are sorted and
 // owned by root, and the binaries are built with -trimpath, -buildvcs=false
 // and an empty build ID.
@@ -21,4 +33,16 @@
 //
 // Assemble is the pure, lower-level step Build uses; it needs no compiler
 // and is what the unit tests exercise.
+//
+// BuildGo does the same for any Go service a custom-app scenario measures
+// (`droprun image build-go PKG@VERSION`): `go install` from the module
+// proxy, then one image per tag, differing only in their version label, in
+// one docker-save archive for app.custom.imageArchives.
+//
+// Inspect reads a user's image archive whole before any cluster work: a
+// docker-save tar, an OCI image layout directory or a tar of one. It checks
+// every blob against its digest and lists the images by their full names
+// (FullName: "myapp:1.0" is docker.io/library/myapp:1.0, as containerd
+// names it). Archive.DockerSave converts an OCI layout into the docker-save
+// form kind's loader takes, keeping the names of its index.json annotations.
 package image

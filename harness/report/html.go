@@ -478,7 +478,11 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	if len(v.ByNode) > 0 {
 		f = append(f, htmlFact{"By entry node", NodesText(v.ByNode)})
 	}
-	if sv := v.Server; sv != nil {
+	if sv := v.Server; sv != nil && sv.Counter != "" {
+		f = append(f, htmlFact{"Pods' own count", CounterText(sv)})
+	} else if sv == nil && v.NoServerView != "" {
+		f = append(f, htmlFact{"Pods' own count", v.NoServerView})
+	} else if sv != nil {
 		pods := fmt.Sprintf("the pods answered %s requests (%s 2xx); the client sent %s and got %s 2xx",
 			stats.FormatCount(uint64(max(sv.PodsAnswered, 0))), stats.FormatCount(uint64(max(sv.PodsAnswered2xx, 0))), stats.FormatCount(sv.ClientSent), stats.FormatCount(sv.ClientGot2xx))
 		pods += fmt.Sprintf(", counted from %s, %d with their exit totals", plural(sv.Pods, "pod", "pods"), sv.PodsFinal)
@@ -506,7 +510,13 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 func rolloutRows(v analysis.VariantSummary) []htmlRollout {
 	var out []htmlRollout
 	for _, r := range v.Rollouts {
-		hr := htmlRollout{N: strconv.Itoa(r.N), Measured: r.MeasuredVariant, Live: r.LiveTemplate, Duration: r.Duration,
+		live := r.LiveTemplate
+		if r.LivePods != nil && r.MeasuredVariant != "custom" {
+			// Bookshop: what Detect found, then the settings themselves (a
+			// custom app's LiveTemplate is the settings already).
+			live += "; " + r.LivePods.String()
+		}
+		hr := htmlRollout{N: strconv.Itoa(r.N), Measured: r.MeasuredVariant, Live: live, Duration: r.Duration,
 			Requests: stats.FormatCount(r.Window.Requests), Drops: stats.FormatCount(r.Window.Failures), Classes: classList(r.Window.Classes),
 			Dropped: r.Window.Failures > 0, BaselineDirty: !r.BaselineClean}
 		if r.From != "" || r.To != "" {

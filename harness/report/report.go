@@ -124,6 +124,13 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		}
 		if sv := v.Server; sv != nil {
 			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; %s\n", v.Variant, sv.ClientSent, sv.ClientGot2xx, ServerText(sv))
+		} else if v.NoServerView != "" {
+			fmt.Fprintf(w, "%s: %s\n", v.Variant, v.NoServerView)
+		}
+		for _, ro := range v.Rollouts {
+			if ro.LivePods != nil {
+				fmt.Fprintf(w, "%s rollout %d: live pods: %s\n", v.Variant, ro.N, ro.LivePods)
+			}
 		}
 		if len(v.ByNode) > 0 {
 			fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
@@ -166,6 +173,9 @@ func ServerText(sv *analysis.ServerView) string {
 	if sv.Pods == 0 {
 		return "the pods' own counts are not known (the app exposes no counters droprun reads)"
 	}
+	if sv.Counter != "" {
+		return CounterText(sv)
+	}
 	s := fmt.Sprintf("the pods answered %d 2xx (%d pods, %d with exit totals)", sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
 	switch {
 	case !sv.Exact():
@@ -173,6 +183,23 @@ func ServerText(sv *analysis.ServerView) string {
 	case sv.Lost > 0:
 		s += fmt.Sprintf("; %d answered by the pods, never received by the client", sv.Lost)
 	case uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx:
+		s += ": exactly what the client received"
+	}
+	return s
+}
+
+// CounterText is ServerText for a custom app, counted by scraping the
+// counter the scenario names: at best a lower bound, since a pod's last
+// scrape before it exits misses what it answered after it.
+func CounterText(sv *analysis.ServerView) string {
+	s := fmt.Sprintf("the pods counted %d 2xx by %s (%d pods, scraped every few seconds; no exit totals)", sv.PodsAnswered2xx, sv.Counter, sv.Pods)
+	if sv.LowerBound > 0 {
+		s += fmt.Sprintf("; a lower bound: %d of them exited after their last scrape, and what they answered after it is not counted", sv.LowerBound)
+	}
+	if sv.Uncertain > 0 || sv.ScrapeErrors > 0 {
+		s += fmt.Sprintf("; %d pods uncertain, %d failed scrapes", sv.Uncertain, sv.ScrapeErrors)
+	}
+	if sv.Exact() && uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx {
 		s += ": exactly what the client received"
 	}
 	return s

@@ -150,6 +150,11 @@ type runner struct {
 // what was recorded.
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analysis, error) {
 	o.defaults(sc)
+	// Bad input (an image archive missing, cut short, or without the
+	// images named) fails before a run directory or a cluster exists.
+	if _, err := testbed.Preflight(sc); err != nil {
+		return nil, err
+	}
 	out, err := CreateOutput(o.Dir, sc)
 	if err != nil {
 		return nil, err
@@ -285,16 +290,20 @@ func (r *runner) run(ctx context.Context) (err error) {
 	// Every 5 s, not every second: each scrape goes through the API server,
 	// and on a 2-core machine at 1000 req/s there is no CPU to spare. The
 	// exact final counts come from the pods' termination messages anyway.
-	app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, "app=web", r.out.App, appmetrics.Options{Interval: appScrapeEvery, Timeout: appScrapeTimeout})
-	if err != nil {
-		return fmt.Errorf("starting the pods' metrics collection: %w", err)
-	}
-	r.app = app
-	defer func() {
-		if aerr := app.Stop(); aerr != nil && err == nil {
-			err = aerr
+	if selector, opts, ok := r.appMetricsOptions(); ok {
+		app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, selector, r.out.App, opts)
+		if err != nil {
+			return fmt.Errorf("starting the pods' metrics collection: %w", err)
 		}
-	}()
+		r.app = app
+		defer func() {
+			if aerr := app.Stop(); aerr != nil && err == nil {
+				err = aerr
+			}
+		}()
+	} else {
+		fmt.Fprintf(r.log, "%s\n", analysis.NoCustomMetrics)
+	}
 
 	for i := range sc.Variants {
 		if verr := r.variant(ctx, i); verr != nil {
@@ -316,6 +325,16 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	if err := tb.Deploy(ctx, i, 0, true); err != nil {
 		return err
 	}
+	// Switching from the previous variant is a rollout of its own: its
+	// pods must be gone before the control window, or their drops count
+	// as the rig's floor.
+	objs, err := sc.Render(i, 0, true, "")
+	if err != nil {
+		return err
+	}
+	if err := kube.WaitOldPodsGone(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
+		return fmt.Errorf("waiting for the previous variant's pods to go: %w", err)
+	}
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
 		return err
 	}
@@ -331,10 +350,11 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	cfg := traffic.Config{
 		Targets: tb.Targets(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive, Method: sc.Traffic.Method,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
+		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
 	}
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise).
-	r.app.ScrapeNow(ctx)
+	r.scrapeApp(ctx)
 	var sent, failed atomic.Uint64
 	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
 		r.metrics.Observe(v.Name, rec)
@@ -366,7 +386,7 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	r.rec.Record(timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": v.Name}, Stats: &stats})
 	// The pods' counters as of now, so the pods' view covers the traffic;
 	// after an interruption too (each scrape is bounded by its timeout).
-	r.app.ScrapeNow(context.WithoutCancel(ctx))
+	r.scrapeApp(context.WithoutCancel(ctx))
 	r.rec.Mark(timeline.KindAppScraped, map[string]string{"variant": v.Name})
 	if runErr == nil {
 		runErr = stopErr
@@ -403,7 +423,12 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 	version := 0
 	for n := 1; n <= *sc.Rollouts; n++ {
 		from, to := scenario.Versions[version], scenario.Versions[1-version]
-		measured, found, err := r.liveVariant(ctx)
+		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, from, to)
+		objs, err := sc.Render(i, 1-version, false, cause)
+		if err != nil {
+			return err
+		}
+		measured, found, facts, err := r.liveVariant(ctx, *objs.Deployment.Name)
 		if err != nil {
 			return err
 		}
@@ -412,15 +437,15 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 			detail["variant"], detail["rollout"] = v.Name, strconv.Itoa(n)
 			r.rec.Mark(kind, detail)
 		}
-		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, from, to)
-		objs, err := sc.Render(i, version, false, cause)
-		if err != nil {
-			return err
+		live := measured + "; " + facts.String()
+		if sc.App.Custom != nil {
+			live = facts.String()
 		}
-		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, from, to, measured)
+		fmt.Fprintf(r.log, "rollout %d/%d: %s → %s (live pods: %s)\n", n, *sc.Rollouts, from, to, live)
 		start, failedBefore := time.Now(), failed.Load()
 		r.metrics.RolloutStarted(v.Name, n)
-		mark(timeline.KindRolloutStart, map[string]string{"from": from, "to": to, "measured": measured, "live": found})
+		r.rec.Record(timeline.Event{Kind: timeline.KindRolloutStart, Live: facts, Detail: map[string]string{
+			"variant": v.Name, "rollout": strconv.Itoa(n), "from": from, "to": to, "measured": measured, "live": found}})
 		if _, err := kube.Apply(ctx, tb.Cluster.Client, objs.Deployment); err != nil {
 			return err
 		}
@@ -485,21 +510,57 @@ func (r *runner) waitBaseline(ctx context.Context, lastFailure *atomic.Int64) (b
 	}
 }
 
-// liveVariant reads the Deployment's live pod template and names the
-// variant it actually is.
-func (r *runner) liveVariant(ctx context.Context) (string, string, error) {
-	if r.sc.App.Custom != nil {
-		return "custom", "", nil
-	}
-	d, err := r.tb.Cluster.Client.AppsV1().Deployments(r.sc.Namespace).Get(ctx, variant.WebName, metav1.GetOptions{})
+// liveVariant reads the Deployment's live pod template: the variant it
+// actually is ("custom" for a custom app), what Detect found in it, and
+// the shutdown settings of the container under test, which are what the
+// pods the next rollout deletes will do.
+func (r *runner) liveVariant(ctx context.Context, deployment string) (name, found string, facts *variant.PodFacts, err error) {
+	d, err := r.tb.Cluster.Client.AppsV1().Deployments(r.sc.Namespace).Get(ctx, deployment, metav1.GetOptions{})
 	if err != nil {
-		return "", "", fmt.Errorf("reading the live deployment: %w", err)
+		return "", "", nil, fmt.Errorf("reading the live deployment: %w", err)
 	}
-	name, found := variant.Detect(&d.Spec.Template.Spec)
+	container := variant.ContainerName
+	if c := r.sc.App.Custom; c != nil {
+		container = c.Container
+	}
+	if facts, err = variant.Facts(&d.Spec.Template.Spec, container); err != nil {
+		return "", "", nil, fmt.Errorf("deployment %s: %w", deployment, err)
+	}
+	if r.sc.App.Custom != nil {
+		return "custom", facts.String(), facts, nil
+	}
+	name, found = variant.Detect(&d.Spec.Template.Spec)
 	if name == "" {
 		name = "unknown"
 	}
-	return name, found, nil
+	return name, found, facts, nil
+}
+
+// appMetricsOptions says how the pods' own counters are collected:
+// bookshop's metrics and exit totals from the web pods, or the counter
+// app.custom.metrics names from every pod of the scenario's variants.
+// ok is false for a custom app without app.custom.metrics.
+func (r *runner) appMetricsOptions() (selector string, o appmetrics.Options, ok bool) {
+	o = appmetrics.Options{Interval: appScrapeEvery, Timeout: appScrapeTimeout}
+	c := r.sc.App.Custom
+	if c == nil {
+		return "app=" + variant.WebName, o, true
+	}
+	if c.Metrics == nil {
+		return "", o, false
+	}
+	counter := analysis.CounterOf(c.Metrics)
+	o.Port, o.Path, o.Container, o.Counter = c.Metrics.Port, c.Metrics.Path, c.Container, &counter
+	// Every variant's pods carry the row label (variant.Custom sets it),
+	// whatever labels their manifests give them.
+	return variant.LabelRow, o, true
+}
+
+// scrapeApp reads the pods' counters now, when they are collected.
+func (r *runner) scrapeApp(ctx context.Context) {
+	if r.app != nil {
+		r.app.ScrapeNow(ctx)
+	}
 }
 
 // flushConntrack clears stale SYN_SENT entries on kind nodes and records
@@ -538,6 +599,9 @@ func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {
 	ci := analysis.ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
 	if k := r.sc.Cluster.Kind; k != nil {
 		ci.Nodes, ci.KubeProxyMode, ci.NodeImage = k.Nodes, k.KubeProxyMode, k.NodeImage
+		if img := r.tb.Cluster.NodeImage.Image; img != "" {
+			ci.NodeImage = img // what "auto" resolved to
+		}
 	}
 	if v, err := r.tb.Cluster.Client.Discovery().ServerVersion(); err == nil {
 		ci.Kubernetes = v.GitVersion

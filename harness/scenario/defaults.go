@@ -14,7 +14,7 @@ const (
 	DefaultClusterName     = "droprun"
 	DefaultNodes           = 3
 	DefaultKubeProxyMode   = "iptables"
-	DefaultNodeImage       = nodeimage.DefaultImage
+	DefaultNodeImage       = nodeimage.Auto
 	DefaultHostPort        = 30080
 	DefaultGatewayHostPort = 30081
 	DefaultNamespace       = "droprun"
@@ -23,6 +23,8 @@ const (
 	DefaultRate            = 1000
 	DefaultPath            = "/version"
 	DefaultAppPort         = 8080
+	DefaultMetricsPath     = "/metrics"
+	DefaultCodeLabel       = "code"
 
 	TargetNodePort = "nodeport"
 	TargetGateway  = "gateway"
@@ -82,6 +84,17 @@ func (s *Scenario) Default() {
 	}
 	if c := s.App.Custom; c != nil {
 		setDefault(&c.Port, DefaultAppPort)
+		if m := c.Metrics; m != nil {
+			setDefault(&m.Port, c.Port)
+			setDefault(&m.Path, DefaultMetricsPath)
+			setDefault(&m.CodeLabel, DefaultCodeLabel)
+		}
+	}
+	if s.App.Custom == nil || s.App.Custom.Service == "" {
+		if s.App.Service == nil {
+			s.App.Service = &AppService{}
+		}
+		setDefault(&s.App.Service.Type, ServiceNodePort)
 	}
 	for i := range s.Variants {
 		setDefault(&s.Variants[i].Name, s.Variants[i].Variant)

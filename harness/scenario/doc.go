@@ -7,6 +7,8 @@
 // MaxFileSize bytes). Keys match case-sensitively, a key given twice or
 // unknown is an error, and every problem in a file (decoding and validation
 // alike) is reported at once as a FieldError with the field path and the
-// fix. Paths in a scenario are relative to its folder; a leading ~ is the
-// user's home directory.
+// fix. Paths in a scenario are relative to its folder (output excepted:
+// it is relative to the working directory); a leading ~ is the user's home
+// directory. LoadFS reads a scenario from an fs.FS, such as the shipped
+// scenarios embedded in droprun, and reads its manifests from there too.
 package scenario

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -22,7 +24,13 @@ import (
 // directory, and ~ against the home directory. Every problem found is
 // returned at once, each naming the file, the field path and the fix.
 func Load(path string) (*Scenario, error) {
-	data, err := ReadFile(path, "scenario")
+	return load(nil, path, filepath.Dir(path))
+}
+
+// load is Load (files nil: the OS file system) and LoadFS. dir is the
+// scenario's folder, which its relative paths start from.
+func load(files fs.FS, path, dir string) (*Scenario, error) {
+	data, err := readFrom(files, path, "scenario")
 	if e, ok := asTooLarge(err); ok {
 		return nil, &Errors{File: path, List: []FieldError{{Msg: e.msg(), Fix: e.fix()}}}
 	}
@@ -33,7 +41,8 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := s.resolvePaths(filepath.Dir(path)); len(errs) > 0 {
+	s.files = files
+	if errs := s.resolvePaths(dir); len(errs) > 0 {
 		return nil, &Errors{File: path, List: errs}
 	}
 	if errs := s.checkManifests(); len(errs) > 0 {
@@ -51,25 +60,53 @@ func (s *Scenario) checkManifests() []FieldError {
 			continue
 		}
 		p := fmt.Sprintf("variants[%d].manifest", i)
-		d, err := ReadDeployment(vr.Manifest)
+		data, err := s.readManifest(vr.Manifest)
+		var d *appsv1.Deployment
+		if err == nil {
+			d, err = decodeDeployment(vr.Manifest, data)
+		}
 		if err != nil {
 			v.add(p, err.Error(), "give the path, relative to the scenario file, of a Deployment manifest")
 			continue
 		}
-		if c := s.App.Custom; c != nil && !hasContainer(d, c.Container) {
-			v.add(p, fmt.Sprintf("%s has no container named %q", vr.Manifest, c.Container), "set app.custom.container to the container whose image the rollouts change")
+		if c := s.App.Custom; c != nil {
+			if msg, fix := containerProblem(d, c); msg != "" {
+				v.add(p, vr.Manifest+" "+msg, fix)
+			}
 		}
 	}
 	return v.errs
 }
 
-func hasContainer(d *appsv1.Deployment, name string) bool {
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == name {
-			return true
+// containerProblem says what is wrong with the container app.custom names
+// in Deployment d: it must be one of the pod's containers, and when that
+// container declares ports, app.custom.port must be one of them (else the
+// Service targets a port nothing listens on). It returns "" when fine.
+func containerProblem(d *appsv1.Deployment, c *CustomApp) (msg, fix string) {
+	var names []string
+	for _, k := range d.Spec.Template.Spec.Containers {
+		names = append(names, fmt.Sprintf("%q", k.Name))
+		if k.Name != c.Container {
+			continue
 		}
+		var ports []string
+		for _, p := range k.Ports {
+			if int(p.ContainerPort) == c.Port {
+				return "", ""
+			}
+			ports = append(ports, strconv.Itoa(int(p.ContainerPort)))
+		}
+		if len(ports) == 0 {
+			return "", ""
+		}
+		return fmt.Sprintf("declares container %q with port(s) %s, not app.custom.port %d", c.Container, strings.Join(ports, ", "), c.Port),
+			"set app.custom.port to the port the app serves traffic on (the default is 8080)"
 	}
-	return false
+	if len(names) == 0 {
+		return "has no containers", "give the Deployment its containers under spec.template.spec.containers"
+	}
+	return fmt.Sprintf("has no container named %q; its containers: %s", c.Container, strings.Join(names, ", ")),
+		"set app.custom.container to the container whose image the rollouts change"
 }
 
 // ReadDeployment strictly decodes a file of at most MaxFileSize bytes
@@ -79,6 +116,15 @@ func ReadDeployment(path string) (*appsv1.Deployment, error) {
 	data, err := ReadFile(path, "Deployment manifest")
 	if err != nil {
 		return nil, err
+	}
+	return decodeDeployment(path, data)
+}
+
+// decodeDeployment is ReadDeployment for a manifest already read from path.
+func decodeDeployment(path string, data []byte) (*appsv1.Deployment, error) {
+	if moreDocuments(data) {
+		// The YAML decoder would read the first document and drop the rest.
+		return nil, fmt.Errorf("%s holds more than one YAML document; droprun needs the Deployment alone (put it in a file of its own)", path)
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
@@ -215,10 +261,13 @@ func newErrors(file string, list []FieldError) *Errors {
 
 // resolvePaths makes file references relative to the scenario's directory,
 // and expands a leading ~ in them (and in output) to the home directory.
-// output stays relative to where droprun runs, as it always was.
+// output stays relative to where droprun runs, as it always was. In a
+// scenario read from an fs.FS (LoadFS), manifests resolve inside that FS,
+// and the files opened on disk (image archives, a kubeconfig) relative to
+// the working directory: such a scenario has no folder on disk.
 func (s *Scenario) resolvePaths(dir string) []FieldError {
 	var v validator
-	resolve := func(path string, p *string, relative bool) {
+	onDisk := func(path string, p *string, relative bool) {
 		x, err := expandHome(*p)
 		if err != nil {
 			v.add(path, err.Error(), "write the full path, or ./"+*p+" for a folder of that name")
@@ -229,18 +278,24 @@ func (s *Scenario) resolvePaths(dir string) []FieldError {
 		}
 		*p = x
 	}
+	inDir := s.files == nil
 	for i := range s.Variants {
-		resolve(fmt.Sprintf("variants[%d].manifest", i), &s.Variants[i].Manifest, true)
+		f := fmt.Sprintf("variants[%d].manifest", i)
+		if s.files != nil {
+			resolveInFS(&v, f, &s.Variants[i].Manifest, dir)
+		} else {
+			onDisk(f, &s.Variants[i].Manifest, true)
+		}
 	}
 	if c := s.App.Custom; c != nil {
 		for i := range c.ImageArchives {
-			resolve(fmt.Sprintf("app.custom.imageArchives[%d]", i), &c.ImageArchives[i], true)
+			onDisk(fmt.Sprintf("app.custom.imageArchives[%d]", i), &c.ImageArchives[i], inDir)
 		}
 	}
 	if e := s.Cluster.Existing; e != nil {
-		resolve("cluster.existing.kubeconfig", &e.Kubeconfig, true)
+		onDisk("cluster.existing.kubeconfig", &e.Kubeconfig, inDir)
 	}
-	resolve("output", &s.Output, false)
+	onDisk("output", &s.Output, false)
 	return v.errs
 }
 

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -74,7 +75,9 @@ func (s *Scenario) Index(name string) int {
 // specifics.
 type Objects struct {
 	Deployment *appsv1ac.DeploymentApplyConfiguration
-	Service    *corev1ac.ServiceApplyConfiguration
+	// Service is droprun's web Service; nil when app.custom.service names
+	// the user's own.
+	Service *corev1ac.ServiceApplyConfiguration
 	// Gateway and GatewayService are set when traffic goes through the
 	// in-cluster reverse proxy.
 	Gateway        *appsv1ac.DeploymentApplyConfiguration
@@ -83,7 +86,10 @@ type Objects struct {
 
 // List returns the objects in apply order.
 func (o Objects) List() []any {
-	l := []any{o.Deployment, o.Service}
+	l := []any{o.Deployment}
+	if o.Service != nil {
+		l = append(l, o.Service)
+	}
 	if o.Gateway != nil {
 		l = append(l, o.Gateway, o.GatewayService)
 	}
@@ -97,7 +103,7 @@ func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Obj
 	v := s.Variants[i]
 	var o Objects
 	if c := s.App.Custom; c != nil {
-		manifest, err := ReadFile(v.Manifest, "Deployment manifest")
+		manifest, err := s.readManifest(v.Manifest)
 		if err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
@@ -110,7 +116,9 @@ func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Obj
 		if d.Spec.Selector != nil {
 			selector = d.Spec.Selector.MatchLabels
 		}
-		o.Service = variant.Service(s.Namespace, *d.Name, selector, intstr.FromInt32(int32(c.Port)), variant.WebNodePort)
+		if c.Service == "" { // else the user's own Service or Ingress fronts the pods
+			o.Service = variant.Service(s.Namespace, *d.Name, selector, intstr.FromInt32(int32(c.Port)), variant.WebNodePort)
+		}
 	} else {
 		kind := v.Variant
 		if initial && v.From != "" {
@@ -126,7 +134,10 @@ func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Obj
 		}
 		o.Service = variant.WebService(s.Namespace)
 	}
-	if s.Traffic.Target == TargetGateway {
+	if o.Service != nil && s.App.Service != nil && s.App.Service.Type != "" {
+		variant.WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
+	}
+	if s.Traffic.Target == TargetGateway && o.Service != nil {
 		// The gateway is bookshop in gateway mode even for a custom app: it
 		// forwards to the Service named like the Deployment.
 		o.Gateway = variant.Gateway(s.Namespace, image.Ref(Versions[0], image.FlavourStandard), *o.Service.Name)

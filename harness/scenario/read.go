@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,20 @@ const MaxFileSize = 1 << 20
 // what names the file's role ("scenario", "kubeconfig") in the error.
 func ReadFile(path, what string) ([]byte, error) {
 	return readCapped(path, what, MaxFileSize)
+}
+
+// readFrom is ReadFile from files, or from the OS file system when files
+// is nil.
+func readFrom(files fs.FS, path, what string) ([]byte, error) {
+	if files == nil {
+		return ReadFile(path, what)
+	}
+	f, err := files.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAllCapped(f, path, what, MaxFileSize)
 }
 
 // readCapped reads at most limit bytes of path. It reads limit+1 through a

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"io/fs"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -47,7 +49,13 @@ type Scenario struct {
 	Traffic Traffic `json:"traffic"`
 
 	// Output is the directory a run's results go under. Default "results".
+	// Unlike the file paths above it is relative to the directory droprun
+	// runs in, not to the scenario file.
 	Output string `json:"output,omitempty"`
+
+	// files is where Manifest paths are read: nil for the OS file system,
+	// or the fs.FS that LoadFS read the scenario from.
+	files fs.FS
 }
 
 // Metadata names and describes a scenario.
@@ -75,7 +83,11 @@ type KindCluster struct {
 	Nodes int `json:"nodes,omitempty"`
 	// KubeProxyMode is iptables (default), nftables or ipvs.
 	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
-	// NodeImage is the kind node image. Default: droprun's offline image.
+	// NodeImage is the kind node image. Default auto: droprun's own image
+	// when the local engine has it up to date, else kind's published image
+	// when a registry serves it (with kind's own CNI), else droprun's image
+	// built offline. An image reference (explicit tag or digest) is used as
+	// given, pulled when missing.
 	NodeImage string `json:"nodeImage,omitempty"`
 	// HostPort is the port on 127.0.0.1 mapped to the web Service's
 	// NodePort 30080 on the control plane; node k (1 = first worker) gets
@@ -88,18 +100,43 @@ type KindCluster struct {
 
 // ExistingCluster is a cluster droprun does not own. droprun works only in
 // its own namespace there, and refuses a context that is not a kind cluster
-// unless the user names it with --allow-context.
+// (as its nodes' provider IDs show, whatever the context is called) unless
+// the user names it with --allow-context.
 type ExistingCluster struct {
+	// Kubeconfig is the kubeconfig file, relative to the scenario file
+	// (to the working directory for a shipped scenario).
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context,omitempty"`
-	// URL is where traffic is sent: exactly http://127.0.0.1:PORT, with
-	// traffic.path appended to it. Default http://127.0.0.1:30080.
+	// URL is where traffic is sent, with traffic.path appended to it:
+	// http://127.0.0.1:PORT, or the http(s) URL of a load balancer or
+	// ingress in front of the cluster (scheme://HOST[:PORT], no path),
+	// which droprun sends load to only when the run names its host with
+	// --allow-target HOST[:PORT]. Default http://127.0.0.1:30080.
 	URL string `json:"url,omitempty"`
 }
 
 // App is the application under test. With Custom unset it is bookshop.
 type App struct {
 	Custom *CustomApp `json:"custom,omitempty"`
+	// Service is the web Service droprun creates in front of the app.
+	// Default {type: NodePort}; absent when app.custom.service names the
+	// user's own.
+	Service *AppService `json:"service,omitempty"`
+}
+
+// Service types app.service.type may name.
+const (
+	ServiceNodePort     = "NodePort"
+	ServiceLoadBalancer = "LoadBalancer"
+)
+
+// AppService shapes the web Service droprun creates.
+type AppService struct {
+	// Type is NodePort (the default: kind's host ports reach node port
+	// 30080 on every node) or LoadBalancer (the same node port, plus a
+	// cloud load balancer on a cluster that provisions one; point
+	// cluster.existing.url at it and name its host with --allow-target).
+	Type string `json:"type,omitempty"`
 }
 
 // CustomApp is the user's own service: each variant names a Deployment
@@ -109,12 +146,44 @@ type CustomApp struct {
 	// ["myapp:1.4.0", "myapp:1.4.1"]. They must already be loadable by
 	// the cluster (droprun loads archives named in ImageArchives).
 	Images []string `json:"images"`
-	// ImageArchives are image tarballs loaded into every kind node.
+	// ImageArchives are image tarballs loaded into every kind node,
+	// relative to the scenario file (to the working directory for a
+	// shipped scenario).
 	ImageArchives []string `json:"imageArchives,omitempty"`
 	// Container is the name of the container whose image changes.
 	Container string `json:"container"`
 	// Port is the container port the Service targets. Default 8080.
 	Port int `json:"port,omitempty"`
+	// Service names the user's own Service or Ingress in front of the
+	// pods, on an existing cluster: droprun then creates no Service and
+	// sends traffic to cluster.existing.url. It must be in droprun's
+	// namespace (a Service selects pods of its own namespace only), which
+	// droprun deletes after the run.
+	Service string `json:"service,omitempty"`
+	// Metrics, when set, is the app's own request counter droprun reads
+	// from each pod for the pods' view; without it a custom app has none.
+	Metrics *CustomMetrics `json:"metrics,omitempty"`
+}
+
+// CustomMetrics names a request counter in the app's Prometheus endpoint,
+// scraped from each pod through the API server's pod proxy. A pod's last
+// scrape before it exits can miss its final requests, so for a custom app
+// the pods' view is a lower bound, not exact like bookshop's exit totals.
+type CustomMetrics struct {
+	// Port is the container port serving the metrics. Default app.custom.port.
+	Port int `json:"port,omitempty"`
+	// Path is the metrics path. Default /metrics.
+	Path string `json:"path,omitempty"`
+	// Counter is the metric family counting the app's responses, e.g.
+	// http_requests_total. A histogram or summary (or its _count series)
+	// counts its observations.
+	Counter string `json:"counter"`
+	// CodeLabel is the label holding the HTTP status code, so the pods'
+	// 2xx can be set beside the client's. Default code.
+	CodeLabel string `json:"codeLabel,omitempty"`
+	// Match keeps only the series with these label values, e.g.
+	// {path: version} to leave out probes and scrapes.
+	Match map[string]string `json:"match,omitempty"`
 }
 
 // Variant is one shutdown behaviour to measure.

@@ -226,12 +226,24 @@ func TestHomeExpansion(t *testing.T) {
 	}
 }
 
-// TestExistingURL: load goes only to http://127.0.0.1:PORT.
+// TestExistingURL: the traffic URL is http://127.0.0.1:PORT, or a load
+// balancer's http(s)://HOST[:PORT] (which a run still refuses unless
+// --allow-target names the host: traffic.CheckURL), written plainly.
 func TestExistingURL(t *testing.T) {
 	tests := []struct{ url, want string }{
 		{"http://127.0.0.1:30080", ""},
 		{"http://127.0.0.1:1", ""},
-		{"http://10.0.0.5:30080", `is not on 127.0.0.1 (host "10.0.0.5")`},
+		{"http://10.0.0.5:30080", ""},
+		{"https://shop.example.com", ""},
+		{"http://shop.example.com:8080", ""},
+		{"https://[2001:db8::1]:443", ""},
+		{"https://Shop.example.com", "is not written plainly (fix: write it as https://shop.example.com)"},
+		{"https://shop.example.com/", "has a path, query or fragment (fix: write https://shop.example.com and put the request path in traffic.path"},
+		{"http://shop.example.com:0", `has no port between 1 and 65535 (port "0")`},
+		{"https://u:p@shop.example.com", "has credentials in it"},
+		{"ftp://shop.example.com", `is not an http URL (scheme "ftp")`},
+		{"http://0.0.0.0:30080", `is not on 127.0.0.1 (host "0.0.0.0")`},
+		{"https://localhost:8443", `is not an http URL (scheme "https")`},
 		{"http://localhost:30080", `is not on 127.0.0.1 (host "localhost")`},
 		{"http://127.0.0.2:30080", `is not on 127.0.0.1`},
 		{"http://[::1]:30080", `is not on 127.0.0.1 (host "::1")`},

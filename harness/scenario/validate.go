@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/droprun/droprun/harness/nodeimage"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -50,6 +53,7 @@ func (s *Scenario) Validate() []FieldError {
 		v.add("rollouts", fmt.Sprintf("is %d", *s.Rollouts), "use 0 for a control run with no rollout, or a positive count")
 	}
 	s.validateTraffic(&v)
+	s.validateService(&v)
 	s.validateVariants(&v)
 	return v.errs
 }
@@ -74,6 +78,9 @@ func (s *Scenario) validateCluster(v *validator) {
 		default:
 			v.add("cluster.kind.kubeProxyMode", fmt.Sprintf("%q is not a kube-proxy mode", k.KubeProxyMode), "use iptables, nftables or ipvs")
 		}
+		if err := nodeimage.CheckRef(k.NodeImage); err != nil {
+			v.add("cluster.kind.nodeImage", err.Error(), "use auto (droprun's cached image, else kind's published one when a registry serves it, else droprun's built offline), or an image with an explicit tag or digest such as "+nodeimage.DefaultImage)
+		}
 		checkPort(v, "cluster.kind.hostPort", k.HostPort)
 		checkPort(v, "cluster.kind.gatewayHostPort", k.GatewayHostPort)
 		if k.Nodes >= 1 && k.Nodes <= 10 {
@@ -92,20 +99,23 @@ func (s *Scenario) validateCluster(v *validator) {
 	}
 }
 
-// checkTrafficURL checks the URL load is sent to on an existing cluster.
-// It must be exactly http://127.0.0.1:PORT: droprun aims load only at
-// loopback (there is no flag to aim it elsewhere), a request carries no
-// credentials, and the request path is traffic.path, appended to the URL,
-// so the URL has no path, query or fragment of its own. It returns what is
+// checkTrafficURL checks the URL load is sent to on an existing cluster:
+// http://127.0.0.1:PORT, or scheme://HOST[:PORT] (http or https) for a
+// load balancer or ingress. A request carries no credentials, and the
+// request path is traffic.path, appended to the URL, so the URL has no
+// path, query or fragment of its own. Whether load may go to a HOST beyond
+// 127.0.0.1 is the run's decision, not the file's: only --allow-target
+// HOST[:PORT] allows it (traffic.CheckURL, at run time). It returns what is
 // wrong and the fix, or "" when the URL is fine.
 func checkTrafficURL(raw string) (msg, fix string) {
-	const loopback = "droprun sends load only to loopback: forward the Service to a port on 127.0.0.1 (e.g. a NodePort mapped to a host port) and write http://127.0.0.1:PORT"
+	const loopback = "droprun's loopback target is written 127.0.0.1: forward the Service to a port on 127.0.0.1 (e.g. a NodePort mapped to a host port) and write http://127.0.0.1:PORT"
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "is not a URL: " + cleanURLError(err), "write it as http://127.0.0.1:PORT"
+		return "is not a URL: " + cleanURLError(err), "write it as http://127.0.0.1:PORT, or as your load balancer's http(s)://HOST[:PORT]"
 	}
-	if u.Scheme != "http" {
-		return fmt.Sprintf("is not an http URL (scheme %q)", u.Scheme), "write it as http://127.0.0.1:PORT; the NodePort answers plain HTTP"
+	remote := u.Hostname() != "127.0.0.1" && u.Hostname() != "" && !loopbackAlias(u.Hostname())
+	if u.Scheme != "http" && !(remote && u.Scheme == "https") {
+		return fmt.Sprintf("is not an http URL (scheme %q)", u.Scheme), "write it as http://127.0.0.1:PORT; the NodePort answers plain HTTP (a load balancer's URL may be https)"
 	}
 	if u.Opaque != "" || u.Host == "" {
 		return "has no host", "write it as http://127.0.0.1:PORT"
@@ -113,20 +123,70 @@ func checkTrafficURL(raw string) (msg, fix string) {
 	if u.User != nil {
 		return "has credentials in it", "remove the user:password@ part; droprun sends no credentials"
 	}
-	if h := u.Hostname(); h != "127.0.0.1" {
+	if h := u.Hostname(); h != "127.0.0.1" && !remote {
 		return fmt.Sprintf("is not on 127.0.0.1 (host %q)", h), loopback
 	}
 	port, err := strconv.Atoi(u.Port())
-	if u.Port() == "" || err != nil || port < 1 || port > 65535 {
+	if (u.Port() != "" || !remote) && (err != nil || port < 1 || port > 65535) {
 		return fmt.Sprintf("has no port between 1 and 65535 (port %q)", u.Port()), "write it as http://127.0.0.1:PORT with the host port the Service is reached on"
 	}
-	if u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return "has a path, query or fragment", fmt.Sprintf("write http://127.0.0.1:%d and put the request path in traffic.path, which is appended to it", port)
+	want := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if remote {
+		want = u.Scheme + "://" + strings.ToLower(u.Hostname())
+		if strings.Contains(u.Hostname(), ":") {
+			want = u.Scheme + "://[" + strings.ToLower(u.Hostname()) + "]"
+		}
+		if u.Port() != "" {
+			want += ":" + strconv.Itoa(port)
+		}
 	}
-	if want := fmt.Sprintf("http://127.0.0.1:%d", port); raw != want {
+	if u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "has a path, query or fragment", fmt.Sprintf("write %s and put the request path in traffic.path, which is appended to it", want)
+	}
+	if raw != want {
 		return "is not written plainly", "write it as " + want
 	}
 	return "", ""
+}
+
+// loopbackAlias reports whether host names loopback (or the unspecified
+// address) other than as 127.0.0.1: localhost, ::1, 127.0.0.2, 127.0.0.1.
+func loopbackAlias(host string) bool {
+	h := strings.ToLower(host)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.TrimSuffix(h, "."))
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// validateService checks app.service and app.custom.service: droprun's
+// Service is NodePort or LoadBalancer; the user's own Service or Ingress
+// is named only on an existing cluster whose URL reaches it, and then
+// droprun creates none (so there is nothing for its gateway to forward to).
+func (s *Scenario) validateService(v *validator) {
+	own := ""
+	if c := s.App.Custom; c != nil {
+		own = c.Service
+	}
+	if own == "" {
+		if svc := s.App.Service; svc != nil && svc.Type != ServiceNodePort && svc.Type != ServiceLoadBalancer {
+			v.add("app.service.type", fmt.Sprintf("%q is not a Service type droprun creates", svc.Type), "use NodePort (the default) or LoadBalancer")
+		}
+		return
+	}
+	if msgs := validation.IsDNS1123Subdomain(own); len(msgs) > 0 {
+		v.add("app.custom.service", fmt.Sprintf("%q is not a Service or Ingress name: %s", own, msgs[0]), "name your Service or Ingress in droprun's namespace, e.g. service: shop")
+	}
+	if s.App.Service != nil {
+		v.add("app.service", "is set but app.custom.service names your own Service or Ingress", "remove app.service: droprun creates no Service when you bring your own")
+	}
+	if e := s.Cluster.Existing; e == nil || e.URL == "" {
+		v.add("app.custom.service", "needs cluster.existing.url", "set cluster.existing (kubeconfig and url) to the URL your Service or Ingress is reached on; on a kind cluster leave app.custom.service out and droprun creates the Service")
+	}
+	if s.Traffic.Target == TargetGateway {
+		v.add("traffic.target", "is gateway but app.custom.service brings your own Service", "use traffic.target: nodeport, which sends traffic to cluster.existing.url directly")
+	}
 }
 
 // cleanURLError drops the operation and the URL from a url.Parse error;
@@ -226,6 +286,9 @@ func (s *Scenario) validateVariants(v *validator) {
 			v.add("app.custom.container", "is required", "name the container whose image the rollouts change")
 		}
 		checkPort(v, "app.custom.port", c.Port)
+		if c.Metrics != nil {
+			validateCustomMetrics(v, c.Metrics)
+		}
 	}
 	if len(s.Variants) == 0 {
 		v.add("variants", "is empty", "list at least one variant, e.g. - variant: no-prestop")
@@ -355,6 +418,36 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 					v.add(at(fmt.Sprintf("resources.%s.%s", kind, name), vr.Resources != nil, d.Resources != nil), fmt.Sprintf("%q is not a quantity", q), "write it like 50m (cpu) or 32Mi (memory)")
 				}
 			}
+		}
+	}
+}
+
+// metricName is a Prometheus metric or label name.
+var metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
+// validateCustomMetrics checks app.custom.metrics: the counter and labels
+// must be Prometheus names, the path absolute, the port a port.
+func validateCustomMetrics(v *validator, m *CustomMetrics) {
+	const p = "app.custom.metrics"
+	checkPort(v, p+".port", m.Port)
+	if m.Path == "" || m.Path[0] != '/' || strings.ContainsAny(m.Path, "?#") {
+		v.add(p+".path", fmt.Sprintf("%q is not an absolute path", m.Path), "use the path the app serves its Prometheus metrics on, such as /metrics")
+	}
+	switch {
+	case m.Counter == "":
+		v.add(p+".counter", "is required", "name the counter of the app's responses, such as http_requests_total; or remove metrics: the summary then says there is no pods' view")
+	case !metricName.MatchString(m.Counter):
+		v.add(p+".counter", fmt.Sprintf("%q is not a Prometheus metric name", m.Counter), "use letters, digits, '_' and ':', as in http_requests_total")
+	}
+	if !metricName.MatchString(m.CodeLabel) || strings.Contains(m.CodeLabel, ":") {
+		v.add(p+".codeLabel", fmt.Sprintf("%q is not a Prometheus label name", m.CodeLabel), "name the label that holds the status code, such as code or status")
+	}
+	for _, l := range slices.Sorted(maps.Keys(m.Match)) {
+		if !metricName.MatchString(l) || strings.Contains(l, ":") {
+			v.add(p+".match."+l, "is not a Prometheus label name", "use letters, digits and '_', as in path")
+		}
+		if l == m.CodeLabel {
+			v.add(p+".match."+l, "is the codeLabel", "leave the status code out of match: droprun splits the count by it to set the pods' 2xx beside the client's")
 		}
 	}
 }

@@ -2,6 +2,15 @@
 // or reused, or an existing one), the app's images loaded into its nodes,
 // droprun's namespace, and a variant deployed and answering on 127.0.0.1,
 // through the host ports of every node on kind (Targets).
+//
+// Where requests go: Targets are the only URLs droprun sends requests to,
+// load (harness/run, through traffic.Start) and probes (WaitAnswering,
+// through traffic.ProbeClient) alike, and both check every URL with
+// traffic.CheckURL against Testbed.Allow. On kind the targets are the host
+// ports on 127.0.0.1; on an existing cluster the one URL the user gave,
+// which may be a load balancer or ingress beyond 127.0.0.1 only when the
+// user named its host with --allow-target (CheckAllow, before any cluster
+// work).
 package testbed
 
 import (
@@ -10,30 +19,41 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 // Options tune Prepare.
 type Options struct {
 	// Log receives progress lines.
 	Log io.Writer
-	// ModuleDir is the droprun source tree, for building the bookshop
-	// images. Required for bookshop on a kind cluster.
+	// ModuleDir is a droprun source tree to build the bookshop images
+	// from. Default: the bookshop source embedded in droprun (see
+	// image.BuildOptions.ModuleDir).
 	ModuleDir string
 	// ImageDir caches the bookshop image archive. Default
 	// os.UserCacheDir()/droprun/images.
 	ImageDir string
 	// AllowContext names an existing non-kind context the user allows.
 	AllowContext string
+	// AllowTargets are the hosts beyond 127.0.0.1 the user named with
+	// --allow-target: an existing cluster's URL may be on one of them (see
+	// CheckAllow).
+	AllowTargets []traffic.AllowTarget
 	// CreateCluster lets Prepare create the kind cluster when it does not
 	// exist; without it a missing cluster is an error.
 	CreateCluster bool
@@ -51,7 +71,14 @@ type Testbed struct {
 	// Entries are a kind cluster's host ports, one per node (see
 	// cluster.Config.Entries); nil for an existing cluster.
 	Entries []cluster.Entry
-	log     io.Writer
+	// Allow are the hosts beyond 127.0.0.1 the user allowed (Options.
+	// AllowTargets): every request to Targets, load or probe, goes through
+	// traffic's check with them (traffic.CheckURL), and nowhere else.
+	Allow []traffic.AllowTarget
+	log   io.Writer
+	// archives are a custom app's image archives, as Preflight inspected
+	// them.
+	archives []*image.Archive
 }
 
 // Prepare brings up (or connects to) the scenario's cluster, loads the
@@ -60,9 +87,19 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	tb := &Testbed{Scenario: sc, log: o.Log}
+	// The user's input first: a bad image archive fails here, before any
+	// cluster work.
+	archives, err := Preflight(sc)
+	if err != nil {
+		return nil, err
+	}
+	// Where load may go is settled before any cluster work too.
+	if err := CheckAllow(sc, o.AllowTargets); err != nil {
+		return nil, err
+	}
+	tb := &Testbed{Scenario: sc, log: o.Log, archives: archives, Allow: o.AllowTargets}
 	if e := sc.Cluster.Existing; e != nil {
-		cl, err := cluster.Existing(e.Kubeconfig, e.Context, o.AllowContext)
+		cl, err := cluster.Existing(ctx, e.Kubeconfig, e.Context, o.AllowContext)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +136,11 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 	if err := kube.EnsureNamespace(ctx, tb.Cluster.Client, sc.Namespace); err != nil {
 		return nil, err
 	}
+	if c := sc.App.Custom; c != nil && c.Service != "" {
+		if err := checkOwnService(ctx, tb.Cluster.Client, sc.Namespace, c.Service); err != nil {
+			return nil, err
+		}
+	}
 	return tb, nil
 }
 
@@ -106,8 +148,15 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 // bookshop images, or loads a custom app's archives.
 func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 	archives := []string{}
-	if c := tb.Scenario.App.Custom; c != nil {
-		archives = c.ImageArchives
+	for _, a := range tb.archives {
+		// kind's loader takes docker save's format: an OCI layout is
+		// converted into a temporary file first.
+		file, done, err := a.DockerSave(ctx, "")
+		if err != nil {
+			return err
+		}
+		defer done()
+		archives = append(archives, file)
 	}
 	if tb.Scenario.App.Custom == nil || tb.Scenario.Traffic.Target == scenario.TargetGateway {
 		dir := o.ImageDir
@@ -117,9 +166,6 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 				return err
 			}
 			dir = filepath.Join(cache, "droprun", "images")
-		}
-		if o.ModuleDir == "" {
-			return fmt.Errorf("building the bookshop images needs the droprun source tree: run droprun from a checkout")
 		}
 		res, err := image.Build(ctx, image.BuildOptions{ModuleDir: o.ModuleDir, OutDir: dir, Log: o.Log})
 		if err != nil {
@@ -203,8 +249,11 @@ type Answer struct {
 func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
 	targets := tb.Targets()
+	client, err := traffic.ProbeClient(targets, tb.Allow, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
 	answers := make([]*Answer, len(targets))
 	last := make([]error, len(targets))
 	for {
@@ -280,4 +329,65 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// CheckAllow checks an existing cluster's traffic URL against the hosts
+// the user allowed with --allow-target, before anything runs: a URL beyond
+// 127.0.0.1 needs its host named, and every name must be the URL's host
+// (and port, when it has one), so a typo is an error rather than a
+// permission that allows nothing. On a kind cluster load goes to
+// 127.0.0.1 only and --allow-target is refused. The check itself is
+// traffic.CheckURL, which every request to a target goes through again.
+func CheckAllow(sc *scenario.Scenario, allow []traffic.AllowTarget) error {
+	e := sc.Cluster.Existing
+	if e == nil {
+		if len(allow) > 0 {
+			return fmt.Errorf("--allow-target %s: applies to an existing cluster's url only (cluster.existing.url, with --kubeconfig or in the scenario); on kind, load goes to 127.0.0.1", allow[0])
+		}
+		return nil
+	}
+	raw := or(e.URL, fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultHostPort))
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("cluster.existing.url: %w", err)
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+	}
+	for _, a := range allow {
+		if a.Host != host || a.Port != "" && a.Port != port {
+			return fmt.Errorf("--allow-target %s does not name cluster.existing.url %s (host %s, port %s): name exactly the host (and port) load goes to, --allow-target %s, or leave it out", a, raw, host, port, traffic.AllowTarget{Host: host, Port: port})
+		}
+	}
+	if _, err := traffic.CheckURL(raw, allow); err != nil {
+		return fmt.Errorf("cluster.existing.url: %w", err)
+	}
+	return nil
+}
+
+// checkOwnService checks that the user's own Service or Ingress (app.custom.
+// service), which droprun does not create, is in namespace before a run
+// relies on it.
+func checkOwnService(ctx context.Context, c kubernetes.Interface, namespace, name string) error {
+	_, err := c.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return wrapOwn(err, namespace, name)
+	}
+	_, err = c.NetworkingV1().Ingresses(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("app.custom.service %q: namespace %s has no Service or Ingress of that name, and droprun creates none for you: "+
+			"create it in %s (a Service selects pods of its own namespace only) before the run, with the namespace labelled %s=%s "+
+			"(kubectl create namespace %s; kubectl label namespace %s %s=%s; kubectl -n %s apply -f YOUR-SERVICE.yaml); "+
+			"droprun deletes that namespace, and your Service with it, after the run",
+			name, namespace, namespace, variant.LabelManagedBy, variant.ManagedBy, namespace, namespace, variant.LabelManagedBy, variant.ManagedBy, namespace)
+	}
+	return wrapOwn(err, namespace, name)
+}
+
+func wrapOwn(err error, namespace, name string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("app.custom.service %q: reading it in namespace %s: %w", name, namespace, err)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 // Event is one transition, stamped with the local clock at receipt (API
@@ -39,6 +40,9 @@ type Event struct {
 	Flushed map[string]int `json:"flushed,omitempty"`
 	// Rig is one sample of the rig's load (rig.sample).
 	Rig *rig.Sample `json:"rig,omitempty"`
+	// Live is the shutdown settings the live pod template had when a
+	// rollout started (rollout.start): the pods that rollout deletes.
+	Live *variant.PodFacts `json:"live,omitempty"`
 }
 
 // Kind names what an Event records. The names are stable: reports and
@@ -154,7 +158,9 @@ const (
 
 // Run-level marks, written by the caller with Recorder.Mark.
 const (
-	// KindRolloutStart marks the start of a rollout.
+	// KindRolloutStart marks the start of a rollout; Detail from, to,
+	// measured (the variant detected) and live, and Live the container's
+	// shutdown settings, read from the live pod template.
 	KindRolloutStart Kind = "rollout.start"
 	// KindRolloutComplete marks a rollout complete, old pods gone.
 	KindRolloutComplete Kind = "rollout.complete"

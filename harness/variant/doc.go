@@ -11,5 +11,7 @@
 // bookshop web Deployment (Custom does the same for a user's manifest, only
 // the image changed), Service and GatewayService the Services, and Detect
 // reads back, from a live pod template, which variant it is: the pods a
-// rollout deletes are the old template's, not the new one's.
+// rollout deletes are the old template's, not the new one's. Facts reads
+// the same template's shutdown settings for any container, bookshop's or a
+// custom app's: preStop hook and length, grace period, readiness probe.
 package variant

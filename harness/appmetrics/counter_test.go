@@ -1,0 +1,89 @@
+package appmetrics
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// testdata/podinfo-metrics.txt is the /metrics of the real podinfo binary
+// (github.com/stefanprodan/podinfo/cmd/podinfo, 6.9.2) after 5 GET
+// /version, 1 GET /status/503, 1 /readyz, 1 /healthz and 1 /metrics.
+
+func TestParseCounterPodinfo(t *testing.T) {
+	text, err := os.ReadFile("testdata/podinfo-metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    Counter
+		want map[string]int
+	}{
+		{"counter, every path", Counter{Name: "http_requests_total", CodeLabel: "status"}, map[string]int{"200": 8, "503": 1}},
+		{"counter, matched away", Counter{Name: "http_requests_total", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{}},
+		{"histogram, one path", Counter{Name: "http_request_duration_seconds", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{"200": 5}},
+		{"histogram by its _count", Counter{Name: "http_request_duration_seconds_count", CodeLabel: "status", Match: map[string]string{"method": "GET"}}, map[string]int{"200": 8, "503": 1}},
+		{"no such family", Counter{Name: "nope_total", CodeLabel: "code"}, map[string]int{}},
+		{"wrong code label", Counter{Name: "http_requests_total", CodeLabel: "code"}, map[string]int{"": 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parseCounter(text, tc.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.counts.ByCode(); !maps.Equal(got, tc.want) {
+				t.Errorf("by code %v, want %v", got, tc.want)
+			}
+			if len(s.counts) > 1 || (len(s.counts) == 1 && s.counts[""] == nil) {
+				t.Errorf("counts by handler %v: want everything under the handler \"\"", s.counts)
+			}
+		})
+	}
+	if _, err := parseCounter([]byte("not { metrics"), Counter{Name: "x"}); err == nil {
+		t.Error("parseCounter accepted text that is not an exposition")
+	}
+	if got := (Counter{Name: "h", Match: map[string]string{"path": "version", "method": "GET"}}).String(); got != `h{method="GET",path="version"}` {
+		t.Errorf("String() = %s", got)
+	}
+}
+
+// TestCollectorCounter: with a Counter the collector reads it instead of
+// bookshop's metrics, and a termination message (which only bookshop
+// writes) is not taken for exit totals.
+func TestCollectorCounter(t *testing.T) {
+	t.Parallel()
+	pod := runningPod("app-a", "podinfo", "containerd://a1")
+	pod.Status.ContainerStatuses[0].LastTerminationState.Terminated = terminated("containerd://a0", t0.Add(-time.Minute), "panic: something")
+	client := fake.NewClientset(pod)
+	fs := newFakeScraper()
+	fs.set("app-a", []byte("# TYPE http_requests_total counter\nhttp_requests_total{status=\"200\"} 40\nhttp_requests_total{status=\"503\"} 2\n"), nil)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Start(ctx, client, ns, "app=podinfo", &out, Options{Interval: time.Hour, Scraper: fs,
+		Counter: &Counter{Name: "http_requests_total", CodeLabel: "status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ScrapeNow(ctx)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s := lastScrape(c, "app-a")
+	if s == nil || s.Requests != 42 || !maps.Equal(s.ByCode, map[string]int{"200": 40, "503": 2}) {
+		t.Fatalf("scrape: %+v", s)
+	}
+	if st := c.Stats(); st.TerminationMessages != 0 || st.BadMessages != 0 {
+		t.Errorf("stats %+v: a custom app's termination message was read", st)
+	}
+	sum := Totals(c.Records(), time.Time{}, time.Time{})
+	if sum.Answered != 42 || sum.Answered2xx != 40 {
+		t.Errorf("totals: answered %d (2xx %d), want 42 (40)", sum.Answered, sum.Answered2xx)
+	}
+}
