@@ -16,7 +16,9 @@ package droprun
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 )
@@ -39,6 +41,29 @@ var scenarios embed.FS
 // the same paths as in the source tree.
 func Source() fs.FS {
 	return noTests{source}
+}
+
+// ExtractSource copies the module src (Source(), or a test's own module)
+// into dir, which must not exist yet, so go commands can build in it. It
+// checks that src holds a go.mod, so a wrong src fails here and not in the
+// compiler. Run go in dir with SourceBuildEnv added to the environment.
+func ExtractSource(src fs.FS, dir string) error {
+	if _, err := fs.Stat(src, "go.mod"); err != nil {
+		return fmt.Errorf("the source to extract has no go.mod: %w", err)
+	}
+	if err := os.CopyFS(dir, src); err != nil {
+		return fmt.Errorf("extracting droprun's source into %s: %w", dir, err)
+	}
+	return nil
+}
+
+// SourceBuildEnv is what go commands that build an extracted source add to
+// the caller's environment. The copy stands alone: the caller's go.work or
+// GOFLAGS (-mod=vendor, say) must not apply to it. go.sum is complete, so
+// -mod=readonly needs no change to go.mod; modules missing from the module
+// cache come from GOPROXY as usual.
+func SourceBuildEnv() []string {
+	return []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}
 }
 
 // Scenarios returns the shipped scenarios, rooted at the scenarios folder:

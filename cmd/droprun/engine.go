@@ -90,8 +90,9 @@ kind's own base-image files, and every image kubeadm and the pod network need,
 preloaded into the node's containerd so nothing is ever pulled.
 
 Every artifact is cached under the user's cache directory (~/.cache/droprun);
-a second build with the same inputs is a no-op. Cold, on 2 cores, it took
-25 to 46 minutes here (Kubernetes itself 10 to 25, depending on other load).`,
+a second build with the same inputs is a no-op. Cold, on a fresh machine with
+2 cores, it takes about 15 min (the Kubernetes binaries 8 of them); longer
+when other work shares the cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = s.Err

@@ -104,6 +104,9 @@ func exitCases(t *testing.T) map[string]commandCases {
 			more: []exitCase{
 				{name: "lists", args: []string{"scenarios"}, code: 0, out: "compare-all"},
 				{name: "prints one", args: []string{"scenarios", "demo"}, code: 0, out: "kind: Scenario"},
+				{name: "prints one by file name", args: []string{"scenarios", "demo.yaml"}, code: 0, out: "kind: Scenario"},
+				{name: "prints the format", args: []string{"scenarios", "README"}, code: 0, out: "# Scenario files"},
+				{name: "--export without a name", args: []string{"scenarios", "--export", "x"}, code: 2, hint: "droprun scenarios", err: "--export needs the NAME of a shipped scenario"},
 				{name: "unknown name", args: []string{"scenarios", "nope"}, code: 2, hint: "droprun scenarios", err: `"nope" is not a shipped scenario`},
 			},
 		},
@@ -187,6 +190,8 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "archive missing", args: []string{"run", "--output-dir", filepath.Join(custom, "run"), noArchive}, code: 2, err: "gone.tar: does not exist"},
 				{name: "neither a file nor a shipped scenario", args: []string{"run", missing}, code: 2, hint: "droprun run", err: "no shipped scenario of that name (shipped: compare-all,"},
 				{name: "a load balancer URL nobody named", args: []string{"run", lbScenario}, code: 2, hint: "droprun run", err: "name it: --allow-target shop.example.com:443"},
+				// --kubeconfig picks the cluster but keeps the scenario's url.
+				{name: "--kubeconfig keeps cluster.existing.url", args: []string{"run", "--kubeconfig", missing, lbScenario}, code: 2, hint: "droprun run", err: "name it: --allow-target shop.example.com:443"},
 				{name: "--allow-target naming another host", args: []string{"run", "--allow-target", "shop.example.org", lbScenario}, code: 2, hint: "droprun run", err: "--allow-target shop.example.org does not name cluster.existing.url"},
 				{name: "--allow-target with a scheme", args: []string{"run", "--allow-target", "https://shop.example.com", lbScenario}, code: 2, hint: "droprun run", err: "is not a host (no scheme, path or user)"},
 				{name: "--allow-target on kind", args: []string{"run", "--allow-target", "shop.example.com", scenarioFile}, code: 2, hint: "droprun run", err: "applies to an existing cluster's url only"},

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,23 +67,6 @@ instead, such as a checkout with edited bookshop source.`,
 	return cmd
 }
 
-// findModuleRoot walks up from the working directory to the droprun
-// module's go.mod (node-image build uses it for apps/cni).
-func findModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/droprun/droprun\n") {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("not inside the droprun source tree (%s): run from a checkout or pass --module-dir", dir)
-		}
-	}
-}
-
 func newImageBuildGoCmd(s streams) *cobra.Command {
 	o := image.GoBuildOptions{}
 	cmd := &cobra.Command{
@@ -97,18 +78,20 @@ for linux on this machine's architecture), then one image per --tag, assembled
 with go-containerregistry, all in one docker-save archive for
 app.custom.imageArchives.
 
-The images hold only the binary, at /usr/local/bin/<name> (the entrypoint, run
-as uid 65532), and /tmp. They differ only in their version label, which is the
-tag, so each has its own image ID and a rollout from one tag to the other
-replaces every pod. The build is reproducible.
+The images hold the binary at /usr/local/bin/<name>, named as go install names
+it (the entrypoint, run as uid 65532 "nonroot"), on the same minimal root
+filesystem as the bookshop images: /etc/passwd and /etc/group, /home/nonroot
+and /tmp. They differ only in their version label, which is the tag, so each
+has its own image ID and a rollout from one tag to the other replaces every
+pod. The build is reproducible; SOURCE_DATE_EPOCH sets its timestamps.
 
-  droprun image build-go github.com/stefanprodan/podinfo/cmd/podinfo@latest \
+  droprun image build-go github.com/stefanprodan/podinfo/cmd/podinfo@v1.8.1-0.20250910200901-e86405a8674e \
       --tag podinfo:a --tag podinfo:b --out podinfo.tar`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case !strings.Contains(args[0], "@"):
-				return usageError("%q has no @VERSION: name a main package at a module version, e.g. github.com/stefanprodan/podinfo/cmd/podinfo@latest", args[0])
+				return usageError("%q has no @VERSION: name a main package at a module version, e.g. github.com/stefanprodan/podinfo/cmd/podinfo@v1.8.1-0.20250910200901-e86405a8674e", args[0])
 			case len(o.Tags) == 0:
 				return usageError("give the images to make with --tag NAME:TAG, twice for two images rollouts alternate between")
 			case o.Out == "":

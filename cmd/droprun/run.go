@@ -67,7 +67,8 @@ phase); --pushgateway pushes the final values at the end, grouped by run id.
 
 The kind cluster is reused when it exists (and then kept), or created and
 deleted afterwards unless --keep.
-With --kubeconfig the run uses an existing cluster instead; droprun works only
+With --kubeconfig (and --context) the run uses an existing cluster instead,
+keeping the scenario's cluster.existing.url if it has one; droprun works only
 in its own namespace there and refuses a non-kind context unless
 --allow-context names it (a cluster is kind when its nodes say so, whatever the
 context is called). Load goes to 127.0.0.1 only, unless cluster.existing.url
@@ -87,7 +88,7 @@ cleaned up as without the interruption).`,
 				return badInput(err)
 			}
 			if kubeconfig != "" {
-				sc.Cluster = scenario.Cluster{Existing: &scenario.ExistingCluster{Kubeconfig: kubeconfig, Context: context}}
+				overrideCluster(sc, kubeconfig, context)
 			} else if context != "" {
 				return usageError("--context needs --kubeconfig")
 			}
@@ -118,7 +119,7 @@ cleaned up as without the interruption).`,
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "output-dir", "", "the run directory (default <scenario output>/<timestamp>-<name>); must not exist or be empty")
 	f.BoolVar(&o.Keep, "keep", false, "keep the kind cluster after the run when the run created it (a cluster that existed before is always kept)")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of kind")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of the scenario's (its cluster.existing.url is kept)")
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
 	f.StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow load to go to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
@@ -126,6 +127,17 @@ cleaned up as without the interruption).`,
 	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))
 	f.StringVar(&o.Pushgateway, "pushgateway", "", "push the final metrics to this Pushgateway base URL, e.g. http://127.0.0.1:9091")
 	return cmd
+}
+
+// overrideCluster points sc at the existing cluster of --kubeconfig and
+// --context. The scenario's cluster.existing.url is kept: the flags choose
+// the cluster, not where its traffic enters.
+func overrideCluster(sc *scenario.Scenario, kubeconfig, context string) {
+	e := &scenario.ExistingCluster{Kubeconfig: kubeconfig, Context: context}
+	if old := sc.Cluster.Existing; old != nil {
+		e.URL = old.URL
+	}
+	sc.Cluster = scenario.Cluster{Existing: e}
 }
 
 // badInput makes a scenario's problems (scenario.Errors, from Load or

@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -16,9 +18,10 @@ import (
 )
 
 func newScenariosCmd(s streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "scenarios [NAME]",
-		Short: "List the scenarios shipped with droprun, or print one",
+	var export string
+	cmd := &cobra.Command{
+		Use:   "scenarios [NAME | README]",
+		Short: "List the scenarios shipped with droprun, print one, or print the scenario format",
 		Long: `List the scenarios built into droprun, one line each: its name and what it
 measures. Wherever a command takes a SCENARIO (run, validate, render, deploy),
 a shipped scenario's name works too, from any directory:
@@ -26,23 +29,105 @@ a shipped scenario's name works too, from any directory:
   droprun run demo
   droprun render --variant the-trap --initial the-trap
 
-A file on disk wins over a shipped scenario of the same name. With NAME,
-print that scenario's file, to start your own from:
+A file on disk wins over a shipped scenario of the same name. With NAME
+(demo, demo.yaml or scenarios/demo.yaml), print that scenario's file; with
+--export DIR, write it into DIR with the example manifests it names, to edit
+and run from there (its paths are then relative to DIR/NAME.yaml):
 
-  droprun scenarios compare-all > mine.yaml`,
+  droprun scenarios compare-all > mine.yaml
+  droprun scenarios custom-app --export mine/
+
+droprun scenarios README prints the scenario format: every field, its
+default, and the shipped scenarios.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				data, err := fs.ReadFile(droprun.Scenarios(), args[0]+".yaml")
+			if len(args) == 0 {
+				if export != "" {
+					return usageError("--export needs the NAME of a shipped scenario")
+				}
+				return listScenarios(s.Out)
+			}
+			if isReadme(args[0]) {
+				if export != "" {
+					return usageError("--export writes a scenario, not the README: give a scenario's NAME")
+				}
+				data, err := fs.ReadFile(droprun.Scenarios(), readmeFile)
 				if err != nil {
-					return usageError("%q is not a shipped scenario (shipped: %s)", args[0], strings.Join(shippedNames(), ", "))
+					return err
 				}
 				_, err = s.Out.Write(data)
 				return err
 			}
-			return listScenarios(s.Out)
+			name, ok := shippedName(args[0])
+			if !ok {
+				return usageError("%q is not a shipped scenario (shipped: %s; README prints the format)", args[0], strings.Join(shippedNames(), ", "))
+			}
+			if export != "" {
+				return exportScenario(s.Out, name, export)
+			}
+			data, err := fs.ReadFile(droprun.Scenarios(), name+".yaml")
+			if err != nil {
+				return err
+			}
+			_, err = s.Out.Write(data)
+			return err
 		},
 	}
+	cmd.Flags().StringVar(&export, "export", "", "write the scenario NAME and the example manifests it names into this directory (created if missing; existing files are not overwritten)")
+	return cmd
+}
+
+// readmeFile is the scenario format's documentation among the shipped
+// scenarios.
+const readmeFile = "README.md"
+
+// isReadme reports whether arg asks for the shipped README.
+func isReadme(arg string) bool {
+	return arg == "README" || arg == readmeFile || arg == "scenarios/"+readmeFile
+}
+
+// exportScenario writes shipped scenario name into dir as NAME.yaml, with
+// every manifest its variants name at the same path relative to it, so
+// the copy loads from disk as the shipped one does from droprun. Existing
+// files are left alone: the export fails before writing anything.
+func exportScenario(w io.Writer, name, dir string) error {
+	fsys := droprun.Scenarios()
+	sc, err := scenario.LoadFS(fsys, name+".yaml")
+	if err != nil {
+		// The shipped set is tested to load; say which one broke.
+		return fmt.Errorf("shipped scenario %s: %w", name, err)
+	}
+	// LoadFS resolved the manifests to their paths in fsys, which are
+	// relative to the scenario (it sits at the root).
+	files := []string{name + ".yaml"}
+	for _, v := range sc.Variants {
+		if v.Manifest != "" && !slices.Contains(files, v.Manifest) {
+			files = append(files, v.Manifest)
+		}
+	}
+	for _, f := range files {
+		dst := filepath.Join(dir, filepath.FromSlash(f))
+		if _, err := os.Lstat(dst); err == nil {
+			return usageError("--export %s: %s exists; droprun overwrites nothing: remove it or export into another directory", dir, dst)
+		}
+	}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, dst)
+	}
+	fmt.Fprintf(w, "edit %s (its paths, image archives and a kubeconfig included, are relative to it), then: droprun validate %s\n",
+		filepath.Join(dir, name+".yaml"), filepath.Join(dir, name+".yaml"))
+	return nil
 }
 
 // listScenarios prints every shipped scenario's name and description.
@@ -57,7 +142,7 @@ func listScenarios(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", n, sc.Metadata.Description)
 	}
-	fmt.Fprintln(tw, "\nRun one with `droprun run NAME`; `droprun scenarios NAME` prints its file.")
+	fmt.Fprintln(tw, "\nRun one with `droprun run NAME`; `droprun scenarios NAME` prints its file (--export DIR writes it with its manifests);\n`droprun scenarios README` prints the scenario format.")
 	return tw.Flush()
 }
 

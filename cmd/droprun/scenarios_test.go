@@ -144,12 +144,38 @@ func TestInstalledBinary(t *testing.T) {
 		return "", "", -1
 	}
 
+	// The user's own Deployment, for init.
+	deploy := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: shop
+spec:
+  selector:
+    matchLabels: {app: shop}
+  template:
+    metadata:
+      labels: {app: shop}
+    spec:
+      containers:
+      - name: web
+        image: shop:1.0
+        ports: [{containerPort: 8080}]
+        readinessProbe:
+          httpGet: {path: /ready, port: 8080}
+`
+	if err := os.WriteFile(filepath.Join(empty, "deploy.yaml"), []byte(deploy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	checks := []struct {
 		args []string
 		code int
 		out  string
 	}{
 		{[]string{"scenarios"}, 0, "demo "},
+		{[]string{"init", "deploy.yaml", "--image", "shop:1.0", "--image", "shop:1.1"}, 0, "droprun run droprun.yaml"},
+		{[]string{"validate", "droprun.yaml"}, 0, "ok  droprun.yaml"},
+		{[]string{"render", "--variant", "prestop-sleep", "droprun.yaml"}, 0, "seconds: 5"},
 		{[]string{"validate", "demo"}, 0, "ok  demo: 2 variant(s)"},
 		{[]string{"render", "--variant", "graceful-drain", "demo"}, 0, "--drain-delay=5s"},
 		{[]string{"run", "nope"}, 2, ""},

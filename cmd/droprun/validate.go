@@ -27,7 +27,8 @@ must exist and be a docker-save archive or an OCI image layout (a directory or
 a tar of one), and app.custom.images must be in them.
 
 Exit status: 0 when every file is valid, 1 when any is not, 2 on bad usage.
-The format is documented in scenarios/README.md.`,
+The format, every field with its default, is documented in the scenarios'
+README: droprun scenarios README prints it.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("validate needs at least one scenario file, e.g. droprun validate scenarios/*.yaml")

@@ -64,4 +64,20 @@ func TestServerViewCustomCounter(t *testing.T) {
 	if want := `http_request_duration_seconds{path="version"}`; v.Counter != want {
 		t.Errorf("counter %q, want %q", v.Counter, want)
 	}
+	if v.Scrapes != 4 || v.CounterMissing != 0 {
+		t.Errorf("%d scrapes, %d without the counter; want 4, 0", v.Scrapes, v.CounterMissing)
+	}
+
+	// A counter no scrape had, and a failed scrape: said so, not a count.
+	missing := func(pod string, at float64) appmetrics.Record {
+		r := scrape(pod, at, 0)
+		r.NoCounter = true
+		return r
+	}
+	in.app = []appmetrics.Record{missing("new", 1), missing("new", 11),
+		{Time: analysistest.At(5), Since: analysistest.At(4), Pod: "old", Source: appmetrics.SourceScrapeErrors, Errors: 2, Error: "no label"}}
+	v = in.serverView(p, tl)
+	if v == nil || v.Pods != 0 || v.Scrapes != 2 || v.CounterMissing != 2 || v.ScrapeErrors != 2 || v.ScrapeError != "no label" {
+		t.Errorf("view %+v; want no pods, 2 scrapes both without the counter, 2 failed with \"no label\"", v)
+	}
 }

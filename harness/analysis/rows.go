@@ -208,6 +208,7 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 	v := &ServerView{PodsAnswered: t.Answered, PodsAnswered2xx: t.Answered2xx, Uncertain: t.Uncertain, ScrapeErrors: t.ScrapeErrors}
 	if c := in.custom(); c != nil && c.Metrics != nil {
 		v.Counter = CounterOf(c.Metrics).String()
+		v.Scrapes, v.CounterMissing, v.ScrapeError = t.Scrapes, t.NoCounter, t.LastError
 	}
 	for _, pod := range t.Pods {
 		if pod.Answered == 0 {

@@ -124,6 +124,14 @@ type ServerView struct {
 	// (app.custom.metrics), e.g. http_requests_total{path="version"}; ""
 	// for bookshop, counted by its own metrics and exit totals.
 	Counter string `json:"counter,omitempty"`
+	// Scrapes is, for a custom app, the successful scrapes of the pods
+	// while the traffic ran; CounterMissing those whose metrics lacked the
+	// counter (all of them: a counter name the app does not expose).
+	// ScrapeError is the last failed scrape's error (a wrong codeLabel
+	// fails every scrape).
+	Scrapes        int    `json:"scrapes,omitempty"`
+	CounterMissing int    `json:"counterMissing,omitempty"`
+	ScrapeError    string `json:"scrapeError,omitempty"`
 	// LowerBound is the pods whose count ends with a scrape taken before
 	// they exited (no exit totals, as for every custom app): the requests
 	// they answered after that scrape are not counted, so the pods' count
@@ -149,15 +157,17 @@ type RolloutSummary struct {
 	N    int    `json:"n"`
 	From string `json:"from"`
 	To   string `json:"to"`
-	// MeasuredVariant is the variant the live pod template was before the
-	// rollout, detected from its fields: the pods this rollout deletes.
+	// MeasuredVariant is the variant a live pod was before the rollout
+	// (the pod template when none ran), detected from its fields: the
+	// pods this rollout deletes.
 	MeasuredVariant string `json:"measuredVariant"`
-	// LiveTemplate describes what was found in the live pod template.
+	// LiveTemplate describes what was found in that pod's spec.
 	LiveTemplate string `json:"liveTemplate"`
-	// LivePods are the shutdown settings of the container under test in
-	// the live pod template (preStop, grace period, readiness probe): what
-	// the pods this rollout deleted did. Absent in runs recorded before
-	// droprun read them.
+	// LivePods are the shutdown settings of the container under test in a
+	// live pod of the current ReplicaSet, or in the pod template when none
+	// ran, as LivePods.Pod and FromTemplate say (preStop, grace period,
+	// readiness probe): what the pods this rollout deleted did. Absent in
+	// runs recorded before droprun read them.
 	LivePods *variant.PodFacts `json:"livePods,omitempty"`
 	Start    time.Time         `json:"start"`
 	// Complete is when the rollout was done and the old pods were gone.

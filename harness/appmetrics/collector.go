@@ -370,7 +370,7 @@ func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record, due t
 	// Scheduled in the records' clock (Options.Now), so that Time =
 	// Scheduled + late + took holds.
 	r.Scheduled, r.LateSeconds, r.TookSeconds = at.Add(-late-took), seconds(late), seconds(took)
-	r.Requests, r.ByCode, r.ByHandler, r.InFlight = s.counts.Total(), s.counts.ByCode(), s.counts, s.inFlight
+	r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.NoCounter = s.counts.Total(), s.counts.ByCode(), s.counts, s.inFlight, s.noCounter
 	c.record(r)
 }
 

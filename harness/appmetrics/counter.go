@@ -44,8 +44,11 @@ func (c Counter) String() string {
 }
 
 // parseCounter reads c from a Prometheus text exposition, summed by status
-// code under the handler "". Text without the family is an app that has
-// counted nothing yet: zero counts, no error.
+// code under the handler "". Text without the family is zero counts marked
+// noCounter: an app that has counted nothing yet, or a wrong name, which
+// the pods' view tells apart by whether any scrape had it. A series kept
+// by Match without the code label is an error: a wrong codeLabel would
+// count everything under the code "".
 func parseCounter(text []byte, c Counter) (sample, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
@@ -62,6 +65,7 @@ func parseCounter(text []byte, c Counter) (sample, error) {
 		}
 	}
 	if f == nil {
+		s.noCounter = true
 		return s, nil
 	}
 	for _, m := range f.GetMetric() {
@@ -76,9 +80,23 @@ func parseCounter(text []byte, c Counter) (sample, error) {
 		if !ok {
 			continue
 		}
-		s.counts.add("", labels[c.CodeLabel], int(math.Round(observations(m))))
+		code, has := labels[c.CodeLabel]
+		if !has {
+			return sample{}, fmt.Errorf("%s%s has no label %q (app.custom.metrics.codeLabel): name the label that holds the status code, or leave this series out with app.custom.metrics.match",
+				f.GetName(), seriesLabels(labels), c.CodeLabel)
+		}
+		s.counts.add("", code, int(math.Round(observations(m))))
 	}
 	return s, nil
+}
+
+// seriesLabels is a series' labels as Prometheus writes them, {a="1",b="2"}.
+func seriesLabels(labels map[string]string) string {
+	parts := make([]string, 0, len(labels))
+	for _, k := range sortedKeys(labels) {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, labels[k]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // observations is a sample's count: a counter's (or untyped, or gauge)

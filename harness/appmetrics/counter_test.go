@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,8 +30,8 @@ func TestParseCounterPodinfo(t *testing.T) {
 		{"counter, matched away", Counter{Name: "http_requests_total", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{}},
 		{"histogram, one path", Counter{Name: "http_request_duration_seconds", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{"200": 5}},
 		{"histogram by its _count", Counter{Name: "http_request_duration_seconds_count", CodeLabel: "status", Match: map[string]string{"method": "GET"}}, map[string]int{"200": 8, "503": 1}},
-		{"no such family", Counter{Name: "nope_total", CodeLabel: "code"}, map[string]int{}},
-		{"wrong code label", Counter{Name: "http_requests_total", CodeLabel: "code"}, map[string]int{"": 9}},
+		// A series Match leaves out may lack the code label.
+		{"code label only where matched", Counter{Name: "http_requests_total", CodeLabel: "code", Match: map[string]string{"path": "nowhere"}}, map[string]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parseCounter(text, tc.c)
@@ -43,7 +44,21 @@ func TestParseCounterPodinfo(t *testing.T) {
 			if len(s.counts) > 1 || (len(s.counts) == 1 && s.counts[""] == nil) {
 				t.Errorf("counts by handler %v: want everything under the handler \"\"", s.counts)
 			}
+			if s.noCounter {
+				t.Errorf("%s marked missing from text that has it", tc.c.Name)
+			}
 		})
+	}
+	// A family the text lacks is zero counts, marked as not seen (an app
+	// that has counted nothing yet, or a wrong name).
+	if s, err := parseCounter(text, Counter{Name: "nope_total", CodeLabel: "code"}); err != nil || !s.noCounter || s.counts.Total() != 0 {
+		t.Errorf("no such family: %+v, %v; want zero counts marked noCounter", s, err)
+	}
+	// A wrong code label is an error naming a series and the label, not
+	// counts under the code "".
+	_, err = parseCounter(text, Counter{Name: "http_request_duration_seconds", CodeLabel: "code", Match: map[string]string{"path": "version"}})
+	if want := `http_request_duration_seconds{method="GET",path="version",status="200"} has no label "code" (app.custom.metrics.codeLabel)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("wrong code label: %v; want an error saying %s", err, want)
 	}
 	if _, err := parseCounter([]byte("not { metrics"), Counter{Name: "x"}); err == nil {
 		t.Error("parseCounter accepted text that is not an exposition")
@@ -85,5 +100,38 @@ func TestCollectorCounter(t *testing.T) {
 	sum := Totals(c.Records(), time.Time{}, time.Time{})
 	if sum.Answered != 42 || sum.Answered2xx != 40 {
 		t.Errorf("totals: answered %d (2xx %d), want 42 (40)", sum.Answered, sum.Answered2xx)
+	}
+}
+
+// TestCollectorCounterNotSeen: a scrape without the counter is recorded
+// as such, and a wrong code label as a failed scrape with its reason, so
+// the pods' view can say why it has no count.
+func TestCollectorCounterNotSeen(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset(runningPod("app-a", "podinfo", "containerd://a1"), runningPod("app-b", "podinfo", "containerd://b1"))
+	fs := newFakeScraper()
+	fs.set("app-a", []byte("# TYPE other_total counter\nother_total 3\n"), nil)
+	fs.set("app-b", []byte("# TYPE http_requests_total counter\nhttp_requests_total{code=\"200\"} 3\n"), nil)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Start(ctx, client, ns, "app=podinfo", &out, Options{Interval: time.Hour, Scraper: fs,
+		Counter: &Counter{Name: "http_requests_total", CodeLabel: "status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ScrapeNow(ctx)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if s := lastScrape(c, "app-a"); s == nil || !s.NoCounter || s.Requests != 0 {
+		t.Errorf("app-a scrape %+v: want zero counts marked noCounter", s)
+	}
+	sum := Totals(c.Records(), time.Time{}, time.Time{})
+	if sum.Scrapes == 0 || sum.NoCounter != sum.Scrapes {
+		t.Errorf("totals: %d scrapes, %d without the counter; want every scrape of app-a without it", sum.Scrapes, sum.NoCounter)
+	}
+	if sum.ScrapeErrors == 0 || !strings.Contains(sum.LastError, `http_requests_total{code="200"} has no label "status"`) {
+		t.Errorf("totals: %d scrape errors, last %q; want app-b's scrapes failed for the missing code label", sum.ScrapeErrors, sum.LastError)
 	}
 }

@@ -185,6 +185,10 @@ type Record struct {
 	LateSeconds float64   `json:"lateSeconds,omitempty"`
 	TookSeconds float64   `json:"tookSeconds,omitempty"`
 
+	// NoCounter is, for a scrape of a custom app, that its metrics lacked
+	// the counter named (Counter.Name): zero counts.
+	NoCounter bool `json:"noCounter,omitempty"`
+
 	// Errors is the number of failed scrapes since Since (scrape errors
 	// only).
 	Errors int       `json:"errors,omitempty"`

@@ -54,6 +54,8 @@ func (s ProxyScraper) Scrape(ctx context.Context, pod *corev1.Pod) ([]byte, erro
 type sample struct {
 	counts   Counts
 	inFlight int
+	// noCounter: the text lacked the custom app's counter (Counter.Name).
+	noCounter bool
 }
 
 // parseMetrics reads bookshop_http_requests_total (by its handler and code

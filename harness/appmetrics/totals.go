@@ -24,8 +24,13 @@ type Summary struct {
 	ByCode      map[string]int
 	// Pods has one entry per pod counted, sorted by name.
 	Pods []PodSummary
-	// ScrapeErrors is the number of failed scrapes recorded in the range.
+	// ScrapeErrors is the number of failed scrapes recorded in the range;
+	// LastError the error of the latest of them.
 	ScrapeErrors int
+	LastError    string
+	// Scrapes is the number of successful scrapes in the range; NoCounter
+	// those whose metrics lacked a custom app's counter (Record.NoCounter).
+	Scrapes, NoCounter int
 	// Uncertain is the number of pods whose count is not exact (see
 	// PodSummary.Uncertain).
 	Uncertain int
@@ -113,13 +118,25 @@ func Totals(records []Record, from, to time.Time) Summary {
 	}
 	instances := map[string]*instanceRecords{}
 	errs := map[string]int{}
+	var scrapes, noCounter int
+	var lastErr *Record
 	for i := range records {
 		r := &records[i]
+		inRange := !r.Time.Before(from) && !r.Time.After(end)
 		if r.Source == SourceScrapeErrors {
-			if !r.Time.Before(from) && !r.Time.After(end) {
+			if inRange {
 				errs[r.Pod] += r.Errors
+				if lastErr == nil || r.Time.After(lastErr.Time) {
+					lastErr = r
+				}
 			}
 			continue
+		}
+		if r.Source == SourceScrape && r.Error == "" && inRange {
+			scrapes++
+			if r.NoCounter {
+				noCounter++
+			}
 		}
 		if r.Error != "" || (r.Source != SourceScrape && r.Source != SourceTermination) {
 			continue
@@ -185,7 +202,10 @@ func Totals(records []Record, from, to time.Time) Summary {
 		}
 	}
 
-	s := Summary{From: from, To: to, ByHandler: Counts{}, ByCode: map[string]int{}}
+	s := Summary{From: from, To: to, ByHandler: Counts{}, ByCode: map[string]int{}, Scrapes: scrapes, NoCounter: noCounter}
+	if lastErr != nil {
+		s.LastError = lastErr.Error
+	}
 	for _, n := range errs {
 		s.ScrapeErrors += n
 	}

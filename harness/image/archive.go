@@ -96,6 +96,24 @@ func (a *Archive) Has(ref string) bool {
 	return err == nil && slices.Contains(a.Refs(), full)
 }
 
+// FindIn returns the first of archives that holds ref (Has). When none
+// does, the error names ref in full and what each archive holds, for the
+// caller to prefix with where ref came from (a flag, a field).
+func FindIn(archives []*Archive, ref string) (*Archive, error) {
+	full, err := FullName(ref)
+	if err != nil {
+		return nil, err
+	}
+	held := make([]string, len(archives))
+	for i, a := range archives {
+		if a.Has(ref) {
+			return a, nil
+		}
+		held[i] = a.Path + " holds " + a.Describe()
+	}
+	return nil, fmt.Errorf("%s (%s) is in none of the archives: %s", ref, full, strings.Join(held, "; "))
+}
+
 // Describe lists what the archive holds, for messages: its names, and
 // the images it holds without one.
 func (a *Archive) Describe() string {
@@ -189,7 +207,7 @@ type archiveEntry struct {
 func Inspect(p string) (*Archive, error) {
 	st, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, archiveErr(p, "give the path of an image archive, relative to the scenario file; "+fixMake, "does not exist")
+		return nil, archiveErr(p, "give the path of an image archive, relative to the scenario file (to the working directory for a shipped scenario run by name); "+fixMake, "does not exist")
 	}
 	if err != nil {
 		return nil, archiveErr(p, "", "%v", err)
@@ -234,39 +252,59 @@ var hexName = regexp.MustCompile(`^(?:blobs/sha256/|sha256:)?([0-9a-f]{64})(?:\.
 
 // readArchiveTar reads every regular file of the tar at p, hashing each.
 func readArchiveTar(p string) (map[string]*archiveEntry, error) {
+	files := map[string]*archiveEntry{}
+	err := eachTarFile(context.Background(), p, func(name string, r io.Reader) error {
+		e, err := readEntry(r)
+		if err != nil {
+			return archiveErr(p, fixTruncated, "is truncated or corrupt: reading %s: %v", name, err)
+		}
+		files[name] = e
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// eachTarFile calls fn with every regular file of the tar at p, by its
+// cleaned name, in the tar's order: the one walk Inspect and DockerSave
+// share. A gzip-compressed, empty, non-tar or truncated file is an
+// *ArchiveError saying so; fn's errors pass as they are.
+func eachTarFile(ctx context.Context, p string, fn func(name string, r io.Reader) error) error {
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, archiveErr(p, "", "%v", err)
+		return archiveErr(p, "", "%v", err)
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
 	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		return nil, archiveErr(p, "decompress it first (gunzip), or write it with `docker save -o FILE.tar`", "is gzip-compressed; droprun takes an uncompressed image tar")
+		return archiveErr(p, "decompress it first (gunzip), or write it with `docker save -o FILE.tar`", "is gzip-compressed; droprun takes an uncompressed image tar")
 	}
-	files := map[string]*archiveEntry{}
 	tr := tar.NewReader(br)
 	for n := 0; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		h, err := tr.Next()
 		if err == io.EOF {
 			if n == 0 {
-				return nil, archiveErr(p, fixMake, "is empty: not an image archive")
+				return archiveErr(p, fixMake, "is empty: not an image archive")
 			}
-			return files, nil
+			return nil
 		}
 		if err != nil {
 			if n == 0 {
-				return nil, archiveErr(p, fixMake, "is not a tar archive (%v)", err)
+				return archiveErr(p, fixMake, "is not a tar archive (%v)", err)
 			}
-			return nil, archiveErr(p, fixTruncated, "is truncated or corrupt: reading its entry %d: %v", n+1, err)
+			return archiveErr(p, fixTruncated, "is truncated or corrupt: reading its entry %d: %v", n+1, err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		e, err := readEntry(tr)
-		if err != nil {
-			return nil, archiveErr(p, fixTruncated, "is truncated or corrupt: reading %s: %v", h.Name, err)
+		if err := fn(path.Clean(strings.TrimPrefix(h.Name, "./")), tr); err != nil {
+			return err
 		}
-		files[path.Clean(strings.TrimPrefix(h.Name, "./"))] = e
 	}
 }
 
@@ -550,30 +588,13 @@ func platformImage(idx v1.ImageIndex, h v1.Hash) (v1.Image, error) {
 }
 
 // unpackLayout writes the OCI layout files of the tar at p (oci-layout,
-// index.json, blobs/ALG/HEX; nothing else, so no archiveEntry can escape root)
+// index.json, blobs/ALG/HEX; nothing else, so no entry can escape root)
 // into root.
 func unpackLayout(ctx context.Context, p, root string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tr := tar.NewReader(bufio.NewReader(f))
 	blob := regexp.MustCompile(`^blobs/[a-z0-9]+/[0-9a-f]+$`)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		h, err := tr.Next()
-		if err == io.EOF {
+	return eachTarFile(ctx, p, func(n string, r io.Reader) error {
+		if n != "oci-layout" && n != "index.json" && !blob.MatchString(n) {
 			return nil
-		}
-		if err != nil {
-			return archiveErr(p, fixTruncated, "is truncated or corrupt: %v", err)
-		}
-		n := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if h.Typeflag != tar.TypeReg || (n != "oci-layout" && n != "index.json" && !blob.MatchString(n)) {
-			continue
 		}
 		dst := filepath.Join(root, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -583,12 +604,13 @@ func unpackLayout(ctx context.Context, p, root string) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(out, tr)
+		_, err = io.Copy(out, r)
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return fmt.Errorf("unpacking %s from %s: %w", n, p, err)
 		}
-	}
+		return nil
+	})
 }

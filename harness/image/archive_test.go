@@ -326,3 +326,32 @@ func TestFullName(t *testing.T) {
 		t.Error("FullName accepted an invalid reference")
 	}
 }
+
+// TestFindIn: the archive that holds a ref, by any spelling of its name;
+// for a ref none holds, an error naming it in full and each archive's
+// images; a bad ref is refused as such.
+func TestFindIn(t *testing.T) {
+	a, err := Inspect(dockerSave(t, map[string]v1.Image{"app:1": randomImage(t)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Inspect(dockerSave(t, map[string]v1.Image{"ghcr.io/o/app:2": randomImage(t)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives := []*Archive{a, b}
+	for ref, want := range map[string]*Archive{"app:1": a, "docker.io/library/app:1": a, "ghcr.io/o/app:2": b} {
+		if got, err := FindIn(archives, ref); err != nil || got != want {
+			t.Errorf("FindIn(%s) = %v, %v; want %s", ref, got, err, want.Path)
+		}
+	}
+	_, err = FindIn(archives, "app:2")
+	want := "app:2 (docker.io/library/app:2) is in none of the archives: " +
+		a.Path + " holds docker.io/library/app:1; " + b.Path + " holds ghcr.io/o/app:2"
+	if err == nil || err.Error() != want {
+		t.Errorf("FindIn(app:2) error = %v\nwant %s", err, want)
+	}
+	if _, err := FindIn(archives, "Bad Ref"); err == nil || !strings.Contains(err.Error(), "is not an image reference") {
+		t.Errorf("FindIn(Bad Ref) error = %v, want not an image reference", err)
+	}
+}

@@ -135,14 +135,11 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 
 	var env []string
 	if o.ModuleDir == "" {
-		if o.ModuleDir, err = extract(o.Source, filepath.Join(work, "src")); err != nil {
+		o.ModuleDir = filepath.Join(work, "src")
+		if err := droprun.ExtractSource(o.Source, o.ModuleDir); err != nil {
 			return nil, err
 		}
-		// The extracted module stands alone: a go.work or -mod=vendor of
-		// the caller's environment must not apply to it. go.sum is
-		// complete, so -mod=readonly needs no change to go.mod; modules
-		// missing from the module cache come from GOPROXY as usual.
-		env = []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}
+		env = droprun.SourceBuildEnv()
 		if opts.Source == nil {
 			fmt.Fprintf(log, "building from the bookshop source embedded in droprun\n")
 		}
@@ -380,19 +377,6 @@ func goBuild(ctx context.Context, goBin, dir string, env []string, pkg, version,
 // minGo is the Go release the embedded go.mod asks for, for the message
 // when no toolchain is found.
 const minGo = "1.26"
-
-// extract writes the module src into dir (created) and returns dir. It
-// checks that src holds a go.mod, so a wrong Source fails here and not in
-// the compiler.
-func extract(src fs.FS, dir string) (string, error) {
-	if _, err := fs.Stat(src, "go.mod"); err != nil {
-		return "", fmt.Errorf("the bookshop source to build has no go.mod: %w", err)
-	}
-	if err := os.CopyFS(dir, src); err != nil {
-		return "", fmt.Errorf("extracting the bookshop source into %s: %w", dir, err)
-	}
-	return dir, nil
-}
 
 // compileError is a failed go build, carrying the compiler's output.
 type compileError struct {

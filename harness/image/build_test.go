@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -182,27 +181,5 @@ func TestResolveDefaultsToEmbeddedSource(t *testing.T) {
 	}
 	if _, err := fs.Stat(o.Source, "apps/bookshop/main.go"); err != nil {
 		t.Errorf("embedded source: %v", err)
-	}
-}
-
-func TestExtract(t *testing.T) {
-	src := fstest.MapFS{
-		"go.mod":          {Data: []byte("module example.com/m\n")},
-		"app/main.go":     {Data: []byte("package main\n")},
-		"app/sub/deep.go": {Data: []byte("package sub\n")},
-	}
-	dir := filepath.Join(t.TempDir(), "src")
-	got, err := extract(src, dir)
-	if err != nil || got != dir {
-		t.Fatalf("extract = %q, %v", got, err)
-	}
-	for name, f := range src {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil || !bytes.Equal(b, f.Data) {
-			t.Errorf("%s: %q, %v; want %q", name, b, err, f.Data)
-		}
-	}
-	if _, err := extract(fstest.MapFS{"main.go": {}}, filepath.Join(t.TempDir(), "x")); err == nil || !strings.Contains(err.Error(), "no go.mod") {
-		t.Errorf("extract of a source without go.mod: %v, want a no go.mod error", err)
 	}
 }

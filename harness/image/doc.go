@@ -31,13 +31,14 @@
 // FlavourDistroless ships only the app, so the same hook fails and the
 // rolling update drops requests.
 //
-// Assemble is the pure, lower-level step Build uses; it needs no compiler
-// and is what the unit tests exercise.
+// Assemble is the pure, lower-level step Build and BuildGo use; it needs no
+// compiler and is what the unit tests exercise.
 //
 // BuildGo does the same for any Go service a custom-app scenario measures
 // (`droprun image build-go PKG@VERSION`): `go install` from the module
-// proxy, then one image per tag, differing only in their version label, in
-// one docker-save archive for app.custom.imageArchives.
+// proxy, then one image per tag assembled like bookshop's, differing only
+// in their version label, in one docker-save archive for
+// app.custom.imageArchives.
 //
 // Inspect reads a user's image archive whole before any cluster work: a
 // docker-save tar, an OCI image layout directory or a tar of one. It checks

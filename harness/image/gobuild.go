@@ -1,9 +1,9 @@
 package image
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,18 +17,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // GoBuildOptions says which Go program BuildGo installs and which images
 // it makes of it.
 type GoBuildOptions struct {
 	// Package is a main package at a module version, as `go install`
-	// takes it: github.com/stefanprodan/podinfo/cmd/podinfo@v6.9.2.
+	// takes it: github.com/stefanprodan/podinfo/cmd/podinfo@v1.8.1-0.20250910200901-e86405a8674e.
 	// Required; the version may be any the module proxy knows (a tag, a
-	// pseudo-version, latest).
+	// pseudo-version, latest) and go install accepts: a v2+ tag of a
+	// module without /vN in its path is refused.
 	Package string
 	// Tags are the images to make, e.g. podinfo:a and podinfo:b: one image
 	// per tag, the same binary in each, with the tag in the
@@ -48,7 +46,8 @@ type GoBuildResult struct {
 	Archive string
 	// Size is the archive's size in bytes.
 	Size int64
-	// Binary is where the program is in every image; it is the entrypoint.
+	// Binary is where the program is in every image; it is the entrypoint,
+	// named as go install named it (…/bar/v2 gives bar).
 	Binary string
 	// Images are the images in the archive, in the order of Tags. Only
 	// Ref, Digest, ID and Platform are set.
@@ -58,17 +57,18 @@ type GoBuildResult struct {
 // BuildGo compiles a Go program from the module proxy with `go install
 // PKG@VERSION` (static: CGO_ENABLED=0, -trimpath, no build ID, for
 // linux on this machine's architecture) and writes one small image per tag
-// into a docker-save archive, assembled with go-containerregistry: no
-// Docker daemon, registry or base image. The image holds the binary at
-// /usr/local/bin/<name> (its entrypoint, run as NonRootUID), /tmp and the
-// root and nonroot users; the same package and tags give the same digests.
+// into a docker-save archive, assembled by Assemble: no Docker daemon,
+// registry or base image. The image holds the binary at
+// /usr/local/bin/<name> (its entrypoint, run as NonRootUID) on Assemble's
+// root filesystem; the same package and tags give the same digests, with
+// timestamps from SOURCE_DATE_EPOCH as for Build.
 func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
 	pkg, version, ok := strings.Cut(o.Package, "@")
 	if !ok || pkg == "" || version == "" || strings.HasPrefix(pkg, ".") || filepath.IsAbs(pkg) {
-		return nil, fmt.Errorf("%q is not PKG@VERSION: name a main package at a module version, e.g. github.com/stefanprodan/podinfo/cmd/podinfo@latest", o.Package)
+		return nil, fmt.Errorf("%q is not PKG@VERSION: name a main package at a module version, e.g. github.com/stefanprodan/podinfo/cmd/podinfo@v1.8.1-0.20250910200901-e86405a8674e", o.Package)
 	}
 	if len(o.Tags) == 0 {
 		return nil, errors.New("no image tags: give at least one, e.g. --tag podinfo:a --tag podinfo:b (two tags that differ make rollouts alternate)")
@@ -95,6 +95,10 @@ func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 	if o.Out == "" {
 		return nil, errors.New("no archive path: give --out FILE.tar")
 	}
+	created, err := sourceDateEpoch()
+	if err != nil {
+		return nil, err
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return nil, fmt.Errorf("building %s needs the Go toolchain, and `go` is not on PATH: %w", o.Package, err)
@@ -108,7 +112,7 @@ func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 	platform := "linux/" + runtime.GOARCH
 	fmt.Fprintf(o.Log, "go install %s (%s)\n", o.Package, platform)
 	start := time.Now()
-	bin, err := goInstall(ctx, goBin, o.Package, work)
+	bin, err := goInstall(ctx, goBin, o.Package, runtime.GOARCH, work)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +120,12 @@ func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Log, "built %s (%d MB) in %s\n", path.Base(pkg), len(data)>>20, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(o.Log, "built %s (%d MB) in %s\n", filepath.Base(bin), len(data)>>20, time.Since(start).Round(100*time.Millisecond))
 
-	res := &GoBuildResult{Archive: o.Out, Binary: "/usr/local/bin/" + path.Base(pkg)}
+	res := &GoBuildResult{Archive: o.Out, Binary: "/usr/local/bin/" + filepath.Base(bin)}
 	images := map[name.Reference]v1.Image{}
 	for _, tag := range refs {
-		img, err := goImage(data, res.Binary, o.Package, tag.TagStr())
+		img, err := goImage(data, res.Binary, o.Package, tag.TagStr(), platform, created)
 		if err != nil {
 			return nil, fmt.Errorf("assembling %s: %w", tag, err)
 		}
@@ -147,15 +151,21 @@ func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 	return res, nil
 }
 
-// goInstall runs `go install pkgAtVersion` for linux on this machine's
-// architecture into a directory under work and returns the binary's path.
-// The caller's go.work, GOFLAGS and current module do not apply: the
-// program is built as its own module says.
-func goInstall(ctx context.Context, goBin, pkgAtVersion, work string) (string, error) {
-	gobin := filepath.Join(work, "bin")
+// goInstall runs `go install pkgAtVersion` for linux/goarch and returns
+// the binary it produced. It installs into a GOPATH of its own under work
+// with GOBIN unset, because go install refuses to cross-compile (droprun
+// on macOS, say) while GOBIN is set; the module and build caches stay the
+// user's. The caller's go.work, GOFLAGS and current module do not apply:
+// the program is built as its own module says.
+func goInstall(ctx context.Context, goBin, pkgAtVersion, goarch, work string) (string, error) {
+	gopath := filepath.Join(work, "gopath")
+	env, err := installEnv(ctx, goBin, work, gopath)
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, goBin, "install", "-trimpath", "-ldflags=-s -w -buildid=", pkgAtVersion)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOFLAGS=", "GOWORK=off")
+	cmd.Env = append(env, "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -165,70 +175,102 @@ func goInstall(ctx context.Context, goBin, pkgAtVersion, work string) (string, e
 		return "", fmt.Errorf("go install %s: %w\n%s\n(the package must be a main package of a module the Go module proxy serves, at a version it has)",
 			pkgAtVersion, err, strings.TrimSpace(out.String()))
 	}
-	entries, err := os.ReadDir(gobin)
-	if err != nil || len(entries) != 1 || entries[0].IsDir() {
-		return "", fmt.Errorf("go install %s left no single binary in %s (%d entries, %v)", pkgAtVersion, gobin, len(entries), err)
+	// go install writes $GOPATH/bin/NAME, or $GOPATH/bin/linux_ARCH/NAME
+	// when it cross-compiles.
+	bin := filepath.Join(gopath, "bin")
+	if cross := filepath.Join(bin, "linux_"+goarch); isDir(cross) {
+		bin = cross
 	}
-	return filepath.Join(gobin, entries[0].Name()), nil
+	entries, err := os.ReadDir(bin)
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			files = append(files, e.Name())
+		}
+	}
+	if err != nil || len(files) != 1 {
+		return "", fmt.Errorf("go install %s left no single binary in %s (found %q, %v)", pkgAtVersion, bin, files, err)
+	}
+	return filepath.Join(bin, files[0]), nil
 }
 
-// goImage is one image of a Go binary: bin at binPath as the entrypoint,
-// labelled with the source package and version (the image's tag).
-func goImage(bin []byte, binPath, source, version string) (v1.Image, error) {
-	epoch := time.Unix(0, 0).UTC()
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
-	// Parents first, sorted, every entry owned by root and stamped with
-	// the epoch, so the layer is the same byte for byte every time.
-	dirs := []string{"etc/", "tmp/", "usr/", "usr/local/", "usr/local/bin/"}
-	for _, d := range dirs {
-		mode := int64(0o755)
-		if d == "tmp/" {
-			mode = 0o1777
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range []File{{Path: "/etc/group", Mode: 0o644, Data: []byte(group)}, {Path: "/etc/passwd", Mode: 0o644, Data: []byte(passwd)}, {Path: binPath, Mode: 0o755, Data: bin}} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Size: int64(len(f.Data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(f.Data); err != nil {
-			return nil, err
+// installEnv is the caller's environment for goInstall with GOPATH set to
+// gopath, GOBIN unset, and GOMODCACHE and GOCACHE set to the caller's own
+// (which GOPATH would otherwise move). A GOBIN set with `go env -w` is
+// dropped from a copy of the go env file, written under work.
+func installEnv(ctx context.Context, goBin, work, gopath string) ([]string, error) {
+	// Without GOBIN in the environment, a GOBIN go env reports comes from
+	// the go env file.
+	var base, env []string
+	for _, kv := range os.Environ() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "GOBIN": // in neither
+		case "GOPATH", "GOMODCACHE", "GOCACHE", "GOENV": // set below
+			base = append(base, kv)
+		default:
+			base = append(base, kv)
+			env = append(env, kv)
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layer.Bytes())), nil
-	}, tarball.WithCompressedCaching)
+	cmd := exec.CommandContext(ctx, goBin, "env", "-json", "GOMODCACHE", "GOCACHE", "GOENV", "GOBIN")
+	cmd.Dir = work
+	cmd.Env = base
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("go env: %w\n%s", err, strings.TrimSpace(stderr.String()))
 	}
-	base, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
-		OS: "linux", Architecture: runtime.GOARCH, RootFS: v1.RootFS{Type: "layers"},
-		Config: v1.Config{
-			Entrypoint: []string{binPath},
-			User:       fmt.Sprintf("%d:%d", NonRootUID, NonRootUID),
-			Env:        []string{"PATH=" + PathEnv},
-			WorkingDir: "/",
-			Labels: map[string]string{
-				"org.opencontainers.image.title":   path.Base(binPath),
-				"org.opencontainers.image.version": version,
-				"org.opencontainers.image.source":  source,
-			},
+	var ge struct{ GOMODCACHE, GOCACHE, GOENV, GOBIN string }
+	if err := json.Unmarshal(out, &ge); err != nil {
+		return nil, fmt.Errorf("go env -json: %w", err)
+	}
+	if ge.GOMODCACHE == "" || ge.GOCACHE == "" || ge.GOCACHE == "off" {
+		return nil, fmt.Errorf("go env reports GOMODCACHE=%q GOCACHE=%q: building needs both (unset GOCACHE=off)", ge.GOMODCACHE, ge.GOCACHE)
+	}
+	env = append(env, "GOPATH="+gopath, "GOMODCACHE="+ge.GOMODCACHE, "GOCACHE="+ge.GOCACHE)
+	goenv := ge.GOENV
+	if ge.GOBIN != "" && ge.GOENV != "" && ge.GOENV != "off" {
+		b, err := os.ReadFile(ge.GOENV)
+		if err != nil {
+			return nil, fmt.Errorf("go env reports GOBIN=%s from %s, which droprun cannot read to drop it: %w", ge.GOBIN, ge.GOENV, err)
+		}
+		var kept []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, _, _ := strings.Cut(line, "="); strings.TrimSpace(k) != "GOBIN" {
+				kept = append(kept, line)
+			}
+		}
+		goenv = filepath.Join(work, "goenv")
+		if err := os.WriteFile(goenv, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if goenv != "" {
+		env = append(env, "GOENV="+goenv)
+	}
+	return env, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// goImage is one image of a Go binary: bin at binPath as the entrypoint
+// on Assemble's root filesystem, labelled with its name, the source
+// package and version (the image's tag). It declares no port: the
+// program's is unknown.
+func goImage(bin []byte, binPath, source, version, platform string, created time.Time) (v1.Image, error) {
+	return Assemble([]File{{Path: binPath, Mode: 0o755, Data: bin}}, ImageConfig{
+		Platform:     platform,
+		Version:      version,
+		Created:      created,
+		Entrypoint:   []string{binPath},
+		ExposedPorts: []string{},
+		Labels: map[string]string{
+			"org.opencontainers.image.title":  path.Base(binPath),
+			"org.opencontainers.image.source": source,
 		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	img, err := mutate.Append(base, mutate.Addendum{Layer: l, History: v1.History{
-		Created: v1.Time{Time: epoch}, CreatedBy: "droprun image build-go", Comment: "go install " + source,
-	}})
-	if err != nil {
-		return nil, err
-	}
-	return mutate.CreatedAt(img, v1.Time{Time: epoch})
 }

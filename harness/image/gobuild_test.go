@@ -1,13 +1,23 @@
 package image
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"debug/elf"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -39,15 +49,20 @@ func TestBuildGoRefusesBadInput(t *testing.T) {
 }
 
 // TestGoImage: the same binary and tag give the same image; another tag
-// gives another image ID, so a rollout between them changes the pods.
+// gives another image ID, so a rollout between them changes the pods. The
+// image is Assemble's: sorted entries, /home/nonroot, the given time.
 func TestGoImage(t *testing.T) {
 	bin := []byte("\x7fELF not really")
-	a1, err := goImage(bin, "/usr/local/bin/app", "example.com/app@v1", "a")
-	if err != nil {
-		t.Fatal(err)
+	created := time.Unix(1700000000, 0).UTC()
+	img := func(tag string) v1.Image {
+		t.Helper()
+		im, err := goImage(bin, "/usr/local/bin/app", "example.com/app@v1", tag, "linux/arm64", created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return im
 	}
-	a2, _ := goImage(bin, "/usr/local/bin/app", "example.com/app@v1", "a")
-	b, _ := goImage(bin, "/usr/local/bin/app", "example.com/app@v1", "b")
+	a1, a2, b := img("a"), img("a"), img("b")
 	ida1, _ := a1.ConfigName()
 	ida2, _ := a2.ConfigName()
 	idb, _ := b.ConfigName()
@@ -57,9 +72,154 @@ func TestGoImage(t *testing.T) {
 	if ida1 == idb {
 		t.Errorf("tags a and b gave the same image ID %s", ida1)
 	}
-	cf, _ := b.ConfigFile()
-	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/usr/local/bin/app" || cf.Config.Labels["org.opencontainers.image.version"] != "b" {
-		t.Errorf("config: entrypoint %v, labels %v", got, cf.Config.Labels)
+	cf, err := b.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{
+		"org.opencontainers.image.title":   "app",
+		"org.opencontainers.image.version": "b",
+		"org.opencontainers.image.source":  "example.com/app@v1",
+	}
+	if got := cf.Config.Entrypoint; !slices.Equal(got, []string{"/usr/local/bin/app"}) || !maps.Equal(cf.Config.Labels, wantLabels) {
+		t.Errorf("config: entrypoint %v, labels %v; want [/usr/local/bin/app], %v", got, cf.Config.Labels, wantLabels)
+	}
+	if len(cf.Config.ExposedPorts) != 0 || cf.Architecture != "arm64" || !cf.Created.Time.Equal(created) {
+		t.Errorf("config: ports %v, architecture %s, created %v; want none, arm64, %v", cf.Config.ExposedPorts, cf.Architecture, cf.Created, created)
+	}
+	hdrs, _, order := layerEntries(t, b)
+	want := []string{"etc/", "etc/group", "etc/passwd", "home/", "home/nonroot/", "tmp/", "usr/", "usr/local/", "usr/local/bin/", "usr/local/bin/app"}
+	if !slices.Equal(order, want) {
+		t.Errorf("entries\n got %v\nwant %v", order, want)
+	}
+	if h := hdrs["usr/local/bin/app"]; h == nil || h.Mode != 0o755 || !h.ModTime.Equal(created) {
+		t.Errorf("binary entry %+v: want mode 0755 stamped %v", h, created)
+	}
+}
+
+// fakeProxy lays out a GOPROXY=file:// module proxy serving one module
+// version whose root is a main package, and points go at it (no checksum
+// database: the module is made up).
+func fakeProxy(t *testing.T, module, version string) {
+	t.Helper()
+	dir := t.TempDir()
+	vdir := filepath.Join(dir, filepath.FromSlash(module), "@v")
+	if err := os.MkdirAll(vdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gomod := "module " + module + "\n\ngo 1.21\n"
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	for name, data := range map[string]string{"go.mod": gomod, "main.go": "package main\n\nfunc main() { println(\"hello\") }\n"} {
+		w, err := zw.Create(module + "@" + version + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, data)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"list":            []byte(version + "\n"),
+		version + ".info": []byte(`{"Version":"` + version + `","Time":"2024-01-01T00:00:00Z"}`),
+		version + ".mod":  []byte(gomod),
+		version + ".zip":  zbuf.Bytes(),
+	} {
+		if err := os.WriteFile(filepath.Join(vdir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(dir))
+	t.Setenv("GOSUMDB", "off")
+	t.Setenv("GONOSUMDB", "")
+	t.Setenv("GOFLAGS", "")
+}
+
+// TestGoInstallMajorVersion: a module at …/bar/v2 installs as "bar",
+// the file go install produced, not "v2"; SOURCE_DATE_EPOCH stamps the
+// image as it does bookshop's.
+func TestGoInstallMajorVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go install")
+	}
+	fakeProxy(t, "example.com/bar/v2", "v2.0.0")
+	t.Setenv(SourceDateEpochEnv, "1700000000")
+	out := filepath.Join(t.TempDir(), "bar.tar")
+	res, err := BuildGo(context.Background(), GoBuildOptions{Package: "example.com/bar/v2@v2.0.0", Tags: []string{"bar:a"}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Binary != "/usr/local/bin/bar" {
+		t.Errorf("Binary = %s, want /usr/local/bin/bar", res.Binary)
+	}
+	tag, _ := name.NewTag("bar:a")
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdrs, _, _ := layerEntries(t, img)
+	if h := hdrs["usr/local/bin/bar"]; h == nil || h.ModTime.Unix() != 1700000000 {
+		t.Errorf("usr/local/bin/bar entry %+v: want one stamped 1700000000", h)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Created.Unix() != 1700000000 {
+		t.Errorf("config created %v, want 1700000000", cf.Created)
+	}
+}
+
+// TestGoInstallCrossWithGOBIN: go install refuses to cross-compile while
+// GOBIN is set (droprun on macOS builds linux binaries); goInstall unsets
+// it, whether from the environment or `go env -w`, finds the binary under
+// bin/linux_ARCH and writes nothing to GOBIN.
+func TestGoInstallCrossWithGOBIN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go install for another architecture")
+	}
+	other := map[string]string{"amd64": "arm64", "arm64": "amd64"}[runtime.GOARCH]
+	if other == "" {
+		t.Skipf("no other architecture known for %s", runtime.GOARCH)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeProxy(t, "example.com/bar/v2", "v2.0.0")
+	for _, where := range []string{"environment", "go env file"} {
+		t.Run(where, func(t *testing.T) {
+			gobin := t.TempDir()
+			if where == "environment" {
+				t.Setenv("GOBIN", gobin)
+			} else {
+				goenv := filepath.Join(t.TempDir(), "env")
+				if err := os.WriteFile(goenv, []byte("GOBIN="+gobin+"\nGOTOOLCHAIN=local\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("GOENV", goenv)
+				t.Setenv("GOBIN", "")
+			}
+			bin, err := goInstall(context.Background(), goBin, "example.com/bar/v2@v2.0.0", other, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join("bin", "linux_"+other, "bar"); !strings.HasSuffix(bin, want) {
+				t.Errorf("binary at %s, want one ending in %s", bin, want)
+			}
+			f, err := elf.Open(bin)
+			if err != nil {
+				t.Fatalf("%s is not an ELF binary: %v", bin, err)
+			}
+			defer f.Close()
+			if want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[other]; f.Machine != want {
+				t.Errorf("binary for %s, want %s", f.Machine, want)
+			}
+			if entries, _ := os.ReadDir(gobin); len(entries) != 0 {
+				t.Errorf("GOBIN %s got %d entries, want none", gobin, len(entries))
+			}
+		})
 	}
 }
 

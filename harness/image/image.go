@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -82,14 +83,24 @@ type ImageConfig struct {
 	// every tar header. The zero value means the Unix epoch. It is
 	// truncated to whole seconds.
 	Created time.Time
+	// Entrypoint is the command the image runs. Default [WebPath].
+	Entrypoint []string
+	// ExposedPorts are the ports the config declares, such as "8080/tcp".
+	// nil means bookshop's Port/tcp; an empty, non-nil slice declares none.
+	ExposedPorts []string
+	// Labels are added to the config's labels and may replace the
+	// defaults: org.opencontainers.image.title (Repository) and
+	// org.opencontainers.image.version (Version).
+	Labels map[string]string
 }
 
 // Assemble builds a single-layer image from files, on top of a minimal
 // root filesystem: every parent directory of the files, /tmp (mode 1777),
 // and /etc/passwd and /etc/group that define root and nonroot (NonRootUID)
-// with home /home/nonroot. The config runs WebPath as NonRootUID, exposes
-// Port/tcp, sets PATH to PathEnv, the working directory to "/" and the OCI
-// title and version labels.
+// with home /home/nonroot. The config runs cfg.Entrypoint (default
+// WebPath) as NonRootUID, exposes cfg.ExposedPorts (default Port/tcp),
+// sets PATH to PathEnv, the working directory to "/", the OCI title and
+// version labels and cfg.Labels.
 //
 // Assemble is pure: the same files and cfg always give the same digest.
 // Tar entries are sorted, owned by root (except /home/nonroot, owned by
@@ -109,6 +120,23 @@ func Assemble(files []File, cfg ImageConfig) (v1.Image, error) {
 	}
 	created = created.UTC().Truncate(time.Second)
 
+	entrypoint := cfg.Entrypoint
+	if entrypoint == nil {
+		entrypoint = []string{WebPath}
+	}
+	ports := map[string]struct{}{fmt.Sprintf("%d/tcp", Port): {}}
+	if cfg.ExposedPorts != nil {
+		ports = map[string]struct{}{}
+		for _, p := range cfg.ExposedPorts {
+			ports[p] = struct{}{}
+		}
+	}
+	labels := map[string]string{
+		"org.opencontainers.image.title":   Repository,
+		"org.opencontainers.image.version": cfg.Version,
+	}
+	maps.Copy(labels, cfg.Labels)
+
 	layerTar, err := layerTar(files, created)
 	if err != nil {
 		return nil, err
@@ -125,15 +153,12 @@ func Assemble(files []File, cfg ImageConfig) (v1.Image, error) {
 		Architecture: arch,
 		RootFS:       v1.RootFS{Type: "layers"},
 		Config: v1.Config{
-			Entrypoint:   []string{WebPath},
+			Entrypoint:   slices.Clone(entrypoint),
 			User:         fmt.Sprintf("%d:%d", NonRootUID, NonRootUID),
-			ExposedPorts: map[string]struct{}{fmt.Sprintf("%d/tcp", Port): {}},
+			ExposedPorts: ports,
 			Env:          []string{"PATH=" + PathEnv},
 			WorkingDir:   "/",
-			Labels: map[string]string{
-				"org.opencontainers.image.title":   Repository,
-				"org.opencontainers.image.version": cfg.Version,
-			},
+			Labels:       labels,
 		},
 	})
 	if err != nil {
@@ -144,7 +169,7 @@ func Assemble(files []File, cfg ImageConfig) (v1.Image, error) {
 		History: v1.History{
 			Created:   v1.Time{Time: created},
 			CreatedBy: "droprun harness/image",
-			Comment:   "bookshop " + cfg.Version + ": " + strings.Join(filePaths(files), " "),
+			Comment:   labels["org.opencontainers.image.title"] + " " + cfg.Version + ": " + strings.Join(filePaths(files), " "),
 		},
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +201,45 @@ func TestAssembleZeroCreatedIsUnixEpoch(t *testing.T) {
 	}
 	if cf.Created.Unix() != 0 {
 		t.Errorf("Created = %v, want Unix 0", cf.Created)
+	}
+}
+
+// TestAssembleConfigOverrides: Entrypoint, ExposedPorts and Labels replace
+// bookshop's defaults; an empty ExposedPorts declares no port.
+func TestAssembleConfigOverrides(t *testing.T) {
+	files := []File{{Path: "/usr/local/bin/svc", Mode: 0o755, Data: []byte("svc")}}
+	for _, tc := range []struct {
+		name      string
+		ports     []string
+		wantPorts []string
+	}{
+		{"ports given", []string{"9898/tcp", "9999/tcp"}, []string{"9898/tcp", "9999/tcp"}},
+		{"no ports", []string{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := mustAssemble(t, files, ImageConfig{
+				Platform: "linux/amd64", Version: "a", Entrypoint: []string{"/usr/local/bin/svc", "serve"},
+				ExposedPorts: tc.ports, Labels: map[string]string{"org.opencontainers.image.title": "svc", "x": "y"},
+			})
+			cf, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cf.Config
+			if !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/svc", "serve"}) {
+				t.Errorf("Entrypoint = %v, want [/usr/local/bin/svc serve]", c.Entrypoint)
+			}
+			if got := slices.Sorted(maps.Keys(c.ExposedPorts)); !slices.Equal(got, tc.wantPorts) {
+				t.Errorf("ExposedPorts = %v, want %v", got, tc.wantPorts)
+			}
+			wantLabels := map[string]string{"org.opencontainers.image.title": "svc", "org.opencontainers.image.version": "a", "x": "y"}
+			if !maps.Equal(c.Labels, wantLabels) {
+				t.Errorf("Labels = %v, want %v", c.Labels, wantLabels)
+			}
+			if len(cf.History) != 1 || !strings.HasPrefix(cf.History[0].Comment, "svc a: ") {
+				t.Errorf("History = %+v, want one entry commented \"svc a: ...\"", cf.History)
+			}
+		})
 	}
 }
 

@@ -165,17 +165,69 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 // rollout replaces. It does not rely on Deployment status fields (which
 // some clusters leave unset), only on the pods and their ReplicaSets.
 func OldPods(ctx context.Context, c kubernetes.Interface, namespace, name string) ([]string, error) {
-	d, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	d, current, pods, err := revisionPods(ctx, c, namespace, name)
 	if err != nil {
 		return nil, err
+	}
+	if current == "" {
+		return nil, fmt.Errorf("deployment %s: no ReplicaSet of revision %q yet", name, d.Annotations[revisionAnnotation])
+	}
+	var old []string
+	for _, p := range pods {
+		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != current {
+			old = append(old, p.Name)
+		}
+	}
+	return old, nil
+}
+
+// LivePod returns deployment name and one pod of its current revision's
+// ReplicaSet that runs and is not being deleted, a ready one if any (the
+// first by name among equals): a pod the next rollout deletes. The pod is
+// nil when there is none.
+func LivePod(ctx context.Context, c kubernetes.Interface, namespace, name string) (*appsv1.Deployment, *corev1.Pod, error) {
+	d, current, pods, err := revisionPods(ctx, c, namespace, name)
+	if err != nil || current == "" {
+		return d, nil, err
+	}
+	var best *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != current || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		switch {
+		case best == nil, isReady(p) && !isReady(best), isReady(p) == isReady(best) && p.Name < best.Name:
+			best = p
+		}
+	}
+	return d, best, nil
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// revisionPods reads deployment name, the pod-template-hash of its
+// current revision's ReplicaSet ("" when there is none yet) and the pods
+// its selector matches.
+func revisionPods(ctx context.Context, c kubernetes.Interface, namespace, name string) (*appsv1.Deployment, string, []corev1.Pod, error) {
+	d, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, "", nil, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("deployment %s: %w", name, err)
+		return nil, "", nil, fmt.Errorf("deployment %s: %w", name, err)
 	}
 	rss, err := c.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	current := ""
 	for _, rs := range rss.Items {
@@ -183,20 +235,11 @@ func OldPods(ctx context.Context, c kubernetes.Interface, namespace, name string
 			current = rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 		}
 	}
-	if current == "" {
-		return nil, fmt.Errorf("deployment %s: no ReplicaSet of revision %q yet", name, d.Annotations[revisionAnnotation])
-	}
 	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
-	var old []string
-	for _, p := range pods.Items {
-		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != current {
-			old = append(old, p.Name)
-		}
-	}
-	return old, nil
+	return d, current, pods.Items, nil
 }
 
 // WaitOldPodsGone waits until deployment name has no pod of an older

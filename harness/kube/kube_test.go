@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/droprun/droprun/harness/variant"
@@ -162,5 +163,67 @@ func TestOldPods(t *testing.T) {
 	}
 	if _, err := OldPods(ctx, c, ns, "web"); err == nil || !strings.Contains(err.Error(), `revision "3"`) {
 		t.Errorf("OldPods without the new ReplicaSet: %v", err)
+	}
+}
+
+// TestLivePod: the pod read is of the current ReplicaSet, running, not
+// being deleted, and ready if one is; none such is a nil pod, not an
+// error.
+func TestLivePod(t *testing.T) {
+	const ns = "droprun"
+	labels := func(hash string) map[string]string {
+		return map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}
+	}
+	rev := func(r string) map[string]string { return map[string]string{revisionAnnotation: r} }
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Annotations: rev("2")},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	rs := func(name, hash, r string) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels(hash), Annotations: rev(r)}}
+	}
+	pod := func(name, hash string, phase corev1.PodPhase, ready, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels(hash)}, Status: corev1.PodStatus{Phase: phase}}
+		if ready {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		pods []*corev1.Pod
+		want string // "": no pod
+	}{
+		{"ready one first", []*corev1.Pod{
+			pod("web-old-a", "old", corev1.PodRunning, true, false), // older ReplicaSet
+			pod("web-new-a", "new", corev1.PodRunning, false, false),
+			pod("web-new-b", "new", corev1.PodRunning, true, true), // being deleted
+			pod("web-new-c", "new", corev1.PodRunning, true, false),
+			pod("web-new-d", "new", corev1.PodRunning, true, false),
+		}, "web-new-c"},
+		{"running, not ready", []*corev1.Pod{pod("web-new-b", "new", corev1.PodRunning, false, false), pod("web-new-a", "new", corev1.PodPending, false, false)}, "web-new-b"},
+		{"none live", []*corev1.Pod{pod("web-old-a", "old", corev1.PodRunning, true, false), pod("web-new-a", "new", corev1.PodPending, false, false)}, ""},
+	} {
+		objs := []runtime.Object{d, rs("web-old", "old", "1"), rs("web-new", "new", "2")}
+		for _, p := range tc.pods {
+			objs = append(objs, p)
+		}
+		got, p, err := LivePod(ctx, fake.NewClientset(objs...), ns, "web")
+		if err != nil || got == nil || got.Name != "web" {
+			t.Fatalf("%s: LivePod: deployment %v, %v", tc.name, got, err)
+		}
+		name := "" // no pod
+		if p != nil {
+			name = p.Name
+		}
+		if name != tc.want {
+			t.Errorf("%s: LivePod = pod %q, want %q", tc.name, name, tc.want)
+		}
+	}
+	if _, _, err := LivePod(ctx, fake.NewClientset(), ns, "web"); err == nil {
+		t.Error("LivePod without the Deployment: no error")
 	}
 }

@@ -292,7 +292,8 @@ func (b *builder) cni(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := runCmd(ctx, mod, goEnv([]string{"CGO_ENABLED=0"}), "go", "build", "-trimpath",
+	// The same environment as harness/image's build of the embedded source.
+	if _, err := runCmd(ctx, mod, goEnv(append(droprun.SourceBuildEnv(), "CGO_ENABLED=0")), "go", "build", "-trimpath",
 		"-ldflags=-s -w", "-o", filepath.Join(tmp, "droprun-cni"), "./apps/cni"); err != nil {
 		return false, err
 	}
@@ -352,8 +353,8 @@ func (s source) moduleDir(tmp string) (string, error) {
 		return s.dir, nil
 	}
 	dst := filepath.Join(tmp, "src")
-	if err := os.CopyFS(dst, s.fsys); err != nil {
-		return "", fmt.Errorf("extract droprun's embedded source: %w", err)
+	if err := droprun.ExtractSource(s.fsys, dst); err != nil {
+		return "", err
 	}
 	return dst, nil
 }

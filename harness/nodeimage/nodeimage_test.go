@@ -516,3 +516,26 @@ func TestHashDirAndSourceDir(t *testing.T) {
 		t.Errorf("embedded apps/cni hashes %s, the checkout %s", he, hc)
 	}
 }
+
+// TestModuleDir: a checkout builds in place; the embedded source is
+// extracted under tmp with the pod network daemon in it.
+func TestModuleDir(t *testing.T) {
+	checkout, err := findSource("../..")
+	must(t, err)
+	if got, err := checkout.moduleDir(t.TempDir()); err != nil || got != "../.." {
+		t.Errorf("checkout moduleDir = %q, %v; want ../..", got, err)
+	}
+	emb, err := findSource("")
+	must(t, err)
+	tmp := t.TempDir()
+	got, err := emb.moduleDir(tmp)
+	must(t, err)
+	if got != filepath.Join(tmp, "src") {
+		t.Errorf("embedded moduleDir = %q, want %s", got, filepath.Join(tmp, "src"))
+	}
+	for _, f := range []string{"go.mod", "go.sum", "apps/cni/main.go"} {
+		if _, err := os.Stat(filepath.Join(got, f)); err != nil {
+			t.Errorf("extracted source lacks %s: %v", f, err)
+		}
+	}
+}

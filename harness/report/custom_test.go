@@ -54,3 +54,43 @@ func TestCustomAppText(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCountText: a counter the pods never counted by is said so, with
+// the reason, never printed as a measured 0, in the table and the page.
+func TestNoCountText(t *testing.T) {
+	const counter = `http_requests_total{path="version"}`
+	for _, tc := range []struct {
+		name string
+		sv   analysis.ServerView
+		want string
+	}{
+		{"wrong name", analysis.ServerView{Counter: counter, Scrapes: 40, CounterMissing: 40},
+			`no pods' count: counter http_requests_total{path="version"} was never seen in any scrape (40 scrapes); check app.custom.metrics.counter`},
+		{"wrong code label", analysis.ServerView{Counter: counter, ScrapeErrors: 40, ScrapeError: `http_requests_total{status="200"} has no label "code"`},
+			`no pods' count by http_requests_total{path="version"}: all 40 scrapes failed, the last with: http_requests_total{status="200"} has no label "code"`},
+		{"nothing matched", analysis.ServerView{Counter: counter, Scrapes: 40, CounterMissing: 2},
+			`no pods' count: no pod counted a request by http_requests_total{path="version"} in 40 scrapes; check app.custom.metrics.match`},
+	} {
+		sum := summary()
+		sv := tc.sv
+		sum.Variants[1].Server = &sv
+		var table, page bytes.Buffer
+		if err := Table(&table, sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := HTML(&page, sum, HTMLInput{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(table.String(), tc.want) {
+			t.Errorf("%s: table lacks %q:\n%s", tc.name, tc.want, table.String())
+		}
+		for _, bad := range []string{"counted 0 2xx", "exposes no counters droprun reads"} {
+			if strings.Contains(table.String(), bad) {
+				t.Errorf("%s: table says %q:\n%s", tc.name, bad, table.String())
+			}
+		}
+		if want := strings.ReplaceAll(strings.ReplaceAll(tc.want, `"`, "&#34;"), "'", "&#39;"); !strings.Contains(page.String(), want) {
+			t.Errorf("%s: report.html lacks %q", tc.name, want)
+		}
+	}
+}

@@ -170,11 +170,11 @@ func MaskedText(v analysis.VariantSummary) string {
 // ServerView says what the pods counted, or plainly that there is no count
 // to compare with.
 func ServerText(sv *analysis.ServerView) string {
-	if sv.Pods == 0 {
-		return "the pods' own counts are not known (the app exposes no counters droprun reads)"
-	}
 	if sv.Counter != "" {
 		return CounterText(sv)
+	}
+	if sv.Pods == 0 {
+		return "the pods' own counts are not known (the app exposes no counters droprun reads)"
 	}
 	s := fmt.Sprintf("the pods answered %d 2xx (%d pods, %d with exit totals)", sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
 	switch {
@@ -192,6 +192,9 @@ func ServerText(sv *analysis.ServerView) string {
 // counter the scenario names: at best a lower bound, since a pod's last
 // scrape before it exits misses what it answered after it.
 func CounterText(sv *analysis.ServerView) string {
+	if sv.Pods == 0 {
+		return NoCountText(sv)
+	}
 	s := fmt.Sprintf("the pods counted %d 2xx by %s (%d pods, scraped every few seconds; no exit totals)", sv.PodsAnswered2xx, sv.Counter, sv.Pods)
 	if sv.LowerBound > 0 {
 		s += fmt.Sprintf("; a lower bound: %d of them exited after their last scrape, and what they answered after it is not counted", sv.LowerBound)
@@ -201,6 +204,25 @@ func CounterText(sv *analysis.ServerView) string {
 	}
 	if sv.Exact() && uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx {
 		s += ": exactly what the client received"
+	}
+	return s
+}
+
+// NoCountText says why a custom app's pods counted nothing by the counter
+// named: never in their metrics (a wrong name), every scrape failed (a
+// wrong codeLabel, say), or no series matched. Never a measured 0.
+func NoCountText(sv *analysis.ServerView) string {
+	switch {
+	case sv.Scrapes > 0 && sv.CounterMissing == sv.Scrapes:
+		return fmt.Sprintf("no pods' count: counter %s was never seen in any scrape (%d scrapes); check app.custom.metrics.counter against the app's metrics", sv.Counter, sv.Scrapes)
+	case sv.Scrapes == 0 && sv.ScrapeErrors > 0:
+		return fmt.Sprintf("no pods' count by %s: all %d scrapes failed, the last with: %s", sv.Counter, sv.ScrapeErrors, sv.ScrapeError)
+	case sv.Scrapes == 0:
+		return fmt.Sprintf("no pods' count by %s: the pods were never scraped while the traffic ran", sv.Counter)
+	}
+	s := fmt.Sprintf("no pods' count: no pod counted a request by %s in %d scrapes; check app.custom.metrics.match against the app's series", sv.Counter, sv.Scrapes)
+	if sv.ScrapeErrors > 0 {
+		s += fmt.Sprintf(" (%d failed scrapes, the last with: %s)", sv.ScrapeErrors, sv.ScrapeError)
 	}
 	return s
 }

@@ -91,8 +91,10 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 	// only while every node's kube-proxy drops the pod within that time; a
 	// rollout whose slowest kube-proxy synced later (a machine loaded by
 	// other work) outlasted the protection and is reported, not held
-	// against them. Every other rollout must drop at most the rig's floor:
-	// what its window would show at the control window's failure rate.
+	// against them; but at most one rollout in a variant may be waived, so
+	// that at least two are measured. Every other rollout must drop at
+	// most the rig's floor: what its window would show at the control
+	// window's failure rate.
 	protects := map[string]float64{"podinfo-info": 3, "podinfo-debug-prestop": 5}
 	for name, wait := range protects {
 		good := rows[name]
@@ -121,8 +123,9 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 					name, ro.N, ro.Window.Failures, ro.Window.Requests, ro.Window.Classes, ro.SlowestSync, floor, good.Control.Failures, good.Control.Requests)
 			}
 		}
-		if measured == 0 {
-			t.Errorf("%s: no rollout had its kube-proxies synced within %.0f s: the machine was too busy to measure it", name, wait)
+		if waived := len(good.Rollouts) - measured; waived > 1 {
+			t.Errorf("%s: %d of %d rollouts had a kube-proxy sync slower than the %.0f s the pods keep serving; at most 1 may be waived: the machine was too busy to measure it",
+				name, waived, len(good.Rollouts), wait)
 		}
 	}
 

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/cluster"
@@ -152,9 +150,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 	o.defaults(sc)
 	// Bad input (an image archive missing, cut short, or without the
 	// images named) fails before a run directory or a cluster exists.
-	if _, err := testbed.Preflight(sc); err != nil {
+	archives, err := testbed.Preflight(sc)
+	if err != nil {
 		return nil, err
 	}
+	// Prepare loads these into the nodes without reading them again.
+	o.Testbed.Archives = archives
 	out, err := CreateOutput(o.Dir, sc)
 	if err != nil {
 		return nil, err
@@ -259,7 +260,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 		defer cancel()
 		if terr := tb.Teardown(cctx); terr != nil {
-			fmt.Fprintf(r.log, "warning: deleting namespace %s: %v\n", sc.Namespace, terr)
+			fmt.Fprintf(r.log, "warning: cleaning up namespace %s: %v\n", sc.Namespace, terr)
 		}
 		switch {
 		case tb.Kind == nil:
@@ -510,26 +511,36 @@ func (r *runner) waitBaseline(ctx context.Context, lastFailure *atomic.Int64) (b
 	}
 }
 
-// liveVariant reads the Deployment's live pod template: the variant it
-// actually is ("custom" for a custom app), what Detect found in it, and
-// the shutdown settings of the container under test, which are what the
-// pods the next rollout deletes will do.
+// liveVariant reads a live pod of the Deployment's current ReplicaSet,
+// one the next rollout deletes (its pod template when no such pod runs,
+// which the facts say): the variant it actually is ("custom" for a custom
+// app), what Detect found in it, and the shutdown settings of the
+// container under test, which are what those pods will do.
 func (r *runner) liveVariant(ctx context.Context, deployment string) (name, found string, facts *variant.PodFacts, err error) {
-	d, err := r.tb.Cluster.Client.AppsV1().Deployments(r.sc.Namespace).Get(ctx, deployment, metav1.GetOptions{})
+	d, pod, err := kube.LivePod(ctx, r.tb.Cluster.Client, r.sc.Namespace, deployment)
 	if err != nil {
-		return "", "", nil, fmt.Errorf("reading the live deployment: %w", err)
+		return "", "", nil, fmt.Errorf("reading the live deployment and its pods: %w", err)
+	}
+	spec := &d.Spec.Template.Spec
+	if pod != nil {
+		spec = &pod.Spec
 	}
 	container := variant.ContainerName
 	if c := r.sc.App.Custom; c != nil {
 		container = c.Container
 	}
-	if facts, err = variant.Facts(&d.Spec.Template.Spec, container); err != nil {
+	if facts, err = variant.Facts(spec, container); err != nil {
 		return "", "", nil, fmt.Errorf("deployment %s: %w", deployment, err)
+	}
+	if pod != nil {
+		facts.Pod = pod.Name
+	} else {
+		facts.FromTemplate = true
 	}
 	if r.sc.App.Custom != nil {
 		return "custom", facts.String(), facts, nil
 	}
-	name, found = variant.Detect(&d.Spec.Template.Spec)
+	name, found = variant.Detect(spec)
 	if name == "" {
 		name = "unknown"
 	}

@@ -338,14 +338,8 @@ func checkImages(o Options, c *corev1.Container) error {
 		return nil
 	}
 	for _, ref := range o.Images {
-		found := false
-		var held []string
-		for _, ar := range archives {
-			found = found || ar.Has(ref)
-			held = append(held, ar.Path+" holds "+ar.Describe())
-		}
-		if !found {
-			return inputErr("give the archive that holds it with --archive, or name an image they hold", "--image %s (%s) is in none of the archives: %s", ref, mustFull(ref), strings.Join(held, "; "))
+		if _, err := image.FindIn(archives, ref); err != nil {
+			return inputErr("give the archive that holds it with --archive, or name an image they hold", "--image %v", err)
 		}
 	}
 	return nil
@@ -497,8 +491,8 @@ var scenarioTemplate = template.Must(template.New("scenario").Funcs(template.Fun
 # the Deployment as you ship it, and the same with a preStop sleep.
 #   droprun validate {{.Out}}   check it (after any change)
 #   droprun run {{.Out}}        measure: a kind cluster, both variants, a report
-# Paths are relative to this file. Every field is explained in
-# scenarios/README.md; the ones below are those you may want to change.
+# Paths are relative to this file. Every field is explained by
+# droprun scenarios README; the ones below are those you may want to change.
 apiVersion: droprun/v1alpha1
 kind: Scenario
 metadata:

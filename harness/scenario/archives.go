@@ -3,7 +3,6 @@ package scenario
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/droprun/droprun/harness/image"
 )
@@ -51,20 +50,10 @@ func (s *Scenario) CheckArchives() ([]*image.Archive, []FieldError) {
 			v.add(fmt.Sprintf("app.custom.images[%d]", i), err.Error(), "write it as repository:tag, e.g. myapp:1.0")
 			continue
 		}
-		found := false
-		for _, a := range archives {
-			found = found || a.Has(ref)
+		if _, err := image.FindIn(archives, ref); err != nil {
+			v.add(fmt.Sprintf("app.custom.images[%d]", i), err.Error(),
+				"name one of the images app.custom.imageArchives hold, or add the archive that holds it (docker save IMAGE -o FILE.tar)")
 		}
-		if found {
-			continue
-		}
-		held := make([]string, len(archives))
-		for j, a := range archives {
-			held[j] = fmt.Sprintf("%s holds %s", a.Path, a.Describe())
-		}
-		full, _ := image.FullName(ref)
-		v.add(fmt.Sprintf("app.custom.images[%d]", i), fmt.Sprintf("%q (%s) is in none of app.custom.imageArchives: %s", ref, full, strings.Join(held, "; ")),
-			"name one of the images the archives hold, or add the archive that holds it (docker save IMAGE -o FILE.tar)")
 	}
 	if len(v.errs) > 0 {
 		return nil, v.errs

@@ -66,7 +66,7 @@ func TestCheckArchives(t *testing.T) {
 		{"in the archive", `{images: [svc:1, "docker.io/library/svc:2"], imageArchives: [svc.tar], container: app, port: 9898}`, nil},
 		{"no archives", `{images: [elsewhere:1, elsewhere:2], container: app, port: 9898}`, nil},
 		{"image not in it", `{images: [svc:1, svc:3], imageArchives: [svc.tar], container: app, port: 9898}`,
-			[]string{"app.custom.images[1]", `"svc:3" (docker.io/library/svc:3) is in none of app.custom.imageArchives`, "svc.tar holds docker.io/library/svc:1, docker.io/library/svc:2"}},
+			[]string{"app.custom.images[1]", `svc:3 (docker.io/library/svc:3) is in none of the archives`, "svc.tar holds docker.io/library/svc:1, docker.io/library/svc:2"}},
 		{"missing archive", `{images: [svc:1, svc:2], imageArchives: [svc.tar, gone.tar], container: app, port: 9898}`,
 			[]string{"app.custom.imageArchives[1]", "gone.tar: does not exist", "fix: "}},
 	}

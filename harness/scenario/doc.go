@@ -10,5 +10,7 @@
 // fix. Paths in a scenario are relative to its folder (output excepted:
 // it is relative to the working directory); a leading ~ is the user's home
 // directory. LoadFS reads a scenario from an fs.FS, such as the shipped
-// scenarios embedded in droprun, and reads its manifests from there too.
+// scenarios embedded in droprun, and reads its manifests from there too;
+// its image archives and kubeconfig, which are opened on disk, are
+// relative to the working directory.
 package scenario

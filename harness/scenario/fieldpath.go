@@ -61,7 +61,7 @@ func (c *docChecker) wrongType(path string, v any, want string) any {
 	if path == "" {
 		msg = fmt.Sprintf("the file holds a %s, want a map of fields (apiVersion, kind, metadata, variants...)", kindOf(v))
 	}
-	return c.bad(path, msg, "check the value's type against scenarios/README.md")
+	return c.bad(path, msg, "check the value's type against the scenario format (droprun scenarios README)")
 }
 
 // walk returns v as the decoder may take it: nil where it dropped v.
@@ -106,7 +106,7 @@ func (c *docChecker) walk(v any, t reflect.Type, path string) any {
 			return c.wrongType(path, v, "number")
 		}
 		if _, err := strconv.ParseInt(string(n), 10, t.Bits()); err != nil {
-			return c.bad(path, fmt.Sprintf("%s is not a whole number that fits in %d bits", n, t.Bits()), "check the value against scenarios/README.md")
+			return c.bad(path, fmt.Sprintf("%s is not a whole number that fits in %d bits", n, t.Bits()), "check the value against the scenario format (droprun scenarios README)")
 		}
 	case t.Kind() == reflect.Struct:
 		m, ok := v.(map[string]any)
@@ -167,7 +167,7 @@ func unknownField(path, key string, fields map[string]reflect.Type) FieldError {
 		}
 	}
 	return FieldError{Path: path, Msg: "unknown field",
-		Fix: "check the spelling against scenarios/README.md; known fields here: " + strings.Join(known, ", ")}
+		Fix: "check the spelling against the scenario format (droprun scenarios README); known fields here: " + strings.Join(known, ", ")}
 }
 
 // strictProblem turns one of sigs.k8s.io/json's strict errors (an unknown
@@ -184,7 +184,7 @@ func (c *docChecker) strictProblem(err error) FieldError {
 	if known, ok := c.unknown[p]; ok {
 		return known
 	}
-	return FieldError{Path: p, Msg: "unknown field", Fix: "check the spelling against scenarios/README.md"}
+	return FieldError{Path: p, Msg: "unknown field", Fix: "check the spelling against the scenario format (droprun scenarios README)"}
 }
 
 // jsonFields maps a struct's JSON field names to their types, flattening
@@ -280,7 +280,7 @@ func cleanMessage(err error) string {
 // decodeError turns an error the checker did not foresee into a FieldError,
 // with its path when the decoder gave one.
 func decodeError(err error) FieldError {
-	fe := FieldError{Msg: cleanMessage(err), Fix: "check the value's type against scenarios/README.md"}
+	fe := FieldError{Msg: cleanMessage(err), Fix: "check the value's type against the scenario format (droprun scenarios README)"}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		fe.Path = te.Field

@@ -32,7 +32,7 @@ func resolveInFS(v *validator, field string, p *string, dir string) {
 	j := path.Join(dir, x)
 	if strings.HasPrefix(x, "~") || path.IsAbs(x) || !fs.ValidPath(j) {
 		v.add(field, fmt.Sprintf("%q is outside the files the scenario was read from", x),
-			"name a manifest beside the scenario, relative to it; or save the scenario to a file (droprun scenarios NAME > FILE.yaml) and name files on disk from there")
+			"name a manifest beside the scenario, relative to it; or export the scenario with its manifests (droprun scenarios NAME --export DIR) and name files on disk from there")
 		return
 	}
 	*p = j

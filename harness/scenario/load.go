@@ -52,9 +52,13 @@ func load(files fs.FS, path, dir string) (*Scenario, error) {
 }
 
 // checkManifests reads a custom app's Deployment manifests: each must be a
-// Deployment that has the container the rollouts change.
+// Deployment that has the container the rollouts change, and all must
+// name the same Deployment, the one droprun rolls from variant to variant
+// (another would keep running beside it, its pods taking traffic).
 func (s *Scenario) checkManifests() []FieldError {
 	var v validator
+	first := -1 // the first variant whose manifest was read
+	var firstName string
 	for i, vr := range s.Variants {
 		if vr.Manifest == "" {
 			continue
@@ -73,6 +77,13 @@ func (s *Scenario) checkManifests() []FieldError {
 			if msg, fix := containerProblem(d, c); msg != "" {
 				v.add(p, vr.Manifest+" "+msg, fix)
 			}
+		}
+		switch {
+		case first < 0:
+			first, firstName = i, d.Name
+		case d.Name != firstName:
+			v.add(p, fmt.Sprintf("%s names Deployment %q, but variants[%d] (%s) names %q", vr.Manifest, d.Name, first, s.Variants[first].Manifest, firstName),
+				"give every variant's manifest the same metadata.name: droprun rolls that one Deployment from variant to variant, and a Deployment of another name would keep running beside it")
 		}
 	}
 	return v.errs

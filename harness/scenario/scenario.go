@@ -28,7 +28,8 @@ type Scenario struct {
 	Cluster Cluster `json:"cluster"`
 
 	// Namespace is the only namespace droprun writes to. It is created
-	// before the run and deleted afterwards. Default "droprun".
+	// before the run and deleted afterwards, except with
+	// app.custom.service (kept, see CustomApp.Service). Default "droprun".
 	Namespace string `json:"namespace,omitempty"`
 
 	// App is the application under test: bookshop (the default) or the
@@ -157,8 +158,10 @@ type CustomApp struct {
 	// Service names the user's own Service or Ingress in front of the
 	// pods, on an existing cluster: droprun then creates no Service and
 	// sends traffic to cluster.existing.url. It must be in droprun's
-	// namespace (a Service selects pods of its own namespace only), which
-	// droprun deletes after the run.
+	// namespace (a Service selects pods of its own namespace only). With
+	// it set, droprun keeps that namespace after the run, deleting only
+	// the Deployments its variants applied, so the next run finds the
+	// Service again.
 	Service string `json:"service,omitempty"`
 	// Metrics, when set, is the app's own request counter droprun reads
 	// from each pod for the pods' view; without it a custom app has none.
@@ -199,7 +202,8 @@ type Variant struct {
 	// fix is run under the old pods' rules).
 	From string `json:"from,omitempty"`
 	// Manifest is a Deployment manifest for a custom app, relative to the
-	// scenario file.
+	// scenario file. Every variant's manifest names the same Deployment
+	// (metadata.name): droprun rolls that one from variant to variant.
 	Manifest string `json:"manifest,omitempty"`
 	// Workload overrides the scenario's defaults for this variant; its
 	// fields sit directly in the variant's entry.

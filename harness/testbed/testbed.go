@@ -22,11 +22,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/droprun/droprun/harness/cluster"
@@ -57,6 +59,10 @@ type Options struct {
 	// CreateCluster lets Prepare create the kind cluster when it does not
 	// exist; without it a missing cluster is an error.
 	CreateCluster bool
+	// Archives are the custom app's image archives as Preflight returned
+	// them, so a caller that ran Preflight already (harness/run) does not
+	// read them whole a second time. Nil: Prepare runs Preflight itself.
+	Archives []*image.Archive
 }
 
 // Testbed is a prepared cluster with droprun's namespace in it.
@@ -89,9 +95,12 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 	}
 	// The user's input first: a bad image archive fails here, before any
 	// cluster work.
-	archives, err := Preflight(sc)
-	if err != nil {
-		return nil, err
+	archives := o.Archives
+	if archives == nil {
+		var err error
+		if archives, err = Preflight(sc); err != nil {
+			return nil, err
+		}
 	}
 	// Where load may go is settled before any cluster work too.
 	if err := CheckAllow(sc, o.AllowTargets); err != nil {
@@ -319,9 +328,74 @@ func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {
 	return a, nil
 }
 
-// Teardown deletes droprun's namespace.
+// Teardown deletes droprun's namespace. With app.custom.service the
+// namespace holds the user's own Service or Ingress, which the next run
+// needs again: the namespace is kept and only the Deployments the
+// variants apply are deleted (see KeepsNamespace).
 func (tb *Testbed) Teardown(ctx context.Context) error {
-	return kube.DeleteNamespace(ctx, tb.Cluster.Client, tb.Scenario.Namespace, 2*time.Minute)
+	sc := tb.Scenario
+	if !KeepsNamespace(sc) {
+		return kube.DeleteNamespace(ctx, tb.Cluster.Client, sc.Namespace, 2*time.Minute)
+	}
+	names, err := deploymentNames(sc)
+	if err != nil {
+		return err
+	}
+	if err := deleteDeployments(ctx, tb.Cluster.Client, sc.Namespace, names, 2*time.Minute); err != nil {
+		return err
+	}
+	fmt.Fprintf(tb.log, "namespace %s kept: it holds your app.custom.service %q, which the next run needs; deleted droprun's Deployment(s) %s there\n",
+		sc.Namespace, sc.App.Custom.Service, strings.Join(names, ", "))
+	return nil
+}
+
+// KeepsNamespace reports whether a run leaves droprun's namespace in
+// place: it does when app.custom.service names the user's own Service or
+// Ingress in it.
+func KeepsNamespace(sc *scenario.Scenario) bool {
+	return sc.App.Custom != nil && sc.App.Custom.Service != ""
+}
+
+// deploymentNames are the Deployments sc's variants apply, sorted, each
+// once.
+func deploymentNames(sc *scenario.Scenario) ([]string, error) {
+	var names []string
+	for i := range sc.Variants {
+		objs, err := sc.Render(i, 0, true, "")
+		if err != nil {
+			return nil, err
+		}
+		if d := objs.Deployment; d != nil && d.Name != nil && !slices.Contains(names, *d.Name) {
+			names = append(names, *d.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// deleteDeployments deletes the named Deployments with their ReplicaSets
+// and pods (foreground) and waits until they are gone.
+func deleteDeployments(ctx context.Context, c kubernetes.Interface, namespace string, names []string, timeout time.Duration) error {
+	fg := metav1.DeletePropagationForeground
+	for _, name := range names {
+		err := c.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting deployment %s/%s: %w", namespace, name, err)
+		}
+	}
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			_, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, err
+		})
+		if err != nil {
+			return fmt.Errorf("deployment %s/%s still there %s after deleting it: %w", namespace, name, timeout, err)
+		}
+	}
+	return nil
 }
 
 func or(s, def string) string {
@@ -379,7 +453,7 @@ func checkOwnService(ctx context.Context, c kubernetes.Interface, namespace, nam
 		return fmt.Errorf("app.custom.service %q: namespace %s has no Service or Ingress of that name, and droprun creates none for you: "+
 			"create it in %s (a Service selects pods of its own namespace only) before the run, with the namespace labelled %s=%s "+
 			"(kubectl create namespace %s; kubectl label namespace %s %s=%s; kubectl -n %s apply -f YOUR-SERVICE.yaml); "+
-			"droprun deletes that namespace, and your Service with it, after the run",
+			"droprun keeps that namespace after the run (it deletes only its own Deployments there), so the Service serves the next run too",
 			name, namespace, namespace, variant.LabelManagedBy, variant.ManagedBy, namespace, namespace, variant.LabelManagedBy, variant.ManagedBy, namespace)
 	}
 	return wrapOwn(err, namespace, name)

@@ -76,6 +76,12 @@ type PodFacts struct {
 	GracePeriodSeconds int64 `json:"terminationGracePeriodSeconds"`
 	// Readiness is the container's readiness probe; nil when it has none.
 	Readiness *ProbeFacts `json:"readiness,omitempty"`
+	// Pod is the live pod the facts were read from; FromTemplate says
+	// they were read from the Deployment's pod template instead, no live
+	// pod being found. Neither is set in runs recorded before droprun
+	// said which.
+	Pod          string `json:"pod,omitempty"`
+	FromTemplate bool   `json:"fromTemplate,omitempty"`
 }
 
 // ProbeFacts are a probe's kind, target and timing.
@@ -94,8 +100,8 @@ type ProbeFacts struct {
 	FailureThreshold int32 `json:"failureThreshold"`
 }
 
-// Facts reads container's shutdown settings from a pod template; an error
-// when the template has no such container.
+// Facts reads container's shutdown settings from a pod's or a pod
+// template's spec; an error when it has no such container.
 func Facts(spec *corev1.PodSpec, container string) (*PodFacts, error) {
 	var c *corev1.Container
 	for i := range spec.Containers {
@@ -104,7 +110,7 @@ func Facts(spec *corev1.PodSpec, container string) (*PodFacts, error) {
 		}
 	}
 	if c == nil {
-		return nil, fmt.Errorf("the live pod template has no container named %q", container)
+		return nil, fmt.Errorf("the live pod spec has no container named %q", container)
 	}
 	f := &PodFacts{Container: container, PreStop: "none", GracePeriodSeconds: corev1.DefaultTerminationGracePeriodSeconds}
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
@@ -195,7 +201,7 @@ func (f *PodFacts) String() string {
 	s := fmt.Sprintf("%s, grace %ds, ", hook, f.GracePeriodSeconds)
 	r := f.Readiness
 	if r == nil {
-		return s + "no readiness probe"
+		return s + "no readiness probe" + f.source()
 	}
 	switch r.Kind {
 	case "httpGet":
@@ -207,5 +213,16 @@ func (f *PodFacts) String() string {
 	default:
 		s += "readiness " + r.Kind
 	}
-	return s + fmt.Sprintf(" every %ds, unready after %d failures", r.PeriodSeconds, r.FailureThreshold)
+	return s + fmt.Sprintf(" every %ds, unready after %d failures", r.PeriodSeconds, r.FailureThreshold) + f.source()
+}
+
+// source says where the facts were read from, "" when not recorded.
+func (f *PodFacts) source() string {
+	switch {
+	case f.Pod != "":
+		return " (read from pod " + f.Pod + ")"
+	case f.FromTemplate:
+		return " (read from the Deployment's pod template: no live pod found)"
+	}
+	return ""
 }

@@ -53,4 +53,13 @@ func TestFacts(t *testing.T) {
 	if _, err := variant.Facts(spec, "web"); err == nil || !strings.Contains(err.Error(), `no container named "web"`) {
 		t.Errorf("missing container: err = %v", err)
 	}
+	// Where they were read from, when recorded.
+	f.Pod = "app-7d9f-x2k4q"
+	if got, want := f.String(), "preStop exec /bin/sh -c sleep 5, grace 30s, no readiness probe (read from pod app-7d9f-x2k4q)"; got != want {
+		t.Errorf("from a pod:\n got %s\nwant %s", got, want)
+	}
+	f.Pod, f.FromTemplate = "", true
+	if got := f.String(); !strings.HasSuffix(got, "(read from the Deployment's pod template: no live pod found)") {
+		t.Errorf("from the template: %s", got)
+	}
 }

@@ -1,0 +1,114 @@
+package testbed
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// customScenario writes and loads a custom-app scenario on an existing
+// cluster, with service as app.custom.service ("" for none) and the
+// given image archive ("" for none).
+func customScenario(t *testing.T, service, archive string) *scenario.Scenario {
+	t.Helper()
+	dir := t.TempDir()
+	custom := "{images: [a:1, a:2], container: app"
+	if service != "" {
+		custom += ", service: " + service
+	}
+	if archive != "" {
+		custom += ", imageArchives: [" + archive + "]"
+	}
+	files := map[string]string{
+		"d.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: shop}\nspec:\n  selector: {matchLabels: {app: shop}}\n  template:\n    metadata: {labels: {app: shop}}\n    spec: {containers: [{name: app, image: a:1}]}\n",
+		"s.yaml": "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: own}\n" +
+			"cluster: {existing: {kubeconfig: " + filepath.Join(dir, "no-kubeconfig") + ", url: \"http://127.0.0.1:31000\"}}\n" +
+			"app: {custom: " + custom + "}}\nvariants: [{name: a, manifest: d.yaml}, {name: b, manifest: d.yaml}]\n",
+		"bad.tar": "not a tar at all",
+	}
+	for n, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := scenario.Load(filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// teardownCluster is droprun's namespace holding the user's Service, the
+// variants' Deployment and a Deployment droprun did not apply.
+func teardownCluster() *fake.Clientset {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "droprun", Labels: map[string]string{variant.LabelManagedBy: variant.ManagedBy}}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "droprun"}}
+	ours := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "droprun"}}
+	theirs := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "droprun"}}
+	return fake.NewClientset(ns, svc, ours, theirs)
+}
+
+// TestTeardownKeepsNamespaceWithOwnService: with app.custom.service the
+// namespace and the user's Service stay for the next run, the variants'
+// Deployment goes, and the log says so; without it the namespace goes.
+func TestTeardownKeepsNamespaceWithOwnService(t *testing.T) {
+	c := teardownCluster()
+	var log strings.Builder
+	tb := &Testbed{Scenario: customScenario(t, "shop", ""), Cluster: &cluster.Cluster{Client: c}, log: &log}
+	if err := tb.Teardown(t.Context()); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	ctx := t.Context()
+	if _, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace droprun: %v, want it kept", err)
+	}
+	if _, err := c.CoreV1().Services("droprun").Get(ctx, "shop", metav1.GetOptions{}); err != nil {
+		t.Errorf("the user's Service: %v, want it kept", err)
+	}
+	if _, err := c.AppsV1().Deployments("droprun").Get(ctx, "shop", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the variants' Deployment shop: err = %v, want it deleted", err)
+	}
+	if _, err := c.AppsV1().Deployments("droprun").Get(ctx, "theirs", metav1.GetOptions{}); err != nil {
+		t.Errorf("Deployment theirs, which no variant names: %v, want it kept", err)
+	}
+	if want := `namespace droprun kept: it holds your app.custom.service "shop", which the next run needs; deleted droprun's Deployment(s) shop there`; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+
+	c = teardownCluster()
+	tb = &Testbed{Scenario: customScenario(t, "", ""), Cluster: &cluster.Cluster{Client: c}, log: &log}
+	if err := tb.Teardown(t.Context()); err != nil {
+		t.Fatalf("Teardown without app.custom.service: %v", err)
+	}
+	if _, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("without app.custom.service: namespace droprun: err = %v, want it deleted", err)
+	}
+}
+
+// TestPrepareUsesGivenArchives: archives a caller inspected already
+// (Options.Archives) are not read again; without them Prepare reads them
+// and fails on the corrupt one.
+func TestPrepareUsesGivenArchives(t *testing.T) {
+	sc := customScenario(t, "", "bad.tar")
+	if _, err := Prepare(t.Context(), sc, Options{}); err == nil || !strings.Contains(err.Error(), "is not a tar archive") {
+		t.Fatalf("Prepare without Archives = %v, want the error about bad.tar", err)
+	}
+	// With the archives given, Prepare gets past them to the cluster,
+	// whose kubeconfig does not exist.
+	_, err := Prepare(t.Context(), sc, Options{Archives: []*image.Archive{{Path: "inspected.tar"}}})
+	if err == nil || strings.Contains(err.Error(), "bad.tar") || !strings.Contains(err.Error(), "no-kubeconfig") {
+		t.Fatalf("Prepare with Archives = %v, want the missing kubeconfig's error, not bad.tar's", err)
+	}
+}
