@@ -36,7 +36,7 @@ images: build ## build the bookshop images (v1, v2; standard and distroless) int
 engine: build ## install, configure and start dockerd on Debian (a no-op when ready)
 	$(BIN) engine setup
 
-node-image: build ## build the kind node image offline (25-46 min cold on 2 cores, a no-op when cached)
+node-image: build ## build the kind node image offline (about 15 min cold on a fresh 2-core machine, a no-op when cached)
 	$(BIN) node-image build
 
 cluster: node-image ## create (or reuse) the 3-node kind cluster
