@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
 )
 
 func newValidateCmd(s streams) *cobra.Command {
@@ -44,10 +46,14 @@ README: droprun scenarios README prints it.`,
 					bad++
 					continue
 				}
-				// What the run's preflight checks too: the image archives
-				// read whole, and the images in them.
-				if _, errs := sc.CheckArchives(); len(errs) > 0 {
-					fmt.Fprintln(s.Err, &scenario.Errors{File: f, List: errs})
+				// The run's preflight: the image archives read whole, the
+				// images in them, the kube-proxy mode on this kernel.
+				if _, err := testbed.Preflight(sc); err != nil {
+					var se *scenario.Errors
+					if errors.As(err, &se) {
+						se.File = f
+					}
+					fmt.Fprintln(s.Err, err)
 					bad++
 					continue
 				}

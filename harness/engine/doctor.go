@@ -230,6 +230,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	// host ports, a web and a gateway one per node
 	add(hostPortsCheck(ctx, opts.HostPort, opts.GatewayHostPort, opts.Nodes, info != nil))
 
+	// kube-proxy modes the kernel supports
+	add(kubeProxyModesCheck("/"))
+
 	// node image
 	switch {
 	case info == nil:

@@ -82,7 +82,9 @@ type KindCluster struct {
 	// Nodes is the total node count: 1 control plane plus Nodes-1 workers.
 	// Default 3, like the chapter's cluster.
 	Nodes int `json:"nodes,omitempty"`
-	// KubeProxyMode is iptables (default), nftables or ipvs.
+	// KubeProxyMode is iptables (default), nftables or ipvs. ipvs needs
+	// the ip_vs module in the host kernel the kind nodes share: validate
+	// and run refuse it where that is missing (droprun doctor says).
 	KubeProxyMode string `json:"kubeProxyMode,omitempty"`
 	// NodeImage is the kind node image. Default auto: droprun's own image
 	// when the local engine has it up to date, else kind's published image

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/scenario"
 )
 
@@ -30,5 +31,33 @@ func TestPrepareChecksArchivesFirst(t *testing.T) {
 	tb, err := Prepare(context.Background(), sc, Options{CreateCluster: true})
 	if _, ok := scenario.AsErrors(err); !ok || tb != nil || !strings.Contains(err.Error(), "app.custom.imageArchives[0]") || !strings.Contains(err.Error(), "is not a tar archive") {
 		t.Fatalf("Prepare = %v, %v; want a scenario error about bad.tar", tb, err)
+	}
+}
+
+// TestPreflightRefusesIPVSWithoutIPVS: a kind cluster in kube-proxy's ipvs
+// mode is refused before any cluster work on a kernel without ip_vs (the
+// nodes share it); nftables passes.
+func TestPreflightRefusesIPVSWithoutIPVS(t *testing.T) {
+	if ok, why := engine.IPVS("/"); ok {
+		t.Skipf("this host has ip_vs (%s): nothing to refuse", why)
+	}
+	dir := t.TempDir()
+	for mode, wantErr := range map[string]bool{"ipvs": true, "nftables": false} {
+		p := filepath.Join(dir, mode+".yaml")
+		body := "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: m}\ncluster: {kind: {kubeProxyMode: " + mode + "}}\nvariants: [{variant: no-prestop}]\n"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scenario.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Preflight(sc)
+		if got := err != nil; got != wantErr {
+			t.Fatalf("%s: Preflight = %v, want error %v", mode, err, wantErr)
+		}
+		if wantErr && (!strings.Contains(err.Error(), "cluster.kind.kubeProxyMode") || !strings.Contains(err.Error(), "no ip_vs")) {
+			t.Errorf("%s: error %q does not name the field and the missing ip_vs", mode, err)
+		}
 	}
 }
