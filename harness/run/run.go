@@ -326,16 +326,6 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	if err := tb.Deploy(ctx, i, 0, true); err != nil {
 		return err
 	}
-	// Switching from the previous variant is a rollout of its own: its
-	// pods must be gone before the control window, or their drops count
-	// as the rig's floor.
-	objs, err := sc.Render(i, 0, true, "")
-	if err != nil {
-		return err
-	}
-	if err := kube.WaitOldPodsGone(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
-		return fmt.Errorf("waiting for the previous variant's pods to go: %w", err)
-	}
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
 		return err
 	}

@@ -191,7 +191,7 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 }
 
 // Deploy applies variant i at version (0 or 1) and waits until it is rolled
-// out and answering on the traffic URL.
+// out and the pods it replaced are gone.
 func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) error {
 	sc := tb.Scenario
 	objs, err := sc.Render(i, version, initial, fmt.Sprintf("droprun: deploy %s %s", sc.Variants[i].Name, scenario.Versions[version]))
@@ -206,6 +206,12 @@ func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) err
 	for name := range deps {
 		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, name, 3*time.Minute); err != nil {
 			return err
+		}
+		// Switching from the previous variant is a rollout of its own: its
+		// pods must be gone before a control window, or their drops count
+		// as the rig's floor.
+		if err := kube.WaitOldPodsGone(ctx, tb.Cluster.Client, sc.Namespace, name, 3*time.Minute); err != nil {
+			return fmt.Errorf("waiting for the previous variant's pods to go: %w", err)
 		}
 	}
 	fmt.Fprintf(tb.log, "variant %s (%s) rolled out in %s\n", sc.Variants[i].Name, scenario.Versions[version], time.Since(start).Round(100*time.Millisecond))
