@@ -91,6 +91,16 @@ type VariantSummary struct {
 	// NoServerView says why there is no Server: a custom app without
 	// app.custom.metrics exports nothing droprun was told to read.
 	NoServerView string `json:"noServerView,omitempty"`
+	// Sweep is the value of the swept field this row measured (nil
+	// unless the scenario sweeps one).
+	Sweep *SweepPoint `json:"sweep,omitempty"`
+	// Routes are, per pod deleted by this row's rollouts and per node,
+	// when the node stopped routing to it beside the pod's own SIGTERM
+	// and listener close (see RouteGap).
+	Routes []RouteGap `json:"routes,omitempty"`
+	// Explained splits the rollout windows' drops into those a (pod,
+	// node) race window explains and the rest.
+	Explained *Explained `json:"explained,omitempty"`
 	// HookFailures are Warning events such as FailedPreStopHook.
 	HookFailures []string `json:"hookFailures,omitempty"`
 	Suspect      []string `json:"suspect,omitempty"`
@@ -209,6 +219,9 @@ type RolloutSummary struct {
 	// Rig is the rig's load during the window (absent in runs recorded
 	// before droprun sampled it).
 	Rig *RigSummary `json:"rig,omitempty"`
+	// Explained splits this window's drops by cause (see
+	// VariantSummary.Explained).
+	Explained *Explained `json:"explained,omitempty"`
 }
 
 // ClientSummary is how well the traffic client held its rate.

@@ -1,0 +1,77 @@
+package analysis
+
+import (
+	"time"
+
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// Route sources: how a node's stop of routing to a pod was seen.
+const (
+	// RouteSourceDataPlane is the node's own rules, watched inside the
+	// node (harness/dataplane): millisecond resolution.
+	RouteSourceDataPlane = "data-plane"
+	// RouteSourceKubeProxy is the node's first kube-proxy sync after the
+	// endpoint change, read from its metrics by polling (the fallback on
+	// clusters droprun cannot look inside): the poll interval's resolution.
+	RouteSourceKubeProxy = "kube-proxy-sync"
+)
+
+// RouteGap is one (old pod, node) pair of a rollout: when that node stopped
+// routing new connections to the pod, beside when the pod got SIGTERM and
+// closed its listener. Times are seconds after the pod's deletion request
+// (droprun's clock, shared by the kind nodes); -1 means not seen.
+type RouteGap struct {
+	Rollout int    `json:"rollout"`
+	Pod     string `json:"pod"`
+	IP      string `json:"ip,omitempty"`
+	Node    string `json:"node"`
+	// Deleted is when the pod's deletion was requested.
+	Deleted time.Time `json:"deleted"`
+	// Unrouted is when this node stopped routing to the pod, and Source
+	// how that was seen (RouteSourceDataPlane or RouteSourceKubeProxy).
+	Unrouted float64 `json:"unroutedSeconds"`
+	Source   string  `json:"source,omitempty"`
+	// SIGTERM and ListenerClosed are the app's own account (bookshop's
+	// termination message): when its process got SIGTERM and when it
+	// closed its listening socket. -1 when the app does not say.
+	SIGTERM        float64 `json:"sigtermSeconds"`
+	ListenerClosed float64 `json:"listenerClosedSeconds"`
+	// Window is Unrouted − ListenerClosed: how long the node still sent
+	// new connections to a closed listener. Negative: the margin that kept
+	// the pair safe. Only meaningful when both are seen (Known).
+	Window float64 `json:"windowSeconds"`
+	// Drops are the failed requests explained by this pair's race window,
+	// by class.
+	Drops map[traffic.Class]uint64 `json:"drops,omitempty"`
+}
+
+// Known reports whether the pair's race window is measured: both the
+// node's stop of routing and the pod's listener close were seen.
+func (g RouteGap) Known() bool { return g.Unrouted >= 0 && g.ListenerClosed >= 0 }
+
+// Explained is how a rollout's drops split between the (pod, node) race
+// windows that account for them and the rest.
+type Explained struct {
+	// Explained drops fell, through their entry node, inside the race
+	// window of a pod that node still routed to after its listener closed.
+	Explained uint64 `json:"explained"`
+	// Unexplained drops found no such window; Why counts their reasons
+	// (e.g. "no route data for node X", "outside every race window").
+	Unexplained uint64            `json:"unexplained"`
+	Why         map[string]uint64 `json:"why,omitempty"`
+}
+
+// SweepPoint says which value of a swept workload field a row measured.
+type SweepPoint struct {
+	// Field is the workload field swept, as written in the scenario
+	// (e.g. preStopSeconds, drainDelay).
+	Field string `json:"field"`
+	// Value is the value as written (e.g. "3", "500ms"), and Number the
+	// same in the field's unit for plots (seconds for durations).
+	Value  string  `json:"value"`
+	Number float64 `json:"number"`
+	// Group is the name of the scenario entry that was swept: the rows of
+	// one sweep share it.
+	Group string `json:"group"`
+}
