@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 )
 
 // FlushConntrack deletes the TCP conntrack entries stuck in SYN_SENT in
@@ -69,4 +72,37 @@ func (k *Kind) NodeContainerIDs(ctx context.Context, name string) (map[string]st
 		ids[n.String()] = strings.TrimSpace(string(out))
 	}
 	return ids, nil
+}
+
+// NodeExec returns the names of cluster name's nodes and a function that
+// runs a command inside one of them (docker exec, through kind), with
+// stdin (nil for none) and stdout connected. harness/dataplane watches
+// each node's rules with it.
+func (k *Kind) NodeExec(name string) ([]string, func(ctx context.Context, node string, stdin io.Reader, stdout io.Writer, args ...string) error, error) {
+	list, err := k.provider.ListNodes(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the nodes of %q: %w", name, err)
+	}
+	byName := map[string]nodes.Node{}
+	var names []string
+	for _, n := range list {
+		byName[n.String()] = n
+		names = append(names, n.String())
+	}
+	exec := func(ctx context.Context, node string, stdin io.Reader, stdout io.Writer, args ...string) error {
+		n, ok := byName[node]
+		if !ok {
+			return fmt.Errorf("no node %q in cluster %q", node, name)
+		}
+		var stderr bytes.Buffer
+		cmd := n.CommandContext(ctx, args[0], args[1:]...).SetStdout(stdout).SetStderr(&stderr)
+		if stdin != nil {
+			cmd.SetStdin(stdin)
+		}
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s on node %s: %w: %s", strings.Join(args, " "), node, err, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	}
+	return names, exec, nil
 }

@@ -286,6 +286,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 			err = serr
 		}
 	}()
+	stopRoutes := r.watchRoutes(ctx)
+	defer stopRoutes()
 	stopSampler := r.startRigSampler(ctx)
 	defer stopSampler()
 	// Every 5 s, not every second: each scrape goes through the API server,

@@ -17,7 +17,9 @@ import (
 
 // Names and ports of the objects droprun renders.
 const (
-	WebName         = "web"
+	WebName = "web"
+	// ServicePortName names the web Service's one port.
+	ServicePortName = "http"
 	GatewayName     = "gateway"
 	ContainerName   = "web"
 	ContainerPort   = 8080
@@ -164,7 +166,7 @@ func Service(namespace, name string, selector map[string]string, targetPort ints
 			WithType(corev1.ServiceTypeNodePort).
 			WithSelector(selector).
 			WithPorts(corev1ac.ServicePort().
-				WithName("http").
+				WithName(ServicePortName).
 				WithPort(ServicePort).
 				WithTargetPort(targetPort).
 				WithNodePort(nodePort)))

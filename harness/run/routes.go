@@ -1,0 +1,45 @@
+package run
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/droprun/droprun/harness/dataplane"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// watchRoutes starts watching, inside every kind node, the rules that
+// route the traffic's Service to each pod (harness/dataplane), and returns
+// the function that stops it. On other clusters it does nothing: the
+// analysis then falls back to kube-proxy's sync metrics.
+func (r *runner) watchRoutes(ctx context.Context) (stop func()) {
+	if r.tb.Kind == nil {
+		return func() {}
+	}
+	svc := dataplane.Service{Namespace: r.sc.Namespace, Name: variant.WebName, Ports: []string{variant.ServicePortName}}
+	if c := r.sc.App.Custom; c != nil && c.Service != "" {
+		svc.Name, svc.Ports = c.Service, nil
+		s, err := r.tb.Cluster.Client.CoreV1().Services(r.sc.Namespace).Get(ctx, c.Service, metav1.GetOptions{})
+		if err != nil {
+			fmt.Fprintf(r.log, "warning: reading service %s/%s for its port names: %v; routes are watched in nftables mode only\n", r.sc.Namespace, c.Service, err)
+		} else {
+			for _, p := range s.Spec.Ports {
+				svc.Ports = append(svc.Ports, p.Name)
+			}
+		}
+	}
+	nodes, exec, err := r.tb.Kind.NodeExec(r.tb.Cluster.Name)
+	if err != nil {
+		fmt.Fprintf(r.log, "warning: not watching the nodes' routes: %v\n", err)
+		return func() {}
+	}
+	fmt.Fprintf(r.log, "routes: watching service %s/%s's rules inside %d node(s) (nft monitor)\n", svc.Namespace, svc.Name, len(nodes))
+	w := dataplane.Watch(ctx, nodes, exec, svc, r.rec.Record)
+	return func() {
+		if err := w.Stop(); err != nil {
+			fmt.Fprintf(r.log, "warning: watching routes: %v\n", err)
+		}
+	}
+}
