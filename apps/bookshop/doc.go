@@ -68,10 +68,16 @@
 // here wrapped:
 //
 //	{"pod":"web-7d9c-x2x","version":"v1","mode":"web","shutdown":"none","exit":"killed","signal":"SIGTERM","code":143,
+//	 "signalAt":"2025-06-01T10:00:00.123456789Z","listenerClosedAt":"2025-06-01T10:00:00.123501234Z",
 //	 "requests":1234,"inFlight":2,"sealed":true,"byCode":{"200":1230,"503":4},"byHandler":{"version":{"200":1200},"readyz":{"200":30,"503":4}}}
 //
 // exit is killed (mode none), clean (exit 0) or error (exit 1, with an
-// "error" text); code is the exit status; requests and byCode sum
+// "error" text); code is the exit status; signalAt is when the process
+// received the signal and listenerClosedAt when it closed its listening
+// socket, after which new connections are refused (RFC 3339 in UTC with
+// nanoseconds, by the pod's clock; left out when unknown): in modes none
+// and naive the close follows the signal at once, in drain and drain-close
+// a drain delay later; requests and byCode sum
 // bookshop_http_requests_total over every handler, probes and /metrics
 // scrapes included, and byHandler is that counter by handler and code (left
 // out should the line not fit). The reading is sealed: no response is counted

@@ -96,14 +96,16 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 
 	// Listen before logging, so the log names the port actually bound.
-	ln, err := net.Listen("tcp", cfg.addr)
+	l, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		log.Error("listen failed", "addr", cfg.addr, "err", err.Error())
 		return 1
 	}
+	// Stamped, to tell when it closes, whichever mode closes it.
+	ln := &stampedListener{Listener: l}
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
 
-	sig, err := serve(srv, ln, cfg, life, log)
+	sig, sigAt, err := serve(srv, ln, cfg, life, log)
 	// Read the totals once, sealed: from now on no response is counted and
 	// none is sent (see tally), so they are exactly what the process let
 	// out. In mode none the process dies on the signal: stop accepting
@@ -125,7 +127,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case err != nil:
 		exit, code = exitError, 1
 	}
-	writeTerminationMessage(cfg.terminationLog, newTerminationMessage(id, cfg, t, exit, sig, code, err), log)
+	at := exitTimes{signal: sigAt, listenerClosed: ln.closed()}
+	writeTerminationMessage(cfg.terminationLog, newTerminationMessage(id, cfg, t, exit, sig, at, code, err), log)
 	t.log(log)
 	switch exit {
 	case exitKilled:

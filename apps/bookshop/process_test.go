@@ -287,6 +287,7 @@ type termMessage struct {
 	Pod, Version, Mode, Shutdown, Exit, Signal, Error string
 	Code, Requests, InFlight                          int
 	Sealed                                            bool
+	SignalAt, ListenerClosedAt                        time.Time
 	ByCode                                            map[string]int
 	ByHandler                                         map[string]map[string]int
 }
@@ -539,6 +540,43 @@ func TestProcessShutdownDrain(t *testing.T) {
 	}
 	if m.ByHandler["version"]["200"] != served || m.ByHandler["readyz"]["503"] < 1 {
 		t.Errorf("termination message counts %v; want exactly %d /version 200s and a /readyz 503", m.ByHandler, served)
+	}
+}
+
+// Every mode stamps its termination message with when the signal came and
+// when the listener closed: after the signal was sent, before a new
+// connection was first refused, and a drain delay apart in the drain modes.
+func TestProcessTerminationTimes(t *testing.T) {
+	t.Parallel()
+	const delay = 50 * time.Millisecond
+	for _, c := range []struct {
+		shutdown string
+		sig      syscall.Signal
+	}{
+		{shutdownNone, syscall.SIGTERM}, {shutdownNaive, syscall.SIGTERM}, {shutdownNaive, syscall.SIGINT},
+		{shutdownDrain, syscall.SIGTERM}, {shutdownDrainClose, syscall.SIGTERM},
+	} {
+		t.Run(c.shutdown+"/"+signalName(c.sig), func(t *testing.T) {
+			t.Parallel()
+			p := startBookshop(t, "--shutdown", c.shutdown, "--drain-delay", delay.String(), "--shutdown-timeout", "5s")
+			sent := time.Now()
+			p.signal(t, c.sig)
+			refusedAt := p.waitRefused(t, 5*time.Second)
+			p.wait(t, 5*time.Second)
+			m := p.terminationMessage(t)
+			if m.Signal != signalName(c.sig) || m.SignalAt.IsZero() || m.ListenerClosedAt.IsZero() {
+				t.Fatalf("termination message: signal %q at %v, listener closed at %v; want %s and both times",
+					m.Signal, m.SignalAt, m.ListenerClosedAt, signalName(c.sig))
+			}
+			if m.SignalAt.Before(sent) || m.ListenerClosedAt.Before(m.SignalAt) || refusedAt.Before(m.ListenerClosedAt) {
+				t.Errorf("signal sent at %v, received at %v, listener closed at %v, first refusal at %v; want them in that order",
+					sent, m.SignalAt, m.ListenerClosedAt, refusedAt)
+			}
+			drains := c.shutdown == shutdownDrain || c.shutdown == shutdownDrainClose
+			if took := m.ListenerClosedAt.Sub(m.SignalAt); drains && took < delay {
+				t.Errorf("listener closed %v after the signal, inside the %v drain delay", took, delay)
+			}
+		})
 	}
 }
 

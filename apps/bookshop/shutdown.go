@@ -9,36 +9,39 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
 
 // serve runs srv on ln until it fails or a signal ends it, and returns the
-// signal (nil if none came) and any failure. In the naive, drain and
-// drain-close modes SIGTERM or SIGINT shuts the server down and serve
-// returns nil after a clean shutdown.
+// signal (nil if none came), when it was received, and any failure. In the
+// naive, drain and drain-close modes SIGTERM or SIGINT shuts the server
+// down and serve returns a nil error after a clean shutdown.
 //
 // In mode none serve returns as soon as the signal arrives, with srv still
 // serving: the caller reads the final totals, closes srv (the listener and
 // every connection at once, as the signal's default action would) and
 // re-raises the signal (reraise). No request is finished, nothing drained.
-func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *slog.Logger) (os.Signal, error) {
+func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *slog.Logger) (os.Signal, time.Time, error) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
 	var sig os.Signal
+	var at time.Time
 	select {
 	case err := <-served:
 		signal.Stop(sigs)
-		return nil, err
+		return nil, time.Time{}, err
 	case sig = <-sigs:
+		at = time.Now()
 	}
 	if cfg.shutdown == shutdownNone {
 		// The caller reads the totals, closes srv and re-raises sig; the
 		// handler stays installed until then.
-		return sig, nil
+		return sig, at, nil
 	}
 	// From here on, a second signal gets the default disposition: death.
 	signal.Stop(sigs)
@@ -64,7 +67,7 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 		case <-t.C:
 		case err := <-served:
 			t.Stop()
-			return sig, err
+			return sig, at, err
 		}
 	}
 
@@ -76,13 +79,39 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		_ = srv.Close() // cut what is left
-		return sig, fmt.Errorf("shutdown: %w", err)
+		return sig, at, fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return sig, err
+		return sig, at, err
 	}
 	log.Info("shutdown complete")
-	return sig, nil
+	return sig, at, nil
+}
+
+// stampedListener is a net.Listener that records when it is first
+// closed: whoever closes it (main in mode none, http.Server's Shutdown or
+// Close, Serve on failure), the stamp is the close itself, taken just
+// before the socket goes, so no connection is refused before it.
+type stampedListener struct {
+	net.Listener
+	mu       sync.Mutex
+	closedAt time.Time
+}
+
+func (l *stampedListener) Close() error {
+	l.mu.Lock()
+	if l.closedAt.IsZero() {
+		l.closedAt = time.Now()
+	}
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+// closed is when the listener was first closed; zero if it is open.
+func (l *stampedListener) closed() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closedAt
 }
 
 // closeWhileDraining makes every response h gives once the process has

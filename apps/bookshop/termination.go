@@ -44,6 +44,12 @@ type terminationMessage struct {
 	Signal string `json:"signal,omitempty"`
 	// Code is the exit status the process ends with; 128+n for death by signal n.
 	Code int `json:"code"`
+	// SignalAt is when the process received Signal, ListenerClosedAt when
+	// it closed its listening socket (from then on new connections are
+	// refused): the pod's own clock, in UTC, RFC 3339 with nanoseconds.
+	// Absent when unknown (no signal; the listener never closed).
+	SignalAt         time.Time `json:"signalAt,omitzero"`
+	ListenerClosedAt time.Time `json:"listenerClosedAt,omitzero"`
 	// Requests is the sum of bookshop_http_requests_total: every response
 	// the process made, probes and /metrics scrapes included.
 	Requests int `json:"requests"`
@@ -61,11 +67,19 @@ type terminationMessage struct {
 	Error     string                    `json:"error,omitempty"`
 }
 
+// exitTimes are the moments of an exit the harness lines up with the
+// cluster's events; a zero time is unknown.
+type exitTimes struct {
+	signal         time.Time // serve received the signal
+	listenerClosed time.Time // the listening socket was closed
+}
+
 // newTerminationMessage describes an exit with totals t.
-func newTerminationMessage(id identity, cfg config, t totals, exit string, sig os.Signal, code int, err error) terminationMessage {
+func newTerminationMessage(id identity, cfg config, t totals, exit string, sig os.Signal, at exitTimes, code int, err error) terminationMessage {
 	msg := terminationMessage{
 		Pod: id.pod, Version: id.version, Mode: cfg.mode, Shutdown: cfg.shutdown,
 		Exit: exit, Signal: signalName(sig), Code: code,
+		SignalAt: at.signal.UTC(), ListenerClosedAt: at.listenerClosed.UTC(), // a zero time stays zero
 		Requests: t.total, InFlight: t.inFlight, Sealed: t.sealed, ByCode: t.byCode, ByHandler: t.byHandlerCode,
 	}
 	if err != nil {
@@ -78,7 +92,8 @@ func newTerminationMessage(id identity, cfg config, t totals, exit string, sig o
 }
 
 // encode renders msg as one JSON line of at most maxTerminationMessage
-// bytes, dropping the per-handler counts, then the error text, if needed.
+// bytes, dropping the per-handler counts, then the error text, if needed;
+// the rest (totals, exit, times) is always kept.
 func (msg terminationMessage) encode() ([]byte, error) {
 	for {
 		b, err := json.Marshal(msg)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestTerminationLogFlag(t *testing.T) {
@@ -41,7 +43,7 @@ func TestTerminationMessageFromCounters(t *testing.T) {
 	get(t, h, "/readyz")
 
 	cfg := config{mode: modeWeb, shutdown: shutdownNone}
-	msg := newTerminationMessage(identity{pod: "web-1", version: "v1"}, cfg, m.totals(), exitKilled, syscall.SIGTERM, signalStatus(syscall.SIGTERM), nil)
+	msg := newTerminationMessage(identity{pod: "web-1", version: "v1"}, cfg, m.totals(), exitKilled, syscall.SIGTERM, exitTimes{}, signalStatus(syscall.SIGTERM), nil)
 	b, err := msg.encode()
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +56,41 @@ func TestTerminationMessageFromCounters(t *testing.T) {
 	}
 }
 
+// TestTerminationMessageTimes: the signal and listener-close times are
+// written in UTC, RFC 3339 with nanoseconds, and left out when unknown.
+func TestTerminationMessageTimes(t *testing.T) {
+	signal := time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.FixedZone("CEST", 2*3600))
+	closed := signal.Add(5*time.Second + 1)
+	cfg := config{mode: modeWeb, shutdown: shutdownDrain}
+	msg := newTerminationMessage(identity{pod: "web-1", version: "v1"}, cfg, totals{total: 1, byCode: map[string]int{"200": 1}},
+		exitClean, syscall.SIGTERM, exitTimes{signal: signal, listenerClosed: closed}, 0, nil)
+	b, err := msg.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"signalAt":"2025-06-01T10:00:00.123456789Z"`, `"listenerClosedAt":"2025-06-01T10:00:05.12345679Z"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("termination message lacks %s:\n%s", want, b)
+		}
+	}
+	var got terminationMessage
+	if err := json.Unmarshal(b, &got); err != nil || !got.SignalAt.Equal(signal) || !got.ListenerClosedAt.Equal(closed) {
+		t.Errorf("decoded signalAt %v, listenerClosedAt %v (%v); want %v, %v", got.SignalAt, got.ListenerClosedAt, err, signal, closed)
+	}
+
+	msg = newTerminationMessage(identity{pod: "web-1"}, cfg, totals{}, exitError, nil, exitTimes{}, 1, errors.New("listen failed"))
+	if b, err := msg.encode(); err != nil || strings.Contains(string(b), `"signalAt"`) || strings.Contains(string(b), `"listenerClosedAt"`) {
+		t.Errorf("unknown times: %s, %v; want them left out", b, err)
+	}
+}
+
 // TestTerminationMessageFits: a message over Kubernetes' 4096 bytes loses
-// its per-handler counts, then its error text, and stays valid JSON.
+// its per-handler counts, then its error text, and stays valid JSON with
+// its totals and times.
 func TestTerminationMessageFits(t *testing.T) {
+	signal := time.Date(2025, 6, 1, 10, 0, 0, 123456789, time.UTC)
 	big := terminationMessage{Pod: "p", Exit: exitError, Code: 1, Requests: 1, ByCode: map[string]int{"200": 1},
+		SignalAt: signal, ListenerClosedAt: signal.Add(time.Second),
 		ByHandler: map[string]map[string]int{}, Error: strings.Repeat("e", maxErrorText)}
 	for i := range 400 {
 		big.ByHandler["h"+strconv.Itoa(i)] = map[string]int{"200": 1}
@@ -67,7 +100,8 @@ func TestTerminationMessageFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got terminationMessage
-	if len(b) > maxTerminationMessage || json.Unmarshal(b, &got) != nil || got.ByHandler != nil || got.Error == "" || got.Requests != 1 {
+	if len(b) > maxTerminationMessage || json.Unmarshal(b, &got) != nil || got.ByHandler != nil || got.Error == "" || got.Requests != 1 ||
+		!got.SignalAt.Equal(big.SignalAt) || !got.ListenerClosedAt.Equal(big.ListenerClosedAt) {
 		t.Errorf("%d bytes: %s", len(b), b)
 	}
 

@@ -2,6 +2,7 @@ package appmetrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,9 +261,25 @@ func (c *Collector) recordFinals(pod *corev1.Pod) {
 			r.Error = truncate(err.Error())
 		} else {
 			r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.OpenConns, r.Sealed, r.Exit, r.Signal = *m.Requests, m.ByCode, m.ByHandler, m.InFlight, m.OpenConns, m.Sealed, m.Exit, m.Signal
+			r.SignalAt, r.ListenerClosedAt = terminationTimes(term.Message)
 		}
 		c.record(r)
 	}
+}
+
+// terminationTimes reads when the app received its signal and when it
+// closed its listener from a termination message bookshop wrote (see
+// apps/bookshop), in UTC. A time the message lacks is zero, and both are
+// if one cannot be read: the message's counts stand on their own.
+func terminationTimes(msg string) (signalAt, listenerClosedAt time.Time) {
+	var m struct {
+		SignalAt         time.Time `json:"signalAt"`
+		ListenerClosedAt time.Time `json:"listenerClosedAt"`
+	}
+	if json.Unmarshal([]byte(msg), &m) != nil {
+		return time.Time{}, time.Time{}
+	}
+	return m.SignalAt.UTC(), m.ListenerClosedAt.UTC() // a zero time stays zero
 }
 
 func (c *Collector) loop(ctx context.Context) {

@@ -176,12 +176,15 @@ func TestCollector(t *testing.T) {
 	failed := fs.count("web-a")
 	waitFor(t, "failed scrapes of web-a", func() bool { return fs.count("web-a") >= failed+3 })
 	finished := t0.Add(time.Hour)
+	signalAt, closedAt := finished.Add(-time.Second), finished.Add(-time.Second+time.Millisecond)
 	a, err := client.CoreV1().Pods(ns).Get(ctx, "web-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: terminated("containerd://a1", finished,
-		`{"pod":"web-a","exit":"killed","signal":"SIGTERM","code":143,"requests":13,"inFlight":2,"byCode":{"200":13},"byHandler":{"version":{"200":12},"healthz":{"200":1}}}`)}
+		`{"pod":"web-a","exit":"killed","signal":"SIGTERM","code":143,`+
+			`"signalAt":"`+signalAt.In(time.FixedZone("CEST", 2*3600)).Format(time.RFC3339Nano)+`","listenerClosedAt":"`+closedAt.Format(time.RFC3339Nano)+`",`+
+			`"requests":13,"inFlight":2,"byCode":{"200":13},"byHandler":{"version":{"200":12},"healthz":{"200":1}}}`)}
 	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +236,13 @@ func TestCollector(t *testing.T) {
 		finals[1].Pod != "web-c" || finals[1].ContainerID != "containerd://c1" || finals[1].Requests != 7 {
 		t.Errorf("termination records %+v", finals)
 	}
+	// web-a's message says when its signal came and its listener closed,
+	// in UTC whatever zone it wrote; web-c's, from an older build, does not.
+	if len(finals) == 2 && (!finals[0].SignalAt.Equal(signalAt) || finals[0].SignalAt.Location() != time.UTC ||
+		!finals[0].ListenerClosedAt.Equal(closedAt) || !finals[1].SignalAt.IsZero() || !finals[1].ListenerClosedAt.IsZero()) {
+		t.Errorf("termination times: web-a signal %v, listener closed %v; web-c %v, %v; want %v, %v and none",
+			finals[0].SignalAt, finals[0].ListenerClosedAt, finals[1].SignalAt, finals[1].ListenerClosedAt, signalAt, closedAt)
+	}
 	if len(errLines) != 1 || errLines[0].Pod != "web-a" || errLines[0].Errors != st.Failures || errLines[0].Error != "connection refused" {
 		t.Errorf("scrape-errors records %+v; want one for web-a counting %d failures", errLines, st.Failures)
 	}
@@ -244,6 +254,14 @@ func TestCollector(t *testing.T) {
 	}
 	if len(read) != len(records) || strings.Count(out.String(), "\n") != len(records) {
 		t.Errorf("file has %d records (%d lines), collector %d", len(read), strings.Count(out.String(), "\n"), len(records))
+	}
+	for _, r := range read {
+		if r.Pod == "web-a" && r.Source == SourceTermination && (!r.SignalAt.Equal(signalAt) || !r.ListenerClosedAt.Equal(closedAt)) {
+			t.Errorf("web-a's termination record in the file: signal %v, listener closed %v; want %v, %v", r.SignalAt, r.ListenerClosedAt, signalAt, closedAt)
+		}
+	}
+	if n := strings.Count(out.String(), `"signalAt"`); n != 1 {
+		t.Errorf("the file has %d signalAt fields, want web-a's one (omitted when unknown)", n)
 	}
 
 	// Totals: web-a's message wins over its last scrape (10), web-b keeps

@@ -173,6 +173,13 @@ type Record struct {
 	Signal   string `json:"signal,omitempty"`
 	ExitCode int32  `json:"exitCode,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// SignalAt and ListenerClosedAt are, for a termination message, when
+	// the app received its signal and when it closed its listening socket
+	// (new connections refused from then on), by the pod's clock, UTC;
+	// zero when the app did not say (no signal, a listener never closed, an
+	// app or bookshop build that does not record them).
+	SignalAt         time.Time `json:"signalAt,omitzero"`
+	ListenerClosedAt time.Time `json:"listenerClosedAt,omitzero"`
 
 	// Scheduled is when a scrape was due: its tick of Options.Interval,
 	// or the ScrapeNow call. LateSeconds is how long after that its
