@@ -9,7 +9,8 @@ import (
 
 // Figures draws the figures of an analysed run. They come in this order:
 // the variant comparison ("variants"), the deletion-to-removal delays
-// ("deletion-gaps"), then per variant row its since-deletion histogram
+// ("deletion-gaps"), one dose-response per sweep ("sweep-GROUP"), then per
+// variant row its since-deletion histogram
 // ("since-deletion-ROW") and one timeline per rollout ("timeline-ROW-rN").
 // Names are unique and file-safe. Everything drawn comes from a: nothing
 // is read or derived here.
@@ -31,6 +32,12 @@ func Figures(a *analysis.Analysis) ([]Figure, error) {
 	}
 	if err := add(gapsFigure(sum)); err != nil {
 		return nil, err
+	}
+	delays := analysis.PropagationDelays(sum.Variants)
+	for _, s := range analysis.Sweeps(sum.Variants) {
+		if err := add(sweepFigure(s, delays)); err != nil {
+			return nil, err
+		}
 	}
 	for i, row := range sum.Variants {
 		rs := a.Rows[i]

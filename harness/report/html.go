@@ -92,11 +92,13 @@ type htmlPage struct {
 	Rows        []htmlRow
 	Reference   string
 	Verdicts    []htmlVerdict
-	Figures     []htmlFigure
-	Variants    []htmlVariant
-	Scenario    string
-	Version     string
-	Generated   string
+	// Sweeps are the dose-response tables, each with its figure.
+	Sweeps    []htmlSweep
+	Figures   []htmlFigure
+	Variants  []htmlVariant
+	Scenario  string
+	Version   string
+	Generated string
 }
 
 type htmlFact struct{ Label, Value string }
@@ -113,6 +115,14 @@ type htmlVerdict struct {
 	// Kind is "better", "worse" or "unclear"; Label says it in words.
 	Kind, Label string
 	Text        string
+}
+
+// htmlSweep is one sweep's table (SweepTablesOf) and its figure
+// (plot's "sweep-GROUP"), when drawn.
+type htmlSweep struct {
+	SweepTable
+	ID     string
+	Figure *htmlFigure
 }
 
 type htmlFigure struct {
@@ -217,11 +227,20 @@ func buildPage(sum *analysis.Summary, in HTMLInput) (*htmlPage, error) {
 		verdictOf[k+1] = c.Verdict
 	}
 
+	sweepOf := map[string]int{} // figure name -> index in p.Sweeps
+	for k, t := range SweepTablesOf(sum) {
+		p.Sweeps = append(p.Sweeps, htmlSweep{SweepTable: t, ID: "s" + anchor(k, t.Group)}) // row anchors start with v
+		sweepOf["sweep-"+t.Group] = k
+	}
 	perRow := make([][]htmlFigure, len(rows))
 	for _, f := range in.Figures {
 		hf, err := figure(f)
 		if err != nil {
 			return nil, err
+		}
+		if k, ok := sweepOf[f.Name]; ok && f.Variant == "" {
+			p.Sweeps[k].Figure = &hf
+			continue
 		}
 		if k, ok := byName[f.Variant]; ok && f.Variant != "" {
 			perRow[k] = append(perRow[k], hf)

@@ -109,6 +109,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := SweepTables(w, sum); err != nil {
+		return err
+	}
 	for _, r := range rows {
 		if c := r.cells(); r.Drops > 0 || c.Outcome != "" {
 			fmt.Fprintf(w, "%s: %s\n", r.Variant, c.Outcome)
@@ -364,4 +367,71 @@ func JSON(w io.Writer, sum *analysis.Summary) error {
 // Formats maps the --format names to their writers.
 var Formats = map[string]func(io.Writer, *analysis.Summary) error{
 	"table": Table, "markdown": Markdown, "csv": CSV, "json": JSON,
+}
+
+// SweepRow is one point of a sweep as the outputs print it.
+type SweepRow struct {
+	Value, Drops, RateCI, AtFloor string
+	// Floor is true when the point is at the rig's floor.
+	Floor bool
+}
+
+// SweepTable is one sweep, formatted: its title, a row per value in
+// order, and the sentence that names its floor.
+type SweepTable struct {
+	Group, Field, Title string
+	Rows                []SweepRow
+	FloorText           string
+}
+
+// SweepTablesOf formats every sweep of sum (analysis.Sweeps). The rates
+// are over the rollout windows' measurable requests (client stalls
+// excused); a point is at the floor when it dropped no more than the
+// control window's failure rate predicts (analysis.SweepResult.AtFloor).
+func SweepTablesOf(sum *analysis.Summary) []SweepTable {
+	var out []SweepTable
+	for _, sw := range analysis.Sweeps(sum.Variants) {
+		t := SweepTable{Group: sw.Group, Field: sw.Field, Title: fmt.Sprintf("sweep %s over %s", sw.Group, sw.Field)}
+		for _, p := range sw.Points {
+			r := SweepRow{Value: p.Point.Value, Drops: fmt.Sprintf("%s/%s", stats.FormatCount(p.Drops), stats.FormatCount(p.Requests)),
+				RateCI: "-", AtFloor: "no", Floor: p.AtFloor}
+			if !p.Rate.Empty {
+				r.RateCI = fmt.Sprintf("%s [%s, %s]", stats.FormatSig(p.Rate.Point, 2), stats.FormatSig(p.Rate.Lo, 2), stats.FormatSig(p.Rate.Hi, 2))
+			}
+			if p.AtFloor {
+				r.AtFloor = "yes"
+				if p.ExpectedFloor > 0 {
+					r.AtFloor = fmt.Sprintf("yes (≤ %s expected)", stats.FormatSig(p.ExpectedFloor, 2))
+				}
+			} else if p.Requests == 0 {
+				r.AtFloor = "no requests"
+			}
+			t.Rows = append(t.Rows, r)
+		}
+		if v, ok := sw.Floor(); ok {
+			t.FloorText = fmt.Sprintf("From %s=%s on, every value dropped no more than the control window predicts (the rig's floor)", sw.Field, v)
+		} else {
+			t.FloorText = fmt.Sprintf("The floor is not reached: the largest %s still dropped more than the control window predicts", sw.Field)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// SweepTables writes, per sweep, the table value | drops/requests | rate
+// [95% interval] | at floor, and the floor's value.
+func SweepTables(w io.Writer, sum *analysis.Summary) error {
+	for _, t := range SweepTablesOf(sum) {
+		fmt.Fprintf(w, "\n%s:\n", t.Title)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "  %s\tDROPS/REQUESTS\tDROP RATE [95%% CI]\tAT FLOOR\n", t.Field)
+		for _, r := range t.Rows {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Value, r.Drops, r.RateCI, r.AtFloor)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "floor:", t.FloorText)
+	}
+	return nil
 }

@@ -13,4 +13,9 @@
 // scenarios embedded in droprun, and reads its manifests from there too;
 // its image archives and kubeconfig, which are opened on disk, are
 // relative to the working directory.
+//
+// A variant entry with a sweep (SweepSpec) is expanded when the file is
+// read, after defaults and before validation, into one variant per value
+// named NAME@FIELD=VALUE; problems still name the entry's place in the file
+// (variants[N], variants[N].sweep.values[K]).
 package scenario

@@ -43,10 +43,10 @@ func load(files fs.FS, path, dir string) (*Scenario, error) {
 	}
 	s.files = files
 	if errs := s.resolvePaths(dir); len(errs) > 0 {
-		return nil, &Errors{File: path, List: errs}
+		return nil, &Errors{File: path, List: dedupe(errs)}
 	}
 	if errs := s.checkManifests(); len(errs) > 0 {
-		return nil, &Errors{File: path, List: errs}
+		return nil, &Errors{File: path, List: dedupe(errs)}
 	}
 	return s, nil
 }
@@ -63,7 +63,7 @@ func (s *Scenario) checkManifests() []FieldError {
 		if vr.Manifest == "" {
 			continue
 		}
-		p := fmt.Sprintf("variants[%d].manifest", i)
+		p := s.entryPath(i) + ".manifest"
 		data, err := s.readManifest(vr.Manifest)
 		var d *appsv1.Deployment
 		if err == nil {
@@ -82,7 +82,7 @@ func (s *Scenario) checkManifests() []FieldError {
 		case first < 0:
 			first, firstName = i, d.Name
 		case d.Name != firstName:
-			v.add(p, fmt.Sprintf("%s names Deployment %q, but variants[%d] (%s) names %q", vr.Manifest, d.Name, first, s.Variants[first].Manifest, firstName),
+			v.add(p, fmt.Sprintf("%s names Deployment %q, but %s (%s) names %q", vr.Manifest, d.Name, s.entryPath(first), s.Variants[first].Manifest, firstName),
 				"give every variant's manifest the same metadata.name: droprun rolls that one Deployment from variant to variant, and a Deployment of another name would keep running beside it")
 		}
 	}
@@ -220,6 +220,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		problems = append(problems, c.strictProblem(e))
 	}
 	s.Default()
+	problems = append(problems, s.expandSweeps()...)
 	for _, fe := range s.Validate() {
 		if !covered(fe.Path, c.problems) {
 			problems = append(problems, fe)
@@ -291,7 +292,7 @@ func (s *Scenario) resolvePaths(dir string) []FieldError {
 	}
 	inDir := s.files == nil
 	for i := range s.Variants {
-		f := fmt.Sprintf("variants[%d].manifest", i)
+		f := s.entryPath(i) + ".manifest"
 		if s.files != nil {
 			resolveInFS(&v, f, &s.Variants[i].Manifest, dir)
 		} else {

@@ -35,7 +35,7 @@ func (s *Scenario) Params(i int, kind, version string) (variant.Params, error) {
 	r := w.Readiness
 	p := variant.Params{
 		Namespace:                     s.Namespace,
-		Name:                          s.Variants[i].Name,
+		Name:                          RowLabel(s.Variants[i].Name),
 		Info:                          info,
 		Image:                         image.Ref(version, flavour),
 		Replicas:                      *w.Replicas,
@@ -107,7 +107,7 @@ func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Obj
 		if err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		d, err := variant.Custom(manifest, s.Namespace, v.Name, c.Container, c.Images[version], changeCause)
+		d, err := variant.Custom(manifest, s.Namespace, RowLabel(v.Name), c.Container, c.Images[version], changeCause)
 		if err != nil {
 			return o, fmt.Errorf("variant %s: %s: %w", v.Name, v.Manifest, err)
 		}

@@ -207,9 +207,17 @@ type Variant struct {
 	// scenario file. Every variant's manifest names the same Deployment
 	// (metadata.name): droprun rolls that one from variant to variant.
 	Manifest string `json:"manifest,omitempty"`
+	// Sweep measures the entry once per value of one workload field: Load
+	// expands the entry into one variant per value (see SweepSpec).
+	Sweep *SweepSpec `json:"sweep,omitempty"`
 	// Workload overrides the scenario's defaults for this variant; its
 	// fields sit directly in the variant's entry.
 	Workload
+
+	// entry is 1 + the index, in the file's variants list, of the entry
+	// this variant was expanded from (0 for a scenario built in code: the
+	// variant's own index); it puts problems at the file's paths.
+	entry int
 }
 
 // Workload holds the Deployment settings a scenario can tune. Unset

@@ -55,7 +55,7 @@ func (s *Scenario) Validate() []FieldError {
 	s.validateTraffic(&v)
 	s.validateService(&v)
 	s.validateVariants(&v)
-	return v.errs
+	return dedupe(v.errs)
 }
 
 type validator struct{ errs []FieldError }
@@ -295,12 +295,14 @@ func (s *Scenario) validateVariants(v *validator) {
 	}
 	seen := map[string]int{}
 	for i, vr := range s.Variants {
-		p := fmt.Sprintf("variants[%d]", i)
+		p := s.entryPath(i)
 		if j, dup := seen[vr.Name]; dup {
-			v.add(p+".name", fmt.Sprintf("%q is also the name of variants[%d]", vr.Name, j), "give each variant a unique name")
+			v.add(p+".name", fmt.Sprintf("%q is also the name of %s", vr.Name, s.entryPath(j)), "give each variant a unique name")
 		}
 		seen[vr.Name] = i
-		if msgs := validation.IsDNS1123Label(vr.Name); vr.Name != "" && len(msgs) > 0 {
+		// A sweep's rows are named NAME@FIELD=VALUE; its entry's name was
+		// checked when it was expanded.
+		if msgs := validation.IsDNS1123Label(vr.Name); vr.Name != "" && vr.Sweep == nil && len(msgs) > 0 {
 			v.add(p+".name", fmt.Sprintf("%q is not a DNS label", vr.Name), "use lower-case letters, digits and '-'")
 		}
 		if custom {
@@ -320,7 +322,17 @@ func (s *Scenario) validateVariants(v *validator) {
 				v.add(p+".from", "needs at least one rollout", "set rollouts to 1 or more; the first rollout switches from "+vr.From+" to "+vr.Variant)
 			}
 		}
+		before := len(v.errs)
 		s.validateWorkload(v, i, s.Effective(i))
+		if vr.Sweep != nil {
+			// A problem at a swept value names the row it would be.
+			swept := s.sweptPath(i, vr.Sweep.Field)
+			for k := before; k < len(v.errs); k++ {
+				if v.errs[k].Path == swept {
+					v.errs[k].Msg += fmt.Sprintf(" (in %s)", vr.Name)
+				}
+			}
+		}
 	}
 }
 
@@ -341,8 +353,11 @@ func checkVariantName(v *validator, path, name string, required bool) {
 // scenario's defaults when the variant inherits it.
 func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 	vr := s.Variants[i]
-	p := fmt.Sprintf("variants[%d]", i)
+	p := s.entryPath(i)
 	at := func(field string, inVariant, inDefaults bool) string {
+		if swept := s.sweptPath(i, field); swept != "" {
+			return swept
+		}
 		if !inVariant && inDefaults {
 			return "defaults." + field
 		}
@@ -368,7 +383,7 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 		v.add(at("terminationGracePeriodSeconds", vr.TerminationGracePeriodSeconds != nil, d.TerminationGracePeriodSeconds != nil), fmt.Sprintf("is %d", grace), "use at least 1; Kubernetes' default is 30")
 	}
 	if *w.PreStopSeconds < 0 {
-		v.add(at("preStopSeconds", vr.PreStopSeconds != nil, d.PreStopSeconds != nil), "is negative", "use a sleep of 1 to 10 seconds")
+		v.add(at("preStopSeconds", vr.PreStopSeconds != nil, d.PreStopSeconds != nil), "is negative", "use a sleep of 0 to 10 seconds (0: the hook runs and returns at once)")
 	}
 	info, _ := variant.Lookup(vr.Variant)
 	if info.PreStop != variant.PreStopNone && *w.PreStopSeconds >= grace {
