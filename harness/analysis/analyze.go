@@ -164,6 +164,9 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		if err != nil {
 			return nil, err
 		}
+		for k := range rows {
+			rows[k].Sweep = sweepPoint(v)
+		}
 		sum.Variants = append(sum.Variants, rows...)
 		a.Rows = append(a.Rows, series...)
 		for _, row := range rows {
@@ -296,6 +299,7 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 	for k := range since {
 		since[k] = Sparse{}
 	}
+	ex := in.newExplainer(rollouts)
 
 	err = traffic.ReadResults(r, func(rec traffic.Record) error {
 		for _, s := range series {
@@ -337,6 +341,9 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 					excusedWhy[k] = max(excusedWhy[k], lag)
 				}
 			}
+			if !fl.Excused {
+				ex.explain(rs.N, node, rec)
+			}
 			if found && !d.t.Before(rs.Start) {
 				since[k].Add(rec.Time.Sub(d.t), rec.Class)
 			} else {
@@ -361,6 +368,9 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 		}
 	}
 	rows := in.rows(v, p, tl, rollouts)
+	for k := range rows {
+		rows[k].Routes, rows[k].Explained = ex.rowRoutes(rows[k].Rollouts)
+	}
 	// rows filled in the rollouts' tallies, rig and kube-proxy figures:
 	// only now are they what the summary says.
 	for k := range rollouts {

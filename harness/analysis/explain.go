@@ -1,0 +1,301 @@
+package analysis
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// Why a drop is left unexplained (Explained.Why keys).
+const (
+	WhyNoEntryNode     = "entry node not known"
+	WhyNoRoutes        = "no route data for its entry node"
+	WhyNoListenerClose = "the app did not record its listener close"
+	WhyOutside         = "outside every (pod, node) race window"
+)
+
+// inFlightSlack is how far before a pod's listener closed a request may
+// have been sent and still be cut by that close: a connection accepted
+// just before the close, reset or cut when the process died. Refused and
+// timed-out connections must be sent after the close (less this slack
+// for the clocks' read-out) and before the node stopped routing.
+const inFlightSlack = 50 * time.Millisecond
+
+// routeStep is one node's route to one IP appearing or disappearing.
+type routeStep struct {
+	t       time.Time
+	removed bool
+}
+
+// routeIndex is what the data-plane watch saw: per node, per IP, the
+// changes in time order, and which nodes were watched.
+type routeIndex struct {
+	steps   map[string]map[string][]routeStep // node → IP → steps
+	watched map[string]time.Time              // node → watch start
+	failed  map[string]time.Time              // node → watch failure
+}
+
+func indexRoutes(events []timeline.Event) routeIndex {
+	ix := routeIndex{steps: map[string]map[string][]routeStep{}, watched: map[string]time.Time{}, failed: map[string]time.Time{}}
+	for _, e := range events {
+		switch e.Kind {
+		case timeline.KindRouteWatching:
+			if _, ok := ix.watched[e.Node]; !ok {
+				ix.watched[e.Node] = e.Time
+			}
+		case timeline.KindRouteWatchError:
+			if _, ok := ix.failed[e.Node]; !ok {
+				ix.failed[e.Node] = e.Time
+			}
+		case timeline.KindRouteAdded, timeline.KindRouteSnapshot, timeline.KindRouteRemoved:
+			if ix.steps[e.Node] == nil {
+				ix.steps[e.Node] = map[string][]routeStep{}
+			}
+			ix.steps[e.Node][e.IP] = append(ix.steps[e.Node][e.IP], routeStep{e.Time, e.Kind == timeline.KindRouteRemoved})
+		}
+	}
+	return ix
+}
+
+// nodes returns the watched nodes, sorted.
+func (ix routeIndex) nodes() []string {
+	var out []string
+	for n := range ix.watched {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// watching reports whether node's routes were known at t.
+func (ix routeIndex) watching(node string, t time.Time) bool {
+	start, ok := ix.watched[node]
+	if !ok || t.Before(start) {
+		return false
+	}
+	f, failed := ix.failed[node]
+	return !failed || t.Before(f)
+}
+
+// removedAfter returns the first time at or after t that node stopped
+// routing to ip.
+func (ix routeIndex) removedAfter(node, ip string, t time.Time) (time.Time, bool) {
+	for _, s := range ix.steps[node][ip] {
+		if s.removed && !s.t.Before(t) {
+			return s.t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// podIPs returns each pod's IP, from its pod events.
+func podIPs(events []timeline.Event) map[string]string {
+	out := map[string]string{}
+	for _, e := range events {
+		if e.Pod != "" && e.IP != "" && e.Object == "pod/"+e.Pod {
+			out[e.Pod] = e.IP
+		}
+	}
+	return out
+}
+
+// explainer joins one variant's failed requests with the (pod, node)
+// race windows of its rollouts.
+type explainer struct {
+	routes    routeIndex
+	gaps      []RouteGap         // every rollout's pairs
+	byRollout map[int][]int      // rollout → indexes into gaps
+	explained map[int]*Explained // rollout → its split
+}
+
+// newExplainer measures the (pod, node) pairs of every rollout: each pod
+// the rollout deleted, on each node, when that node stopped routing to it,
+// beside the pod's own SIGTERM and listener close.
+func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
+	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}}
+	ips := podIPs(in.events)
+	times := podTimes(in.app)
+	nodes := ex.routes.nodes()
+	for _, rs := range rollouts {
+		end := rs.WindowEnd
+		if end.IsZero() {
+			end = rs.Complete
+		}
+		for _, d := range in.deletions {
+			if d.t.Before(rs.Start) || (!end.IsZero() && d.t.After(end)) {
+				continue
+			}
+			since := func(t time.Time) float64 {
+				if t.IsZero() {
+					return -1
+				}
+				return t.Sub(d.t).Seconds()
+			}
+			pt := times[d.pod]
+			pairNodes := nodes
+			var synced map[string]float64
+			if len(nodes) == 0 {
+				// No data-plane watch: each node's first kube-proxy sync
+				// after the endpoint change, to the poll's resolution.
+				g := gapOf(in.events, d)
+				synced = g.KubeProxySynced
+				pairNodes = nil
+				for n := range synced {
+					pairNodes = append(pairNodes, n)
+				}
+				sort.Strings(pairNodes)
+			}
+			for _, node := range pairNodes {
+				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1,
+					SIGTERM: since(pt.Signal), ListenerClosed: since(pt.ListenerClosed)}
+				if synced != nil {
+					g.Unrouted, g.Source = synced[node], RouteSourceKubeProxy
+				} else if g.IP != "" {
+					if t, ok := ex.routes.removedAfter(node, g.IP, d.t); ok {
+						g.Unrouted, g.Source = since(t), RouteSourceDataPlane
+					}
+				}
+				if g.Known() {
+					g.Window = g.Unrouted - g.ListenerClosed
+				}
+				ex.byRollout[rs.N] = append(ex.byRollout[rs.N], len(ex.gaps))
+				ex.gaps = append(ex.gaps, g)
+			}
+		}
+	}
+	return ex
+}
+
+// explain attributes one failed request of rollout n that entered
+// through node: to the pair whose race window holds its send time, or to
+// a reason it cannot be explained.
+//
+// A run without route data (recorded before droprun watched the nodes, or
+// on a cluster it cannot look inside) explains nothing and says nothing.
+func (ex *explainer) explain(n int, node string, rec traffic.Record) {
+	if len(ex.routes.watched) == 0 {
+		return
+	}
+	e := ex.explained[n]
+	if e == nil {
+		e = &Explained{}
+		ex.explained[n] = e
+	}
+	unexplained := func(why string) {
+		e.Unexplained++
+		if e.Why == nil {
+			e.Why = map[string]uint64{}
+		}
+		e.Why[why]++
+	}
+	if node == "" {
+		unexplained(WhyNoEntryNode)
+		return
+	}
+	if !ex.routes.watching(node, rec.Time) {
+		unexplained(WhyNoRoutes)
+		return
+	}
+	best, noClose := -1, false
+	for _, i := range ex.byRollout[n] {
+		g := &ex.gaps[i]
+		if g.Node != node || g.Source != RouteSourceDataPlane || g.Unrouted < 0 {
+			continue
+		}
+		if g.ListenerClosed < 0 {
+			noClose = true
+			continue
+		}
+		closed := g.Deleted.Add(seconds(g.ListenerClosed))
+		unrouted := g.Deleted.Add(seconds(g.Unrouted))
+		from := closed.Add(-inFlightSlack)
+		if rec.Class != traffic.ClassRefused && rec.Class != traffic.ClassTimeout {
+			from = closed.Add(-rec.Latency - inFlightSlack) // in flight when it closed
+		}
+		if rec.Time.Before(from) || rec.Time.After(unrouted.Add(inFlightSlack)) {
+			continue
+		}
+		// Of several open windows, the pod whose listener closed last
+		// before the request: the one it most likely met.
+		if best < 0 || ex.gaps[best].ListenerClosed < g.ListenerClosed && !closed.After(rec.Time) {
+			best = i
+		}
+	}
+	switch {
+	case best >= 0:
+		e.Explained++
+		g := &ex.gaps[best]
+		if g.Drops == nil {
+			g.Drops = map[traffic.Class]uint64{}
+		}
+		g.Drops[rec.Class]++
+	case noClose:
+		unexplained(WhyNoListenerClose)
+	default:
+		unexplained(WhyOutside)
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// rowRoutes returns the pairs and the drop split of the given rollouts.
+func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explained) {
+	var gaps []RouteGap
+	var total *Explained
+	for k := range rollouts {
+		n := rollouts[k].N
+		for _, i := range ex.byRollout[n] {
+			gaps = append(gaps, ex.gaps[i])
+		}
+		if e := ex.explained[n]; e != nil {
+			rollouts[k].Explained = e
+			if total == nil {
+				total = &Explained{}
+			}
+			total.Explained += e.Explained
+			total.Unexplained += e.Unexplained
+			for why, c := range e.Why {
+				if total.Why == nil {
+					total.Why = map[string]uint64{}
+				}
+				total.Why[why] += c
+			}
+		}
+	}
+	return gaps, total
+}
+
+// RaceText says what one pair did, e.g. "node droprun-worker2 still
+// routed to web-7f9c-x2 for 640 ms after its listener closed: 212
+// refused, 30 timeout".
+func (g RouteGap) RaceText() string {
+	if !g.Known() {
+		return fmt.Sprintf("node %s, pod %s: race window not measured", g.Node, g.Pod)
+	}
+	var what string
+	if g.Window >= 0 {
+		what = fmt.Sprintf("node %s still routed to %s for %.0f ms after its listener closed", g.Node, g.Pod, g.Window*1000)
+	} else {
+		what = fmt.Sprintf("node %s stopped routing to %s %.0f ms before its listener closed", g.Node, g.Pod, -g.Window*1000)
+	}
+	if len(g.Drops) == 0 {
+		return what
+	}
+	classes := make([]traffic.Class, 0, len(g.Drops))
+	for c := range g.Drops {
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+	s := what + ":"
+	for i, c := range classes {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf(" %d %s", g.Drops[c], c)
+	}
+	return s
+}

@@ -1,0 +1,77 @@
+package analysis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// TestExplain: one pod deleted at 0; its listener closes at 100 ms; node
+// a stops routing to it at 700 ms, node b at 50 ms (before the close: a
+// margin). Failures through a inside [100, 700] ms are explained; one
+// through b, one before the close, one through an unwatched node and one
+// without an entry node are not, each for its reason.
+func TestExplain(t *testing.T) {
+	t0 := base
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, kind timeline.Kind, node, ip string) timeline.Event {
+		return timeline.Event{Time: at(ms), Kind: kind, Node: node, IP: ip}
+	}
+	events := []timeline.Event{
+		ev(-5000, timeline.KindRouteWatching, "a", ""),
+		ev(-5000, timeline.KindRouteWatching, "b", ""),
+		ev(-5000, timeline.KindRouteSnapshot, "a", "10.0.0.1"),
+		ev(-5000, timeline.KindRouteSnapshot, "b", "10.0.0.1"),
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		ev(50, timeline.KindRouteRemoved, "b", "10.0.0.1"),
+		ev(700, timeline.KindRouteRemoved, "a", "10.0.0.1"),
+	}
+	in := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{{
+		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
+	}}}
+	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
+	if len(ex.gaps) != 2 {
+		t.Fatalf("pairs = %+v, want one per node", ex.gaps)
+	}
+	for _, g := range ex.gaps {
+		want := map[string]float64{"a": 0.6, "b": -0.05}[g.Node]
+		if !g.Known() || g.Source != RouteSourceDataPlane || g.SIGTERM != 0.02 || abs(g.Window-want) > 1e-9 {
+			t.Errorf("pair %+v: want window %.3f s, SIGTERM 0.02 s, from the data plane", g, want)
+		}
+	}
+	fail := func(ms int, class traffic.Class) traffic.Record {
+		return traffic.Record{Time: at(ms), Class: class, Latency: time.Millisecond}
+	}
+	ex.explain(1, "a", fail(150, traffic.ClassRefused))
+	ex.explain(1, "a", fail(690, traffic.ClassTimeout))
+	ex.explain(1, "a", fail(60, traffic.ClassReset))  // in flight at the close... but sent 40 ms before: within slack
+	ex.explain(1, "a", fail(0, traffic.ClassRefused)) // before the close
+	ex.explain(1, "b", fail(200, traffic.ClassRefused))
+	ex.explain(1, "c", fail(200, traffic.ClassRefused))
+	ex.explain(1, "", fail(200, traffic.ClassRefused))
+	gaps, e := ex.rowRoutes([]RolloutSummary{{N: 1}})
+	if e.Explained != 3 || e.Unexplained != 4 || e.Why[WhyOutside] != 2 || e.Why[WhyNoRoutes] != 1 || e.Why[WhyNoEntryNode] != 1 {
+		t.Errorf("explained = %+v", e)
+	}
+	for _, g := range gaps {
+		if g.Node == "a" && (g.Drops[traffic.ClassRefused] != 1 || g.Drops[traffic.ClassTimeout] != 1 || g.Drops[traffic.ClassReset] != 1) {
+			t.Errorf("node a's drops = %v", g.Drops)
+		}
+		if g.Node == "a" {
+			if got, want := g.RaceText(), "node a still routed to web-1 for 600 ms after its listener closed: 1 000:refused, 1 000:reset, 1 000:timeout"; got != want {
+				t.Errorf("RaceText = %q, want %q", got, want)
+			}
+		}
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
