@@ -153,6 +153,15 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "bad format", args: []string{"report", "--no-files", "--format", "yaml", run}, code: 2, hint: "droprun report"},
 			},
 		},
+		"advise": {
+			tooFew: []string{"advise"},
+			more: []exitCase{
+				{name: "missing run", args: []string{"advise", missing}, code: 2, err: "run directory"},
+				{name: "not a run", args: []string{"advise", notRun}, code: 2, err: "is not a droprun run directory"},
+				{name: "bad quantile", args: []string{"advise", "--quantile", "1", run}, code: 2, hint: "droprun advise"},
+				{name: "no route data", args: []string{"advise", run}, code: 3, out: "undecided: no (pod, node) route data"},
+			},
+		},
 		"check": {
 			tooFew:  []string{"check", "--max-drops-per-rollout", "0"},
 			tooMany: []string{"check", "--max-drops-per-rollout", "0", run, run},

@@ -60,6 +60,7 @@ Start with:
 		newReportCmd(s),
 		newCheckCmd(s),
 		newCompareCmd(s),
+		newAdviseCmd(s),
 		newEngineCmd(s),
 		newDoctorCmd(s),
 		newNodeImageCmd(s),

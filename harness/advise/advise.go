@@ -1,0 +1,543 @@
+package advise
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
+)
+
+// Defaults of Options, and the settings the recommendation is built from.
+const (
+	DefaultQuantile   = 0.99
+	DefaultConfidence = 0.95
+	// DefaultGraceSeconds is Kubernetes's default
+	// terminationGracePeriodSeconds: what an app gets after SIGTERM when
+	// it has no preStop hook.
+	DefaultGraceSeconds = 30
+	// drainStep is the granularity of the drain delay recommended.
+	drainStep = 0.1
+)
+
+// Sweep fields whose swept value is the setting advise recommends.
+const (
+	FieldPreStop    = "preStopSeconds"
+	FieldDrainDelay = "drainDelay"
+)
+
+// Options tune Advise. The zero value uses the defaults.
+type Options struct {
+	// Quantile is the share of pairs the delay must cover (default 0.99);
+	// Confidence the confidence of the bound (default 0.95).
+	Quantile   float64 `json:"quantile"`
+	Confidence float64 `json:"confidence"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.Quantile == 0 {
+		o.Quantile = DefaultQuantile
+	}
+	if o.Confidence == 0 {
+		o.Confidence = DefaultConfidence
+	}
+	return o
+}
+
+// Validate reports a quantile or confidence outside (0, 1). It checks
+// the values as given (0 too, which Advise would replace by the default),
+// as a command line gives them.
+func (o Options) Validate() error {
+	if !(o.Quantile > 0 && o.Quantile < 1) {
+		return fmt.Errorf("--quantile %v: must be between 0 and 1, e.g. 0.99", o.Quantile)
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return fmt.Errorf("--confidence %v: must be between 0 and 1, e.g. 0.95", o.Confidence)
+	}
+	return nil
+}
+
+// Run is one run directory's analysis.
+type Run struct {
+	Dir     string
+	Summary *analysis.Summary
+}
+
+// NoRouteDataError says the runs hold no (pod, node) pair whose stop of
+// routing was seen: nothing to advise from.
+type NoRouteDataError struct {
+	Runs []string
+	// Missing is how many pairs were recorded without their stop seen.
+	Missing int
+}
+
+func (e *NoRouteDataError) Error() string {
+	what := "no (pod, node) route data"
+	if e.Missing > 0 {
+		what = fmt.Sprintf("no node's stop of routing seen (%d pairs recorded, none seen)", e.Missing)
+	}
+	return fmt.Sprintf("%s in %s: run the scenario again with this droprun (droprun run SCENARIO) on a kind cluster, which records when each node stops routing to each deleted pod", what, strings.Join(e.Runs, ", "))
+}
+
+// Pair is one (pod, node) pair and where it was measured.
+type Pair struct {
+	Run string `json:"run"`
+	Row string `json:"row"`
+	analysis.RouteGap
+}
+
+// Dist describes a set of delays in seconds (nearest-rank quantiles).
+type Dist struct {
+	N      int     `json:"n"`
+	Median float64 `json:"medianSeconds"`
+	P90    float64 `json:"p90Seconds"`
+	Max    float64 `json:"maxSeconds"`
+}
+
+func distOf(vals []float64) Dist {
+	if len(vals) == 0 {
+		return Dist{}
+	}
+	s := slices.Sorted(slices.Values(vals))
+	return Dist{N: len(s), Median: stats.SampleQuantile(s, 0.5), P90: stats.SampleQuantile(s, 0.9), Max: s[len(s)-1]}
+}
+
+// Group is the delays of the pairs sharing a kube-proxy mode or a node.
+type Group struct {
+	Name string `json:"name"`
+	Dist
+}
+
+// Bound is the delay within which, at Confidence, a Quantile of pairs
+// were unrouted.
+type Bound struct {
+	// Quantile is the quantile bounded: the one asked for when the pairs
+	// support it (Supported), else the highest they support, bounded by
+	// their maximum.
+	Quantile   float64 `json:"quantile"`
+	Confidence float64 `json:"confidence"`
+	Supported  bool    `json:"supported"`
+	// Seconds is the bound D, the Rank-th smallest of the pairs (1-based).
+	Seconds float64 `json:"seconds"`
+	Rank    int     `json:"rank"`
+}
+
+// Tighten is how many more pairs would improve the bound: reach the
+// quantile asked for when it is not Supported, or else move the bound one
+// rank down (one fewer slow pair above it, closer to the quantile).
+type Tighten struct {
+	Pairs        int    `json:"pairs"`
+	MorePairs    int    `json:"morePairs"`
+	MoreRollouts int    `json:"moreRollouts"`
+	Why          string `json:"why"`
+}
+
+// Recommendation is the settings D implies.
+type Recommendation struct {
+	// PreStopSleepSeconds is lifecycle.preStop.sleep.seconds: ⌈D⌉.
+	PreStopSleepSeconds int64 `json:"preStopSleepSeconds"`
+	// DrainDelaySeconds is D rounded up to 100 ms: how long an app that
+	// delays its own listener close after SIGTERM must wait.
+	DrainDelaySeconds float64 `json:"drainDelaySeconds"`
+	// GracePeriodSeconds is the terminationGracePeriodSeconds the preStop
+	// implies, and GraceBasis how it was derived.
+	GracePeriodSeconds int64  `json:"terminationGracePeriodSeconds"`
+	GraceBasis         string `json:"graceBasis"`
+}
+
+// Margins are the delays the recommendation does not count on, one per
+// deleted pod: from deletion to the app's SIGTERM, and the app's own
+// SIGTERM → listener close.
+type Margins struct {
+	DeletionToSIGTERM       Dist `json:"deletionToSigterm"`
+	SIGTERMToListenerClosed Dist `json:"sigtermToListenerClosed"`
+}
+
+// Sweep verdicts: how a sweep's clean floor compares with the
+// recommendation.
+const (
+	// Agrees: the sweep was clean from a value at the recommendation.
+	Agrees = "agrees"
+	// Conservative: the sweep was clean from a value below it.
+	Conservative = "conservative"
+	// Disagrees: a swept value at or above the recommendation dropped
+	// requests beyond the floor: the recommendation would have dropped.
+	Disagrees = "disagrees"
+	// Untested: the sweep has no value that settles it.
+	Untested = "untested"
+)
+
+// SweepValue is one swept value, over every run and row that measured it.
+type SweepValue struct {
+	Value    string  `json:"value"`
+	Number   float64 `json:"number"`
+	Rollouts int     `json:"rollouts"`
+	// Failures are the measurable failures in the rollout windows, and
+	// Allowed the most Clean lets through.
+	Failures uint64 `json:"failures"`
+	Allowed  uint64 `json:"allowed"`
+	Clean    bool   `json:"clean"`
+}
+
+// SweepCheck is one sweep of preStopSeconds or drainDelay beside the
+// recommendation.
+type SweepCheck struct {
+	Group  string       `json:"group"`
+	Field  string       `json:"field"`
+	Runs   []string     `json:"runs"`
+	Values []SweepValue `json:"values"`
+	// CleanFrom is the smallest swept value from which every larger one
+	// was clean (HasClean false: the largest dropped).
+	HasClean  bool    `json:"hasClean"`
+	CleanFrom float64 `json:"cleanFrom,omitempty"`
+	// Recommended is the recommendation in the field's unit (seconds).
+	Recommended float64 `json:"recommended"`
+	Verdict     string  `json:"verdict"`
+	Message     string  `json:"message"`
+}
+
+// Advice is what the pairs of the runs say about the shutdown delay.
+type Advice struct {
+	Runs []string `json:"runs"`
+	Options
+	// Pairs is how many pairs were measured (their stop of routing seen);
+	// Missing lists those whose stop was not seen, which the bound
+	// excludes.
+	Pairs   int    `json:"pairs"`
+	Missing []Pair `json:"missing,omitempty"`
+	// Rollouts is how many rollouts gave measured pairs, and
+	// PairsPerRollout the pairs each gave on average.
+	Rollouts        int     `json:"rollouts"`
+	PairsPerRollout float64 `json:"pairsPerRollout"`
+	// Sources counts the pairs by how their stop was seen.
+	Sources map[string]int `json:"sources"`
+	All     Dist           `json:"all"`
+	ByMode  []Group        `json:"byKubeProxyMode"`
+	// ByNode is set when the pairs come from more than one node.
+	ByNode         []Group `json:"byNode,omitempty"`
+	Bound          Bound   `json:"bound"`
+	Tighten        Tighten `json:"tighten"`
+	Recommendation `json:"recommendation"`
+	Margins        Margins      `json:"margins"`
+	Sweeps         []SweepCheck `json:"sweeps,omitempty"`
+	// Notes are what else a reader should know (suspect runs, polled
+	// sources).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// modeNotRecorded names the pairs of runs whose run.json has no
+// kube-proxy mode.
+const modeNotRecorded = "mode not recorded"
+
+// Advise bounds the delay after deletion by which every node stopped
+// routing to the pod, over every measured pair of runs, and derives the
+// settings it implies. With no measured pair it returns a
+// *NoRouteDataError.
+func Advise(runs []Run, o Options) (*Advice, error) {
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Advice{Options: o, Sources: map[string]int{}}
+	var (
+		vals     []float64
+		byMode   = map[string][]float64{}
+		byNode   = map[string][]float64{}
+		rollouts = map[string]bool{}
+		pods     = map[string]bool{}
+		seen     = map[string]bool{}
+		sigterm  []float64
+		closing  []float64
+	)
+	for _, r := range runs {
+		a.Runs = append(a.Runs, r.Dir)
+		if r.Summary == nil {
+			continue
+		}
+		for _, s := range r.Summary.Suspect {
+			a.Notes = append(a.Notes, fmt.Sprintf("%s is suspect: %s", r.Dir, s))
+		}
+		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
+		for _, v := range r.Summary.Variants {
+			for _, g := range v.Routes {
+				key := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod, "\x00", g.Node)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				if podKey := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod); !pods[podKey] {
+					pods[podKey] = true
+					if g.SIGTERM >= 0 {
+						sigterm = append(sigterm, g.SIGTERM)
+						if g.ListenerClosed >= 0 {
+							closing = append(closing, g.ListenerClosed-g.SIGTERM)
+						}
+					}
+				}
+				if g.Unrouted < 0 {
+					a.Missing = append(a.Missing, Pair{Run: r.Dir, Row: v.Variant, RouteGap: g})
+					continue
+				}
+				vals = append(vals, g.Unrouted)
+				byMode[mode] = append(byMode[mode], g.Unrouted)
+				byNode[g.Node] = append(byNode[g.Node], g.Unrouted)
+				rollouts[fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout)] = true
+				a.Sources[cmp.Or(g.Source, "unknown")]++
+			}
+		}
+	}
+	a.Pairs = len(vals)
+	if a.Pairs == 0 {
+		return nil, &NoRouteDataError{Runs: a.Runs, Missing: len(a.Missing)}
+	}
+	a.Rollouts = len(rollouts)
+	a.PairsPerRollout = float64(a.Pairs) / float64(a.Rollouts)
+	a.All = distOf(vals)
+	a.ByMode = groups(byMode)
+	if len(byNode) > 1 {
+		a.ByNode = groups(byNode)
+	}
+	a.Margins = Margins{DeletionToSIGTERM: distOf(sigterm), SIGTERMToListenerClosed: distOf(closing)}
+	if n := a.Sources[analysis.RouteSourceKubeProxy]; n > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d pairs were seen through kube-proxy's sync metric, polled (the fallback where droprun cannot watch a node's rules): their times have the poll interval's resolution, not milliseconds", n, a.Pairs))
+	}
+
+	slices.Sort(vals)
+	a.Bound, a.Tighten = bound(vals, o, a.PairsPerRollout)
+	a.Recommendation = recommend(a.Bound.Seconds)
+	for _, sw := range sweeps(runs) {
+		a.Sweeps = append(a.Sweeps, checkSweep(sw, a.Recommendation))
+	}
+	return a, nil
+}
+
+// groups sorts named delay sets into Groups, by name.
+func groups(m map[string][]float64) []Group {
+	var out []Group
+	for name, v := range m {
+		out = append(out, Group{Name: name, Dist: distOf(v)})
+	}
+	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// bound puts the upper bound on the quantile asked for, or on the highest
+// the pairs support, and says how many more pairs would tighten it.
+func bound(sorted []float64, o Options, perRollout float64) (Bound, Tighten) {
+	n := len(sorted)
+	b := Bound{Quantile: o.Quantile, Confidence: o.Confidence}
+	var t Tighten
+	if d, k, ok := stats.UpperQuantileBound(sorted, o.Quantile, o.Confidence); ok {
+		b.Supported, b.Seconds, b.Rank = true, d, k
+		// One more value above the bound moves it down one rank.
+		above := n - k
+		t.Pairs = stats.PairsForRank(o.Quantile, o.Confidence, above+1)
+		t.Why = fmt.Sprintf("the bound would be the %s pair instead of the %s, closer to the quantile", largest(above+2), largest(above+1))
+	} else {
+		// The maximum bounds the highest quantile n supports.
+		b.Quantile, b.Seconds, b.Rank = stats.MaxSupportedQuantile(n, o.Confidence), sorted[n-1], n
+		t.Pairs = stats.PairsNeeded(o.Quantile, o.Confidence)
+		t.Why = fmt.Sprintf("their maximum would bound the %s percentile asked for", percentile(o.Quantile))
+	}
+	t.MorePairs = max(0, t.Pairs-n)
+	t.MoreRollouts = int(math.Ceil(float64(t.MorePairs) / perRollout))
+	return b, t
+}
+
+// recommend derives the settings from the delay bound d (seconds).
+func recommend(d float64) Recommendation {
+	// The tiny shrink keeps a bound exact at a step (2.000 s, 1.300 s)
+	// from being bumped by representation error.
+	pre := max(1, int64(math.Ceil(d*(1-1e-12))))
+	drain := max(drainStep, math.Ceil(d/drainStep*(1-1e-12))*drainStep)
+	drain = math.Round(drain*10) / 10
+	return Recommendation{
+		PreStopSleepSeconds: pre,
+		DrainDelaySeconds:   drain,
+		GracePeriodSeconds:  pre + DefaultGraceSeconds,
+		GraceBasis: fmt.Sprintf("preStop %d s + %d s: Kubernetes counts the preStop hook inside terminationGracePeriodSeconds, and these runs do not record how long the app takes from SIGTERM to exit, so this keeps the %d s it gets after SIGTERM by default; "+
+			"with the app's longest SIGTERM → exit time E known, %d + E + a few seconds of headroom is enough",
+			pre, DefaultGraceSeconds, DefaultGraceSeconds, pre),
+	}
+}
+
+// Clean reports whether a sweep row's rollout windows dropped nothing
+// beyond the rig's floor: its measurable failures are at most the
+// ceiling of the failures its control window's rate predicts (0 when the
+// control window was clean). It is the one definition of "clean" the
+// sweep check uses; allowed is that ceiling.
+func Clean(failures uint64, expectedFloor float64) (clean bool, allowed uint64) {
+	allowed = uint64(math.Ceil(math.Max(0, expectedFloor)))
+	return failures <= allowed, allowed
+}
+
+// sweep is the rows of one sweep, over every run.
+type sweep struct {
+	group, field string
+	runs         []string
+	rows         []analysis.VariantSummary
+}
+
+// sweeps collects the rows of each sweep of a field advise recommends, by
+// group and field, in the order first seen. The row that introduced a
+// variant (NAME/introducing) deleted the pods of the variant before it,
+// so it measures no swept value and is left out.
+func sweeps(runs []Run) []*sweep {
+	var out []*sweep
+	idx := map[string]*sweep{}
+	for _, r := range runs {
+		if r.Summary == nil {
+			continue
+		}
+		for _, v := range r.Summary.Variants {
+			if v.Sweep == nil || (v.Sweep.Field != FieldPreStop && v.Sweep.Field != FieldDrainDelay) || analysis.RowVariant(v.Variant) != v.Variant {
+				continue
+			}
+			key := v.Sweep.Group + "\x00" + v.Sweep.Field
+			sw := idx[key]
+			if sw == nil {
+				sw = &sweep{group: v.Sweep.Group, field: v.Sweep.Field}
+				idx[key] = sw
+				out = append(out, sw)
+			}
+			if !slices.Contains(sw.runs, r.Dir) {
+				sw.runs = append(sw.runs, r.Dir)
+			}
+			sw.rows = append(sw.rows, v)
+		}
+	}
+	return out
+}
+
+// checkSweep finds a sweep's clean floor and compares it with the
+// recommendation.
+func checkSweep(sw *sweep, r Recommendation) SweepCheck {
+	c := SweepCheck{Group: sw.group, Field: sw.field, Runs: sw.runs}
+	c.Recommended = float64(r.PreStopSleepSeconds)
+	if sw.field == FieldDrainDelay {
+		c.Recommended = r.DrainDelaySeconds
+	}
+	// Rows that measured the same value (two runs of one scenario) add up.
+	floors := map[float64]float64{}
+	at := map[float64]int{}
+	for _, v := range sw.rows {
+		if len(v.Rollouts) == 0 {
+			continue
+		}
+		i, ok := at[v.Sweep.Number]
+		if !ok {
+			i = len(c.Values)
+			at[v.Sweep.Number] = i
+			c.Values = append(c.Values, SweepValue{Value: v.Sweep.Value, Number: v.Sweep.Number})
+		}
+		c.Values[i].Rollouts += len(v.Rollouts)
+		c.Values[i].Failures += v.Measurable.Failures
+		floors[v.Sweep.Number] += v.ExpectedFloor
+	}
+	for i := range c.Values {
+		c.Values[i].Clean, c.Values[i].Allowed = Clean(c.Values[i].Failures, floors[c.Values[i].Number])
+	}
+	slices.SortFunc(c.Values, func(a, b SweepValue) int { return cmp.Compare(a.Number, b.Number) })
+	if len(c.Values) == 0 {
+		c.Verdict, c.Message = Untested, "no swept value has a rollout"
+		return c
+	}
+	// The clean floor: the first value after the last one that dropped.
+	last := -1
+	for i, v := range c.Values {
+		if !v.Clean {
+			last = i
+		}
+	}
+	rec := c.Recommended
+	name := fieldSetting(sw.field)
+	if last >= 0 {
+		u := c.Values[last]
+		if u.Number >= rec-1e-9 {
+			c.Verdict = Disagrees
+			c.Message = fmt.Sprintf("%s %s, at or above the recommended %s, dropped %d requests (the floor allows %d) in %d rollouts: the recommendation would have dropped requests",
+				name, u.Value, formatSetting(sw.field, rec), u.Failures, u.Allowed, u.Rollouts)
+			if last+1 < len(c.Values) {
+				c.HasClean, c.CleanFrom = true, c.Values[last+1].Number
+				c.Message += fmt.Sprintf("; the sweep was clean from %s", c.Values[last+1].Value)
+			}
+			return c
+		}
+	}
+	if last+1 == len(c.Values) {
+		c.Verdict = Untested
+		c.Message = fmt.Sprintf("every swept value up to %s dropped requests, all below the recommended %s: sweep up to it to test it", c.Values[last].Value, formatSetting(sw.field, rec))
+		return c
+	}
+	f := c.Values[last+1]
+	c.HasClean, c.CleanFrom = true, f.Number
+	switch {
+	case f.Number > rec+1e-9:
+		c.Verdict = Untested
+		below := "the sweep has no value below it"
+		if last >= 0 {
+			below = fmt.Sprintf("%s dropped, and the sweep has no value between", c.Values[last].Value)
+		}
+		c.Message = fmt.Sprintf("clean from %s, above the recommended %s; %s: it neither confirms nor refutes the recommendation", f.Value, formatSetting(sw.field, rec), below)
+	case f.Number < rec-1e-9:
+		c.Verdict = Conservative
+		c.Message = fmt.Sprintf("clean from %s, below the recommended %s: the sweep agrees, and the bound is conservative (it covers the slow pairs a high quantile allows for, which the sweep's rollouts may not have met)", f.Value, formatSetting(sw.field, rec))
+	default:
+		c.Verdict = Agrees
+		c.Message = fmt.Sprintf("clean from %s, the recommended value: the sweep agrees", f.Value)
+	}
+	return c
+}
+
+// fieldSetting names a swept field as the setting it is.
+func fieldSetting(field string) string {
+	if field == FieldDrainDelay {
+		return "drainDelay"
+	}
+	return "preStopSeconds"
+}
+
+// formatSetting prints a recommended value in its field's form.
+func formatSetting(field string, v float64) string {
+	if field == FieldDrainDelay {
+		return stats.FormatSig(v, 3) + "s"
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+// percentile prints a quantile as a percentile: 0.99 → "99th", 0.9281 →
+// "92.8th" (rounded down, so the claim never exceeds the data).
+func percentile(q float64) string {
+	p := math.Floor(q*1000*(1+1e-12)) / 10
+	s := stats.FormatSig(p, 3)
+	if p != math.Trunc(p) {
+		return s + "th"
+	}
+	return ordinal(int(p))
+}
+
+// largest names the r-th largest of a set: "largest", "2nd largest".
+func largest(r int) string {
+	if r == 1 {
+		return "largest"
+	}
+	return ordinal(r) + " largest"
+}
+
+// ordinal prints 1 → "1st", 2 → "2nd", 11 → "11th", 22 → "22nd".
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}

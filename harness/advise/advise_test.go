@@ -1,0 +1,416 @@
+package advise
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
+)
+
+var nodes = []string{"droprun-control-plane", "droprun-worker", "droprun-worker2"}
+
+// row is a variant row with rollouts 1..rollouts, one deleted pod each,
+// seen by every node: pair j of the row (in rollout, node order) is
+// unrouted at delay(j) seconds after deletion. SIGTERM comes at 0.05 s,
+// the listener closes 0.02 s later.
+func row(name string, rollouts int, delay func(j int) float64) analysis.VariantSummary {
+	v := analysis.VariantSummary{Variant: name}
+	j := 0
+	for r := 1; r <= rollouts; r++ {
+		v.Rollouts = append(v.Rollouts, analysis.RolloutSummary{N: r})
+		if delay == nil {
+			continue
+		}
+		for _, node := range nodes {
+			v.Routes = append(v.Routes, analysis.RouteGap{
+				Rollout: r, Pod: fmt.Sprintf("%s-pod-%d", name, r), Node: node,
+				Unrouted: delay(j), Source: analysis.RouteSourceDataPlane,
+				SIGTERM: 0.05, ListenerClosed: 0.07,
+			})
+			j++
+		}
+	}
+	return v
+}
+
+// ramp is delays from 0.2 s up by 1 ms a pair, with the slowest pair at
+// top.
+func ramp(n int, top float64) func(int) float64 {
+	return func(j int) float64 {
+		if j == n-1 {
+			return top
+		}
+		return 0.2 + 0.001*float64(j)
+	}
+}
+
+func summary(mode string, rows ...analysis.VariantSummary) *analysis.Summary {
+	s := &analysis.Summary{Variants: rows}
+	s.Cluster = analysis.ClusterInfo{Name: "droprun", Kind: true, Nodes: 3, KubeProxyMode: mode}
+	return s
+}
+
+func TestAdviseEnoughPairs(t *testing.T) {
+	// 100 rollouts × 3 nodes = 300 pairs: enough for the 99th percentile
+	// at 95% (299).
+	runs := []Run{{Dir: "runs/a", Summary: summary("iptables", row("v", 100, ramp(300, 1.23)))}}
+	a, err := Advise(runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Pairs != 300 || a.Rollouts != 100 || a.PairsPerRollout != 3 {
+		t.Errorf("pairs %d rollouts %d per rollout %g, want 300, 100, 3", a.Pairs, a.Rollouts, a.PairsPerRollout)
+	}
+	b := a.Bound
+	if !b.Supported || b.Quantile != 0.99 || b.Confidence != 0.95 {
+		t.Fatalf("bound %+v, want the 0.99 quantile at 0.95, supported", b)
+	}
+	// P(Bin(300, 0.99) ≤ 298) = 0.951: the maximum, the 300th.
+	if b.Rank != 300 || b.Seconds != 1.23 {
+		t.Errorf("bound rank %d = %g s, want the maximum 1.23 s", b.Rank, b.Seconds)
+	}
+	r := a.Recommendation
+	if r.PreStopSleepSeconds != 2 || r.DrainDelaySeconds != 1.3 || r.GracePeriodSeconds != 32 {
+		t.Errorf("recommendation %+v, want preStop 2, drain 1.3, grace 32", r)
+	}
+	// Tightening moves the bound to the second largest.
+	if want := stats.PairsForRank(0.99, 0.95, 1); a.Tighten.Pairs != want || a.Tighten.MorePairs != want-300 ||
+		a.Tighten.MoreRollouts != int(math.Ceil(float64(want-300)/3)) {
+		t.Errorf("tighten %+v, want %d pairs", a.Tighten, want)
+	}
+	if len(a.ByMode) != 1 || a.ByMode[0].Name != "iptables" || a.ByMode[0].N != 300 {
+		t.Errorf("by mode %+v", a.ByMode)
+	}
+	if len(a.ByNode) != 3 || a.ByNode[0].N != 100 {
+		t.Errorf("by node %+v, want 3 nodes of 100", a.ByNode)
+	}
+	if a.All.Max != 1.23 || a.All.N != 300 || !(a.All.Median > 0.3 && a.All.Median < 0.4) {
+		t.Errorf("distribution %+v", a.All)
+	}
+	// One pod per rollout: 100 margins, 20 ms SIGTERM → close.
+	if m := a.Margins; m.DeletionToSIGTERM.N != 100 || math.Abs(m.SIGTERMToListenerClosed.Max-0.02) > 1e-9 {
+		t.Errorf("margins %+v", m)
+	}
+	var out bytes.Buffer
+	if err := a.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"300 (pod, node) pairs from 100 rollouts (3 pairs per rollout) in runs/a",
+		"with 95% confidence, 99% of pairs are unrouted within 1.230 s",
+		"the 300th smallest of 300 pairs",
+		"preStop.sleep.seconds: 2",
+		"a drain delay of 1.3s",
+		"terminationGracePeriodSeconds: at least 32",
+		"kube-proxy iptables",
+		"node droprun-worker2",
+		"SIGTERM → listener closed (app): median 20 ms",
+		"To tighten:",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "missing") {
+		t.Errorf("no pair is missing, text says:\n%s", out.String())
+	}
+}
+
+func TestAdviseTooFewPairs(t *testing.T) {
+	// 10 rollouts × 3 = 30 pairs bound only the 0.05^(1/30) = 90.4th
+	// percentile.
+	runs := []Run{{Dir: "runs/a", Summary: summary("", row("v", 10, ramp(30, 0.9)))}}
+	a, err := Advise(runs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := a.Bound
+	if b.Supported || math.Abs(b.Quantile-stats.MaxSupportedQuantile(30, 0.95)) > 1e-12 || b.Rank != 30 || b.Seconds != 0.9 {
+		t.Errorf("bound %+v, want the maximum 0.9 s for the 90.4th percentile", b)
+	}
+	if a.Tighten.Pairs != 299 || a.Tighten.MorePairs != 269 || a.Tighten.MoreRollouts != 90 {
+		t.Errorf("tighten %+v, want 299 pairs, 269 more, 90 more rollouts", a.Tighten)
+	}
+	if r := a.Recommendation; r.PreStopSleepSeconds != 1 || r.DrainDelaySeconds != 0.9 {
+		t.Errorf("recommendation %+v, want preStop 1, drain 0.9", r)
+	}
+	var out bytes.Buffer
+	if err := a.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"too few pairs for the 99th percentile at 95% confidence: 30 pairs bound only the 90.4th percentile, by their maximum: 0.900 s",
+		"To reach the 99th percentile: 299 pairs, 269 more (about 90 more rollouts at 3 pairs each)",
+		"kube-proxy mode not recorded",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestAdviseMissingPairs(t *testing.T) {
+	// The slowest node is never seen in rollouts 1–4: those pairs are
+	// missing and the bound is over the others.
+	v := row("v", 120, func(j int) float64 { return 0.3 + 0.001*float64(j%7) })
+	for i := range v.Routes {
+		if v.Routes[i].Rollout <= 4 && v.Routes[i].Node == nodes[2] {
+			v.Routes[i].Unrouted = -1
+		}
+	}
+	// A second run with kube-proxy-sync pairs.
+	w := row("w", 2, func(int) float64 { return 0.5 })
+	for i := range w.Routes {
+		w.Routes[i].Source = analysis.RouteSourceKubeProxy
+	}
+	a, err := Advise([]Run{{Dir: "runs/a", Summary: summary("iptables", v)}, {Dir: "runs/b", Summary: summary("nftables", w)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Missing) != 4 || a.Pairs != 360-4+6 {
+		t.Errorf("missing %d, pairs %d; want 4 and 362", len(a.Missing), a.Pairs)
+	}
+	if a.Missing[0].Run != "runs/a" || a.Missing[0].Node != nodes[2] {
+		t.Errorf("missing[0] = %+v", a.Missing[0])
+	}
+	if a.Bound.Seconds > 0.5 || a.Bound.Seconds < 0 {
+		t.Errorf("bound %g s: it must be one of the seen pairs", a.Bound.Seconds)
+	}
+	if a.Sources[analysis.RouteSourceKubeProxy] != 6 || len(a.ByMode) != 2 {
+		t.Errorf("sources %v, modes %+v", a.Sources, a.ByMode)
+	}
+	var out bytes.Buffer
+	if err := a.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"missing: 4 pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes them",
+		"runs/a: v rollout 1, pod v-pod-1 on node droprun-worker2",
+		"6 seen as kube-proxy's first sync after the endpoint change (polled: the poll interval's resolution)",
+		"6 of 362 pairs were seen through kube-proxy's sync metric, polled",
+		"kube-proxy nftables",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestAdviseNoRouteData(t *testing.T) {
+	old := summary("iptables", analysis.VariantSummary{Variant: "v", Rollouts: []analysis.RolloutSummary{{N: 1}}})
+	_, err := Advise([]Run{{Dir: "runs/old", Summary: old}}, Options{})
+	var nd *NoRouteDataError
+	if !errors.As(err, &nd) || !strings.Contains(err.Error(), "no (pod, node) route data in runs/old") || !strings.Contains(err.Error(), "kind cluster") {
+		t.Errorf("err = %v, want a NoRouteDataError naming runs/old", err)
+	}
+	// Pairs recorded but none seen: still nothing to bound.
+	unseen := row("v", 1, func(int) float64 { return -1 })
+	_, err = Advise([]Run{{Dir: "runs/x", Summary: summary("", unseen)}}, Options{})
+	if !errors.As(err, &nd) || nd.Missing != 3 || !strings.Contains(err.Error(), "3 pairs recorded, none seen") {
+		t.Errorf("err = %v, want a NoRouteDataError with 3 missing", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []Options{{Quantile: 1}, {Quantile: -0.5}, {Confidence: 1.5}, {Quantile: math.NaN()}} {
+		if _, err := Advise(nil, o); err == nil {
+			t.Errorf("Advise with %+v: no error", o)
+		}
+	}
+	if err := (Options{Quantile: 0.9, Confidence: 0.9}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRecommend(t *testing.T) {
+	for _, tc := range []struct {
+		d       float64
+		pre     int64
+		drain   float64
+		graceAt int64
+	}{
+		{2.0, 2, 2.0, 32}, // exact at a step: not bumped
+		{1.3, 2, 1.3, 32},
+		{1.301, 2, 1.4, 32},
+		{0.04, 1, 0.1, 31}, // at least 1 s and 100 ms
+		{7.25, 8, 7.3, 38},
+	} {
+		r := recommend(tc.d)
+		if r.PreStopSleepSeconds != tc.pre || r.DrainDelaySeconds != tc.drain || r.GracePeriodSeconds != tc.graceAt {
+			t.Errorf("recommend(%g) = %+v, want preStop %d drain %g grace %d", tc.d, r, tc.pre, tc.drain, tc.graceAt)
+		}
+	}
+}
+
+func TestClean(t *testing.T) {
+	for _, tc := range []struct {
+		failures uint64
+		floor    float64
+		clean    bool
+		allowed  uint64
+	}{
+		{0, 0, true, 0},
+		{1, 0, false, 0}, // a clean control allows nothing
+		{3, 2.1, true, 3},
+		{4, 2.1, false, 3},
+	} {
+		if c, al := Clean(tc.failures, tc.floor); c != tc.clean || al != tc.allowed {
+			t.Errorf("Clean(%d, %g) = %v, %d; want %v, %d", tc.failures, tc.floor, c, al, tc.clean, tc.allowed)
+		}
+	}
+}
+
+// sweepRow is a row of sweep group "prestop" sweeping field at value, 5
+// rollouts with failures measurable failures, and no pairs (routed is the
+// row that has them: D = 1.23 s).
+func sweepRow(field, value string, number float64, failures uint64, floor float64) analysis.VariantSummary {
+	v := row("prestop-"+value, 5, nil)
+	v.Routes = nil
+	v.Sweep = &analysis.SweepPoint{Field: field, Value: value, Number: number, Group: "prestop"}
+	v.Measurable = analysis.Tally{Requests: 10000, Failures: failures}
+	v.ExpectedFloor = floor
+	return v
+}
+
+// routed is a row of 300 pairs that bound D at 1.23 s: preStop 2, drain
+// 1.3 s.
+func routed() analysis.VariantSummary { return row("v", 100, ramp(300, 1.23)) }
+
+func TestAdviseSweep(t *testing.T) {
+	// The pairs bound D at 1.23 s: preStop 2, drain 1.3 s.
+	tests := []struct {
+		name    string
+		rows    []analysis.VariantSummary
+		verdict string
+		from    float64
+		text    string
+	}{
+		{
+			name: "clean from the recommendation",
+			rows: []analysis.VariantSummary{
+				sweepRow(FieldPreStop, "0", 0, 40, 0), sweepRow(FieldPreStop, "1", 1, 5, 0.2),
+				sweepRow(FieldPreStop, "2", 2, 1, 0.4), sweepRow(FieldPreStop, "3", 3, 0, 0),
+			},
+			verdict: Agrees, from: 2,
+			text: "AGREES: clean from 2, the recommended value",
+		},
+		{
+			name: "clean from below the recommendation",
+			rows: []analysis.VariantSummary{
+				sweepRow(FieldPreStop, "0", 0, 40, 0), sweepRow(FieldPreStop, "1", 1, 0, 0), sweepRow(FieldPreStop, "5", 5, 0, 0),
+			},
+			verdict: Conservative, from: 1,
+			text: "CONSERVATIVE: clean from 1, below the recommended 2: the sweep agrees, and the bound is conservative",
+		},
+		{
+			name: "drops at the recommendation",
+			rows: []analysis.VariantSummary{
+				sweepRow(FieldPreStop, "1", 1, 40, 0), sweepRow(FieldPreStop, "2", 2, 9, 0.5), sweepRow(FieldPreStop, "4", 4, 0, 0),
+			},
+			verdict: Disagrees, from: 4,
+			text: "!! DISAGREES: preStopSeconds 2, at or above the recommended 2, dropped 9 requests (the floor allows 1) in 5 rollouts: the recommendation would have dropped requests; the sweep was clean from 4",
+		},
+		{
+			name: "a drain delay sweep that never got clean",
+			rows: []analysis.VariantSummary{
+				sweepRow(FieldDrainDelay, "500ms", 0.5, 30, 0), sweepRow(FieldDrainDelay, "1s", 1, 10, 0),
+			},
+			verdict: Untested,
+			text:    "UNTESTED: every swept value up to 1s dropped requests, all below the recommended 1.3s",
+		},
+		{
+			name: "a gap around the recommendation",
+			rows: []analysis.VariantSummary{
+				sweepRow(FieldPreStop, "0", 0, 40, 0), sweepRow(FieldPreStop, "1", 1, 3, 0), sweepRow(FieldPreStop, "5", 5, 0, 0),
+			},
+			verdict: Untested, from: 5,
+			text: "clean from 5, above the recommended 2; 1 dropped, and the sweep has no value between",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The introducing row of a variant measures the variant before
+			// it: never a swept value, even with dropped requests.
+			intro := sweepRow(tc.rows[0].Sweep.Field, "9", 9, 1000, 0)
+			intro.Variant = "prestop-9/introducing"
+			rows := append([]analysis.VariantSummary{routed()}, append(tc.rows, intro)...)
+			a, err := Advise([]Run{{Dir: "runs/sweep", Summary: summary("iptables", rows...)}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Sweeps) != 1 {
+				t.Fatalf("sweeps %+v, want one", a.Sweeps)
+			}
+			s := a.Sweeps[0]
+			if s.Verdict != tc.verdict || s.CleanFrom != tc.from || len(s.Values) != len(tc.rows) {
+				t.Errorf("sweep %+v: want %s from %g over %d values", s, tc.verdict, tc.from, len(tc.rows))
+			}
+			var out bytes.Buffer
+			if err := a.WriteText(&out); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tc.text) {
+				t.Errorf("text lacks %q:\n%s", tc.text, out.String())
+			}
+			t.Logf("advice:\n%s", out.String())
+		})
+	}
+}
+
+// TestAdviseSweepAcrossRuns: two runs of one sweep add up per value, and
+// rows sweeping another field are not checked.
+func TestAdviseSweepAcrossRuns(t *testing.T) {
+	other := sweepRow("replicas", "3", 3, 50, 0)
+	a, err := Advise([]Run{
+		{Dir: "runs/1", Summary: summary("iptables", routed(), sweepRow(FieldPreStop, "2", 2, 1, 0.6), other)},
+		{Dir: "runs/2", Summary: summary("iptables", sweepRow(FieldPreStop, "2", 2, 1, 0.6))},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Sweeps) != 1 {
+		t.Fatalf("sweeps %+v, want one", a.Sweeps)
+	}
+	v := a.Sweeps[0].Values
+	// 2 failures against a floor of ⌈1.2⌉ = 2: clean.
+	if len(v) != 1 || v[0].Rollouts != 10 || v[0].Failures != 2 || v[0].Allowed != 2 || !v[0].Clean {
+		t.Errorf("values %+v, want one clean value over 10 rollouts", v)
+	}
+	if got := a.Sweeps[0].Runs; len(got) != 2 {
+		t.Errorf("runs %v, want both", got)
+	}
+}
+
+// TestAdviceJSON: the advice encodes (no NaN anywhere) with its keys.
+func TestAdviceJSON(t *testing.T) {
+	v := row("v", 3, ramp(9, 0.7))
+	for i := range v.Routes {
+		v.Routes[i].SIGTERM, v.Routes[i].ListenerClosed = -1, -1
+	}
+	a, err := Advise([]Run{{Dir: "runs/a", Summary: summary("ipvs", v)}}, Options{Quantile: 0.9, Confidence: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"pairs", "bound", "recommendation", "margins", "tighten", "byKubeProxyMode", "quantile", "confidence"} {
+		if _, ok := back[k]; !ok {
+			t.Errorf("JSON lacks %q: %s", k, b)
+		}
+	}
+	if rec := back["recommendation"].(map[string]any); rec["preStopSleepSeconds"] != 1.0 {
+		t.Errorf("recommendation %v", rec)
+	}
+}

@@ -1,0 +1,169 @@
+package advise
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
+)
+
+// maxMissingListed is how many missing pairs the text lists by name.
+const maxMissingListed = 10
+
+// WriteText writes the advice as a report for people: what was measured,
+// the bound, the recommendation, the grace period, how to tighten the
+// bound and the sweep check.
+func (a *Advice) WriteText(w io.Writer) error {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+
+	p("Measured: when each node stopped routing new connections to a pod being deleted, in seconds after the deletion request.")
+	p("  %d (pod, node) pairs from %d rollouts (%s pairs per rollout) in %s", a.Pairs, a.Rollouts, stats.FormatSig(a.PairsPerRollout, 3), strings.Join(a.Runs, ", "))
+	for _, src := range []string{analysis.RouteSourceDataPlane, analysis.RouteSourceKubeProxy} {
+		if n := a.Sources[src]; n > 0 {
+			p("  %d seen %s", n, sourceText(src))
+		}
+	}
+	for _, src := range slices.Sorted(maps.Keys(a.Sources)) {
+		if src != analysis.RouteSourceDataPlane && src != analysis.RouteSourceKubeProxy {
+			p("  %d seen by %q", a.Sources[src], src)
+		}
+	}
+	p("  %-28s %s", "all pairs", distText(a.All))
+	for _, g := range a.ByMode {
+		name := "kube-proxy " + g.Name
+		if g.Name == modeNotRecorded {
+			name = "kube-proxy mode not recorded"
+		}
+		p("  %-28s %s", name, distText(g.Dist))
+	}
+	for _, g := range a.ByNode {
+		p("  %-28s %s", "node "+g.Name, distText(g.Dist))
+	}
+	if n := len(a.Missing); n > 0 {
+		p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes them:", n)
+		for i, m := range a.Missing {
+			if i == maxMissingListed {
+				p("    … and %d more (--json lists them all)", n-i)
+				break
+			}
+			p("    %s: %s rollout %d, pod %s on node %s", m.Run, m.Row, m.Rollout, m.Pod, m.Node)
+		}
+	}
+	p("")
+
+	bd := a.Bound
+	conf := pct(bd.Confidence)
+	if bd.Supported {
+		p("Bound: with %s confidence, %s of pairs are unrouted within %s of the deletion", conf, pct(bd.Quantile), secs(bd.Seconds))
+		p("  (the %s smallest of %d pairs: a distribution-free bound on the %s percentile)", ordinal(bd.Rank), a.Pairs, percentile(bd.Quantile))
+	} else {
+		p("Bound: too few pairs for the %s percentile at %s confidence: %d pairs bound only the %s percentile, by their maximum: %s",
+			percentile(a.Quantile), conf, a.Pairs, percentile(bd.Quantile), secs(bd.Seconds))
+	}
+	p("")
+
+	r := a.Recommendation
+	p("Recommendation (D = %s):", secs(bd.Seconds))
+	p("  preStop.sleep.seconds: %d", r.PreStopSleepSeconds)
+	p("    lifecycle: {preStop: {sleep: {seconds: %d}}} (Kubernetes 1.30+; before, exec [sleep, \"%d\"]); ⌈D⌉, as the native sleep takes whole seconds", r.PreStopSleepSeconds, r.PreStopSleepSeconds)
+	p("  or, for an app that delays its own listener close after SIGTERM: a drain delay of %ss (D rounded up to 100 ms)", stats.FormatSig(r.DrainDelaySeconds, 3))
+	p("  terminationGracePeriodSeconds: at least %d", r.GracePeriodSeconds)
+	p("    %s", r.GraceBasis)
+	p("  margins the recommendation does not count on (per deleted pod):")
+	if m := a.Margins.DeletionToSIGTERM; m.N > 0 {
+		p("    deletion → SIGTERM: median %s, max %s (%d pods; includes the measured pods' own preStop)", short(m.Median), short(m.Max), m.N)
+	} else {
+		p("    deletion → SIGTERM: not reported by the app (bookshop reports it in its termination message)")
+	}
+	if m := a.Margins.SIGTERMToListenerClosed; m.N > 0 {
+		p("    SIGTERM → listener closed (app): median %s, max %s (%d pods)", short(m.Median), short(m.Max), m.N)
+	} else {
+		p("    SIGTERM → listener closed: not reported by the app")
+	}
+	p("")
+
+	t := a.Tighten
+	switch {
+	case t.Pairs == math.MaxInt || t.Pairs < 0:
+	case !bd.Supported:
+		p("To reach the %s percentile: %d pairs, %d more (about %d more rollouts at %s pairs each): %s.",
+			percentile(a.Quantile), t.Pairs, t.MorePairs, t.MoreRollouts, stats.FormatSig(a.PairsPerRollout, 3), t.Why)
+	default:
+		p("To tighten: %d more pairs (about %d more rollouts at %s pairs each): %s.",
+			t.MorePairs, t.MoreRollouts, stats.FormatSig(a.PairsPerRollout, 3), t.Why)
+	}
+
+	if len(a.Sweeps) > 0 {
+		p("")
+		p("Sweep check (clean: a swept value's measurable failures in its rollout windows are at most the floor its control window predicts, rounded up):")
+		for _, s := range a.Sweeps {
+			var vals []string
+			for _, v := range s.Values {
+				mark := "clean"
+				if !v.Clean {
+					mark = fmt.Sprintf("%d dropped", v.Failures)
+				}
+				vals = append(vals, fmt.Sprintf("%s: %s", v.Value, mark))
+			}
+			p("  %s (%s, %s): %s", s.Group, s.Field, strings.Join(s.Runs, ", "), strings.Join(vals, "; "))
+			if s.Verdict == Disagrees {
+				p("  !! DISAGREES: %s", s.Message)
+			} else {
+				p("  %s: %s", strings.ToUpper(s.Verdict), s.Message)
+			}
+		}
+	}
+	if len(a.Notes) > 0 {
+		p("")
+		p("Notes:")
+		for _, n := range a.Notes {
+			p("  - %s", n)
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// sourceText says how a source saw a node's stop of routing.
+func sourceText(src string) string {
+	switch src {
+	case analysis.RouteSourceDataPlane:
+		return "in the node's own rules (data plane, millisecond resolution)"
+	case analysis.RouteSourceKubeProxy:
+		return "as kube-proxy's first sync after the endpoint change (polled: the poll interval's resolution)"
+	}
+	return src
+}
+
+func distText(d Dist) string {
+	return fmt.Sprintf("n=%-5d median %-8s p90 %-8s max %s", d.N, short(d.Median), short(d.P90), short(d.Max))
+}
+
+// short prints a delay of the distribution: "349 ms", "1.23 s".
+func short(s float64) string {
+	if ms := math.Round(s * 1000); ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}
+
+// secs prints a bound to the millisecond: "1.213 s".
+func secs(s float64) string { return fmt.Sprintf("%.3f s", s) }
+
+// pct prints a level as a percentage: 0.95 → "95%", 0.9281 → "92.8%".
+func pct(x float64) string { return stats.FormatSig(math.Floor(x*1000*(1+1e-12))/10, 3) + "%" }
+
+// WriteJSON writes the advice as indented JSON, for machines.
+func (a *Advice) WriteJSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(a)
+}
