@@ -174,6 +174,10 @@ type htmlRollout struct {
 	// RigSaturated says the machine was short of CPU.
 	Rig          string
 	RigSaturated bool
+	// Story tells the rollout pod by pod (report.Story); Explained says
+	// how much of its drops the race windows explain.
+	Story     []string
+	Explained string
 }
 
 type htmlGap struct{ Pod, Unready, Removed string }
@@ -562,6 +566,7 @@ func rolloutRows(v analysis.VariantSummary) []htmlRollout {
 		if r.Rig != nil {
 			hr.Rig, hr.RigSaturated = r.Rig.String(), r.Rig.Saturated
 		}
+		hr.Story, hr.Explained = Story(v, r.N), ExplainedText(r.Explained)
 		switch {
 		case !r.BaselineClean && r.BaselineWait != "":
 			hr.Baseline = "never clean (waited " + r.BaselineWait + ")"

@@ -138,7 +138,15 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		if len(v.ByNode) > 0 {
 			fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
 		}
+		if t := ExplainedText(v.Explained); t != "" {
+			fmt.Fprintf(w, "%s: %s\n", v.Variant, t)
+		}
 		for _, ro := range v.Rollouts {
+			for _, g := range pairsOf(v, ro.N) {
+				if len(g.Drops) > 0 {
+					fmt.Fprintf(w, "%s rollout %d: %s\n", v.Variant, ro.N, g.RaceText())
+				}
+			}
 			if ro.SlowestNode != "" {
 				fmt.Fprintf(w, "%s rollout %d: slowest kube-proxy %s, synced %.2f s after the deletion request; programming latency up to %.2f s\n",
 					v.Variant, ro.N, ro.SlowestNode, ro.SlowestSync, ro.ProgrammingLatency)

@@ -1,0 +1,157 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/traffic"
+)
+
+// ExplainedText says how a rollout's (or a row's) drops split between the
+// (pod, node) race windows that explain them and the rest, e.g. "212 of
+// 230 drops explained by a (pod, node) race window; 18 not: outside every
+// (pod, node) race window 18". "" when the run has no route data.
+func ExplainedText(e *analysis.Explained) string {
+	if e == nil {
+		return ""
+	}
+	total := e.Explained + e.Unexplained
+	if total == 0 {
+		return "no drops to explain"
+	}
+	s := fmt.Sprintf("%d of %d drops explained by a (pod, node) race window (%.1f%%)", e.Explained, total, 100*float64(e.Explained)/float64(total))
+	if e.Unexplained == 0 {
+		return s
+	}
+	whys := make([]string, 0, len(e.Why))
+	for why := range e.Why {
+		whys = append(whys, why)
+	}
+	slices.Sort(whys)
+	var parts []string
+	for _, why := range whys {
+		parts = append(parts, fmt.Sprintf("%s %d", why, e.Why[why]))
+	}
+	return s + fmt.Sprintf("; %d unexplained: %s", e.Unexplained, strings.Join(parts, ", "))
+}
+
+// pairsOf returns the pairs of rollout n, by pod in deletion order, then
+// by node.
+func pairsOf(v analysis.VariantSummary, n int) []analysis.RouteGap {
+	var out []analysis.RouteGap
+	for _, g := range v.Routes {
+		if g.Rollout == n {
+			out = append(out, g)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b analysis.RouteGap) int {
+		if c := a.Deleted.Compare(b.Deleted); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Node, b.Node)
+	})
+	return out
+}
+
+// Story tells rollout n of v the way the chapter does, one line per pod
+// it deleted, from the data: when the pod was asked to go, when its app
+// got SIGTERM and closed its listener, when each node stopped routing to
+// it, and what the client saw in the gap. Nil without route data.
+func Story(v analysis.VariantSummary, n int) []string {
+	pairs := pairsOf(v, n)
+	var lines []string
+	for i := 0; i < len(pairs); {
+		j := i
+		for j < len(pairs) && pairs[j].Pod == pairs[i].Pod {
+			j++
+		}
+		lines = append(lines, podStory(pairs[i:j]))
+		i = j
+	}
+	return lines
+}
+
+// podStory is one deleted pod's line of Story; pairs are its nodes.
+func podStory(pairs []analysis.RouteGap) string {
+	p := pairs[0]
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", p.Pod)
+	if p.IP != "" {
+		fmt.Fprintf(&b, " (%s)", p.IP)
+	}
+	fmt.Fprintf(&b, ": deletion requested at %s.", p.Deleted.Format("15:04:05.000"))
+	switch {
+	case p.SIGTERM >= 0 && p.ListenerClosed >= 0:
+		fmt.Fprintf(&b, " Its app got SIGTERM %s later and closed its listener %s after that.", ms(p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
+	case p.SIGTERM >= 0:
+		fmt.Fprintf(&b, " Its app got SIGTERM %s later (its listener close was not recorded).", ms(p.SIGTERM))
+	default:
+		b.WriteString(" Its app did not record its SIGTERM or listener close.")
+	}
+	var stops []string
+	var open, safe []analysis.RouteGap
+	var drops uint64
+	classes := map[traffic.Class]uint64{}
+	for _, g := range pairs {
+		if g.Unrouted < 0 {
+			stops = append(stops, g.Node+" never seen")
+			continue
+		}
+		stops = append(stops, fmt.Sprintf("%s after %s", g.Node, ms(g.Unrouted)))
+		if g.Known() && g.Window > 0 {
+			open = append(open, g)
+		} else if g.Known() {
+			safe = append(safe, g)
+		}
+		for c, k := range g.Drops {
+			drops += k
+			classes[c] += k
+		}
+	}
+	source := "its rules"
+	if p.Source == analysis.RouteSourceKubeProxy {
+		source = "its kube-proxy synced (poll resolution)"
+	}
+	fmt.Fprintf(&b, " Nodes stopped routing to it (%s): %s.", source, strings.Join(stops, ", "))
+	switch {
+	case len(open) > 0:
+		slices.SortFunc(open, func(a, b analysis.RouteGap) int { return cmpFloat(b.Window, a.Window) })
+		var gaps []string
+		for _, g := range open {
+			gaps = append(gaps, fmt.Sprintf("%s for %s", g.Node, ms(g.Window)))
+		}
+		fmt.Fprintf(&b, " After its listener closed, %s still sent it new connections", strings.Join(gaps, ", "))
+		if drops > 0 {
+			fmt.Fprintf(&b, "; the client saw %d failures in that gap (%s).", drops, classList(classes))
+		} else {
+			b.WriteString("; the client saw no failure in that gap.")
+		}
+	case len(safe) == len(pairs) && len(safe) > 0:
+		margin := safe[0].Window
+		for _, g := range safe {
+			margin = max(margin, g.Window)
+		}
+		fmt.Fprintf(&b, " Every node had stopped before its listener closed: a margin of at least %s.", ms(-margin))
+	}
+	return b.String()
+}
+
+// ms formats seconds as milliseconds, or seconds from 10 s.
+func ms(s float64) string {
+	if s >= 10 || s <= -10 {
+		return fmt.Sprintf("%.1f s", s)
+	}
+	return fmt.Sprintf("%.0f ms", s*1000)
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
