@@ -364,14 +364,14 @@ func recommend(d float64) Recommendation {
 	}
 }
 
-// Clean reports whether a sweep row's rollout windows dropped nothing
-// beyond the rig's floor: its measurable failures are at most the
-// ceiling of the failures its control window's rate predicts (0 when the
-// control window was clean). It is the one definition of "clean" the
-// sweep check uses; allowed is that ceiling.
+// Clean reports whether a swept value's rollout windows dropped nothing
+// beyond the rig's floor, by the one definition the report uses too
+// (analysis.AtFloor): its measurable failures are at most the failures
+// its control windows' rate predicts (0 when they were clean). allowed is
+// the most failures that leaves clean.
 func Clean(failures uint64, expectedFloor float64) (clean bool, allowed uint64) {
-	allowed = uint64(math.Ceil(math.Max(0, expectedFloor)))
-	return failures <= allowed, allowed
+	allowed = uint64(math.Floor(math.Max(0, expectedFloor)))
+	return analysis.AtFloor(failures, expectedFloor), allowed
 }
 
 // sweep is the rows of one sweep, over every run.

@@ -257,8 +257,8 @@ func TestClean(t *testing.T) {
 	}{
 		{0, 0, true, 0},
 		{1, 0, false, 0}, // a clean control allows nothing
-		{3, 2.1, true, 3},
-		{4, 2.1, false, 3},
+		{2, 2.1, true, 2},
+		{3, 2.1, false, 2},
 	} {
 		if c, al := Clean(tc.failures, tc.floor); c != tc.clean || al != tc.allowed {
 			t.Errorf("Clean(%d, %g) = %v, %d; want %v, %d", tc.failures, tc.floor, c, al, tc.clean, tc.allowed)
@@ -295,7 +295,7 @@ func TestAdviseSweep(t *testing.T) {
 			name: "clean from the recommendation",
 			rows: []analysis.VariantSummary{
 				sweepRow(FieldPreStop, "0", 0, 40, 0), sweepRow(FieldPreStop, "1", 1, 5, 0.2),
-				sweepRow(FieldPreStop, "2", 2, 1, 0.4), sweepRow(FieldPreStop, "3", 3, 0, 0),
+				sweepRow(FieldPreStop, "2", 2, 1, 1.4), sweepRow(FieldPreStop, "3", 3, 0, 0),
 			},
 			verdict: Agrees, from: 2,
 			text: "AGREES: clean from 2, the recommended value",
@@ -311,7 +311,7 @@ func TestAdviseSweep(t *testing.T) {
 		{
 			name: "drops at the recommendation",
 			rows: []analysis.VariantSummary{
-				sweepRow(FieldPreStop, "1", 1, 40, 0), sweepRow(FieldPreStop, "2", 2, 9, 0.5), sweepRow(FieldPreStop, "4", 4, 0, 0),
+				sweepRow(FieldPreStop, "1", 1, 40, 0), sweepRow(FieldPreStop, "2", 2, 9, 1.5), sweepRow(FieldPreStop, "4", 4, 0, 0),
 			},
 			verdict: Disagrees, from: 4,
 			text: "!! DISAGREES: preStopSeconds 2, at or above the recommended 2, dropped 9 requests (the floor allows 1) in 5 rollouts: the recommendation would have dropped requests; the sweep was clean from 4",
@@ -368,8 +368,8 @@ func TestAdviseSweep(t *testing.T) {
 func TestAdviseSweepAcrossRuns(t *testing.T) {
 	other := sweepRow("replicas", "3", 3, 50, 0)
 	a, err := Advise([]Run{
-		{Dir: "runs/1", Summary: summary("iptables", routed(), sweepRow(FieldPreStop, "2", 2, 1, 0.6), other)},
-		{Dir: "runs/2", Summary: summary("iptables", sweepRow(FieldPreStop, "2", 2, 1, 0.6))},
+		{Dir: "runs/1", Summary: summary("iptables", routed(), sweepRow(FieldPreStop, "2", 2, 1, 1.1), other)},
+		{Dir: "runs/2", Summary: summary("iptables", sweepRow(FieldPreStop, "2", 2, 1, 1.1))},
 	}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +378,7 @@ func TestAdviseSweepAcrossRuns(t *testing.T) {
 		t.Fatalf("sweeps %+v, want one", a.Sweeps)
 	}
 	v := a.Sweeps[0].Values
-	// 2 failures against a floor of ⌈1.2⌉ = 2: clean.
+	// 2 failures against a floor of 1.1 + 1.1 = 2.2: clean.
 	if len(v) != 1 || v[0].Rollouts != 10 || v[0].Failures != 2 || v[0].Allowed != 2 || !v[0].Clean {
 		t.Errorf("values %+v, want one clean value over 10 rollouts", v)
 	}

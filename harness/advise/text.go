@@ -36,16 +36,28 @@ func (a *Advice) WriteText(w io.Writer) error {
 			p("  %d seen by %q", a.Sources[src], src)
 		}
 	}
-	p("  %-28s %s", "all pairs", distText(a.All))
+	// One column of labels, as wide as the longest (a node's name).
+	type line struct {
+		label string
+		d     Dist
+	}
+	lines := []line{{"all pairs", a.All}}
 	for _, g := range a.ByMode {
 		name := "kube-proxy " + g.Name
 		if g.Name == modeNotRecorded {
 			name = "kube-proxy mode not recorded"
 		}
-		p("  %-28s %s", name, distText(g.Dist))
+		lines = append(lines, line{name, g.Dist})
 	}
 	for _, g := range a.ByNode {
-		p("  %-28s %s", "node "+g.Name, distText(g.Dist))
+		lines = append(lines, line{"node " + g.Name, g.Dist})
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l.label))
+	}
+	for _, l := range lines {
+		p("  %-*s  %s", width, l.label, distText(l.d))
 	}
 	if n := len(a.Missing); n > 0 {
 		p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes them:", n)
@@ -103,7 +115,7 @@ func (a *Advice) WriteText(w io.Writer) error {
 
 	if len(a.Sweeps) > 0 {
 		p("")
-		p("Sweep check (clean: a swept value's measurable failures in its rollout windows are at most the floor its control window predicts, rounded up):")
+		p("Sweep check (clean: a swept value's measurable failures in its rollout windows are at most what its control windows' failure rate predicts, the rig's floor):")
 		for _, s := range a.Sweeps {
 			var vals []string
 			for _, v := range s.Values {

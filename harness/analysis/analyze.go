@@ -92,6 +92,7 @@ var MarkerKinds = []timeline.Kind{
 	timeline.KindPodReady,
 	timeline.KindPodDeletionRequested,
 	timeline.KindKubeProxySynced,
+	timeline.KindRouteRemoved,
 	timeline.KindEndpointRemoved,
 	timeline.KindPodGone,
 	timeline.KindRolloutComplete,

@@ -50,6 +50,15 @@ type SweepResult struct {
 	AtFloor bool
 }
 
+// AtFloor reports that failures in rollout windows are nothing beyond the
+// rig's own: no more than expectedFloor, what the control windows'
+// failure rate predicts for those windows (VariantSummary.ExpectedFloor).
+// With clean control windows that means none. The report's sweep tables
+// and advise's sweep check both decide with it.
+func AtFloor(failures uint64, expectedFloor float64) bool {
+	return float64(failures) <= expectedFloor
+}
+
 // Sweeps groups the rows that measured a sweep (VariantSummary.Sweep set)
 // by their entry, in the order the entries first appear, each sweep's
 // points sorted by their value's number.
@@ -71,7 +80,7 @@ func Sweeps(rows []VariantSummary) []Sweep {
 			Row: r.Variant, Point: *r.Sweep, Drops: m.Failures, Requests: m.Requests,
 			Rate:          stats.Wilson(m.Failures, m.Requests, SweepConf),
 			ExpectedFloor: r.ExpectedFloor,
-			AtFloor:       m.Requests > 0 && float64(m.Failures) <= r.ExpectedFloor,
+			AtFloor:       m.Requests > 0 && AtFloor(m.Failures, r.ExpectedFloor),
 		})
 	}
 	for i := range out {

@@ -159,7 +159,7 @@ func TestKubeProxyLanes(t *testing.T) {
 	kp := timeline.KindKubeProxySynced
 	wantLanes := []lane{
 		{kind: timeline.KindPodReady}, {kind: timeline.KindPodDeletionRequested},
-		{kind: kp, node: "cp"}, {kind: kp, node: "w2"},
+		{kind: kp, node: "cp"}, {kind: kp, node: "w2"}, {kind: timeline.KindRouteRemoved},
 		{kind: timeline.KindEndpointRemoved}, {kind: timeline.KindPodGone}, {kind: timeline.KindRolloutComplete},
 	}
 	if !slices.Equal(l.lanes, wantLanes) {
@@ -206,9 +206,18 @@ func TestKubeProxyLanes(t *testing.T) {
 		y := (first.Y.Points()+last.Y.Points())/2/100*(p.Y.Max-p.Y.Min) + p.Y.Min
 		bars = append(bars, bar{first.X.Points()/40 - 2, n - 1 - int(math.Round(y))})
 	}
-	wantBars := []bar{{1, 1}, {1.5, 3}, {2, 2}, {2.5, 4}, {3, 3}}
+	wantBars := []bar{{1, 1}, {1.5, 3}, {2, 2}, {2.5, 5}, {3, 3}}
 	if !slices.EqualFunc(bars, wantBars, func(a, b bar) bool { return near(a.x, b.x) && a.lane == b.lane }) {
 		t.Errorf("bars (x, lane) %v, want %v", bars, wantBars)
+	}
+
+	// A node's stop of routing to a pod gets a lane per node too.
+	routes := newEventLanes([]marker{{kind: timeline.KindRouteRemoved, node: "w2", x: 1}, {kind: timeline.KindRouteRemoved, node: "cp", x: 1.2}})
+	if i := slices.Index(routes.lanes, lane{kind: timeline.KindRouteRemoved, node: "cp"}); i < 0 || routes.lanes[i+1] != (lane{kind: timeline.KindRouteRemoved, node: "w2"}) {
+		t.Errorf("route lanes %v, want one per node, sorted", routes.lanes)
+	}
+	if got := routes.ticks()[slices.Index(routes.lanes, lane{kind: timeline.KindRouteRemoved, node: "cp"})].Label; got != "unrouted on cp" {
+		t.Errorf("route lane label %q", got)
 	}
 
 	// Without a node (or without any sync), kube-proxy keeps one lane.

@@ -89,6 +89,7 @@ var markerLabels = map[timeline.Kind]string{
 	timeline.KindPodReady:             "new pod ready",
 	timeline.KindPodDeletionRequested: "pod deletion requested",
 	timeline.KindKubeProxySynced:      "kube-proxy rules synced",
+	timeline.KindRouteRemoved:         "node stopped routing to a pod",
 	timeline.KindEndpointRemoved:      "endpoint removed",
 	timeline.KindPodGone:              "pod gone",
 	timeline.KindRolloutComplete:      "rollout complete",
@@ -100,6 +101,7 @@ var markerStyles = map[timeline.Kind]draw.LineStyle{
 	timeline.KindPodReady:             {Color: hex("#1b7837"), Width: vg.Points(1.6)},
 	timeline.KindPodDeletionRequested: {Color: color.Black, Width: vg.Points(1.6), Dashes: []vg.Length{vg.Points(6), vg.Points(3)}},
 	timeline.KindKubeProxySynced:      {Color: hex("#2166ac"), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}},
+	timeline.KindRouteRemoved:         {Color: hex("#d6604d"), Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(4), vg.Points(1.5)}},
 	timeline.KindEndpointRemoved:      {Color: hex("#b35806"), Width: vg.Points(2.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}},
 	timeline.KindPodGone:              {Color: hex("#542788"), Width: vg.Points(1.4), Dashes: []vg.Length{vg.Points(7), vg.Points(2.5), vg.Points(1.5), vg.Points(2.5)}},
 	timeline.KindRolloutComplete:      {Color: hex("#404040"), Width: vg.Points(2.6), Dashes: []vg.Length{vg.Points(12), vg.Points(4)}},
@@ -136,7 +138,11 @@ func panelLine(sty draw.LineStyle) draw.LineStyle {
 	return sty
 }
 
-// lane is one row of the event lanes: a kind, and for kube-proxy syncs
+// perNode are the marked kinds that happen on each node, drawn in one
+// lane per node: a kube-proxy sync, and a node's stop of routing to a pod.
+var perNode = []timeline.Kind{timeline.KindKubeProxySynced, timeline.KindRouteRemoved}
+
+// lane is one row of the event lanes: a kind, and for a per-node kind
 // the node.
 type lane struct {
 	kind timeline.Kind
@@ -144,7 +150,7 @@ type lane struct {
 }
 
 // eventLanes draws markers in lanes, one per kind (markerKinds, the first
-// on top) and, for kube-proxy syncs, one per node: a short bar at each
+// on top) and, for the per-node kinds, one per node: a short bar at each
 // event's time. Unlike the vertical lines across the panels, events at the
 // same moment stay apart, and each node's rule updates show on their own.
 type eventLanes struct {
@@ -152,23 +158,24 @@ type eventLanes struct {
 	ms    []marker
 }
 
-// newEventLanes lays out the lanes of ms: every marker kind, with the
-// kube-proxy lane split per node seen (kept as one lane when none was).
+// newEventLanes lays out the lanes of ms: every marker kind, with each
+// per-node kind's lane split per node seen (kept as one lane when none
+// was).
 func newEventLanes(ms []marker) eventLanes {
-	var nodes []string
+	nodes := map[timeline.Kind][]string{}
 	for _, m := range ms {
-		if m.kind == timeline.KindKubeProxySynced && !slices.Contains(nodes, m.node) {
-			nodes = append(nodes, m.node)
+		if slices.Contains(perNode, m.kind) && !slices.Contains(nodes[m.kind], m.node) {
+			nodes[m.kind] = append(nodes[m.kind], m.node)
 		}
 	}
-	slices.Sort(nodes)
 	var ls []lane
 	for _, k := range markerKinds {
-		if k != timeline.KindKubeProxySynced || len(nodes) == 0 {
+		if len(nodes[k]) == 0 {
 			ls = append(ls, lane{kind: k})
 			continue
 		}
-		for _, n := range nodes {
+		slices.Sort(nodes[k])
+		for _, n := range nodes[k] {
 			ls = append(ls, lane{kind: k, node: n})
 		}
 	}
@@ -206,7 +213,10 @@ func (l eventLanes) ticks() gplot.ConstantTicks {
 	n := len(l.lanes)
 	for i, ln := range l.lanes {
 		label := markerLabels[ln.kind]
-		if ln.node != "" {
+		switch {
+		case ln.node != "" && ln.kind == timeline.KindRouteRemoved:
+			label = "unrouted on " + ln.node
+		case ln.node != "":
 			label = "kube-proxy " + ln.node
 		}
 		ts = append(ts, gplot.Tick{Value: float64(n - 1 - i), Label: label})

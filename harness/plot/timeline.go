@@ -2,6 +2,7 @@ package plot
 
 import (
 	"fmt"
+	"slices"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -203,13 +204,13 @@ func markerLegend(l *gplot.Legend, ms []marker, kinds []timeline.Kind) {
 	}
 }
 
-// panelLines are the markers drawn across the panels: all but kube-proxy
-// syncs, which stay in their lanes (across the panels they would hide the
-// bars).
+// panelLines are the markers drawn across the panels: all but the
+// per-node kinds, which stay in their lanes (across the panels they would
+// hide the bars).
 func panelLines(ms []marker) vlines {
 	var out vlines
 	for _, m := range ms {
-		if m.kind != timeline.KindKubeProxySynced {
+		if !slices.Contains(perNode, m.kind) {
 			out = append(out, m)
 		}
 	}
