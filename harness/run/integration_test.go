@@ -324,6 +324,21 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 			t.Errorf("no-prestop rollout %d: no node's kube-proxy sync seen after its endpoint changes", r.N)
 		}
 	}
+	// The data plane: every deleted pod on every node, seen in the node's
+	// rules, beside bookshop's own SIGTERM and listener close; the race
+	// windows explain no-prestop's drops, and the good variants' pairs
+	// all stopped routing before the listener closed.
+	for _, v := range sum.Variants {
+		checkPairs(t, v)
+	}
+	checkExplained(t, bad)
+	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
+		for _, g := range rows[name].Routes {
+			if g.Known() && g.Window >= 0 {
+				t.Errorf("%s rollout %d: %s", name, g.Rollout, g.RaceText())
+			}
+		}
+	}
 	for _, name := range []string{"naive-shutdown", "prestop-exec-distroless", "the-trap/introducing"} {
 		if v, ok := rows[name]; ok && v.Drops == 0 {
 			t.Errorf("%s dropped nothing", name)
