@@ -36,7 +36,8 @@ Start with:
   droprun init deploy.yaml --image ... --image ...   a scenario for your own Deployment
   droprun validate scenarios/*.yaml     check scenario files
   droprun render --variant prestop-sleep   the manifests droprun applies
-  droprun image build                   build the bookshop images, offline`,
+  droprun image build                   build the bookshop images, offline
+  droprun run sweep-prestop; droprun advise RUN_DIR   how long your preStop must be`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

@@ -270,11 +270,9 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 				seen[key] = true
 				if podKey := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod); !pods[podKey] {
 					pods[podKey] = true
-					if g.SIGTERM >= 0 {
+					if g.AppTimes {
 						sigterm = append(sigterm, g.SIGTERM)
-						if g.ListenerClosed >= 0 {
-							closing = append(closing, g.ListenerClosed-g.SIGTERM)
-						}
+						closing = append(closing, g.ListenerClosed-g.SIGTERM)
 					}
 				}
 				if g.Unrouted < 0 {
@@ -340,7 +338,7 @@ func bound(sorted []float64, o Options, perRollout float64) (Bound, Tighten) {
 		// The maximum bounds the highest quantile n supports.
 		b.Quantile, b.Seconds, b.Rank = stats.MaxSupportedQuantile(n, o.Confidence), sorted[n-1], n
 		t.Pairs = stats.PairsNeeded(o.Quantile, o.Confidence)
-		t.Why = fmt.Sprintf("their maximum would bound the %s percentile asked for", percentile(o.Quantile))
+		t.Why = fmt.Sprintf("their maximum would bound the %s asked for", percentile(o.Quantile))
 	}
 	t.MorePairs = max(0, t.Pairs-n)
 	t.MoreRollouts = int(math.Ceil(float64(t.MorePairs) / perRollout))
@@ -508,15 +506,15 @@ func formatSetting(field string, v float64) string {
 	return fmt.Sprintf("%g", v)
 }
 
-// percentile prints a quantile as a percentile: 0.99 → "99th", 0.9281 →
-// "92.8th" (rounded down, so the claim never exceeds the data).
+// percentile names a quantile: 0.99 → "99th percentile", 0.9281 →
+// "92.8 % quantile" (rounded down, so the claim never exceeds the data).
 func percentile(q float64) string {
 	p := math.Floor(q*1000*(1+1e-12)) / 10
 	s := stats.FormatSig(p, 3)
 	if p != math.Trunc(p) {
-		return s + "th"
+		return s + " % quantile" // a fraction has no ordinal
 	}
-	return ordinal(int(p))
+	return ordinal(int(p)) + " percentile"
 }
 
 // largest names the r-th largest of a set: "largest", "2nd largest".

@@ -31,7 +31,7 @@ func row(name string, rollouts int, delay func(j int) float64) analysis.VariantS
 			v.Routes = append(v.Routes, analysis.RouteGap{
 				Rollout: r, Pod: fmt.Sprintf("%s-pod-%d", name, r), Node: node,
 				Unrouted: delay(j), Source: analysis.RouteSourceDataPlane,
-				SIGTERM: 0.05, ListenerClosed: 0.07,
+				AppTimes: true, SIGTERM: 0.05, ListenerClosed: 0.07,
 			})
 			j++
 		}
@@ -145,7 +145,7 @@ func TestAdviseTooFewPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"too few pairs for the 99th percentile at 95% confidence: 30 pairs bound only the 90.4th percentile, by their maximum: 0.900 s",
+		"too few pairs for the 99th percentile at 95% confidence: 30 pairs bound only the 90.4 % quantile, by their maximum: 0.900 s",
 		"To reach the 99th percentile: 299 pairs, 269 more (about 90 more rollouts at 3 pairs each)",
 		"kube-proxy mode not recorded",
 	} {

@@ -75,9 +75,9 @@ func (a *Advice) WriteText(w io.Writer) error {
 	conf := pct(bd.Confidence)
 	if bd.Supported {
 		p("Bound: with %s confidence, %s of pairs are unrouted within %s of the deletion", conf, pct(bd.Quantile), secs(bd.Seconds))
-		p("  (the %s smallest of %d pairs: a distribution-free bound on the %s percentile)", ordinal(bd.Rank), a.Pairs, percentile(bd.Quantile))
+		p("  (the %s smallest of %d pairs: a distribution-free bound on the %s)", ordinal(bd.Rank), a.Pairs, percentile(bd.Quantile))
 	} else {
-		p("Bound: too few pairs for the %s percentile at %s confidence: %d pairs bound only the %s percentile, by their maximum: %s",
+		p("Bound: too few pairs for the %s at %s confidence: %d pairs bound only the %s, by their maximum: %s",
 			percentile(a.Quantile), conf, a.Pairs, percentile(bd.Quantile), secs(bd.Seconds))
 	}
 	p("")
@@ -106,7 +106,7 @@ func (a *Advice) WriteText(w io.Writer) error {
 	switch {
 	case t.Pairs == math.MaxInt || t.Pairs < 0:
 	case !bd.Supported:
-		p("To reach the %s percentile: %d pairs, %d more (about %d more rollouts at %s pairs each): %s.",
+		p("To reach the %s: %d pairs, %d more (about %d more rollouts at %s pairs each): %s.",
 			percentile(a.Quantile), t.Pairs, t.MorePairs, t.MoreRollouts, stats.FormatSig(a.PairsPerRollout, 3), t.Why)
 	default:
 		p("To tighten: %d more pairs (about %d more rollouts at %s pairs each): %s.",

@@ -150,8 +150,10 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 				sort.Strings(pairNodes)
 			}
 			for _, node := range pairNodes {
-				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1,
-					SIGTERM: since(pt.Signal), ListenerClosed: since(pt.ListenerClosed)}
+				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1, SIGTERM: -1, ListenerClosed: -1}
+				if !pt.Signal.IsZero() && !pt.ListenerClosed.IsZero() {
+					g.AppTimes, g.SIGTERM, g.ListenerClosed = true, since(pt.Signal), since(pt.ListenerClosed)
+				}
 				if synced != nil {
 					g.Unrouted, g.Source = synced[node], RouteSourceKubeProxy
 				} else if g.IP != "" {
@@ -206,7 +208,7 @@ func (ex *explainer) explain(n int, node string, rec traffic.Record) {
 		if g.Node != node || g.Source != RouteSourceDataPlane || g.Unrouted < 0 {
 			continue
 		}
-		if g.ListenerClosed < 0 {
+		if !g.AppTimes {
 			noClose = true
 			continue
 		}

@@ -37,6 +37,14 @@ func TestExplain(t *testing.T) {
 	if len(ex.gaps) != 2 {
 		t.Fatalf("pairs = %+v, want one per node", ex.gaps)
 	}
+	// The app's SIGTERM and listener close precede droprun's sight of the
+	// deletion when the kubelet is quicker than the watch: still known.
+	late := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{{
+		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(-30), ListenerClosedAt: at(-29),
+	}}}
+	if g := late.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}}).gaps[0]; !g.Known() || g.ListenerClosed >= 0 {
+		t.Errorf("a listener closed before the deletion was seen: %+v, want it known and negative", g)
+	}
 	for _, g := range ex.gaps {
 		want := map[string]float64{"a": 0.6, "b": -0.05}[g.Node]
 		if !g.Known() || g.Source != RouteSourceDataPlane || g.SIGTERM != 0.02 || abs(g.Window-want) > 1e-9 {

@@ -33,8 +33,11 @@ type RouteGap struct {
 	Unrouted float64 `json:"unroutedSeconds"`
 	Source   string  `json:"source,omitempty"`
 	// SIGTERM and ListenerClosed are the app's own account (bookshop's
-	// termination message): when its process got SIGTERM and when it
-	// closed its listening socket. -1 when the app does not say.
+	// termination message), when AppTimes says it gave one: when its
+	// process got SIGTERM and when it closed its listening socket. Either
+	// can be negative: with no preStop the kubelet can signal the pod
+	// before droprun's watch sees the deletion. -1 when not AppTimes.
+	AppTimes       bool    `json:"appTimes"`
 	SIGTERM        float64 `json:"sigtermSeconds"`
 	ListenerClosed float64 `json:"listenerClosedSeconds"`
 	// Window is Unrouted − ListenerClosed: how long the node still sent
@@ -48,7 +51,7 @@ type RouteGap struct {
 
 // Known reports whether the pair's race window is measured: both the
 // node's stop of routing and the pod's listener close were seen.
-func (g RouteGap) Known() bool { return g.Unrouted >= 0 && g.ListenerClosed >= 0 }
+func (g RouteGap) Known() bool { return g.Unrouted >= 0 && g.AppTimes }
 
 // Explained is how a rollout's drops split between the (pod, node) race
 // windows that account for them and the rest.

@@ -17,9 +17,13 @@
 // start are written as route.snapshot.
 //
 // Resolution and cost: the stamp trails the kernel's commit by the time
-// the line takes through docker exec's stream (milliseconds on an idle
-// core). The monitor sleeps between changes; each kube-proxy sync costs
-// one parse of its batch, no process start.
+// the line takes through docker exec's stream. Measured here, a removal's
+// stamp falls a median 3–11 ms before kube-proxy's own timestamp of the
+// end of the sync that made it (its metric, same clock), so the stamp is
+// good to milliseconds. The monitor sleeps between changes: over a 7-min
+// run at 1000 req/s each node's nft used 30–40 ms of CPU and its docker
+// exec client 80 ms; each transaction costs droprun one parse of its
+// lines, no process start.
 //
 // On clusters droprun cannot exec into (not kind), there is no watch: the
 // analysis falls back to kube-proxy's sync metrics and says so.

@@ -83,10 +83,11 @@ func podStory(pairs []analysis.RouteGap) string {
 	}
 	fmt.Fprintf(&b, ": deletion requested at %s.", p.Deleted.Format("15:04:05.000"))
 	switch {
-	case p.SIGTERM >= 0 && p.ListenerClosed >= 0:
+	case p.AppTimes && p.SIGTERM >= 0:
 		fmt.Fprintf(&b, " Its app got SIGTERM %s later and closed its listener %s after that.", ms(p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
-	case p.SIGTERM >= 0:
-		fmt.Fprintf(&b, " Its app got SIGTERM %s later (its listener close was not recorded).", ms(p.SIGTERM))
+	case p.AppTimes:
+		// The kubelet was quicker than droprun's watch.
+		fmt.Fprintf(&b, " Its app got SIGTERM %s before droprun's watch saw the deletion and closed its listener %s after that.", ms(-p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
 	default:
 		b.WriteString(" Its app did not record its SIGTERM or listener close.")
 	}

@@ -13,12 +13,12 @@ func TestStory(t *testing.T) {
 	del := time.Date(2026, 12, 1, 18, 37, 16, 491e6, time.UTC)
 	pair := func(node string, unrouted float64, drops map[traffic.Class]uint64) analysis.RouteGap {
 		return analysis.RouteGap{Rollout: 1, Pod: "web-1", IP: "10.244.1.3", Node: node, Deleted: del, Source: analysis.RouteSourceDataPlane,
-			Unrouted: unrouted, SIGTERM: 0.03, ListenerClosed: 0.031, Window: unrouted - 0.031, Drops: drops}
+			Unrouted: unrouted, AppTimes: true, SIGTERM: 0.03, ListenerClosed: 0.031, Window: unrouted - 0.031, Drops: drops}
 	}
 	v := analysis.VariantSummary{Routes: []analysis.RouteGap{
 		pair("worker", 0.523, map[traffic.Class]uint64{traffic.ClassRefused: 25}),
 		pair("control-plane", 0.855, map[traffic.Class]uint64{traffic.ClassRefused: 35, traffic.ClassTimeout: 2}),
-		{Rollout: 2, Pod: "web-2", Node: "worker", Deleted: del, Source: analysis.RouteSourceDataPlane, Unrouted: 0.6, SIGTERM: 5.01, ListenerClosed: 5.02, Window: -4.42},
+		{Rollout: 2, Pod: "web-2", Node: "worker", Deleted: del, Source: analysis.RouteSourceDataPlane, Unrouted: 0.6, AppTimes: true, SIGTERM: 5.01, ListenerClosed: 5.02, Window: -4.42},
 	}}
 	got := Story(v, 1)
 	if len(got) != 1 {

@@ -111,7 +111,7 @@ func checkPairs(t *testing.T, v analysis.VariantSummary) {
 		if g.Source != analysis.RouteSourceDataPlane || g.Unrouted < 0 {
 			t.Errorf("%s rollout %d: pod %s on %s: stop of routing not seen in the node's rules (%+v)", v.Variant, g.Rollout, g.Pod, g.Node, g)
 		}
-		if g.ListenerClosed < 0 || g.SIGTERM < 0 {
+		if !g.AppTimes {
 			t.Errorf("%s rollout %d: pod %s: bookshop's SIGTERM or listener close not recorded (%+v)", v.Variant, g.Rollout, g.Pod, g)
 		}
 	}

@@ -53,6 +53,12 @@
 // kubeadmConfigPatches entry for KubeProxyConfiguration), or supply a
 // KubeProxyOptions.Fetch that reads 127.0.0.1:10249 inside the node.
 //
+// kube-proxy's sync is a node-wide moment at the poll's resolution, not
+// "the rule to pod P is gone". On kind clusters harness/dataplane watches
+// each node's rules themselves and writes route.added, route.removed and
+// route.snapshot through Record, one event per node and pod IP, to the
+// millisecond; the analysis prefers them and falls back to the syncs.
+//
 // # Marks and payloads
 //
 // The run's own marks (traffic.start, rollout.start, window.close, ...)
