@@ -20,21 +20,22 @@ func newAdviseCmd(s streams) *cobra.Command {
 		Short: "Recommend a preStop sleep (or drain delay) and grace period from measured route data",
 		Long: `Read every (pod deletion, node) pair the runs measured (when each node stopped
 routing new connections to a pod being deleted, seconds after the deletion
-request) and put a distribution-free upper confidence bound D on a high
-quantile of those delays: by default, with 95% confidence, 99% of pairs are
-unrouted within D. From D it prints:
+request), take each deleted pod's latest node (when every node had
+stopped), and put a distribution-free upper confidence bound D on a high
+quantile of those: by default, with 95% confidence, for 99% of deletions
+every node stops routing within D. From D it prints:
 
   preStop.sleep.seconds           ⌈D⌉ (the native sleep takes whole seconds)
   a drain delay                   D rounded up to 100 ms, for apps that delay
                                   their own listener close after SIGTERM
-  terminationGracePeriodSeconds   preStop + 30 s (the runs do not record the
-                                  app's SIGTERM → exit time)
+  terminationGracePeriodSeconds   preStop + the larger of 30 s and the app's
+                                  longest SIGTERM → exit in the runs + 5 s
 
 beside the delays' distribution (per kube-proxy mode and per node), the pairs
 whose stop was not seen (the bound excludes them), the margins it does not
 count on (deletion → SIGTERM, the app's SIGTERM → listener close), and how
 many more rollouts would tighten the bound (or reach the quantile, when there
-are too few pairs for it). Where the runs sweep preStopSeconds or drainDelay,
+are too few deletions for it). Where the runs sweep preStopSeconds or drainDelay,
 it checks the recommendation against the smallest swept value from which
 every larger one dropped nothing beyond the rig's floor.
 
@@ -77,7 +78,7 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.Float64Var(&o.Quantile, "quantile", advise.DefaultQuantile, "the share of (pod, node) pairs the delay must cover")
+	f.Float64Var(&o.Quantile, "quantile", advise.DefaultQuantile, "the share of deleted pods whose every node the delay must cover")
 	f.Float64Var(&o.Confidence, "confidence", advise.DefaultConfidence, "the confidence of the bound")
 	f.BoolVar(&asJSON, "json", false, "print the advice as JSON")
 	return cmd

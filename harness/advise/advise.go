@@ -120,7 +120,8 @@ type Bound struct {
 	Quantile   float64 `json:"quantile"`
 	Confidence float64 `json:"confidence"`
 	Supported  bool    `json:"supported"`
-	// Seconds is the bound D, the Rank-th smallest of the pairs (1-based).
+	// Seconds is the bound D, the Rank-th smallest of the deletions'
+	// latest stops (1-based).
 	Seconds float64 `json:"seconds"`
 	Rank    int     `json:"rank"`
 }
@@ -129,10 +130,10 @@ type Bound struct {
 // quantile asked for when it is not Supported, or else move the bound one
 // rank down (one fewer slow pair above it, closer to the quantile).
 type Tighten struct {
-	Pairs        int    `json:"pairs"`
-	MorePairs    int    `json:"morePairs"`
-	MoreRollouts int    `json:"moreRollouts"`
-	Why          string `json:"why"`
+	Deletions     int    `json:"deletions"`
+	MoreDeletions int    `json:"moreDeletions"`
+	MoreRollouts  int    `json:"moreRollouts"`
+	Why           string `json:"why"`
 }
 
 // Recommendation is the settings D implies.
@@ -154,6 +155,10 @@ type Recommendation struct {
 type Margins struct {
 	DeletionToSIGTERM       Dist `json:"deletionToSigterm"`
 	SIGTERMToListenerClosed Dist `json:"sigtermToListenerClosed"`
+	// SIGTERMToExit is how long the app took from SIGTERM to exit (the
+	// kubelet's finish time, whole seconds): what the grace period must
+	// hold after the preStop hook.
+	SIGTERMToExit Dist `json:"sigtermToExit"`
 }
 
 // Sweep verdicts: how a sweep's clean floor compares with the
@@ -212,6 +217,16 @@ type Advice struct {
 	// PairsPerRollout the pairs each gave on average.
 	Rollouts        int     `json:"rollouts"`
 	PairsPerRollout float64 `json:"pairsPerRollout"`
+	// Deletions is how many deleted pods had every pair seen: each is one
+	// observation of the bound, the stop of its latest node (Latest).
+	// The pairs of one deletion share one EndpointSlice change, so they
+	// are not independent draws; the deletions' maxima are what "every
+	// node has stopped" means. DeletionsPerRollout is their mean per
+	// rollout, and Incomplete the deletions left out for a missing pair.
+	Deletions           int     `json:"deletions"`
+	DeletionsPerRollout float64 `json:"deletionsPerRollout"`
+	Incomplete          int     `json:"incomplete,omitempty"`
+	Latest              Dist    `json:"latest"`
 	// Sources counts the pairs by how their stop was seen.
 	Sources map[string]int `json:"sources"`
 	All     Dist           `json:"all"`
@@ -242,8 +257,14 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 		return nil, err
 	}
 	a := &Advice{Options: o, Sources: map[string]int{}}
+	type deletion struct {
+		latest  float64
+		missing bool
+	}
 	var (
 		vals     []float64
+		dels     = map[string]*deletion{}
+		delOrder []string
 		byMode   = map[string][]float64{}
 		byNode   = map[string][]float64{}
 		rollouts = map[string]bool{}
@@ -251,6 +272,7 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 		seen     = map[string]bool{}
 		sigterm  []float64
 		closing  []float64
+		exiting  []float64
 	)
 	for _, r := range runs {
 		a.Runs = append(a.Runs, r.Dir)
@@ -268,17 +290,24 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 					continue
 				}
 				seen[key] = true
-				if podKey := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod); !pods[podKey] {
+				podKey := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod)
+				if !pods[podKey] {
 					pods[podKey] = true
+					dels[podKey] = &deletion{latest: -1}
+					delOrder = append(delOrder, podKey)
 					if g.AppTimes {
 						sigterm = append(sigterm, g.SIGTERM)
 						closing = append(closing, g.ListenerClosed-g.SIGTERM)
+						exiting = append(exiting, max(0, g.Exited-g.SIGTERM))
 					}
 				}
+				d := dels[podKey]
 				if g.Unrouted < 0 {
+					d.missing = true
 					a.Missing = append(a.Missing, Pair{Run: r.Dir, Row: v.Variant, RouteGap: g})
 					continue
 				}
+				d.latest = max(d.latest, g.Unrouted)
 				vals = append(vals, g.Unrouted)
 				byMode[mode] = append(byMode[mode], g.Unrouted)
 				byNode[g.Node] = append(byNode[g.Node], g.Unrouted)
@@ -293,19 +322,34 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 	}
 	a.Rollouts = len(rollouts)
 	a.PairsPerRollout = float64(a.Pairs) / float64(a.Rollouts)
+	var latest []float64
+	for _, k := range delOrder {
+		switch d := dels[k]; {
+		case d.missing:
+			a.Incomplete++
+		case d.latest >= 0:
+			latest = append(latest, d.latest)
+		}
+	}
+	a.Deletions = len(latest)
+	if a.Deletions == 0 {
+		return nil, &NoRouteDataError{Runs: a.Runs, Missing: len(a.Missing)}
+	}
+	a.DeletionsPerRollout = float64(a.Deletions) / float64(a.Rollouts)
+	a.Latest = distOf(latest)
 	a.All = distOf(vals)
 	a.ByMode = groups(byMode)
 	if len(byNode) > 1 {
 		a.ByNode = groups(byNode)
 	}
-	a.Margins = Margins{DeletionToSIGTERM: distOf(sigterm), SIGTERMToListenerClosed: distOf(closing)}
+	a.Margins = Margins{DeletionToSIGTERM: distOf(sigterm), SIGTERMToListenerClosed: distOf(closing), SIGTERMToExit: distOf(exiting)}
 	if n := a.Sources[analysis.RouteSourceKubeProxy]; n > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d pairs were seen through kube-proxy's sync metric, polled (the fallback where droprun cannot watch a node's rules): their times have the poll interval's resolution, not milliseconds", n, a.Pairs))
 	}
 
-	slices.Sort(vals)
-	a.Bound, a.Tighten = bound(vals, o, a.PairsPerRollout)
-	a.Recommendation = recommend(a.Bound.Seconds)
+	slices.Sort(latest)
+	a.Bound, a.Tighten = bound(latest, o, a.DeletionsPerRollout)
+	a.Recommendation = recommend(a.Bound.Seconds, a.Margins.SIGTERMToExit)
 	for _, sw := range sweeps(runs) {
 		a.Sweeps = append(a.Sweeps, checkSweep(sw, a.Recommendation))
 	}
@@ -332,35 +376,48 @@ func bound(sorted []float64, o Options, perRollout float64) (Bound, Tighten) {
 		b.Supported, b.Seconds, b.Rank = true, d, k
 		// One more value above the bound moves it down one rank.
 		above := n - k
-		t.Pairs = stats.PairsForRank(o.Quantile, o.Confidence, above+1)
-		t.Why = fmt.Sprintf("the bound would be the %s pair instead of the %s, closer to the quantile", largest(above+2), largest(above+1))
+		t.Deletions = stats.PairsForRank(o.Quantile, o.Confidence, above+1)
+		t.Why = fmt.Sprintf("the bound would be the %s deletion instead of the %s, closer to the quantile", largest(above+2), largest(above+1))
 	} else {
 		// The maximum bounds the highest quantile n supports.
 		b.Quantile, b.Seconds, b.Rank = stats.MaxSupportedQuantile(n, o.Confidence), sorted[n-1], n
-		t.Pairs = stats.PairsNeeded(o.Quantile, o.Confidence)
+		t.Deletions = stats.PairsNeeded(o.Quantile, o.Confidence)
 		t.Why = fmt.Sprintf("their maximum would bound the %s asked for", percentile(o.Quantile))
 	}
-	t.MorePairs = max(0, t.Pairs-n)
-	t.MoreRollouts = int(math.Ceil(float64(t.MorePairs) / perRollout))
+	t.MoreDeletions = max(0, t.Deletions-n)
+	t.MoreRollouts = int(math.Ceil(float64(t.MoreDeletions) / perRollout))
 	return b, t
 }
 
 // recommend derives the settings from the delay bound d (seconds).
-func recommend(d float64) Recommendation {
+func recommend(d float64, exit Dist) Recommendation {
 	// The tiny shrink keeps a bound exact at a step (2.000 s, 1.300 s)
 	// from being bumped by representation error.
 	pre := max(1, int64(math.Ceil(d*(1-1e-12))))
 	drain := max(drainStep, math.Ceil(d/drainStep*(1-1e-12))*drainStep)
 	drain = math.Round(drain*10) / 10
-	return Recommendation{
-		PreStopSleepSeconds: pre,
-		DrainDelaySeconds:   drain,
-		GracePeriodSeconds:  pre + DefaultGraceSeconds,
-		GraceBasis: fmt.Sprintf("preStop %d s + %d s: Kubernetes counts the preStop hook inside terminationGracePeriodSeconds, and these runs do not record how long the app takes from SIGTERM to exit, so this keeps the %d s it gets after SIGTERM by default; "+
-			"with the app's longest SIGTERM → exit time E known, %d + E + a few seconds of headroom is enough",
-			pre, DefaultGraceSeconds, DefaultGraceSeconds, pre),
+	r := Recommendation{PreStopSleepSeconds: pre, DrainDelaySeconds: drain, GracePeriodSeconds: pre + DefaultGraceSeconds}
+	// Kubernetes counts the preStop hook inside the grace period; after
+	// it the app needs its own exit time. Never less than the 30 s it gets
+	// after SIGTERM by default: a short exit in these runs is no promise
+	// under another load.
+	if exit.N == 0 {
+		r.GraceBasis = fmt.Sprintf("preStop %d s + the %d s the app gets after SIGTERM by default: the runs hold no exit time of the app", pre, DefaultGraceSeconds)
+		return r
 	}
+	need := int64(math.Ceil(exit.Max)) + 1 + graceHeadroom // + 1: the kubelet's finish time has whole seconds
+	if need > DefaultGraceSeconds {
+		r.GracePeriodSeconds = pre + need
+		r.GraceBasis = fmt.Sprintf("preStop %d s + the app's longest SIGTERM → exit in these runs (%s, to the second) + %d s of headroom", pre, short(exit.Max), graceHeadroom)
+		return r
+	}
+	r.GraceBasis = fmt.Sprintf("preStop %d s + the %d s the app gets after SIGTERM by default, more than its longest SIGTERM → exit in these runs (%s, to the second) + %d s of headroom", pre, DefaultGraceSeconds, short(exit.Max), graceHeadroom)
+	return r
 }
+
+// graceHeadroom is the grace period's spare seconds beyond the app's
+// longest measured exit.
+const graceHeadroom = 5
 
 // Clean reports whether a swept value's rollout windows dropped nothing
 // beyond the rig's floor, by the one definition the report uses too

@@ -57,15 +57,20 @@ func summary(mode string, rows ...analysis.VariantSummary) *analysis.Summary {
 }
 
 func TestAdviseEnoughPairs(t *testing.T) {
-	// 100 rollouts × 3 nodes = 300 pairs: enough for the 99th percentile
-	// at 95% (299).
-	runs := []Run{{Dir: "runs/a", Summary: summary("iptables", row("v", 100, ramp(300, 1.23)))}}
+	// 300 rollouts, one deleted pod each seen by 3 nodes: 900 pairs, 300
+	// deletions, enough for the 99th percentile at 95% (299).
+	runs := []Run{{Dir: "runs/a", Summary: summary("iptables", row("v", 300, ramp(900, 1.23)))}}
 	a, err := Advise(runs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Pairs != 300 || a.Rollouts != 100 || a.PairsPerRollout != 3 {
-		t.Errorf("pairs %d rollouts %d per rollout %g, want 300, 100, 3", a.Pairs, a.Rollouts, a.PairsPerRollout)
+	if a.Pairs != 900 || a.Rollouts != 300 || a.PairsPerRollout != 3 || a.Deletions != 300 || a.DeletionsPerRollout != 1 {
+		t.Errorf("pairs %d rollouts %d per rollout %g deletions %d per rollout %g, want 900, 300, 3, 300, 1",
+			a.Pairs, a.Rollouts, a.PairsPerRollout, a.Deletions, a.DeletionsPerRollout)
+	}
+	// Each deletion counts its latest node: the third pair of each pod.
+	if a.Latest.N != 300 || a.Latest.Max != 1.23 || math.Abs(a.Latest.Median-(0.2+0.001*(3*150-1))) > 0.002 {
+		t.Errorf("latest per deletion %+v", a.Latest)
 	}
 	b := a.Bound
 	if !b.Supported || b.Quantile != 0.99 || b.Confidence != 0.95 {
@@ -80,21 +85,21 @@ func TestAdviseEnoughPairs(t *testing.T) {
 		t.Errorf("recommendation %+v, want preStop 2, drain 1.3, grace 32", r)
 	}
 	// Tightening moves the bound to the second largest.
-	if want := stats.PairsForRank(0.99, 0.95, 1); a.Tighten.Pairs != want || a.Tighten.MorePairs != want-300 ||
-		a.Tighten.MoreRollouts != int(math.Ceil(float64(want-300)/3)) {
-		t.Errorf("tighten %+v, want %d pairs", a.Tighten, want)
+	if want := stats.PairsForRank(0.99, 0.95, 1); a.Tighten.Deletions != want || a.Tighten.MoreDeletions != want-300 ||
+		a.Tighten.MoreRollouts != want-300 {
+		t.Errorf("tighten %+v, want %d deletions", a.Tighten, want)
 	}
-	if len(a.ByMode) != 1 || a.ByMode[0].Name != "iptables" || a.ByMode[0].N != 300 {
+	if len(a.ByMode) != 1 || a.ByMode[0].Name != "iptables" || a.ByMode[0].N != 900 {
 		t.Errorf("by mode %+v", a.ByMode)
 	}
-	if len(a.ByNode) != 3 || a.ByNode[0].N != 100 {
-		t.Errorf("by node %+v, want 3 nodes of 100", a.ByNode)
+	if len(a.ByNode) != 3 || a.ByNode[0].N != 300 {
+		t.Errorf("by node %+v, want 3 nodes of 300", a.ByNode)
 	}
-	if a.All.Max != 1.23 || a.All.N != 300 || !(a.All.Median > 0.3 && a.All.Median < 0.4) {
+	if a.All.Max != 1.23 || a.All.N != 900 || !(a.All.Median > 0.6 && a.All.Median < 0.7) {
 		t.Errorf("distribution %+v", a.All)
 	}
-	// One pod per rollout: 100 margins, 20 ms SIGTERM → close.
-	if m := a.Margins; m.DeletionToSIGTERM.N != 100 || math.Abs(m.SIGTERMToListenerClosed.Max-0.02) > 1e-9 {
+	// One pod per rollout: 300 margins, 20 ms SIGTERM → close.
+	if m := a.Margins; m.DeletionToSIGTERM.N != 300 || math.Abs(m.SIGTERMToListenerClosed.Max-0.02) > 1e-9 {
 		t.Errorf("margins %+v", m)
 	}
 	var out bytes.Buffer
@@ -102,9 +107,10 @@ func TestAdviseEnoughPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"300 (pod, node) pairs from 100 rollouts (3 pairs per rollout) in runs/a",
-		"with 95% confidence, 99% of pairs are unrouted within 1.230 s",
-		"the 300th smallest of 300 pairs",
+		"900 (pod, node) pairs from 300 rollouts (3 pairs per rollout) in runs/a",
+		"with 95% confidence, for 99% of deletions every node stops routing within 1.230 s",
+		"the 300th smallest of 300 deletions",
+		"latest node per deletion",
 		"preStop.sleep.seconds: 2",
 		"a drain delay of 1.3s",
 		"terminationGracePeriodSeconds: at least 32",
@@ -123,19 +129,19 @@ func TestAdviseEnoughPairs(t *testing.T) {
 }
 
 func TestAdviseTooFewPairs(t *testing.T) {
-	// 10 rollouts × 3 = 30 pairs bound only the 0.05^(1/30) = 90.4th
-	// percentile.
+	// 10 rollouts × 3 = 30 pairs, 10 deletions: they bound only the
+	// 0.05^(1/10) = 74.1 % quantile.
 	runs := []Run{{Dir: "runs/a", Summary: summary("", row("v", 10, ramp(30, 0.9)))}}
 	a, err := Advise(runs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := a.Bound
-	if b.Supported || math.Abs(b.Quantile-stats.MaxSupportedQuantile(30, 0.95)) > 1e-12 || b.Rank != 30 || b.Seconds != 0.9 {
-		t.Errorf("bound %+v, want the maximum 0.9 s for the 90.4th percentile", b)
+	if b.Supported || math.Abs(b.Quantile-stats.MaxSupportedQuantile(10, 0.95)) > 1e-12 || b.Rank != 10 || b.Seconds != 0.9 {
+		t.Errorf("bound %+v, want the maximum 0.9 s for the 74.1 %% quantile", b)
 	}
-	if a.Tighten.Pairs != 299 || a.Tighten.MorePairs != 269 || a.Tighten.MoreRollouts != 90 {
-		t.Errorf("tighten %+v, want 299 pairs, 269 more, 90 more rollouts", a.Tighten)
+	if a.Tighten.Deletions != 299 || a.Tighten.MoreDeletions != 289 || a.Tighten.MoreRollouts != 289 {
+		t.Errorf("tighten %+v, want 299 deletions, 289 more, 289 more rollouts", a.Tighten)
 	}
 	if r := a.Recommendation; r.PreStopSleepSeconds != 1 || r.DrainDelaySeconds != 0.9 {
 		t.Errorf("recommendation %+v, want preStop 1, drain 0.9", r)
@@ -145,8 +151,8 @@ func TestAdviseTooFewPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"too few pairs for the 99th percentile at 95% confidence: 30 pairs bound only the 90.4 % quantile, by their maximum: 0.900 s",
-		"To reach the 99th percentile: 299 pairs, 269 more (about 90 more rollouts at 3 pairs each)",
+		"too few deletions for the 99th percentile at 95% confidence: 10 deletions bound only the 74.1 % quantile, by their maximum: 0.900 s",
+		"To reach the 99th percentile: 299 deletions, 289 more (about 289 more rollouts at 1 deletions each)",
 		"kube-proxy mode not recorded",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -176,6 +182,10 @@ func TestAdviseMissingPairs(t *testing.T) {
 	if len(a.Missing) != 4 || a.Pairs != 360-4+6 {
 		t.Errorf("missing %d, pairs %d; want 4 and 362", len(a.Missing), a.Pairs)
 	}
+	// Rollouts 1–4 lose their deletions; 116 + 2 remain.
+	if a.Incomplete != 4 || a.Deletions != 118 {
+		t.Errorf("incomplete %d, deletions %d; want 4 and 118", a.Incomplete, a.Deletions)
+	}
 	if a.Missing[0].Run != "runs/a" || a.Missing[0].Node != nodes[2] {
 		t.Errorf("missing[0] = %+v", a.Missing[0])
 	}
@@ -190,7 +200,7 @@ func TestAdviseMissingPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"missing: 4 pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes them",
+		"missing: 4 pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes their 4 deletions",
 		"runs/a: v rollout 1, pod v-pod-1 on node droprun-worker2",
 		"6 seen as kube-proxy's first sync after the endpoint change (polled: the poll interval's resolution)",
 		"6 of 362 pairs were seen through kube-proxy's sync metric, polled",
@@ -241,10 +251,19 @@ func TestRecommend(t *testing.T) {
 		{0.04, 1, 0.1, 31}, // at least 1 s and 100 ms
 		{7.25, 8, 7.3, 38},
 	} {
-		r := recommend(tc.d)
+		r := recommend(tc.d, Dist{})
 		if r.PreStopSleepSeconds != tc.pre || r.DrainDelaySeconds != tc.drain || r.GracePeriodSeconds != tc.graceAt {
 			t.Errorf("recommend(%g) = %+v, want preStop %d drain %g grace %d", tc.d, r, tc.pre, tc.drain, tc.graceAt)
 		}
+	}
+	// An app that took up to 40 s from SIGTERM to exit needs them after
+	// the hook: 3 + 40 + 1 (whole seconds) + 5 of headroom. One that took
+	// 2 s keeps the default 30.
+	if r := recommend(2.5, Dist{N: 4, Max: 40}); r.GracePeriodSeconds != 49 || !strings.Contains(r.GraceBasis, "longest SIGTERM → exit") {
+		t.Errorf("slow exit: %+v", r)
+	}
+	if r := recommend(2.5, Dist{N: 4, Max: 2}); r.GracePeriodSeconds != 33 || !strings.Contains(r.GraceBasis, "more than its longest") {
+		t.Errorf("quick exit: %+v", r)
 	}
 }
 

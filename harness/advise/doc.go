@@ -5,21 +5,23 @@
 //
 // Each pair is one node's stop of routing to one deleted pod
 // (analysis.RouteGap.Unrouted, seconds after the deletion request). The
-// delay D that advise recommends is a distribution-free one-sided upper
-// confidence bound on a high quantile of those delays (by default: with
-// 95% confidence, 99% of pairs are unrouted within D; see
-// stats.UpperQuantileBound). It assumes the pairs are independent draws
-// from the delays the cluster shows; pairs of one rollout share its
-// moment, so treat the bound as a guide and the sweep check as its test.
+// pairs of one deletion share one EndpointSlice change, so the bound takes
+// one observation per deleted pod: its latest node, the moment every node
+// had stopped. The delay D that advise recommends is a distribution-free
+// one-sided upper confidence bound on a high quantile of those (by
+// default: with 95% confidence, for 99% of deletions every node stops
+// routing within D; see stats.UpperQuantileBound). It treats deletions as
+// independent draws; those of one rollout share its moment, so take the
+// bound as a guide and the sweep check as its test.
 //
 // From D it derives:
 //   - preStop.sleep.seconds = ⌈D⌉, the native sleep taking whole seconds;
 //   - a drain delay, D rounded up to 100 ms, for apps that delay their own
-//     listener close after SIGTERM instead;
-//   - terminationGracePeriodSeconds = preStop + 30: Kubernetes counts the
-//     hook inside the grace period, and the runs do not record how long
-//     the app takes from SIGTERM to exit, so the app keeps the 30 s it had
-//     by default.
+//     listener close after SIGTERM instead (SIGTERM comes at or after the
+//     deletion, so D after SIGTERM covers D after the deletion);
+//   - terminationGracePeriodSeconds = preStop + the larger of the 30 s an
+//     app gets after SIGTERM by default and its longest measured SIGTERM →
+//     exit plus headroom (Kubernetes counts the hook inside the period).
 //
 // The time from deletion to SIGTERM and the app's own SIGTERM → listener
 // close time add margin in practice; the recommendation does not count on

@@ -53,14 +53,16 @@ func (a *Advice) WriteText(w io.Writer) error {
 		lines = append(lines, line{"node " + g.Name, g.Dist})
 	}
 	width := 0
+	width = max(width, len("latest node per deletion"))
 	for _, l := range lines {
 		width = max(width, len(l.label))
 	}
 	for _, l := range lines {
 		p("  %-*s  %s", width, l.label, distText(l.d))
 	}
+	p("  %-*s  %s", width, "latest node per deletion", distText(a.Latest))
 	if n := len(a.Missing); n > 0 {
-		p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes them:", n)
+		p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes their %d deletions:", n, a.Incomplete)
 		for i, m := range a.Missing {
 			if i == maxMissingListed {
 				p("    … and %d more (--json lists them all)", n-i)
@@ -73,12 +75,13 @@ func (a *Advice) WriteText(w io.Writer) error {
 
 	bd := a.Bound
 	conf := pct(bd.Confidence)
+	p("Bound, on the delay by which every node had stopped (the latest node of each of %d deleted pods):", a.Deletions)
 	if bd.Supported {
-		p("Bound: with %s confidence, %s of pairs are unrouted within %s of the deletion", conf, pct(bd.Quantile), secs(bd.Seconds))
-		p("  (the %s smallest of %d pairs: a distribution-free bound on the %s)", ordinal(bd.Rank), a.Pairs, percentile(bd.Quantile))
+		p("  with %s confidence, for %s of deletions every node stops routing within %s of the deletion", conf, pct(bd.Quantile), secs(bd.Seconds))
+		p("  (the %s smallest of %d deletions: a distribution-free order-statistic bound on the %s)", ordinal(bd.Rank), a.Deletions, percentile(bd.Quantile))
 	} else {
-		p("Bound: too few pairs for the %s at %s confidence: %d pairs bound only the %s, by their maximum: %s",
-			percentile(a.Quantile), conf, a.Pairs, percentile(bd.Quantile), secs(bd.Seconds))
+		p("  too few deletions for the %s at %s confidence: %d deletions bound only the %s, by their maximum: %s",
+			percentile(a.Quantile), conf, a.Deletions, percentile(bd.Quantile), secs(bd.Seconds))
 	}
 	p("")
 
@@ -100,17 +103,20 @@ func (a *Advice) WriteText(w io.Writer) error {
 	} else {
 		p("    SIGTERM → listener closed: not reported by the app")
 	}
+	if m := a.Margins.SIGTERMToExit; m.N > 0 {
+		p("  the app's SIGTERM → exit (the grace period's other part; the kubelet's finish time, whole seconds): median %s, max %s (%d pods)", short(m.Median), short(m.Max), m.N)
+	}
 	p("")
 
 	t := a.Tighten
 	switch {
-	case t.Pairs == math.MaxInt || t.Pairs < 0:
+	case t.Deletions == math.MaxInt || t.Deletions < 0:
 	case !bd.Supported:
-		p("To reach the %s: %d pairs, %d more (about %d more rollouts at %s pairs each): %s.",
-			percentile(a.Quantile), t.Pairs, t.MorePairs, t.MoreRollouts, stats.FormatSig(a.PairsPerRollout, 3), t.Why)
+		p("To reach the %s: %d deletions, %d more (about %d more rollouts at %s deletions each): %s.",
+			percentile(a.Quantile), t.Deletions, t.MoreDeletions, t.MoreRollouts, stats.FormatSig(a.DeletionsPerRollout, 3), t.Why)
 	default:
-		p("To tighten: %d more pairs (about %d more rollouts at %s pairs each): %s.",
-			t.MorePairs, t.MoreRollouts, stats.FormatSig(a.PairsPerRollout, 3), t.Why)
+		p("To tighten: %d more deletions (about %d more rollouts at %s deletions each): %s.",
+			t.MoreDeletions, t.MoreRollouts, stats.FormatSig(a.DeletionsPerRollout, 3), t.Why)
 	}
 
 	if len(a.Sweeps) > 0 {

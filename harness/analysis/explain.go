@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/droprun/droprun/harness/timeline"
@@ -150,9 +151,9 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 				sort.Strings(pairNodes)
 			}
 			for _, node := range pairNodes {
-				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1, SIGTERM: -1, ListenerClosed: -1}
+				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1, SIGTERM: -1, ListenerClosed: -1, Exited: -1}
 				if !pt.Signal.IsZero() && !pt.ListenerClosed.IsZero() {
-					g.AppTimes, g.SIGTERM, g.ListenerClosed = true, since(pt.Signal), since(pt.ListenerClosed)
+					g.AppTimes, g.SIGTERM, g.ListenerClosed, g.Exited = true, since(pt.Signal), since(pt.ListenerClosed), since(pt.Finished)
 				}
 				if synced != nil {
 					g.Unrouted, g.Source = synced[node], RouteSourceKubeProxy
@@ -202,7 +203,11 @@ func (ex *explainer) explain(n int, node string, rec traffic.Record) {
 		unexplained(WhyNoRoutes)
 		return
 	}
-	best, noClose := -1, false
+	// Of several open windows, the pod whose listener closed last at or
+	// before the send is the one the request most likely met; one that
+	// closed after it (a request in flight at the close) only when no
+	// window was open at the send.
+	best, bestClosed, bestOpen, noClose := -1, time.Time{}, false, false
 	for _, i := range ex.byRollout[n] {
 		g := &ex.gaps[i]
 		if g.Node != node || g.Source != RouteSourceDataPlane || g.Unrouted < 0 {
@@ -221,10 +226,9 @@ func (ex *explainer) explain(n int, node string, rec traffic.Record) {
 		if rec.Time.Before(from) || rec.Time.After(unrouted.Add(inFlightSlack)) {
 			continue
 		}
-		// Of several open windows, the pod whose listener closed last
-		// before the request: the one it most likely met.
-		if best < 0 || ex.gaps[best].ListenerClosed < g.ListenerClosed && !closed.After(rec.Time) {
-			best = i
+		open := !closed.After(rec.Time)
+		if best < 0 || open && !bestOpen || open == bestOpen && closed.After(bestClosed) {
+			best, bestClosed, bestOpen = i, closed, open
 		}
 	}
 	switch {
@@ -273,7 +277,7 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 
 // RaceText says what one pair did, e.g. "node droprun-worker2 still
 // routed to web-7f9c-x2 for 640 ms after its listener closed: 212
-// refused, 30 timeout".
+// refused, 30 timeout" (classes without curl's 000: prefix).
 func (g RouteGap) RaceText() string {
 	if !g.Known() {
 		return fmt.Sprintf("node %s, pod %s: race window not measured", g.Node, g.Pod)
@@ -297,7 +301,8 @@ func (g RouteGap) RaceText() string {
 		if i > 0 {
 			s += ","
 		}
-		s += fmt.Sprintf(" %d %s", g.Drops[c], c)
+		// "212 refused", not "212 000:refused" (which reads as 212,000).
+		s += fmt.Sprintf(" %d %s", g.Drops[c], strings.TrimPrefix(string(c), "000:"))
 	}
 	return s
 }

@@ -70,7 +70,7 @@ func TestExplain(t *testing.T) {
 			t.Errorf("node a's drops = %v", g.Drops)
 		}
 		if g.Node == "a" {
-			if got, want := g.RaceText(), "node a still routed to web-1 for 600 ms after its listener closed: 1 000:refused, 1 000:reset, 1 000:timeout"; got != want {
+			if got, want := g.RaceText(), "node a still routed to web-1 for 600 ms after its listener closed: 1 refused, 1 reset, 1 timeout"; got != want {
 				t.Errorf("RaceText = %q, want %q", got, want)
 			}
 		}
@@ -82,4 +82,34 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestExplainPicksThePodItMet: two pods deleted a second apart, both still
+// routed by node a. A refusal after both listeners closed goes to the pod
+// that closed last before it; one between the closes to the first pod.
+func TestExplainPicksThePodItMet(t *testing.T) {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	events := []timeline.Event{
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "a"},
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-2", Pod: "web-2", IP: "10.0.0.2"},
+		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1"},
+		{Time: at(1000), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-2", Pod: "web-2"},
+		{Time: at(3000), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"},
+		{Time: at(3000), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.2"},
+	}
+	in := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{
+		// web-1 closes 50 ms after its deletion, web-2 10 ms after its own:
+		// relative to their own deletions web-1 closed "later".
+		{Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(4000), SignalAt: at(40), ListenerClosedAt: at(50)},
+		{Source: appmetrics.SourceTermination, Pod: "web-2", Time: at(4000), SignalAt: at(1005), ListenerClosedAt: at(1010)},
+	}}
+	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(6000)}})
+	ex.explain(1, "a", traffic.Record{Time: at(2000), Class: traffic.ClassRefused})
+	ex.explain(1, "a", traffic.Record{Time: at(500), Class: traffic.ClassRefused})
+	for _, g := range ex.gaps {
+		if n := g.Drops[traffic.ClassRefused]; n != 1 {
+			t.Errorf("%s got %d refusals, want 1 each: %+v", g.Pod, n, ex.gaps)
+		}
+	}
 }

@@ -40,6 +40,10 @@ type RouteGap struct {
 	AppTimes       bool    `json:"appTimes"`
 	SIGTERM        float64 `json:"sigtermSeconds"`
 	ListenerClosed float64 `json:"listenerClosedSeconds"`
+	// Exited is when the container finished, by the kubelet (whole
+	// seconds): with SIGTERM, how long the app took to exit. Set with
+	// AppTimes, -1 otherwise.
+	Exited float64 `json:"exitedSeconds"`
 	// Window is Unrouted − ListenerClosed: how long the node still sent
 	// new connections to a closed listener. Negative: the margin that kept
 	// the pair safe. Only meaningful when both are seen (Known).
@@ -60,7 +64,7 @@ type Explained struct {
 	// window of a pod that node still routed to after its listener closed.
 	Explained uint64 `json:"explained"`
 	// Unexplained drops found no such window; Why counts their reasons
-	// (e.g. "no route data for node X", "outside every race window").
+	// (the Why* constants).
 	Unexplained uint64            `json:"unexplained"`
 	Why         map[string]uint64 `json:"why,omitempty"`
 }

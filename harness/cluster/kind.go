@@ -339,7 +339,16 @@ func (k *Kind) Down(ctx context.Context, name string) error {
 		return err
 	}
 	start := time.Now()
-	if err := k.provider.Delete(name, k.KubeconfigPath(name)); err != nil {
+	err := k.provider.Delete(name, k.KubeconfigPath(name))
+	if err != nil && strings.Contains(withOutput(err).Error(), "did not receive an exit event") {
+		// A pod cgroup left frozen inside a node (see thawNodes): thaw it
+		// and delete again.
+		if n := k.thawNodes(ctx, name); n > 0 {
+			fmt.Fprintf(k.log, "cluster %q: thawed %d frozen cgroup(s) inside its nodes; deleting again\n", name, n)
+			err = k.provider.Delete(name, k.KubeconfigPath(name))
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("deleting kind cluster %q: %w", name, withOutput(err))
 	}
 	if err := os.Remove(k.KubeconfigPath(name)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -12,18 +12,21 @@
 // rules by handle, from one `nft -a list` at start plus the monitor's
 // changes) and, at the end of each transaction (the monitor's "new
 // generation" line), works out which pod IPs the Service's chains still
-// lead to. A change writes route.added or route.removed (harness/timeline)
-// stamped with droprun's clock as it read that line; the routes present at
-// start are written as route.snapshot.
+// lead to. A change writes route.added or route.removed (harness/timeline);
+// the routes present at start are written as route.snapshot.
 //
-// Resolution and cost: the stamp trails the kernel's commit by the time
-// the line takes through docker exec's stream. Measured here, a removal's
-// stamp falls a median 3–11 ms before kube-proxy's own timestamp of the
-// end of the sync that made it (its metric, same clock), so the stamp is
-// good to milliseconds. The monitor sleeps between changes: over a 7-min
-// run at 1000 req/s each node's nft used 30–40 ms of CPU and its docker
-// exec client 80 ms; each transaction costs droprun one parse of its
-// lines, no process start.
+// Resolution and cost: the stamp is droprun's clock when it handles the
+// transaction's last line (timeline.Recorder.Record), which trails the
+// kernel's commit by the line's way through docker exec's stream and the
+// watcher's queue. kube-proxy's own timestamp of the end of that sync (its
+// metric, on the same clock) is a check of it; the README gives both as
+// measured. The monitor sleeps between changes, and each transaction
+// costs droprun one parse of its lines, no process start.
+//
+// The watch starts its monitor first, then adds and deletes a probe table
+// until the monitor reports it (nft says nothing when it has subscribed),
+// and only then lists the tables: no change can fall between the list and
+// the stream.
 //
 // On clusters droprun cannot exec into (not kind), there is no watch: the
 // analysis falls back to kube-proxy's sync metrics and says so.

@@ -40,9 +40,16 @@ func (s Service) iptablesChains() []string {
 }
 
 // isNftablesChain reports whether chain is one of the Service's chains in
-// kube-proxy's nftables mode: service-HASH-namespace/name/tcp/port.
+// kube-proxy's nftables mode: service-HASH-namespace/name/tcp/port, HASH
+// being 8 characters (k8s.io/kubernetes pkg/proxy/nftables
+// servicePortChainNameBase).
 func (s Service) isNftablesChain(chain string) bool {
-	return strings.HasPrefix(chain, "service-") && strings.Contains(chain, "-"+s.Namespace+"/"+s.Name+"/tcp/")
+	rest, ok := strings.CutPrefix(chain, "service-")
+	if !ok || len(rest) < 9 || rest[8] != '-' {
+		return false
+	}
+	port, ok := strings.CutPrefix(rest[9:], s.Namespace+"/"+s.Name+"/tcp/")
+	return ok && (len(s.Ports) == 0 || slices.Contains(s.Ports, port))
 }
 
 // ruleset is one node's rules in the modelled tables: chain → handle →
@@ -88,10 +95,14 @@ func (r ruleset) readList(table string, out io.Reader) error {
 		case chain == "" && strings.HasPrefix(line, "chain "):
 			chain = strings.Fields(line)[1]
 			r.chain(table, chain)
+			pending.Reset()
 		case chain == "" && (strings.HasPrefix(line, "set ") || strings.HasPrefix(line, "map ") || strings.HasPrefix(line, "flowtable ")):
 			depth = strings.Count(line, "{") - strings.Count(line, "}")
 		case chain != "" && line == "}":
 			chain = ""
+		case chain != "" && pending.Len() == 0 && !handleSuffix.MatchString(line) &&
+			(strings.HasPrefix(line, "type ") || strings.HasPrefix(line, "comment ") || strings.HasPrefix(line, "policy ")):
+			// A base chain's hook line or a chain comment: not a rule.
 		case chain != "":
 			// A long rule may wrap; it ends with its handle.
 			pending.WriteString(line + " ")

@@ -110,20 +110,20 @@ func TestMonitorReplay(t *testing.T) {
 
 func TestApplyDeletes(t *testing.T) {
 	r := ruleset{}
-	r.apply("add rule ip kube-proxy service-AAAA-ns/web/tcp/http meta l4proto tcp dnat to 10.0.0.1:8080 # handle 5")
+	r.apply("add rule ip kube-proxy service-AAAAAAAA-ns/web/tcp/http meta l4proto tcp dnat to 10.0.0.1:8080 # handle 5")
 	svc := Service{Namespace: "ns", Name: "web", Ports: []string{"http"}}
 	if got := r.routed(svc); !slices.Equal(got, []string{"10.0.0.1"}) {
 		t.Fatalf("routed = %v", got)
 	}
-	r.apply("delete rule ip kube-proxy service-AAAA-ns/web/tcp/http handle 5")
+	r.apply("delete rule ip kube-proxy service-AAAAAAAA-ns/web/tcp/http handle 5")
 	if got := r.routed(svc); len(got) != 0 {
 		t.Errorf("after delete: routed = %v", got)
 	}
-	r.apply("add rule ip kube-proxy service-AAAA-ns/web/tcp/http meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.0.0.2 . 8080, 1 : 10.0.0.3 . 8080 } # handle 9")
+	r.apply("add rule ip kube-proxy service-AAAAAAAA-ns/web/tcp/http meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.0.0.2 . 8080, 1 : 10.0.0.3 . 8080 } # handle 9")
 	if got := r.routed(svc); !slices.Equal(got, []string{"10.0.0.2", "10.0.0.3"}) {
 		t.Errorf("numgen map: routed = %v", got)
 	}
-	r.apply("delete chain ip kube-proxy service-AAAA-ns/web/tcp/http")
+	r.apply("delete chain ip kube-proxy service-AAAAAAAA-ns/web/tcp/http")
 	if got := r.routed(svc); len(got) != 0 {
 		t.Errorf("after delete chain: routed = %v", got)
 	}
@@ -133,5 +133,20 @@ func TestApplyDeletes(t *testing.T) {
 	added, removed := diff([]string{"a", "b"}, []string{"b", "c"})
 	if !slices.Equal(added, []string{"c"}) || !slices.Equal(removed, []string{"a"}) {
 		t.Errorf("diff = %v, %v", added, removed)
+	}
+}
+
+func TestNftablesChainName(t *testing.T) {
+	svc := Service{Namespace: "default", Name: "web", Ports: []string{"http"}}
+	for chain, want := range map[string]bool{
+		"service-ULMVA6XW-default/web/tcp/http":               true,
+		"service-ULMVA6XW-default/web/tcp/metrics":            false, // another port
+		"service-ULMVA6XW-a-default/web/tcp/http":             false, // namespace a-default
+		"service-ULMVA6XW-default/web2/tcp/http":              false,
+		"endpoint-ULMVA6XW-default/web/tcp/http__10.0.0.1/80": false,
+	} {
+		if got := svc.isNftablesChain(chain); got != want {
+			t.Errorf("isNftablesChain(%q) = %v, want %v", chain, got, want)
+		}
 	}
 }

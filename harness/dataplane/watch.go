@@ -62,12 +62,26 @@ func (w *Watcher) Stop() error {
 	return errors.Join(w.errs...)
 }
 
-// monitorScript runs `nft -a monitor` until droprun closes its stdin, so
-// the monitor ends with droprun even when docker exec's client is killed
-// (docker does not stop an exec'd process whose client went away).
-const monitorScript = `nft -a monitor & pid=$!; cat >/dev/null; kill $pid`
+// monitorScript runs `nft -a monitor` for as long as nft lives, or until
+// droprun closes its stdin: docker does not stop an exec'd process whose
+// client went away, so the monitor must end with droprun by itself.
+const monitorScript = `nft -a monitor & pid=$!; (cat >/dev/null; kill $pid 2>/dev/null) >/dev/null 2>&1 & wait $pid`
+
+// probeTable is a table droprun adds and deletes until the monitor reports
+// it: nft says nothing when it has subscribed, and only a change it
+// reports proves that no later change can be missed. The modelled tables
+// never include it.
+const probeTable = "droprun_probe"
+
+// probeEvery and probeFor pace and bound the wait for the monitor.
+const (
+	probeEvery = 200 * time.Millisecond
+	probeFor   = 20 * time.Second
+)
 
 func watchNode(ctx context.Context, node string, exec Exec, svc Service, record func(timeline.Event)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stdinR, stdinW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -76,42 +90,79 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 		outW.CloseWithError(fmt.Errorf("nft monitor ended: %w", errOrEOF(err)))
 		done <- err
 	}()
+	// On every way out: droprun's end of stdin closes (the script kills
+	// nft), and its stdout is no longer read (docker exec's copy fails).
+	defer outR.Close()
+	defer stdinW.Close()
 	stop := context.AfterFunc(ctx, func() { stdinW.Close() })
 	defer stop()
-	defer stdinW.Close()
 
 	lines := make(chan string, 1024)
 	readErr := make(chan error, 1)
 	go func() {
+		defer close(lines)
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
 		}
 		readErr <- sc.Err()
-		close(lines)
 	}()
+	ended := func() error {
+		if ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case err := <-readErr:
+			if err != nil {
+				return fmt.Errorf("reading nft monitor: %w", err)
+			}
+		default:
+		}
+		return fmt.Errorf("nft monitor ended: %w", errOrEOF(<-done))
+	}
 
-	// The monitor runs before the list, so no change falls between them;
-	// the model takes changes by handle, so one seen twice is harmless.
+	// Until the monitor reports a probe, changes may pass unseen; what it
+	// reports before that is kept and applied after the list (the model
+	// takes changes by handle, so one also in the list is harmless).
+	var early []string
+	if err := awaitMonitor(ctx, node, exec, lines, &early); err != nil {
+		if errors.Is(err, errMonitorEnded) {
+			return ended()
+		}
+		return err
+	}
 	rules := ruleset{}
+	listed := 0
 	for _, table := range tables {
 		var out bytes.Buffer
-		if err := exec(ctx, node, nil, &out, "nft", "-a", "list", "table", table); err != nil {
-			continue // the other mode's table does not exist
+		err := exec(ctx, node, nil, &out, "nft", "-a", "list", "table", table)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "No such file or directory"):
+			continue // the other mode's table
+		case err != nil:
+			return fmt.Errorf("listing nft table %s: %w", table, err)
 		}
 		if err := rules.readList(table, &out); err != nil {
 			return fmt.Errorf("reading nft list table %s: %w", table, err)
 		}
+		listed++
+	}
+	if listed == 0 {
+		return fmt.Errorf("neither of kube-proxy's nf_tables tables (%s) exists: kube-proxy is not in iptables (nft backend) or nftables mode", strings.Join(tables, ", "))
 	}
 	routes := rules.routed(svc)
 	record(event(timeline.KindRouteWatching, node, "", svc, map[string]string{"routes": strings.Join(routes, " ")}))
 	for _, ip := range routes {
 		record(event(timeline.KindRouteSnapshot, node, ip, svc, nil))
 	}
-	for line := range lines {
+	apply := func(line string) {
 		if !rules.apply(line) {
-			continue
+			return
 		}
 		now := rules.routed(svc)
 		added, removed := diff(routes, now)
@@ -123,13 +174,49 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 		}
 		routes = now
 	}
-	if ctx.Err() != nil {
-		return nil
+	for _, line := range early {
+		apply(line)
 	}
-	if err := <-readErr; err != nil {
-		return err
+	for line := range lines {
+		apply(line)
 	}
-	return fmt.Errorf("nft monitor ended: %w", errOrEOF(<-done))
+	return ended()
+}
+
+var errMonitorEnded = errors.New("nft monitor ended")
+
+// awaitMonitor adds and deletes probeTable until the monitor's output
+// shows it, keeping the lines before it in early.
+func awaitMonitor(ctx context.Context, node string, exec Exec, lines <-chan string, early *[]string) error {
+	deadline := time.Now().Add(probeFor)
+	probe := "nft add table ip " + probeTable + " && nft delete table ip " + probeTable
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for {
+		var out bytes.Buffer
+		if err := exec(ctx, node, nil, &out, "sh", "-c", probe); err != nil {
+			return fmt.Errorf("probing nft monitor: %w", err)
+		}
+		for waiting := true; waiting; {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					return errMonitorEnded
+				}
+				if strings.Contains(line, "table ip "+probeTable) {
+					return nil
+				}
+				*early = append(*early, line)
+			case <-tick.C:
+				waiting = false
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nft monitor reported none of its probes in %s", probeFor)
+		}
+	}
 }
 
 func errOrEOF(err error) error {
@@ -145,5 +232,5 @@ func event(kind timeline.Kind, node, ip string, svc Service, detail map[string]s
 	for k, v := range detail {
 		d[k] = v
 	}
-	return timeline.Event{Time: time.Now(), Kind: kind, Object: "node/" + node, Node: node, IP: ip, Detail: d}
+	return timeline.Event{Kind: kind, Object: "node/" + node, Node: node, IP: ip, Detail: d}
 }

@@ -11,8 +11,9 @@ import (
 
 // ExplainedText says how a rollout's (or a row's) drops split between the
 // (pod, node) race windows that explain them and the rest, e.g. "212 of
-// 230 drops explained by a (pod, node) race window; 18 not: outside every
-// (pod, node) race window 18". "" when the run has no route data.
+// 230 drops explained by a (pod, node) race window (92.2%); 18
+// unexplained: outside every (pod, node) race window 18". "" when the run
+// has no route data.
 func ExplainedText(e *analysis.Explained) string {
 	if e == nil {
 		return ""
@@ -37,8 +38,8 @@ func ExplainedText(e *analysis.Explained) string {
 	return s + fmt.Sprintf("; %d unexplained: %s", e.Unexplained, strings.Join(parts, ", "))
 }
 
-// pairsOf returns the pairs of rollout n, by pod in deletion order, then
-// by node.
+// pairsOf returns the pairs of rollout n, by pod in deletion order (then
+// name), then by node.
 func pairsOf(v analysis.VariantSummary, n int) []analysis.RouteGap {
 	var out []analysis.RouteGap
 	for _, g := range v.Routes {
@@ -48,6 +49,9 @@ func pairsOf(v analysis.VariantSummary, n int) []analysis.RouteGap {
 	}
 	slices.SortStableFunc(out, func(a, b analysis.RouteGap) int {
 		if c := a.Deleted.Compare(b.Deleted); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Pod, b.Pod); c != 0 { // deletions seen in one batch share a stamp
 			return c
 		}
 		return strings.Compare(a.Node, b.Node)

@@ -12,10 +12,17 @@ import (
 
 // watchRoutes starts watching, inside every kind node, the rules that
 // route the traffic's Service to each pod (harness/dataplane), and returns
-// the function that stops it. On other clusters it does nothing: the
-// analysis then falls back to kube-proxy's sync metrics.
+// the function that stops it. On other clusters, and in ipvs mode, it
+// says so and does nothing; the analysis then falls back to kube-proxy's
+// sync metrics where the run polled them (kind clusters only).
 func (r *runner) watchRoutes(ctx context.Context) (stop func()) {
 	if r.tb.Kind == nil {
+		fmt.Fprintf(r.log, "routes: not a kind cluster: droprun cannot watch its nodes' rules, so this run has no (pod, node) pairs (droprun advise needs a run on a kind cluster)\n")
+		return func() {}
+	}
+	if k := r.sc.Cluster.Kind; k != nil && k.KubeProxyMode == "ipvs" {
+		// ipvs routes in the kernel's IPVS tables, not in nf_tables.
+		fmt.Fprintf(r.log, "routes: kube-proxy runs in ipvs mode, whose rules nft cannot see; the (pod, node) pairs come from kube-proxy's sync metrics\n")
 		return func() {}
 	}
 	svc := dataplane.Service{Namespace: r.sc.Namespace, Name: variant.WebName, Ports: []string{variant.ServicePortName}}

@@ -151,8 +151,8 @@ const (
 // The data plane, the routed stage at millisecond resolution: a node's
 // rules that send the web Service's traffic to a pod IP appearing and
 // disappearing, seen inside the node (harness/dataplane). Object is
-// node/NAME, Node the node, IP the pod IP; Detail service (namespace/name),
-// port, source (how it was seen, e.g. nft-monitor).
+// node/NAME, Node the node, IP the pod IP; Detail service (namespace/name)
+// and source (how it was seen: nft-monitor).
 const (
 	// KindRouteSnapshot is a route present when the watch on a node
 	// started: it says nothing about when it appeared.
@@ -163,8 +163,8 @@ const (
 	// from here on, no new connection through that node reaches the pod.
 	KindRouteRemoved Kind = "route.removed"
 	// KindRouteWatching is a node's data-plane watch starting (Detail
-	// source, proxy mode) and KindRouteWatchError its failure (Detail
-	// error): after it, that node's routes are not known.
+	// routes: the pod IPs routed then) and KindRouteWatchError its
+	// failure (Detail error): after it, that node's routes are not known.
 	KindRouteWatching   Kind = "route.watching"
 	KindRouteWatchError Kind = "route.watch_error"
 )
