@@ -64,8 +64,10 @@ func (w *Watcher) Stop() error {
 
 // monitorScript runs `nft -a monitor` for as long as nft lives, or until
 // droprun closes its stdin: docker does not stop an exec'd process whose
-// client went away, so the monitor must end with droprun by itself.
-const monitorScript = `nft -a monitor & pid=$!; (cat >/dev/null; kill $pid 2>/dev/null) >/dev/null 2>&1 & wait $pid`
+// client went away, so the monitor must end with droprun by itself. The
+// watchdog reads stdin through fd 3: sh gives a background job /dev/null
+// as stdin unless it is redirected explicitly.
+const monitorScript = `exec 3<&0; nft -a monitor <&- & pid=$!; (cat <&3 >/dev/null; kill $pid 2>/dev/null) >/dev/null 2>&1 & exec 3<&-; wait $pid`
 
 // probeTable is a table droprun adds and deletes until the monitor reports
 // it: nft says nothing when it has subscribed, and only a change it
