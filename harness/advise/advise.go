@@ -408,11 +408,20 @@ func recommend(d float64, exit Dist) Recommendation {
 	need := int64(math.Ceil(exit.Max)) + 1 + graceHeadroom // + 1: the kubelet's finish time has whole seconds
 	if need > DefaultGraceSeconds {
 		r.GracePeriodSeconds = pre + need
-		r.GraceBasis = fmt.Sprintf("preStop %d s + the app's longest SIGTERM → exit in these runs (%s, to the second) + %d s of headroom", pre, short(exit.Max), graceHeadroom)
+		r.GraceBasis = fmt.Sprintf("preStop %d s + the app's longest SIGTERM → exit in these runs (%s) + %d s of headroom", pre, wholeSeconds(exit.Max), graceHeadroom)
 		return r
 	}
-	r.GraceBasis = fmt.Sprintf("preStop %d s + the %d s the app gets after SIGTERM by default, more than its longest SIGTERM → exit in these runs (%s, to the second) + %d s of headroom", pre, DefaultGraceSeconds, short(exit.Max), graceHeadroom)
+	r.GraceBasis = fmt.Sprintf("preStop %d s + the %d s the app gets after SIGTERM by default, more than its longest SIGTERM → exit in these runs (%s) + %d s of headroom", pre, DefaultGraceSeconds, wholeSeconds(exit.Max), graceHeadroom)
 	return r
+}
+
+// wholeSeconds says an exit time measured against the kubelet's finish
+// time, which has whole seconds.
+func wholeSeconds(s float64) string {
+	if s < 1 {
+		return "under 1 s, the kubelet's finish time having whole seconds"
+	}
+	return fmt.Sprintf("about %.0f s, to the second", math.Ceil(s))
 }
 
 // graceHeadroom is the grace period's spare seconds beyond the app's
@@ -539,7 +548,7 @@ func checkSweep(sw *sweep, r Recommendation) SweepCheck {
 		c.Message = fmt.Sprintf("clean from %s, above the recommended %s; %s: it neither confirms nor refutes the recommendation", f.Value, formatSetting(sw.field, rec), below)
 	case f.Number < rec-1e-9:
 		c.Verdict = Conservative
-		c.Message = fmt.Sprintf("clean from %s, below the recommended %s: the sweep agrees, and the bound is conservative (it covers the slow pairs a high quantile allows for, which the sweep's rollouts may not have met)", f.Value, formatSetting(sw.field, rec))
+		c.Message = fmt.Sprintf("clean from %s, below the recommended %s: the sweep agrees, and the bound is conservative (it covers the slow deletions a high quantile allows for, which the sweep's rollouts may not have met)", f.Value, formatSetting(sw.field, rec))
 	default:
 		c.Verdict = Agrees
 		c.Message = fmt.Sprintf("clean from %s, the recommended value: the sweep agrees", f.Value)

@@ -104,7 +104,7 @@ func (a *Advice) WriteText(w io.Writer) error {
 		p("    SIGTERM → listener closed: not reported by the app")
 	}
 	if m := a.Margins.SIGTERMToExit; m.N > 0 {
-		p("  the app's SIGTERM → exit (the grace period's other part; the kubelet's finish time, whole seconds): median %s, max %s (%d pods)", short(m.Median), short(m.Max), m.N)
+		p("  the app's longest SIGTERM → exit (the grace period's other part): %s (%d pods)", wholeSeconds(m.Max), m.N)
 	}
 	p("")
 
