@@ -25,11 +25,13 @@ func TestIntegrationSweepNftables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	needCluster(t, ctx)
+	// Host ports below the kernel's ephemeral range (32768 up), where no
+	// client connection can hold them.
 	sc, err := scenario.Parse("integration", []byte(`apiVersion: droprun/v1alpha1
 kind: Scenario
 metadata: {name: it-sweep}
 cluster:
-  kind: {name: droprun-it-nft, nodes: 3, kubeProxyMode: nftables, hostPort: 33080, gatewayHostPort: 33081}
+  kind: {name: droprun-it-nft, nodes: 3, kubeProxyMode: nftables, hostPort: 31180, gatewayHostPort: 31181}
 namespace: droprun-it
 defaults: {replicas: 2, terminationGracePeriodSeconds: 30}
 variants:
