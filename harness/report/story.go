@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -122,7 +123,7 @@ func podStory(pairs []analysis.RouteGap) string {
 	fmt.Fprintf(&b, " Nodes stopped routing to it (%s): %s.", source, strings.Join(stops, ", "))
 	switch {
 	case len(open) > 0:
-		slices.SortFunc(open, func(a, b analysis.RouteGap) int { return cmpFloat(b.Window, a.Window) })
+		slices.SortFunc(open, func(a, b analysis.RouteGap) int { return cmp.Compare(b.Window, a.Window) })
 		var gaps []string
 		for _, g := range open {
 			gaps = append(gaps, fmt.Sprintf("%s for %s", g.Node, ms(g.Window)))
@@ -149,14 +150,4 @@ func ms(s float64) string {
 		return fmt.Sprintf("%.1f s", s)
 	}
 	return fmt.Sprintf("%.0f ms", s*1000)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
