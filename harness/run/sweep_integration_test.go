@@ -16,7 +16,7 @@ import (
 
 // TestIntegrationSweepNftables proves issue 13's pieces together on a real
 // cluster in kube-proxy's nftables mode (its own 3-node cluster, deleted
-// at the end): a sweep of the native preStop sleep over 0, 1 and 3 s, each
+// at the end): a sweep of the native preStop sleep over 0, 1, 2 and 3 s (every whole second a recommendation can land on), each
 // pair (deleted pod, node) seen in the node's own rules, the drops at 0 s
 // explained by their race windows, none at 3 s, and `advise` on the run
 // recommending a sleep that the sweep confirms (clean at or below it).
@@ -36,7 +36,7 @@ namespace: droprun-it
 defaults: {replicas: 2, terminationGracePeriodSeconds: 30}
 variants:
   - variant: prestop-sleep-action
-    sweep: {field: preStopSeconds, values: [0, 1, 3]}
+    sweep: {field: preStopSeconds, values: [0, 1, 2, 3]}
 rollouts: 2
 traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 `))
@@ -62,10 +62,10 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 	if sum.Cluster.KubeProxyMode != "nftables" {
 		t.Errorf("kube-proxy mode %q, want nftables", sum.Cluster.KubeProxyMode)
 	}
-	if len(sum.Variants) != 3 {
+	if len(sum.Variants) != 4 {
 		t.Fatalf("%d rows, want one per swept value", len(sum.Variants))
 	}
-	for i, want := range []string{"0", "1", "3"} {
+	for i, want := range []string{"0", "1", "2", "3"} {
 		v := sum.Variants[i]
 		if v.Sweep == nil || v.Sweep.Field != "preStopSeconds" || v.Sweep.Value != want {
 			t.Errorf("row %s: sweep point %+v, want preStopSeconds=%s", v.Variant, v.Sweep, want)
@@ -73,7 +73,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 		checkPairs(t, v)
 		t.Logf("%s: %d drops / %d, explained %+v", v.Variant, v.Drops, v.WindowRequests, v.Explained)
 	}
-	zero, three := sum.Variants[0], sum.Variants[2]
+	zero, three := sum.Variants[0], sum.Variants[3]
 	if zero.RolloutsWithDrops != len(zero.Rollouts) {
 		t.Errorf("a 0 s sleep dropped in %d of %d rollouts: the race was not reproduced", zero.RolloutsWithDrops, len(zero.Rollouts))
 	}
