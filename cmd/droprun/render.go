@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -36,11 +37,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			objs, err := sc.Render(i, version, initial, "")
+			objs, err := render.Render(sc, i, version, initial, "")
 			if err != nil {
 				return err
 			}
-			y, err := variant.YAML(objs.List()...)
+			y, err := render.YAML(objs.List()...)
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,13 @@
-// Package appmetrics collects the pods' own request counters (bookshop's,
-// or a custom app's named counter) during a run, so that what the client
-// saw can be set beside what the pods say they answered.
+// Package appmetrics is the record type of app-metrics.jsonl: the pods' own
+// request counters (bookshop's, or a custom app's named Counter) read
+// during a run, so that what the client saw can be set beside what the
+// pods say they answered. harness/observe's AppMetrics collects them; this
+// package holds the records, reads them back (Read) and sums them over a
+// time range (Totals), and imports no client-go.
 //
-// Two sources feed it:
+// Two sources feed the collector:
 //
-//   - Scrapes. Every Options.Interval (default 1s), each running pod
+//   - Scrapes. Every observe.AppMetricsOptions.Interval (default 1s), each running pod
 //     matching the selector has its /metrics read through the API server's
 //     pod proxy (pods/NAME:8080/proxy/metrics), concurrently per pod and
 //     with a short timeout, and bookshop_http_requests_total is kept by
@@ -18,7 +21,7 @@
 //     true final count, so it wins over the last scrape, which may be up to
 //     an interval old.
 //
-// Everything is written as JSON lines (conventionally File, in the run
+// Everything is written as JSON lines (File, in the run
 // directory), one Record each: one per successful scrape of a pod
 // (source "scrape"), one per termination message ("termination-message"),
 // and one per pod whose scrapes failed ("scrape-errors", the count since
@@ -34,7 +37,7 @@
 // counters between time-tookSeconds and time (Record.ReadBetween). Files
 // written before these fields existed still read; their scrapes have none.
 //
-// For an app other than bookshop, Options.Counter names the counter to
+// For an app other than bookshop, observe.AppMetricsOptions.Counter names the counter to
 // read instead (a family, the status-code label, label values to match);
 // such an app writes no exit totals, so its pods are counted from scrapes
 // alone and a pod's last scrape before it exits can miss its final
@@ -44,20 +47,20 @@
 // from zero again), so records carry the container ID and totals are
 // computed per instance.
 //
-// A run would start one Collector per namespace with the web pods'
+// A run starts one observe.AppMetrics per namespace with the web pods'
 // selector (app=web) before its traffic starts, call ScrapeNow when the
 // traffic stops, for a reading as fresh as that moment, and Stop after the
 // old pods are gone; then set Totals over the traffic's span beside the
 // client's own counts:
 //
-//	c, err := appmetrics.Start(ctx, client, ns, "app=web", file, appmetrics.Options{})
+//	c, err := observe.StartAppMetrics(ctx, client, ns, "app=web", file, observe.AppMetricsOptions{})
 //	...
 //	// ... traffic from trafficStart; it stops:
 //	c.ScrapeNow(ctx)                          // stamped after the stop
 //	s := c.Totals(trafficStart, time.Now())   // or Totals(Read(file), ...)
 //	fmt.Printf("client sent %d, got %d 2xx; pods answered %d (%d 2xx)\n", sent, ok, s.Answered, s.Answered2xx)
 //
-// Totals reads records back (Read, or Collector.Records) and answers, for
+// Totals reads records back (Read, or observe.AppMetrics.Records) and answers, for
 // a time range, how many requests the pods answered: per instance, its
 // value at the end of the range (its termination message if it ended by
 // then, else its last scrape) less its value at the start. Answered leaves

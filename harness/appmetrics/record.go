@@ -82,14 +82,14 @@ func (c Counts) Without(handlers ...string) Counts {
 		}
 		if !skip {
 			for code, v := range codes {
-				out.add(h, code, v)
+				out.Add(h, code, v)
 			}
 		}
 	}
 	return out
 }
 
-func (c Counts) add(handler, code string, v int) {
+func (c Counts) Add(handler, code string, v int) {
 	if c[handler] == nil {
 		c[handler] = map[string]int{}
 	}
@@ -100,7 +100,7 @@ func (c Counts) add(handler, code string, v int) {
 func (c Counts) plus(o Counts) {
 	for h, codes := range o {
 		for code, v := range codes {
-			c.add(h, code, v)
+			c.Add(h, code, v)
 		}
 	}
 }
@@ -117,7 +117,7 @@ func (c Counts) minus(o Counts) (out Counts, ok bool) {
 				d, ok = 0, false
 			}
 			if d > 0 {
-				out.add(h, code, d)
+				out.Add(h, code, d)
 			}
 		}
 	}
@@ -229,8 +229,8 @@ func (r *Record) ReadBetween() (from, to time.Time, ok bool) {
 	return r.Time.Add(-time.Duration(r.TookSeconds * float64(time.Second))), r.Time, true
 }
 
-// instance names the container instance r's counts belong to.
-func (r *Record) instance() string {
+// Instance names the container instance r's counts belong to.
+func (r *Record) Instance() string {
 	return r.Pod + "/" + r.Container + "/" + r.ContainerID
 }
 

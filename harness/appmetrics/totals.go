@@ -141,10 +141,10 @@ func Totals(records []Record, from, to time.Time) Summary {
 		if r.Error != "" || (r.Source != SourceScrape && r.Source != SourceTermination) {
 			continue
 		}
-		in := instances[r.instance()]
+		in := instances[r.Instance()]
 		if in == nil {
 			in = &instanceRecords{pod: r.Pod}
-			instances[r.instance()] = in
+			instances[r.Instance()] = in
 		}
 		in.variant, in.row = or(in.variant, r.Variant), or(in.row, r.Row)
 		if in.started.IsZero() {
@@ -241,4 +241,13 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// ByPod indexes s.Pods by pod name.
+func (s Summary) ByPod() map[string]PodSummary {
+	m := make(map[string]PodSummary, len(s.Pods))
+	for _, p := range s.Pods {
+		m[p.Pod] = p
+	}
+	return m
 }

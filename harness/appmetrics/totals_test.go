@@ -54,18 +54,9 @@ func history() []Record {
 	}
 }
 
-// pods indexes s.Pods by name.
-func pods(s Summary) map[string]PodSummary {
-	m := map[string]PodSummary{}
-	for _, p := range s.Pods {
-		m[p.Pod] = p
-	}
-	return m
-}
-
 func TestTotalsWholeRun(t *testing.T) {
 	s := Totals(history(), time.Time{}, time.Time{})
-	p := pods(s)
+	p := s.ByPod()
 	want := map[string]struct {
 		requests, answered, instances int
 		final                         bool
@@ -107,7 +98,7 @@ func TestTotalsWholeRun(t *testing.T) {
 func TestTotalsRange(t *testing.T) {
 	// From 2 to 3: each instance's value at 3 less its value at 2.
 	s := Totals(history(), at(2), at(3))
-	p := pods(s)
+	p := s.ByPod()
 	for name, want := range map[string]int{
 		"old-1":  10, // 120 - 110
 		"new-1":  5,  // started at 2.2: from zero
@@ -123,7 +114,7 @@ func TestTotalsRange(t *testing.T) {
 	}
 
 	// From 3 on: old-1 ends with its message, 125 - 120 (not the late 124).
-	if got := pods(Totals(history(), at(3), time.Time{}))["old-1"]; got.Answered != 5 || !got.Final {
+	if got := Totals(history(), at(3), time.Time{}).ByPod()["old-1"]; got.Answered != 5 || !got.Final {
 		t.Errorf("old-1 from 3: %+v; want 5 answered, final", got)
 	}
 	// Before anything started: nothing.
@@ -136,7 +127,7 @@ func TestTotalsUncertain(t *testing.T) {
 	// At 0.5 old-1 had been running for a while but was first read at 1:
 	// counted from that read, and flagged.
 	s := Totals(history(), at(0.5), at(2))
-	p := pods(s)
+	p := s.ByPod()
 	if got := p["old-1"]; got.Answered != 10 || !got.Uncertain {
 		t.Errorf("old-1: %+v; want 10 from its first read, uncertain", got)
 	}
@@ -150,7 +141,7 @@ func TestTotalsUncertain(t *testing.T) {
 		rec(1, SourceScrape, "p", "i", 0, Counts{"version": {"200": 10}}),
 		rec(2, SourceScrape, "p", "i", 0, Counts{"version": {"200": 3}}),
 	}
-	if got := pods(Totals(recs, at(1), at(2)))["p"]; got.Answered != 0 || !got.Uncertain {
+	if got := Totals(recs, at(1), at(2)).ByPod()["p"]; got.Answered != 0 || !got.Uncertain {
 		t.Errorf("decreasing counter: %+v; want 0, uncertain", got)
 	}
 }

@@ -16,7 +16,7 @@
 // the routes present at start are written as route.snapshot.
 //
 // Resolution and cost: the stamp is droprun's clock when it handles the
-// transaction's last line (timeline.Recorder.Record), which trails the
+// transaction's last line (observe.Recorder.Record), which trails the
 // kernel's commit by the line's way through docker exec's stream and the
 // watcher's queue. kube-proxy's own timestamp of the end of that sync (its
 // metric, on the same clock) is a check of it; the README gives both as

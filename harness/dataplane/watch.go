@@ -31,7 +31,7 @@ type Watcher struct {
 }
 
 // Watch starts one watch per node and returns at once; record receives
-// every route event (a timeline.Recorder's Record stamps it). A node whose
+// every route event (a observe.Recorder's Record stamps it). A node whose
 // watch fails writes route.watch_error and is not retried: its routes are
 // then unknown, which the analysis says. Stop ends every watch.
 func Watch(ctx context.Context, nodes []string, exec Exec, svc Service, record func(timeline.Event)) *Watcher {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -76,11 +77,11 @@ func TestEnsureNamespace(t *testing.T) {
 func TestApply(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	d, err := variant.Deployment(variant.Params{Namespace: "ns", Name: "x", Info: mustLookup(t, variant.PreStopSleep), Image: "bookshop:v1", Replicas: 2, PreStopSeconds: 5, TerminationGracePeriodSeconds: 30})
+	d, err := render.Deployment(render.Params{Namespace: "ns", Name: "x", Info: mustLookup(t, variant.PreStopSleep), Image: "bookshop:v1", Replicas: 2, PreStopSeconds: 5, TerminationGracePeriodSeconds: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps, err := Apply(ctx, c, d, variant.WebService("ns"))
+	deps, err := Apply(ctx, c, d, render.WebService("ns"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package nodeimage
 
 import (
+	"github.com/droprun/droprun/harness/imageref"
+
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +21,7 @@ import (
 // Auto is the node image setting that lets droprun choose the image (see
 // Selector.Choose): droprun's cached image, else kind's published one when
 // a registry serves it, else droprun's image built offline.
-const Auto = "auto"
+const Auto = imageref.Auto
 
 // PublishedImage is kind's published node image: the one kind v0.33.0
 // pins by digest as its default (sigs.k8s.io/kind/pkg/apis/config/defaults).
@@ -320,21 +322,4 @@ func shortErr(err error) string {
 // Auto, or an image reference with an explicit tag other than latest, or
 // with a digest. An untagged or latest image would make kind pull its own
 // idea of the image.
-func CheckRef(ref string) error {
-	if ref == Auto {
-		return nil
-	}
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return fmt.Errorf("%q is not an image reference: %w", ref, err)
-	}
-	t, ok := r.(name.Tag)
-	switch {
-	case !ok: // a digest
-	case !strings.Contains(lastPathElem(ref), ":"): // name.Tag fills in latest
-		return fmt.Errorf("%q is not an image reference with a tag or digest", ref)
-	case t.TagStr() == "latest":
-		return fmt.Errorf("%q uses the latest tag", ref)
-	}
-	return nil
-}
+func CheckRef(ref string) error { return imageref.CheckNode(ref) }

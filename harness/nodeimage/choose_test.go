@@ -193,7 +193,7 @@ func TestCheckRef(t *testing.T) {
 			t.Errorf("CheckRef(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"kindest/node", "kindest/node:latest", "127.0.0.1:5000/mirror/node", "UPPER/case:v1", ""} {
+	for _, bad := range []string{"kindest/node", "kindest/node:latest", "127.0.0.1:5000/mirror/node", "upper/Case:v1", ""} {
 		if err := CheckRef(bad); err == nil {
 			t.Errorf("CheckRef(%q): want an error", bad)
 		}

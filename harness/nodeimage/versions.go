@@ -1,18 +1,19 @@
 package nodeimage
 
 import (
+	"github.com/droprun/droprun/harness/imageref"
+
 	"fmt"
 	"regexp"
 	"strings"
 )
 
-// DefaultKubernetesVersion is the Kubernetes version of DefaultImage: the
-// minor version of kind v0.33.0's default node image (kindest/node:v1.37.0),
-// at the newest patch release the Go module proxy serves.
-const DefaultKubernetesVersion = "v1.37.2"
+// DefaultKubernetesVersion is the Kubernetes version of DefaultImage
+// (imageref's, where the scenario parser reads it).
+const DefaultKubernetesVersion = imageref.DefaultKubernetesVersion
 
 // DefaultImage is the reference of the node image Build produces by default.
-const DefaultImage = "droprun/node:" + DefaultKubernetesVersion
+const DefaultImage = imageref.DefaultNodeImage
 
 // KindVersion is the version of the kind module whose images/base files the
 // node image replicates. It must match the kind version in droprun's go.mod.

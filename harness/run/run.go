@@ -14,14 +14,15 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
+	"github.com/droprun/droprun/harness/observe"
 	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
@@ -122,7 +123,7 @@ type runner struct {
 	o   Options
 	out *Output
 	tb  *testbed.Testbed
-	rec *timeline.Recorder
+	rec *observe.Recorder
 	log io.Writer
 	// cpuWeight says how the kind nodes' CPU weight was set for the run
 	// ("" when it was left alone).
@@ -132,7 +133,7 @@ type runner struct {
 	// metrics is the live Prometheus view of the run.
 	metrics *metrics.Metrics
 	// app collects the pods' own request counters.
-	app *appmetrics.Collector
+	app *observe.AppMetrics
 	// attack is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
 	attack atomic.Pointer[traffic.Attack]
@@ -276,7 +277,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}()
 
-	rec, err := timeline.Start(ctx, tb.Cluster.Client, sc.Namespace, r.out.Events, timeline.Options{KubeProxy: r.kubeProxyOptions()})
+	rec, err := observe.StartRecorder(ctx, tb.Cluster.Client, sc.Namespace, r.out.Events, observe.RecorderOptions{KubeProxy: r.kubeProxyOptions()})
 	if err != nil {
 		return fmt.Errorf("starting the timeline watches: %w", err)
 	}
@@ -294,7 +295,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	// and on a 2-core machine at 1000 req/s there is no CPU to spare. The
 	// exact final counts come from the pods' termination messages anyway.
 	if selector, opts, ok := r.appMetricsOptions(); ok {
-		app, err := appmetrics.Start(ctx, tb.Cluster.Client, sc.Namespace, selector, r.out.App, opts)
+		app, err := observe.StartAppMetrics(ctx, tb.Cluster.Client, sc.Namespace, selector, r.out.App, opts)
 		if err != nil {
 			return fmt.Errorf("starting the pods' metrics collection: %w", err)
 		}
@@ -417,7 +418,7 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 	for n := 1; n <= *sc.Rollouts; n++ {
 		from, to := scenario.Versions[version], scenario.Versions[1-version]
 		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, from, to)
-		objs, err := sc.Render(i, 1-version, false, cause)
+		objs, err := render.Render(sc, i, 1-version, false, cause)
 		if err != nil {
 			return err
 		}
@@ -543,8 +544,8 @@ func (r *runner) liveVariant(ctx context.Context, deployment string) (name, foun
 // bookshop's metrics and exit totals from the web pods, or the counter
 // app.custom.metrics names from every pod of the scenario's variants.
 // ok is false for a custom app without app.custom.metrics.
-func (r *runner) appMetricsOptions() (selector string, o appmetrics.Options, ok bool) {
-	o = appmetrics.Options{Interval: appScrapeEvery, Timeout: appScrapeTimeout}
+func (r *runner) appMetricsOptions() (selector string, o observe.AppMetricsOptions, ok bool) {
+	o = observe.AppMetricsOptions{Interval: appScrapeEvery, Timeout: appScrapeTimeout}
 	c := r.sc.App.Custom
 	if c == nil {
 		return "app=" + variant.WebName, o, true
@@ -591,11 +592,11 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 // most once a second (minSyncPeriod), so no sync is missed, and every poll
 // goes through the API server, which on a 2-core machine has no CPU to
 // spare.
-func (r *runner) kubeProxyOptions() timeline.KubeProxyOptions {
+func (r *runner) kubeProxyOptions() observe.KubeProxyOptions {
 	if r.tb.Kind == nil {
-		return timeline.KubeProxyOptions{}
+		return observe.KubeProxyOptions{}
 	}
-	return timeline.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
+	return observe.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
 }
 
 func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {

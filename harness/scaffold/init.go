@@ -19,6 +19,7 @@ import (
 	"github.com/droprun/droprun/harness/atomicfile"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
 )
 
 // Defaults of what Init writes.
@@ -194,9 +195,7 @@ func Init(o Options) (*Result, error) {
 	// What `droprun validate` checks, from the files as written.
 	sc, err := scenario.Load(o.Out)
 	if err == nil {
-		if _, errs := sc.CheckArchives(); len(errs) > 0 {
-			err = &scenario.Errors{File: o.Out, List: errs}
-		}
+		_, err = testbed.Preflight(sc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("droprun init wrote a scenario that does not validate (a bug; please report it): %w", err)

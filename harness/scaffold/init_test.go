@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/testbed/render"
 )
 
 const podinfo = `# podinfo, as its own kustomize base ships it (abridged)
@@ -98,8 +100,8 @@ func TestInitPodinfo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the written scenario does not load: %v", err)
 	}
-	if _, errs := sc.CheckArchives(); len(errs) > 0 {
-		t.Fatalf("the written scenario's archives: %v", errs)
+	if _, err := testbed.Preflight(sc); err != nil {
+		t.Fatalf("the written scenario's archives: %v", err)
 	}
 	if sc.Metadata.Name != "podinfo" || len(sc.Variants) != 2 || sc.Variants[0].Name != AsShipped || sc.Variants[1].Name != PreStopSleep {
 		t.Errorf("scenario %s with variants %+v; want podinfo: as-shipped, prestop-sleep", sc.Metadata.Name, sc.Variants)
@@ -142,7 +144,7 @@ func TestInitPodinfo(t *testing.T) {
 		t.Errorf("prestop-sleep changed more than the hook and the grace period:\nshipped %s\nprestop %s", shipped.String(), pre.String())
 	}
 	// And droprun renders it with the images swapped in.
-	objs, err := sc.Render(1, 1, false, "")
+	objs, err := render.Render(sc, 1, 1, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}

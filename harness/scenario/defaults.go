@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -14,7 +14,7 @@ const (
 	DefaultClusterName     = "droprun"
 	DefaultNodes           = 3
 	DefaultKubeProxyMode   = "iptables"
-	DefaultNodeImage       = nodeimage.Auto
+	DefaultNodeImage       = imageref.Auto
 	DefaultHostPort        = 30080
 	DefaultGatewayHostPort = 30081
 	DefaultNamespace       = "droprun"

@@ -38,8 +38,8 @@ func resolveInFS(v *validator, field string, p *string, dir string) {
 	*p = j
 }
 
-// readManifest reads a variant's manifest (a path Load or LoadFS
+// ReadManifest reads a variant's manifest (a path Load or LoadFS
 // resolved) from where the scenario came from.
-func (s *Scenario) readManifest(p string) ([]byte, error) {
+func (s *Scenario) ReadManifest(p string) ([]byte, error) {
 	return readFrom(s.files, p, "Deployment manifest")
 }

@@ -64,7 +64,7 @@ func (s *Scenario) checkManifests() []FieldError {
 			continue
 		}
 		p := s.entryPath(i) + ".manifest"
-		data, err := s.readManifest(vr.Manifest)
+		data, err := s.ReadManifest(vr.Manifest)
 		var d *appsv1.Deployment
 		if err == nil {
 			d, err = decodeDeployment(vr.Manifest, data)

@@ -291,3 +291,16 @@ type Traffic struct {
 	// at least 100.
 	MaxWorkers int `json:"maxWorkers,omitempty"`
 }
+
+// Versions are the two bookshop versions rollouts alternate between.
+var Versions = [2]string{"v1", "v2"}
+
+// Index returns the position of the variant named name, or -1.
+func (s *Scenario) Index(name string) int {
+	for i, v := range s.Variants {
+		if v.Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -121,13 +121,6 @@ func TestEffectivePrecedence(t *testing.T) {
 	if w1.DrainDelay.Duration != 2*time.Second || w1.Flavour != "distroless" {
 		t.Errorf("drain=%s flavour=%q", w1.DrainDelay, w1.Flavour)
 	}
-	p, err := s.Params(1, s.Variants[1].Variant, "v2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Image != "bookshop:v2-distroless" || p.Name != "drain-2s" || p.Requests["cpu"] != "50m" {
-		t.Errorf("params image=%q name=%q requests=%v", p.Image, p.Name, p.Requests)
-	}
 }
 
 // TestAllProblemsAtOnce: a file with several mistakes reports each of them.

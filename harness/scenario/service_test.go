@@ -1,4 +1,4 @@
-package scenario
+package scenario_test
 
 import (
 	"os"
@@ -9,37 +9,39 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
 
 // loadText writes a scenario (and a custom app's manifest beside it as
 // dep.yaml) to a temporary folder and loads it.
-func loadText(t *testing.T, text string) (*Scenario, error) {
+func loadText(t *testing.T, text string) (*scenario.Scenario, error) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "dep.yaml"), []byte(fsManifest), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "dep.yaml"), []byte(scenario.FsManifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "s.yaml")
 	if err := os.WriteFile(p, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: svc}\n"+text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return Load(p)
+	return scenario.Load(p)
 }
 
 // renderedService renders variant 0 at v1 and returns its Service as
 // `droprun render` prints it, read back as a Service; nil when droprun
 // renders none.
-func renderedService(t *testing.T, s *Scenario) *corev1.Service {
+func renderedService(t *testing.T, s *scenario.Scenario) *corev1.Service {
 	t.Helper()
-	objs, err := s.Render(0, 0, true, "")
+	objs, err := render.Render(s, 0, 0, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if objs.Service == nil {
 		return nil
 	}
-	y, err := variant.YAML(objs.Service)
+	y, err := render.YAML(objs.Service)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestCustomService(t *testing.T) {
 	if svc := renderedService(t, s); svc != nil {
 		t.Errorf("rendered a Service %+v for app.custom.service", svc)
 	}
-	objs, _ := s.Render(0, 0, true, "")
+	objs, _ := render.Render(s, 0, 0, true, "")
 	if l := objs.List(); len(l) != 1 {
 		t.Errorf("List() has %d objects, want the Deployment alone", len(l))
 	}

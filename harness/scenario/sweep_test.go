@@ -98,27 +98,6 @@ func TestSweepRecordedRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSweepRendersZeroSleep checks that preStopSeconds 0 keeps the native
-// sleep hook with seconds 0, and that a row's pod label is a valid label
-// value although the row's name holds '@' and '='.
-func TestSweepRendersZeroSleep(t *testing.T) {
-	s, err := Parse("sweep.yaml", []byte(sweepScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := s.Render(s.Index("prestop-sleep-action@preStopSeconds=0"), 0, false, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := o.Deployment.Spec.Template.Spec.Containers[0]
-	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds == nil || *c.Lifecycle.PreStop.Sleep.Seconds != 0 {
-		t.Fatalf("preStop at 0: %+v, want sleep with seconds 0", c.Lifecycle)
-	}
-	if got, want := o.Deployment.Spec.Template.Labels["droprun.dev/row"], "prestop-sleep-action_preStopSeconds_0"; got != want {
-		t.Errorf("row label %q, want %q", got, want)
-	}
-}
-
 func TestRowLabel(t *testing.T) {
 	for in, want := range map[string]string{
 		"no-prestop":                     "no-prestop",

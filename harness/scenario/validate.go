@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -78,8 +78,8 @@ func (s *Scenario) validateCluster(v *validator) {
 		default:
 			v.add("cluster.kind.kubeProxyMode", fmt.Sprintf("%q is not a kube-proxy mode", k.KubeProxyMode), "use iptables, nftables or ipvs")
 		}
-		if err := nodeimage.CheckRef(k.NodeImage); err != nil {
-			v.add("cluster.kind.nodeImage", err.Error(), "use auto (droprun's cached image, else kind's published one when a registry serves it, else droprun's built offline), or an image with an explicit tag or digest such as "+nodeimage.DefaultImage)
+		if err := imageref.CheckNode(k.NodeImage); err != nil {
+			v.add("cluster.kind.nodeImage", err.Error(), "use auto (droprun's cached image, else kind's published one when a registry serves it, else droprun's built offline), or an image with an explicit tag or digest such as "+imageref.DefaultNodeImage)
 		}
 		checkPort(v, "cluster.kind.hostPort", k.HostPort)
 		checkPort(v, "cluster.kind.gatewayHostPort", k.GatewayHostPort)

@@ -13,7 +13,7 @@ import (
 // and a kind cluster's kube-proxy mode must work on this host's kernel.
 // Its error is a *scenario.Errors. It returns the inspected archives.
 func Preflight(sc *scenario.Scenario) ([]*image.Archive, error) {
-	archives, errs := sc.CheckArchives()
+	archives, errs := checkArchives(sc)
 	if k := sc.Cluster.Kind; k != nil && k.KubeProxyMode == "ipvs" {
 		if ok, why := engine.IPVS("/"); !ok {
 			errs = append(errs, scenario.FieldError{Path: "cluster.kind.kubeProxyMode",
@@ -25,4 +25,19 @@ func Preflight(sc *scenario.Scenario) ([]*image.Archive, error) {
 		return nil, &scenario.Errors{File: "scenario " + sc.Metadata.Name, List: errs}
 	}
 	return archives, nil
+}
+
+// checkArchives runs image.CheckArchives on a custom app's archives and
+// images, its problems named by their scenario fields.
+func checkArchives(sc *scenario.Scenario) ([]*image.Archive, []scenario.FieldError) {
+	c := sc.App.Custom
+	if c == nil {
+		return nil, nil
+	}
+	archives, problems := image.CheckArchives(c.ImageArchives, c.Images)
+	var errs []scenario.FieldError
+	for _, p := range problems {
+		errs = append(errs, scenario.FieldError{Path: "app.custom." + p.Field, Msg: p.Msg, Fix: p.Fix})
+	}
+	return archives, errs
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -194,7 +195,7 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 // out and the pods it replaced are gone.
 func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) error {
 	sc := tb.Scenario
-	objs, err := sc.Render(i, version, initial, fmt.Sprintf("droprun: deploy %s %s", sc.Variants[i].Name, scenario.Versions[version]))
+	objs, err := render.Render(sc, i, version, initial, fmt.Sprintf("droprun: deploy %s %s", sc.Variants[i].Name, scenario.Versions[version]))
 	if err != nil {
 		return err
 	}
@@ -367,7 +368,7 @@ func KeepsNamespace(sc *scenario.Scenario) bool {
 func deploymentNames(sc *scenario.Scenario) ([]string, error) {
 	var names []string
 	for i := range sc.Variants {
-		objs, err := sc.Render(i, 0, true, "")
+		objs, err := render.Render(sc, i, 0, true, "")
 		if err != nil {
 			return nil, err
 		}

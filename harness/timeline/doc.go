@@ -1,16 +1,20 @@
-// Package timeline records every rollout event of one namespace on one
-// timeline, stamped with droprun's own clock, so that a failed request can
-// be set beside what the cluster was doing at that moment.
+// Package timeline is the record type of events.jsonl: every rollout event
+// of one namespace on one timeline, stamped with droprun's own clock, so
+// that a failed request can be set beside what the cluster was doing at
+// that moment. Event and its Kinds are written by harness/observe (the
+// informers and kube-proxy polls), harness/dataplane (route.*) and
+// harness/run (its marks), and read back by ReadEvents; the package
+// imports no client-go, so that what reads a run needs none.
 //
 // API timestamps (creationTimestamp, deletionTimestamp, lastTransitionTime)
 // have one-second resolution, far coarser than the race droprun measures, so
 // every Event is stamped with the local clock when droprun receives it.
-// A Recorder watches Pods, ReplicaSets, EndpointSlices, Deployments and
+// observe.Recorder watches Pods, ReplicaSets, EndpointSlices, Deployments and
 // Warning Events on pods with client-go shared informers, turns each change
 // into transitions (a pod became ready, an endpoint became terminating, a
 // ReplicaSet scaled from 2 to 1, ...) and writes them as JSON lines, one
 // Event a line, to events.jsonl. Caller events (rollout.start,
-// window.open, ...) go through Mark onto the same clock and the same file.
+// window.close, ...) go through its Mark onto the same clock and the same file.
 //
 // # Objects that existed before Start
 //
@@ -36,8 +40,8 @@
 // # The routed stage
 //
 // Whether a node's dataplane has caught up with an endpoint change is only
-// visible in that node's kube-proxy. With KubeProxyOptions.Interval set, the
-// Recorder polls each kube-proxy's metrics (through the API server's pod
+// visible in that node's kube-proxy. With observe.KubeProxyOptions.Interval set,
+// the Recorder polls each kube-proxy's metrics (through the API server's pod
 // proxy by default) and writes kubeproxy.synced whenever a node's
 // kubeproxy_sync_proxy_rules_last_timestamp_seconds changes, with the mean
 // network programming latency of the changes that sync applied.
@@ -51,7 +55,7 @@
 // (not one per poll) and keeps trying slowly. Two ways out: configure
 // kube-proxy with metricsBindAddress: 0.0.0.0:10249 (a kind
 // kubeadmConfigPatches entry for KubeProxyConfiguration), or supply a
-// KubeProxyOptions.Fetch that reads 127.0.0.1:10249 inside the node.
+// observe.KubeProxyOptions.Fetch that reads 127.0.0.1:10249 inside the node.
 //
 // kube-proxy's sync is a node-wide moment at the poll's resolution, not
 // "the rule to pod P is gone". On kind clusters harness/dataplane watches
@@ -64,6 +68,6 @@
 // The run's own marks (traffic.start, rollout.start, window.close, ...)
 // carry their variant and rollout in Detail; the ones with data carry it
 // typed (Event.Stats, Event.Flushed, Event.Rig), written by
-// Recorder.Record. ReadEvents reads events.jsonl back; harness/analysis
+// observe.Recorder.Record. ReadEvents reads events.jsonl back; harness/analysis
 // turns it into windows, gaps and attributions.
 package timeline

@@ -205,8 +205,8 @@ const (
 	KindAppScraped Kind = "app.scraped"
 )
 
-// clone returns a copy of e that shares no map with it.
-func (e Event) clone() Event {
+// Clone returns a copy of e that shares no map with it.
+func (e Event) Clone() Event {
 	if e.Detail != nil {
 		e.Detail = maps.Clone(e.Detail)
 	}

@@ -1,5 +1,5 @@
 // Package variant is the catalogue of bookshop's shutdown variants and the
-// manifests droprun applies for them.
+// names, ports and labels of the objects droprun applies for them.
 //
 // A variant is a way for a pod to leave: no preStop hook (no-prestop), an
 // exec or native preStop sleep, a drain inside the app (graceful-drain,
@@ -7,11 +7,11 @@
 // (prestop-exec-distroless). Info says what each is expected to show and
 // why; `droprun variants` prints it.
 //
-// Deployment renders a variant as a server-side apply configuration of the
-// bookshop web Deployment (Custom does the same for a user's manifest, only
-// the image changed), Service and GatewayService the Services, and Detect
-// reads back, from a live pod template, which variant it is: the pods a
-// rollout deletes are the old template's, not the new one's. Facts reads
-// the same template's shutdown settings for any container, bookshop's or a
-// custom app's: preStop hook and length, grace period, readiness probe.
+// Detect reads back, from a live pod template, which variant it is: the
+// pods a rollout deletes are the old template's, not the new one's. Facts
+// reads the same template's shutdown settings for any container,
+// bookshop's or a custom app's: preStop hook and length, grace period,
+// readiness probe. The package renders nothing: the manifests are
+// harness/testbed/render's, so that what reads a run's records needs no
+// client-go.
 package variant

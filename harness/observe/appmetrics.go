@@ -1,4 +1,4 @@
-package appmetrics
+package observe
 
 import (
 	"context"
@@ -18,14 +18,16 @@ import (
 
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/variant"
+
+	"github.com/droprun/droprun/harness/appmetrics"
 )
 
 // maxErrorText bounds the error text kept in a record.
 const maxErrorText = 300
 
-// Options tune a Collector. The zero value scrapes port 8080's /metrics
+// AppMetricsOptions tune a AppMetrics. The zero value scrapes port 8080's /metrics
 // every second through the API server.
-type Options struct {
+type AppMetricsOptions struct {
 	// Interval between two scrapes of a pod; default 1s.
 	Interval time.Duration
 	// Timeout bounds one scrape; default 1s. A pod whose previous scrape
@@ -41,16 +43,16 @@ type Options struct {
 	// Scraper reads one pod's metrics; nil means a ProxyScraper on the
 	// client, Port and Path.
 	Scraper Scraper
-	// Counter, when set, is the request counter of an app other than
+	// appmetrics.Counter, when set, is the request counter of an app other than
 	// bookshop: it is read instead of bookshop's metrics, and termination
 	// messages are not read (only bookshop writes its totals there).
-	Counter *Counter
+	Counter *appmetrics.Counter
 	// Now is the clock records are stamped with; nil means time.Now.
 	Now func() time.Time
 }
 
-// Stats counts what a Collector did.
-type Stats struct {
+// AppMetricsStats counts what a AppMetrics did.
+type AppMetricsStats struct {
 	// Scrapes is the number of successful scrapes, Failures of failed
 	// ones (expected while pods shut down).
 	Scrapes, Failures int
@@ -59,21 +61,21 @@ type Stats struct {
 	TerminationMessages, BadMessages int
 }
 
-// Collector scrapes the pods of one namespace and selector and records
+// AppMetrics scrapes the pods of one namespace and selector and records
 // their termination messages. Its methods are safe for concurrent use.
-type Collector struct {
-	opts     Options
+type AppMetrics struct {
+	opts     AppMetricsOptions
 	selector labels.Selector
 	now      func() time.Time
 
 	mu      sync.Mutex
 	w       *jsonl.Writer
-	records []Record
+	records []appmetrics.Record
 	stopped bool
 	pods    map[string]*target   // by pod name, the pods the informer has
 	failing map[string]*failures // by pod name, failed scrapes not yet written
 	finals  map[string]bool      // termination messages recorded, by instance
-	stats   Stats
+	stats   AppMetricsStats
 
 	cancel   context.CancelFunc
 	factory  informers.SharedInformerFactory
@@ -97,13 +99,13 @@ type failures struct {
 // Start watches the pods of namespace that match selector (a label
 // selector such as app=web; "" is every pod), scrapes each running one
 // every opts.Interval and records their termination messages, writing
-// every Record as one JSON line to out (buffered, flushed at least every
+// every appmetrics.Record as one JSON line to out (buffered, flushed at least every
 // second and on Stop).
 //
 // Start returns once the pods are listed; give ctx a deadline, as an
 // unreachable API server would make it wait until ctx ends. Collection
 // runs until Stop or until ctx ends.
-func Start(ctx context.Context, client kubernetes.Interface, namespace, selector string, out io.Writer, opts Options) (*Collector, error) {
+func StartAppMetrics(ctx context.Context, client kubernetes.Interface, namespace, selector string, out io.Writer, opts AppMetricsOptions) (*AppMetrics, error) {
 	if client == nil || out == nil {
 		return nil, errors.New("appmetrics: Start needs a client and a writer")
 	}
@@ -132,9 +134,9 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace, selector
 	}
 
 	runCtx, cancel := context.WithCancel(ctx)
-	c := &Collector{
+	c := &AppMetrics{
 		opts: opts, selector: sel, now: func() time.Time { return now().UTC() },
-		w:    jsonl.NewWriter(out, File),
+		w:    jsonl.NewWriter(out, appmetrics.File),
 		pods: map[string]*target{}, failing: map[string]*failures{}, finals: map[string]bool{},
 		cancel: cancel,
 	}
@@ -162,7 +164,7 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace, selector
 
 // podSeen follows a pod the informer added or updated and records its
 // termination messages.
-func (c *Collector) podSeen(obj any) {
+func (c *AppMetrics) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -183,7 +185,7 @@ func (c *Collector) podSeen(obj any) {
 
 // podGone records the termination messages of a deleted pod, if its last
 // state has them, and stops following it.
-func (c *Collector) podGone(obj any) {
+func (c *AppMetrics) podGone(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -201,13 +203,13 @@ func (c *Collector) podGone(obj any) {
 
 // forget stops following a pod and writes its pending scrape failures.
 // Called with c.mu held.
-func (c *Collector) forget(name string) {
+func (c *AppMetrics) forget(name string) {
 	delete(c.pods, name)
 	c.writeFailures(name)
 }
 
 // container is the status of the app's container in pod, nil if none.
-func (c *Collector) container(pod *corev1.Pod) *corev1.ContainerStatus {
+func (c *AppMetrics) container(pod *corev1.Pod) *corev1.ContainerStatus {
 	name := c.opts.Container
 	if name == "" && len(pod.Spec.Containers) > 0 {
 		name = pod.Spec.Containers[0].Name
@@ -222,8 +224,8 @@ func (c *Collector) container(pod *corev1.Pod) *corev1.ContainerStatus {
 
 // base is a record about pod's container instance id, with the pod's
 // identity filled in.
-func base(pod *corev1.Pod, container, id string, started time.Time) Record {
-	return Record{
+func base(pod *corev1.Pod, container, id string, started time.Time) appmetrics.Record {
+	return appmetrics.Record{
 		Pod: pod.Name, Variant: pod.Labels[variant.LabelVariant], Row: pod.Labels[variant.LabelRow],
 		Container: container, ContainerID: id, Started: started.UTC(),
 	}
@@ -232,7 +234,7 @@ func base(pod *corev1.Pod, container, id string, started time.Time) Record {
 // recordFinals records the termination messages in pod's app container
 // status (its current state and its last one) not recorded yet. Called
 // with c.mu held.
-func (c *Collector) recordFinals(pod *corev1.Pod) {
+func (c *AppMetrics) recordFinals(pod *corev1.Pod) {
 	cs := c.container(pod)
 	if cs == nil || c.opts.Counter != nil {
 		return
@@ -242,7 +244,7 @@ func (c *Collector) recordFinals(pod *corev1.Pod) {
 			continue
 		}
 		r := base(pod, cs.Name, term.ContainerID, term.StartedAt.Time)
-		key := r.instance()
+		key := r.Instance()
 		if term.ContainerID == "" { // no runtime ID (a fake): one instance per finish time
 			key += "@" + term.FinishedAt.String()
 		}
@@ -250,7 +252,7 @@ func (c *Collector) recordFinals(pod *corev1.Pod) {
 			continue
 		}
 		c.finals[key] = true
-		r.Time, r.Source, r.ExitCode, r.Reason = term.FinishedAt.UTC(), SourceTermination, term.ExitCode, term.Reason
+		r.Time, r.Source, r.ExitCode, r.Reason = term.FinishedAt.UTC(), appmetrics.SourceTermination, term.ExitCode, term.Reason
 		if term.FinishedAt.IsZero() {
 			r.Time = c.now()
 		}
@@ -282,7 +284,7 @@ func terminationTimes(msg string) (signalAt, listenerClosedAt time.Time) {
 	return m.SignalAt.UTC(), m.ListenerClosedAt.UTC() // a zero time stays zero
 }
 
-func (c *Collector) loop(ctx context.Context) {
+func (c *AppMetrics) loop(ctx context.Context) {
 	t := time.NewTicker(c.opts.Interval)
 	defer t.Stop()
 	due := time.Now()
@@ -298,7 +300,7 @@ func (c *Collector) loop(ctx context.Context) {
 
 // tick starts a scrape, due at due, of every followed pod whose app
 // container is running and whose previous scrape is over.
-func (c *Collector) tick(ctx context.Context, due time.Time) {
+func (c *AppMetrics) tick(ctx context.Context, due time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.launch(ctx, &c.wg, false, due)
@@ -309,9 +311,9 @@ func (c *Collector) tick(ctx context.Context, due time.Time) {
 // scrapes are done and recorded: a reading as fresh as the caller's
 // moment (the end of the traffic, say). Every record so far is flushed to
 // the writer before it returns, so a reader of the file sees this reading.
-// ctx bounds it, as does Options.Timeout. Stop does it once more before it
+// ctx bounds it, as does AppMetricsOptions.Timeout. Stop does it once more before it
 // returns.
-func (c *Collector) ScrapeNow(ctx context.Context) {
+func (c *AppMetrics) ScrapeNow(ctx context.Context) {
 	due := time.Now()
 	var wg sync.WaitGroup
 	c.mu.Lock()
@@ -328,7 +330,7 @@ func (c *Collector) ScrapeNow(ctx context.Context) {
 // launch starts a scrape due at due, counted by wg, of every followed pod
 // whose app container is running, skipping those with a scrape under way
 // unless force. Called with c.mu held.
-func (c *Collector) launch(ctx context.Context, wg *sync.WaitGroup, force bool, due time.Time) {
+func (c *AppMetrics) launch(ctx context.Context, wg *sync.WaitGroup, force bool, due time.Time) {
 	for _, t := range c.pods {
 		cs := c.container(t.pod)
 		if (t.running > 0 && !force) || ctx.Err() != nil || t.pod.Status.Phase != corev1.PodRunning || t.pod.Status.PodIP == "" ||
@@ -344,7 +346,7 @@ func (c *Collector) launch(ctx context.Context, wg *sync.WaitGroup, force bool, 
 
 // scrape reads one pod's metrics and records them as r, with its timing
 // against due (monotonic clock), or counts the failure.
-func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record, due time.Time) {
+func (c *AppMetrics) scrape(ctx context.Context, pod *corev1.Pod, r appmetrics.Record, due time.Time) {
 	began := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	text, err := c.opts.Scraper.Scrape(sctx, pod)
@@ -383,8 +385,8 @@ func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record, due t
 	}
 	c.stats.Scrapes++
 	late := max(0, began.Sub(due))
-	r.Time, r.Source = at, SourceScrape
-	// Scheduled in the records' clock (Options.Now), so that Time =
+	r.Time, r.Source = at, appmetrics.SourceScrape
+	// Scheduled in the records' clock (AppMetricsOptions.Now), so that Time =
 	// Scheduled + late + took holds.
 	r.Scheduled, r.LateSeconds, r.TookSeconds = at.Add(-late-took), seconds(late), seconds(took)
 	r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.NoCounter = s.counts.Total(), s.counts.ByCode(), s.counts, s.inFlight, s.noCounter
@@ -393,17 +395,17 @@ func (c *Collector) scrape(ctx context.Context, pod *corev1.Pod, r Record, due t
 
 // writeFailures records the pod's pending scrape failures, if any. Called
 // with c.mu held.
-func (c *Collector) writeFailures(name string) {
+func (c *AppMetrics) writeFailures(name string) {
 	f := c.failing[name]
 	if f == nil {
 		return
 	}
 	delete(c.failing, name)
-	c.record(Record{Time: f.last, Since: f.first, Source: SourceScrapeErrors, Pod: name, Errors: f.n, Error: truncate(f.err)})
+	c.record(appmetrics.Record{Time: f.last, Since: f.first, Source: appmetrics.SourceScrapeErrors, Pod: name, Errors: f.n, Error: truncate(f.err)})
 }
 
 // record keeps r and writes it as one line. Called with c.mu held.
-func (c *Collector) record(r Record) {
+func (c *AppMetrics) record(r appmetrics.Record) {
 	if c.stopped {
 		return
 	}
@@ -412,23 +414,23 @@ func (c *Collector) record(r Record) {
 }
 
 // flush hands buffered records to the writer. Called with c.mu held.
-func (c *Collector) flush() { _ = c.w.Flush() }
+func (c *AppMetrics) flush() { _ = c.w.Flush() }
 
 // Records returns a copy of every record so far, in the order written.
 // Their maps are shared: do not modify them.
-func (c *Collector) Records() []Record {
+func (c *AppMetrics) Records() []appmetrics.Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Record(nil), c.records...)
+	return append([]appmetrics.Record(nil), c.records...)
 }
 
-// Totals is Totals over the records so far.
-func (c *Collector) Totals(from, to time.Time) Summary {
-	return Totals(c.Records(), from, to)
+// appmetrics.Totals is appmetrics.Totals over the records so far.
+func (c *AppMetrics) Totals(from, to time.Time) appmetrics.Summary {
+	return appmetrics.Totals(c.Records(), from, to)
 }
 
-// Stats returns the counts of scrapes and termination messages so far.
-func (c *Collector) Stats() Stats {
+// AppMetricsStats returns the counts of scrapes and termination messages so far.
+func (c *AppMetrics) Stats() AppMetricsStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats
@@ -438,7 +440,7 @@ func (c *Collector) Stats() Stats {
 // collection, writes the pending scrape failures, flushes every record to
 // the writer and returns the first error writing them. It is
 // safe to call more than once; later calls return the same error.
-func (c *Collector) Stop() error {
+func (c *AppMetrics) Stop() error {
 	c.stopOnce.Do(func() {
 		// The last values of the pods still running.
 		final, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)

@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"strconv"
@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/droprun/droprun/harness/variant"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // podLabels are the pod labels copied into the Detail of pod events.
@@ -17,16 +19,16 @@ var podLabels = []string{variant.LabelVariant, variant.LabelRow, appsv1.DefaultD
 // they are written when one update carries several (a pod's lifecycle
 // order, so that deletion_requested precedes the unready it causes).
 var podTransitions = []struct {
-	kind   Kind
+	kind   timeline.Kind
 	when   func(old, cur *corev1.Pod) bool
 	detail func(p *corev1.Pod) map[string]string // extra Detail, may be nil
 }{
-	{KindPodScheduled, became(isScheduled), nil},
-	{KindPodStarted, became(allRunning), nil},
-	{KindPodReady, became(isReady), nil},
-	{KindPodDeletionRequested, became(isDeleting), deletionDetail},
-	{KindPodUnready, ceased(isReady), nil},
-	{KindPodContainersTerminated, became(allTerminated), terminatedDetail},
+	{timeline.KindPodScheduled, became(isScheduled), nil},
+	{timeline.KindPodStarted, became(allRunning), nil},
+	{timeline.KindPodReady, became(isReady), nil},
+	{timeline.KindPodDeletionRequested, became(isDeleting), deletionDetail},
+	{timeline.KindPodUnready, ceased(isReady), nil},
+	{timeline.KindPodContainersTerminated, became(allTerminated), terminatedDetail},
 }
 
 // became reports a predicate turning true between old and cur.
@@ -96,8 +98,8 @@ func terminatedDetail(p *corev1.Pod) map[string]string {
 	return map[string]string{"exit_codes": strings.Join(codes, ","), "reasons": strings.Join(reasons, ",")}
 }
 
-// podEvent is an Event about p with the pod's identity filled in.
-func podEvent(kind Kind, p *corev1.Pod, extra map[string]string) Event {
+// podEvent is an timeline.Event about p with the pod's identity filled in.
+func podEvent(kind timeline.Kind, p *corev1.Pod, extra map[string]string) timeline.Event {
 	d := map[string]string{}
 	for _, l := range podLabels {
 		if v, ok := p.Labels[l]; ok {
@@ -110,27 +112,27 @@ func podEvent(kind Kind, p *corev1.Pod, extra map[string]string) Event {
 	if len(d) == 0 {
 		d = nil
 	}
-	return Event{Kind: kind, Object: "pod/" + p.Name, Pod: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP, Detail: d}
+	return timeline.Event{Kind: kind, Object: "pod/" + p.Name, Pod: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP, Detail: d}
 }
 
 // podAdded turns a pod seen by the informer's add into events: a snapshot
 // for a pod listed at Start, else pod.created and whatever its state
 // already implies.
-func podAdded(p *corev1.Pod, initial bool) []Event {
+func podAdded(p *corev1.Pod, initial bool) []timeline.Event {
 	if initial {
-		return []Event{podEvent(KindPodSnapshot, p, map[string]string{
+		return []timeline.Event{podEvent(timeline.KindPodSnapshot, p, map[string]string{
 			"phase":    string(p.Status.Phase),
 			"ready":    strconv.FormatBool(isReady(p)),
 			"deleting": strconv.FormatBool(isDeleting(p)),
 		})}
 	}
-	return append([]Event{podEvent(KindPodCreated, p, nil)}, podUpdated(&corev1.Pod{}, p)...)
+	return append([]timeline.Event{podEvent(timeline.KindPodCreated, p, nil)}, podUpdated(&corev1.Pod{}, p)...)
 }
 
 // podUpdated returns the transitions from old to cur, in lifecycle order,
 // followed by one event per container whose restart count grew.
-func podUpdated(old, cur *corev1.Pod) []Event {
-	var events []Event
+func podUpdated(old, cur *corev1.Pod) []timeline.Event {
+	var events []timeline.Event
 	for _, t := range podTransitions {
 		if !t.when(old, cur) {
 			continue
@@ -144,12 +146,12 @@ func podUpdated(old, cur *corev1.Pod) []Event {
 	return append(events, containerRestarts(old, cur)...)
 }
 
-func containerRestarts(old, cur *corev1.Pod) []Event {
+func containerRestarts(old, cur *corev1.Pod) []timeline.Event {
 	before := map[string]int32{}
 	for _, s := range old.Status.ContainerStatuses {
 		before[s.Name] = s.RestartCount
 	}
-	var events []Event
+	var events []timeline.Event
 	for _, s := range cur.Status.ContainerStatuses {
 		if s.RestartCount <= before[s.Name] {
 			continue
@@ -159,21 +161,21 @@ func containerRestarts(old, cur *corev1.Pod) []Event {
 			d["last_exit_code"] = strconv.Itoa(int(t.ExitCode))
 			d["last_reason"] = t.Reason
 		}
-		events = append(events, podEvent(KindPodContainerRestarted, cur, d))
+		events = append(events, podEvent(timeline.KindPodContainerRestarted, cur, d))
 	}
 	return events
 }
 
 // podDeleted is the pod object leaving the API.
-func podDeleted(p *corev1.Pod) []Event {
-	return []Event{podEvent(KindPodGone, p, nil)}
+func podDeleted(p *corev1.Pod) []timeline.Event {
+	return []timeline.Event{podEvent(timeline.KindPodGone, p, nil)}
 }
 
-// warningEvent turns a core/v1 Event into pod.event when it is a Warning
+// warningEvent turns a core/v1 timeline.Event into pod.event when it is a Warning
 // about a pod, and reports false otherwise.
-func warningEvent(e *corev1.Event) (Event, bool) {
+func warningEvent(e *corev1.Event) (timeline.Event, bool) {
 	if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "Pod" {
-		return Event{}, false
+		return timeline.Event{}, false
 	}
 	d := map[string]string{
 		"reason":  e.Reason,
@@ -184,7 +186,7 @@ func warningEvent(e *corev1.Event) (Event, bool) {
 	if src := eventSource(e); src != "" {
 		d["source"] = src
 	}
-	return Event{Kind: KindPodEvent, Object: "pod/" + e.InvolvedObject.Name, Pod: e.InvolvedObject.Name, Node: e.Source.Host, Detail: d}, true
+	return timeline.Event{Kind: timeline.KindPodEvent, Object: "pod/" + e.InvolvedObject.Name, Pod: e.InvolvedObject.Name, Node: e.Source.Host, Detail: d}, true
 }
 
 // warningRepeated reports a Warning event being emitted again: its count

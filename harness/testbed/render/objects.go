@@ -1,4 +1,4 @@
-package variant
+package render
 
 import (
 	"bytes"
@@ -13,34 +13,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/yaml"
-)
 
-// Names and ports of the objects droprun renders.
-const (
-	WebName = "web"
-	// ServicePortName names the web Service's one port.
-	ServicePortName = "http"
-	GatewayName     = "gateway"
-	ContainerName   = "web"
-	ContainerPort   = 8080
-	ServicePort     = 80
-	WebNodePort     = 30080
-	GatewayNodePort = 30081
-	// AppGOMAXPROCS is the bookshop container's GOMAXPROCS.
-	AppGOMAXPROCS = "1"
-
-	// LabelVariant is set on the pod template to the built-in variant the
-	// template was rendered from (the trap's first pods say no-prestop).
-	LabelVariant = "droprun.dev/variant"
-	// LabelRow is set on the pod template to the name of the scenario's
-	// variant entry, the row its results are reported under.
-	LabelRow = "droprun.dev/row"
-	// AnnotationChangeCause is what `kubectl rollout history` shows.
-	AnnotationChangeCause = "kubernetes.io/change-cause"
-	// LabelManagedBy marks every object droprun owns.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// ManagedBy is the value of LabelManagedBy.
-	ManagedBy = "droprun"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 // Probe is a readiness probe's timing.
@@ -56,7 +30,7 @@ type Params struct {
 	// Name is the variant's row name (a label on the pod template).
 	Name string
 	// Info is the built-in variant being rendered.
-	Info Info
+	Info variant.Info
 	// Image is the container image, e.g. bookshop:v1 or bookshop:v1-distroless.
 	Image string
 
@@ -90,15 +64,15 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		args = append(args, "--drain-delay="+p.DrainDelay.String())
 	}
 	c := corev1ac.Container().
-		WithName(ContainerName).
+		WithName(variant.ContainerName).
 		WithImage(p.Image).
 		WithImagePullPolicy(corev1.PullNever). // images are loaded into the nodes; nothing is pulled
 		WithArgs(args...).
 		// One P: on a small machine at 1000 req/s the Go runtime's wakeups
 		// of idle Ps cost more context switches than a second P saves.
 		// It changes nothing about how the app shuts down.
-		WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(AppGOMAXPROCS)).
-		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(ContainerPort)).
+		WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort)).
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
 			WithInitialDelaySeconds(p.Readiness.InitialDelaySeconds).
@@ -120,26 +94,26 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		c.WithResources(r)
 	}
 	switch p.Info.PreStop {
-	case PreStopExec:
+	case variant.PreStopExec:
 		c.WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
 			WithExec(corev1ac.ExecAction().WithCommand("sleep", strconv.FormatInt(p.PreStopSeconds, 10)))))
-	case PreStopAction:
+	case variant.PreStopAction:
 		c.WithLifecycle(corev1ac.Lifecycle().WithPreStop(corev1ac.LifecycleHandler().
 			WithSleep(corev1ac.SleepAction().WithSeconds(p.PreStopSeconds))))
 	}
 
-	selector := map[string]string{"app": WebName}
+	selector := map[string]string{"app": variant.WebName}
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(selector).
-		WithLabels(map[string]string{LabelVariant: p.Info.Name, LabelRow: p.Name}).
+		WithLabels(map[string]string{variant.LabelVariant: p.Info.Name, variant.LabelRow: p.Name}).
 		WithSpec(corev1ac.PodSpec().
 			WithTerminationGracePeriodSeconds(p.TerminationGracePeriodSeconds).
 			WithContainers(c))
 	if p.ChangeCause != "" {
-		template.WithAnnotations(map[string]string{AnnotationChangeCause: p.ChangeCause})
+		template.WithAnnotations(map[string]string{variant.AnnotationChangeCause: p.ChangeCause})
 	}
-	d := appsv1ac.Deployment(WebName, p.Namespace).
-		WithLabels(map[string]string{"app": WebName, LabelManagedBy: ManagedBy}).
+	d := appsv1ac.Deployment(variant.WebName, p.Namespace).
+		WithLabels(map[string]string{"app": variant.WebName, variant.LabelManagedBy: variant.ManagedBy}).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(p.Replicas).
 			WithMinReadySeconds(p.MinReadySeconds).
@@ -151,7 +125,7 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 					WithMaxUnavailable(p.MaxUnavailable))).
 			WithTemplate(template))
 	if p.ChangeCause != "" {
-		d.WithAnnotations(map[string]string{AnnotationChangeCause: p.ChangeCause})
+		d.WithAnnotations(map[string]string{variant.AnnotationChangeCause: p.ChangeCause})
 	}
 	return d, nil
 }
@@ -161,13 +135,13 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 // port mapped by the kind cluster reaches nodePort.
 func Service(namespace, name string, selector map[string]string, targetPort intstr.IntOrString, nodePort int32) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(name, namespace).
-		WithLabels(map[string]string{"app": name, LabelManagedBy: ManagedBy}).
+		WithLabels(map[string]string{"app": name, variant.LabelManagedBy: variant.ManagedBy}).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeNodePort).
 			WithSelector(selector).
 			WithPorts(corev1ac.ServicePort().
-				WithName(ServicePortName).
-				WithPort(ServicePort).
+				WithName(variant.ServicePortName).
+				WithPort(variant.ServicePort).
 				WithTargetPort(targetPort).
 				WithNodePort(nodePort)))
 }
@@ -183,17 +157,17 @@ func WithServiceType(svc *corev1ac.ServiceApplyConfiguration, typ corev1.Service
 
 // WebService is the NodePort Service in front of the bookshop web pods.
 func WebService(namespace string) *corev1ac.ServiceApplyConfiguration {
-	return Service(namespace, WebName, map[string]string{"app": WebName}, intstr.FromString("http"), WebNodePort)
+	return Service(namespace, variant.WebName, map[string]string{"app": variant.WebName}, intstr.FromString("http"), variant.WebNodePort)
 }
 
 // GatewayService is the NodePort Service in front of the gateway.
 func GatewayService(namespace string) *corev1ac.ServiceApplyConfiguration {
-	return Service(namespace, GatewayName, map[string]string{"app": GatewayName}, intstr.FromString("http"), GatewayNodePort)
+	return Service(namespace, variant.GatewayName, map[string]string{"app": variant.GatewayName}, intstr.FromString("http"), variant.GatewayNodePort)
 }
 
 // Custom reads the user's Deployment manifest as an apply configuration,
 // moves it into namespace, labels its pod template with the variant's row
-// name (LabelRow), and sets container's image. Nothing else in the user's spec is
+// name (variant.LabelRow), and sets container's image. Nothing else in the user's spec is
 // changed.
 func Custom(manifest []byte, namespace, name, container, image, changeCause string) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	var d appsv1ac.DeploymentApplyConfiguration
@@ -204,10 +178,10 @@ func Custom(manifest []byte, namespace, name, container, image, changeCause stri
 		return nil, fmt.Errorf("the manifest has no spec.template.spec")
 	}
 	d.WithNamespace(namespace)
-	d.Spec.Template.WithLabels(map[string]string{LabelRow: name})
+	d.Spec.Template.WithLabels(map[string]string{variant.LabelRow: name})
 	if changeCause != "" {
-		d.WithAnnotations(map[string]string{AnnotationChangeCause: changeCause})
-		d.Spec.Template.WithAnnotations(map[string]string{AnnotationChangeCause: changeCause})
+		d.WithAnnotations(map[string]string{variant.AnnotationChangeCause: changeCause})
+		d.Spec.Template.WithAnnotations(map[string]string{variant.AnnotationChangeCause: changeCause})
 	}
 	for i := range d.Spec.Template.Spec.Containers {
 		if c := &d.Spec.Template.Spec.Containers[i]; c.Name != nil && *c.Name == container {
@@ -224,22 +198,22 @@ func Custom(manifest []byte, namespace, name, container, image, changeCause stri
 // itself drains gracefully and is never rolled, so its own shutdown never
 // enters the measurement.
 func Gateway(namespace, image, upstreamService string) *appsv1ac.DeploymentApplyConfiguration {
-	selector := map[string]string{"app": GatewayName}
-	upstream := fmt.Sprintf("http://%s.%s.svc:%d", upstreamService, namespace, ServicePort)
-	return appsv1ac.Deployment(GatewayName, namespace).
-		WithLabels(map[string]string{"app": GatewayName, LabelManagedBy: ManagedBy}).
+	selector := map[string]string{"app": variant.GatewayName}
+	upstream := fmt.Sprintf("http://%s.%s.svc:%d", upstreamService, namespace, variant.ServicePort)
+	return appsv1ac.Deployment(variant.GatewayName, namespace).
+		WithLabels(map[string]string{"app": variant.GatewayName, variant.LabelManagedBy: variant.ManagedBy}).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(1).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(selector).
 				WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().
-					WithName(GatewayName).
+					WithName(variant.GatewayName).
 					WithImage(image).
 					WithImagePullPolicy(corev1.PullNever).
 					WithArgs("--mode=gateway", "--upstream="+upstream, "--shutdown=drain").
-					WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(AppGOMAXPROCS)).
-					WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(ContainerPort)).
+					WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
+					WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort)).
 					WithReadinessProbe(corev1ac.Probe().
 						WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
 						WithPeriodSeconds(1))))))

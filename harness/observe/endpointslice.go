@@ -1,9 +1,11 @@
-package timeline
+package observe
 
 import (
 	"strconv"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // endpointConditions are the endpoint condition flips the timeline records,
@@ -11,11 +13,11 @@ import (
 // kind is not recorded (an endpoint does not stop terminating).
 var endpointConditions = []struct {
 	get             func(discoveryv1.EndpointConditions) bool
-	onTrue, onFalse Kind
+	onTrue, onFalse timeline.Kind
 }{
-	{epReady, KindEndpointReady, KindEndpointUnready},
-	{epServing, KindEndpointServing, KindEndpointNotServing},
-	{epTerminating, KindEndpointTerminating, ""},
+	{epReady, timeline.KindEndpointReady, timeline.KindEndpointUnready},
+	{epServing, timeline.KindEndpointServing, timeline.KindEndpointNotServing},
+	{epTerminating, timeline.KindEndpointTerminating, ""},
 }
 
 // epReady reads conditions.ready; nil means true (discovery/v1 docs).
@@ -48,8 +50,8 @@ func endpointPod(ep *discoveryv1.Endpoint) string {
 	return ""
 }
 
-// endpointEvent is an Event about one endpoint of slice s.
-func endpointEvent(kind Kind, s *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, extra map[string]string) Event {
+// endpointEvent is an timeline.Event about one endpoint of slice s.
+func endpointEvent(kind timeline.Kind, s *discoveryv1.EndpointSlice, ep *discoveryv1.Endpoint, extra map[string]string) timeline.Event {
 	d := map[string]string{
 		"slice":       s.Name,
 		"ready":       strconv.FormatBool(epReady(ep.Conditions)),
@@ -62,7 +64,7 @@ func endpointEvent(kind Kind, s *discoveryv1.EndpointSlice, ep *discoveryv1.Endp
 	for k, v := range extra {
 		d[k] = v
 	}
-	e := Event{Kind: kind, Object: "endpointslice/" + s.Name, Pod: endpointPod(ep), Detail: d}
+	e := timeline.Event{Kind: kind, Object: "endpointslice/" + s.Name, Pod: endpointPod(ep), Detail: d}
 	if ep.NodeName != nil {
 		e.Node = *ep.NodeName
 	}
@@ -74,12 +76,12 @@ func endpointEvent(kind Kind, s *discoveryv1.EndpointSlice, ep *discoveryv1.Endp
 
 // sliceAdded turns a slice seen by the informer's add into one event per
 // endpoint: snapshots for a slice listed at Start, else endpoint.added.
-func sliceAdded(s *discoveryv1.EndpointSlice, initial bool) []Event {
-	kind := KindEndpointAdded
+func sliceAdded(s *discoveryv1.EndpointSlice, initial bool) []timeline.Event {
+	kind := timeline.KindEndpointAdded
 	if initial {
-		kind = KindEndpointSnapshot
+		kind = timeline.KindEndpointSnapshot
 	}
-	var events []Event
+	var events []timeline.Event
 	for i := range s.Endpoints {
 		events = append(events, endpointEvent(kind, s, &s.Endpoints[i], nil))
 	}
@@ -88,20 +90,20 @@ func sliceAdded(s *discoveryv1.EndpointSlice, initial bool) []Event {
 
 // sliceUpdated returns, endpoint by endpoint in the slice's order, the
 // endpoints added and the condition flips, then the endpoints removed.
-func sliceUpdated(old, cur *discoveryv1.EndpointSlice) []Event {
+func sliceUpdated(old, cur *discoveryv1.EndpointSlice) []timeline.Event {
 	before := map[string]*discoveryv1.Endpoint{}
 	for i := range old.Endpoints {
 		before[endpointKey(&old.Endpoints[i])] = &old.Endpoints[i]
 	}
 	now := map[string]bool{}
-	var events []Event
+	var events []timeline.Event
 	for i := range cur.Endpoints {
 		ep := &cur.Endpoints[i]
 		key := endpointKey(ep)
 		now[key] = true
 		prev, ok := before[key]
 		if !ok {
-			events = append(events, endpointEvent(KindEndpointAdded, cur, ep, nil))
+			events = append(events, endpointEvent(timeline.KindEndpointAdded, cur, ep, nil))
 			continue
 		}
 		for _, c := range endpointConditions {
@@ -118,17 +120,17 @@ func sliceUpdated(old, cur *discoveryv1.EndpointSlice) []Event {
 	for i := range old.Endpoints {
 		ep := &old.Endpoints[i]
 		if !now[endpointKey(ep)] {
-			events = append(events, endpointEvent(KindEndpointRemoved, cur, ep, nil))
+			events = append(events, endpointEvent(timeline.KindEndpointRemoved, cur, ep, nil))
 		}
 	}
 	return events
 }
 
 // sliceDeleted removes every endpoint the slice still had.
-func sliceDeleted(s *discoveryv1.EndpointSlice) []Event {
-	var events []Event
+func sliceDeleted(s *discoveryv1.EndpointSlice) []timeline.Event {
+	var events []timeline.Event
 	for i := range s.Endpoints {
-		events = append(events, endpointEvent(KindEndpointRemoved, s, &s.Endpoints[i], map[string]string{"reason": "slice_deleted"}))
+		events = append(events, endpointEvent(timeline.KindEndpointRemoved, s, &s.Endpoints[i], map[string]string{"reason": "slice_deleted"}))
 	}
 	return events
 }

@@ -1,4 +1,4 @@
-package appmetrics
+package observe
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/droprun/droprun/harness/appmetrics"
 )
 
 // testdata/bookshop-metrics.txt is the /metrics of the real bookshop binary
@@ -26,7 +28,7 @@ import (
 // /version?delay=5s in flight. Capture them again if the app's metrics
 // change.
 
-func equalCounts(a, b Counts) bool {
+func equalCounts(a, b appmetrics.Counts) bool {
 	return maps.EqualFunc(a, b, func(x, y map[string]int) bool { return maps.Equal(x, y) })
 }
 
@@ -39,7 +41,7 @@ func TestParseBookshopMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{
+	want := appmetrics.Counts{
 		"version": {"200": 6},
 		"other":   {"404": 2},
 		"healthz": {"200": 1},
@@ -49,9 +51,9 @@ func TestParseBookshopMetrics(t *testing.T) {
 	if !equalCounts(s.counts, want) || s.inFlight != 0 {
 		t.Errorf("parsed %v, in flight %d; want %v, 0", s.counts, s.inFlight, want)
 	}
-	if s.counts.Total() != 11 || s.counts.Without(ProbeHandlers...).Total() != 8 || s.counts.Class(2) != 8 || s.counts.Class(4) != 2 {
+	if s.counts.Total() != 11 || s.counts.Without(appmetrics.ProbeHandlers...).Total() != 8 || s.counts.Class(2) != 8 || s.counts.Class(4) != 2 {
 		t.Errorf("total %d, answered %d, 2xx %d, 4xx %d; want 11, 8, 8, 2",
-			s.counts.Total(), s.counts.Without(ProbeHandlers...).Total(), s.counts.Class(2), s.counts.Class(4))
+			s.counts.Total(), s.counts.Without(appmetrics.ProbeHandlers...).Total(), s.counts.Class(2), s.counts.Class(4))
 	}
 	if got := s.counts.ByCode(); !maps.Equal(got, map[string]int{"200": 8, "404": 2, "503": 1}) {
 		t.Errorf("by code %v", got)
@@ -67,7 +69,7 @@ func TestParseMetrics(t *testing.T) {
 	// Without TYPE lines every sample is untyped; values are still read.
 	s, err = parseMetrics([]byte(`bookshop_http_requests_total{handler="version",code="200"} 4` + "\n" +
 		`bookshop_http_requests_total{handler="version",code="502"} 1e+00` + "\n"))
-	if err != nil || !equalCounts(s.counts, Counts{"version": {"200": 4, "502": 1}}) {
+	if err != nil || !equalCounts(s.counts, appmetrics.Counts{"version": {"200": 4, "502": 1}}) {
 		t.Errorf("untyped: %v, %v", s.counts, err)
 	}
 	if _, err := parseMetrics([]byte("<html>502 Bad Gateway</html>\n")); err == nil {
@@ -84,7 +86,7 @@ func TestParseTerminationMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{"version": {"200": 3}, "other": {"404": 1}, "readyz": {"200": 1}, "healthz": {"200": 1}, "metrics": {"200": 1}}
+	want := appmetrics.Counts{"version": {"200": 3}, "other": {"404": 1}, "readyz": {"200": 1}, "healthz": {"200": 1}, "metrics": {"200": 1}}
 	if *m.Requests != 7 || m.InFlight != 1 || m.Exit != "killed" || m.Signal != "SIGTERM" ||
 		!equalCounts(m.ByHandler, want) || !maps.Equal(m.ByCode, map[string]int{"200": 6, "404": 1}) {
 		t.Errorf("parsed %+v", m)

@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"bytes"
@@ -19,12 +19,12 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/droprun/droprun/harness/jsonl"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
-const ns = "droprun"
-
 // waitUntil polls r.Events() until cond holds, failing after 10 s.
-func waitUntil(t *testing.T, r *Recorder, what string, cond func([]Event) bool) {
+func waitUntil(t *testing.T, r *Recorder, what string, cond func([]timeline.Event) bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond(r.Events()) {
@@ -35,7 +35,7 @@ func waitUntil(t *testing.T, r *Recorder, what string, cond func([]Event) bool) 
 	}
 }
 
-func countKind(events []Event, k Kind) int {
+func countKind(events []timeline.Event, k timeline.Kind) int {
 	n := 0
 	for _, e := range events {
 		if e.Kind == k {
@@ -45,7 +45,7 @@ func countKind(events []Event, k Kind) int {
 	return n
 }
 
-func equalKinds(a, b []Kind) bool { return slices.Equal(a, b) }
+func equalKinds(a, b []timeline.Kind) bool { return slices.Equal(a, b) }
 
 // clock is a settable clock, in a zone other than UTC so that the test sees
 // stamps converted.
@@ -86,7 +86,7 @@ func TestRecorderFollowsARollout(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := Start(ctx, client, ns, &out, Options{Now: clk.now})
+	r, err := StartRecorder(ctx, client, ns, &out, RecorderOptions{Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +94,9 @@ func TestRecorderFollowsARollout(t *testing.T) {
 
 	// Objects that existed before Start are snapshots, never created.
 	snaps := r.Events()
-	wantSnaps := map[string]Kind{
-		"pod/web-old-1": KindPodSnapshot, "endpointslice/web-old": KindEndpointSnapshot,
-		"replicaset/web-5bff69ccb": KindReplicaSetSnapshot, "deployment/web": KindDeploymentSnapshot,
+	wantSnaps := map[string]timeline.Kind{
+		"pod/web-old-1": timeline.KindPodSnapshot, "endpointslice/web-old": timeline.KindEndpointSnapshot,
+		"replicaset/web-5bff69ccb": timeline.KindReplicaSetSnapshot, "deployment/web": timeline.KindDeploymentSnapshot,
 	}
 	if len(snaps) != len(wantSnaps) {
 		t.Fatalf("at Start: %d events %v, want the %d snapshots", len(snaps), kinds(snaps), len(wantSnaps))
@@ -162,47 +162,47 @@ func TestRecorderFollowsARollout(t *testing.T) {
 		}
 		return nil
 	}
-	mark := func(k Kind) func() error {
+	mark := func(k timeline.Kind) func() error {
 		return func() error { r.Mark(k, map[string]string{"rollout": "1"}); return nil }
 	}
 
 	// Each step happens one second after the previous on the injected clock,
 	// and must produce exactly these events, stamped with that second.
 	steps := []step{
-		{"new ReplicaSet", func() error { _, err := rsets.Create(ctx, newRS, metav1.CreateOptions{}); return err }, []Kind{KindReplicaSetCreated}},
-		{"scaled to 1", scaleRS(1), []Kind{KindReplicaSetScaled}},
-		{"new pod", func() error { _, err := pods.Create(ctx, newPod, metav1.CreateOptions{}); return err }, []Kind{KindPodCreated}},
-		{"scaled to 2", scaleRS(2), []Kind{KindReplicaSetScaled}},
-		{"scheduled", updatePod(scheduled), []Kind{KindPodScheduled}},
-		{"started", updatePodStatus(withIP, containers(running)), []Kind{KindPodStarted}},
+		{"new ReplicaSet", func() error { _, err := rsets.Create(ctx, newRS, metav1.CreateOptions{}); return err }, []timeline.Kind{timeline.KindReplicaSetCreated}},
+		{"scaled to 1", scaleRS(1), []timeline.Kind{timeline.KindReplicaSetScaled}},
+		{"new pod", func() error { _, err := pods.Create(ctx, newPod, metav1.CreateOptions{}); return err }, []timeline.Kind{timeline.KindPodCreated}},
+		{"scaled to 2", scaleRS(2), []timeline.Kind{timeline.KindReplicaSetScaled}},
+		{"scheduled", updatePod(scheduled), []timeline.Kind{timeline.KindPodScheduled}},
+		{"started", updatePodStatus(withIP, containers(running)), []timeline.Kind{timeline.KindPodStarted}},
 		{"endpoint added, not ready yet", func() error {
 			newSlice.Endpoints = []discoveryv1.Endpoint{ep("web-new-1", "10.244.1.7", no, no, no)}
 			_, err := epSlices.Create(ctx, newSlice, metav1.CreateOptions{})
 			return err
-		}, []Kind{KindEndpointAdded}},
-		{"ready", updatePodStatus(ready(corev1.ConditionTrue)), []Kind{KindPodReady}},
-		{"endpoint ready", updateSlice(ep("web-new-1", "10.244.1.7", yes, yes, no)), []Kind{KindEndpointReady, KindEndpointServing}},
-		{"a Normal event is not recorded, a Warning is", warnings, []Kind{KindPodEvent}},
-		{"rollout start", mark(KindRolloutStart), []Kind{KindRolloutStart}},
+		}, []timeline.Kind{timeline.KindEndpointAdded}},
+		{"ready", updatePodStatus(ready(corev1.ConditionTrue)), []timeline.Kind{timeline.KindPodReady}},
+		{"endpoint ready", updateSlice(ep("web-new-1", "10.244.1.7", yes, yes, no)), []timeline.Kind{timeline.KindEndpointReady, timeline.KindEndpointServing}},
+		{"a Normal event is not recorded, a Warning is", warnings, []timeline.Kind{timeline.KindPodEvent}},
+		{"rollout start", mark(timeline.KindRolloutStart), []timeline.Kind{timeline.KindRolloutStart}},
 		{"new generation", func() error {
 			dep.Generation = 2
 			_, err := client.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{})
 			return err
-		}, []Kind{KindDeploymentUpdated}},
-		{"deletion requested", updatePod(deleting), []Kind{KindPodDeletionRequested}},
-		{"endpoint unready and terminating", updateSlice(ep("web-new-1", "10.244.1.7", no, yes, yes)), []Kind{KindEndpointUnready, KindEndpointTerminating}},
-		{"containers exit", updatePodStatus(ready(corev1.ConditionFalse), containers(exited0)), []Kind{KindPodUnready, KindPodContainersTerminated}},
-		{"endpoint removed", updateSlice(), []Kind{KindEndpointRemoved}},
-		{"pod gone", func() error { return pods.Delete(ctx, newPod.Name, metav1.DeleteOptions{}) }, []Kind{KindPodGone}},
-		{"old slice deleted", func() error { return epSlices.Delete(ctx, oldSlice.Name, metav1.DeleteOptions{}) }, []Kind{KindEndpointRemoved}},
-		{"old ReplicaSet deleted", func() error { return rsets.Delete(ctx, oldRS.Name, metav1.DeleteOptions{}) }, []Kind{KindReplicaSetDeleted}},
+		}, []timeline.Kind{timeline.KindDeploymentUpdated}},
+		{"deletion requested", updatePod(deleting), []timeline.Kind{timeline.KindPodDeletionRequested}},
+		{"endpoint unready and terminating", updateSlice(ep("web-new-1", "10.244.1.7", no, yes, yes)), []timeline.Kind{timeline.KindEndpointUnready, timeline.KindEndpointTerminating}},
+		{"containers exit", updatePodStatus(ready(corev1.ConditionFalse), containers(exited0)), []timeline.Kind{timeline.KindPodUnready, timeline.KindPodContainersTerminated}},
+		{"endpoint removed", updateSlice(), []timeline.Kind{timeline.KindEndpointRemoved}},
+		{"pod gone", func() error { return pods.Delete(ctx, newPod.Name, metav1.DeleteOptions{}) }, []timeline.Kind{timeline.KindPodGone}},
+		{"old slice deleted", func() error { return epSlices.Delete(ctx, oldSlice.Name, metav1.DeleteOptions{}) }, []timeline.Kind{timeline.KindEndpointRemoved}},
+		{"old ReplicaSet deleted", func() error { return rsets.Delete(ctx, oldRS.Name, metav1.DeleteOptions{}) }, []timeline.Kind{timeline.KindReplicaSetDeleted}},
 		{"a pod in another namespace is not seen, then rollout complete", func() error {
 			elsewhere.Spec.NodeName = "droprun-worker"
 			if _, err := client.CoreV1().Pods("default").Update(ctx, elsewhere, metav1.UpdateOptions{}); err != nil {
 				return err
 			}
-			return mark(KindRolloutComplete)()
-		}, []Kind{KindRolloutComplete}},
+			return mark(timeline.KindRolloutComplete)()
+		}, []timeline.Kind{timeline.KindRolloutComplete}},
 	}
 	for i, s := range steps {
 		at := t0.Add(time.Duration(i+1) * time.Second)
@@ -211,7 +211,7 @@ func TestRecorderFollowsARollout(t *testing.T) {
 		if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		waitUntil(t, r, s.name, func(evs []Event) bool { return len(evs) >= before+len(s.want) })
+		waitUntil(t, r, s.name, func(evs []timeline.Event) bool { return len(evs) >= before+len(s.want) })
 		got := r.Events()[before:]
 		if !equalKinds(kinds(got), s.want) {
 			t.Fatalf("%s: got %v, want %v", s.name, kinds(got), s.want)
@@ -231,33 +231,33 @@ func TestRecorderFollowsARollout(t *testing.T) {
 	}
 
 	// Per object, the sequences the brief asks for.
-	perObject := map[string][]Kind{}
-	perPodEndpoint := map[string][]Kind{}
+	perObject := map[string][]timeline.Kind{}
+	perPodEndpoint := map[string][]timeline.Kind{}
 	var scaled []string
 	for _, e := range all {
 		perObject[e.Object] = append(perObject[e.Object], e.Kind)
 		if strings.HasPrefix(string(e.Kind), "endpoint.") {
 			perPodEndpoint[e.Pod] = append(perPodEndpoint[e.Pod], e.Kind)
 		}
-		if e.Kind == KindReplicaSetScaled {
+		if e.Kind == timeline.KindReplicaSetScaled {
 			scaled = append(scaled, e.Detail["from"]+"→"+e.Detail["to"])
 		}
 	}
-	wantSeq := map[string][]Kind{
-		"pod/web-new-1": {KindPodCreated, KindPodScheduled, KindPodStarted, KindPodReady, KindPodEvent,
-			KindPodDeletionRequested, KindPodUnready, KindPodContainersTerminated, KindPodGone},
-		"replicaset/web-7d4f9c8b6": {KindReplicaSetCreated, KindReplicaSetScaled, KindReplicaSetScaled},
-		"replicaset/web-5bff69ccb": {KindReplicaSetSnapshot, KindReplicaSetDeleted},
+	wantSeq := map[string][]timeline.Kind{
+		"pod/web-new-1": {timeline.KindPodCreated, timeline.KindPodScheduled, timeline.KindPodStarted, timeline.KindPodReady, timeline.KindPodEvent,
+			timeline.KindPodDeletionRequested, timeline.KindPodUnready, timeline.KindPodContainersTerminated, timeline.KindPodGone},
+		"replicaset/web-7d4f9c8b6": {timeline.KindReplicaSetCreated, timeline.KindReplicaSetScaled, timeline.KindReplicaSetScaled},
+		"replicaset/web-5bff69ccb": {timeline.KindReplicaSetSnapshot, timeline.KindReplicaSetDeleted},
 	}
 	for obj, want := range wantSeq {
 		if !equalKinds(perObject[obj], want) {
 			t.Errorf("%s: %v, want %v", obj, perObject[obj], want)
 		}
 	}
-	if want := []Kind{KindEndpointAdded, KindEndpointReady, KindEndpointServing, KindEndpointUnready, KindEndpointTerminating, KindEndpointRemoved}; !equalKinds(perPodEndpoint["web-new-1"], want) {
+	if want := []timeline.Kind{timeline.KindEndpointAdded, timeline.KindEndpointReady, timeline.KindEndpointServing, timeline.KindEndpointUnready, timeline.KindEndpointTerminating, timeline.KindEndpointRemoved}; !equalKinds(perPodEndpoint["web-new-1"], want) {
 		t.Errorf("endpoint of web-new-1: %v, want %v", perPodEndpoint["web-new-1"], want)
 	}
-	if want := []Kind{KindEndpointSnapshot, KindEndpointRemoved}; !equalKinds(perPodEndpoint["web-old-1"], want) {
+	if want := []timeline.Kind{timeline.KindEndpointSnapshot, timeline.KindEndpointRemoved}; !equalKinds(perPodEndpoint["web-old-1"], want) {
 		t.Errorf("endpoint of web-old-1: %v, want %v", perPodEndpoint["web-old-1"], want)
 	}
 	if want := []string{"0→1", "1→2"}; !slices.Equal(scaled, want) {
@@ -268,7 +268,7 @@ func TestRecorderFollowsARollout(t *testing.T) {
 	if lines := strings.Count(out.String(), "\n"); lines != len(all) {
 		t.Errorf("%d lines for %d events", lines, len(all))
 	}
-	read, err := ReadEvents(&out)
+	read, err := timeline.ReadEvents(&out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestRecorderFollowsARollout(t *testing.T) {
 		t.Errorf("events.jsonl does not read back identically:\n read %v\n  mem %v", read, all)
 	}
 
-	r.Mark(KindWindowClose, nil)
+	r.Mark(timeline.KindWindowClose, nil)
 	if len(r.Events()) != len(all) {
 		t.Error("a Mark after Stop was recorded")
 	}
@@ -287,7 +287,7 @@ func TestRecorderFollowsARollout(t *testing.T) {
 type step struct {
 	name string
 	do   func() error
-	want []Kind
+	want []timeline.Kind
 }
 
 func countWant(steps []step) int {
@@ -302,12 +302,12 @@ func TestRecorderFlushesWithinASecond(t *testing.T) {
 	out := &lockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := Start(ctx, fake.NewClientset(), ns, out, Options{})
+	r, err := StartRecorder(ctx, fake.NewClientset(), ns, out, RecorderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	r.Mark(KindWindowOpen, map[string]string{"window": "control"})
+	r.Mark(timeline.KindWindowOpen, map[string]string{"window": "control"})
 	deadline := time.Now().Add(3 * jsonl.FlushEvery)
 	for !strings.Contains(out.String(), `"kind":"window.open"`) {
 		if time.Now().After(deadline) {
@@ -344,11 +344,11 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
 func TestRecorderReportsWriteErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := Start(ctx, fake.NewClientset(), ns, failingWriter{}, Options{})
+	r, err := StartRecorder(ctx, fake.NewClientset(), ns, failingWriter{}, RecorderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Mark(KindRolloutStart, nil)
+	r.Mark(timeline.KindRolloutStart, nil)
 	if err := r.Stop(); !errors.Is(err, errDiskFull) {
 		t.Errorf("Stop = %v, want %v", err, errDiskFull)
 	}
@@ -367,7 +367,7 @@ func TestStartGivesUpWhenCachesCannotSync(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	r, err := Start(ctx, client, ns, &bytes.Buffer{}, Options{})
+	r, err := StartRecorder(ctx, client, ns, &bytes.Buffer{}, RecorderOptions{})
 	if err == nil {
 		r.Stop()
 		t.Fatal("Start succeeded without listing pods")
@@ -382,19 +382,19 @@ func TestReadEvents(t *testing.T) {
 
 {"t":"2026-11-30T01:00:01Z","kind":"rollout.start"}
 `
-	got, err := ReadEvents(strings.NewReader(in))
+	got, err := timeline.ReadEvents(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Event{
-		{Time: time.Date(2026, 11, 30, 1, 0, 0, 123456789, time.UTC), Kind: KindPodReady, Object: "pod/web-1", Pod: "web-1",
+	want := []timeline.Event{
+		{Time: time.Date(2026, 11, 30, 1, 0, 0, 123456789, time.UTC), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1",
 			Node: "droprun-worker", IP: "10.244.1.7", Detail: map[string]string{"droprun.dev/variant": "no-prestop"}},
-		{Time: time.Date(2026, 11, 30, 1, 0, 1, 0, time.UTC), Kind: KindRolloutStart},
+		{Time: time.Date(2026, 11, 30, 1, 0, 1, 0, time.UTC), Kind: timeline.KindRolloutStart},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	if _, err := ReadEvents(strings.NewReader(in + "{not json\n")); err == nil || !strings.Contains(err.Error(), "line 4") {
+	if _, err := timeline.ReadEvents(strings.NewReader(in + "{not json\n")); err == nil || !strings.Contains(err.Error(), "line 4") {
 		t.Errorf("a broken line: err = %v, want one naming line 4", err)
 	}
 }

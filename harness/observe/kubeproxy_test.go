@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 func TestParseKubeProxyMetricsSample(t *testing.T) {
@@ -87,17 +89,17 @@ func TestSyncEvent(t *testing.T) {
 	steps := []struct {
 		name    string
 		read    proxyMetrics
-		failed  bool // the read before this one failed
-		want    Kind // "" = no event
+		failed  bool          // the read before this one failed
+		want    timeline.Kind // "" = no event
 		latency string
 		changes string
 	}{
-		{"first read", proxyMetrics{lastSync: 100, progSum: 10, progCount: 5}, false, KindKubeProxyWatching, "", ""},
+		{"first read", proxyMetrics{lastSync: 100, progSum: 10, progCount: 5}, false, timeline.KindKubeProxyWatching, "", ""},
 		{"no new sync", proxyMetrics{lastSync: 100, progSum: 10, progCount: 5}, false, "", "", ""},
-		{"a sync that programmed two changes", proxyMetrics{lastSync: 101.5, progSum: 12.5, progCount: 7}, false, KindKubeProxySynced, "1.250", "2"},
-		{"a periodic sync with no changes", proxyMetrics{lastSync: 160, progSum: 12.5, progCount: 7}, false, KindKubeProxySynced, "", ""},
-		{"counters reset by a restart", proxyMetrics{lastSync: 170, progSum: 1, progCount: 1}, false, KindKubeProxySynced, "", ""},
-		{"back after a failure", proxyMetrics{lastSync: 180, progSum: 2, progCount: 2}, true, KindKubeProxyWatching, "", ""},
+		{"a sync that programmed two changes", proxyMetrics{lastSync: 101.5, progSum: 12.5, progCount: 7}, false, timeline.KindKubeProxySynced, "1.250", "2"},
+		{"a periodic sync with no changes", proxyMetrics{lastSync: 160, progSum: 12.5, progCount: 7}, false, timeline.KindKubeProxySynced, "", ""},
+		{"counters reset by a restart", proxyMetrics{lastSync: 170, progSum: 1, progCount: 1}, false, timeline.KindKubeProxySynced, "", ""},
+		{"back after a failure", proxyMetrics{lastSync: 180, progSum: 2, progCount: 2}, true, timeline.KindKubeProxyWatching, "", ""},
 	}
 	st := &nodeState{}
 	for _, s := range steps {
@@ -119,8 +121,8 @@ func TestSyncEvent(t *testing.T) {
 	}
 }
 
-// metricsText is a kube-proxy exposition with the two series droprun reads.
-func metricsText(lastSync, sum, count float64) string {
+// kubeProxyMetricsText is a kube-proxy exposition with the two series droprun reads.
+func kubeProxyMetricsText(lastSync, sum, count float64) string {
 	var b bytes.Buffer
 	b.WriteString("# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds [ALPHA] The last time proxy rules were successfully synced\n")
 	b.WriteString("# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\n")
@@ -187,9 +189,9 @@ func TestKubeProxyPoller(t *testing.T) {
 			// Synced at 100 s when first read; from the third read on, a
 			// sync at 101.5 s that programmed two changes in 2.5 s.
 			if n < 3 {
-				return true, rawResponse{body: []byte(metricsText(100, 10, 5))}, nil
+				return true, rawResponse{body: []byte(kubeProxyMetricsText(100, 10, 5))}, nil
 			}
-			return true, rawResponse{body: []byte(metricsText(101.5, 12.5, 7))}, nil
+			return true, rawResponse{body: []byte(kubeProxyMetricsText(101.5, 12.5, 7))}, nil
 		default:
 			// What the API server answers when kube-proxy listens on 127.0.0.1 only.
 			return true, rawResponse{err: errors.New(`error trying to reach service: dial tcp 172.18.0.3:10249: connect: connection refused`)}, nil
@@ -199,7 +201,7 @@ func TestKubeProxyPoller(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := Start(ctx, client, "droprun", &out, Options{KubeProxy: KubeProxyOptions{Interval: 5 * time.Millisecond}})
+	r, err := StartRecorder(ctx, client, "droprun", &out, RecorderOptions{KubeProxy: KubeProxyOptions{Interval: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,28 +209,28 @@ func TestKubeProxyPoller(t *testing.T) {
 
 	// Wait for the sync on droprun-worker and for droprun-worker2 to have
 	// been retried (after failBackoffPolls polls) and failed again.
-	waitUntil(t, r, "a kube-proxy sync and a retried unreachable node", func(evs []Event) bool {
-		return countKind(evs, KindKubeProxySynced) > 0 && calls.count("kube-proxy-bbbbb") >= 2
+	waitUntil(t, r, "a kube-proxy sync and a retried unreachable node", func(evs []timeline.Event) bool {
+		return countKind(evs, timeline.KindKubeProxySynced) > 0 && calls.count("kube-proxy-bbbbb") >= 2
 	})
 	calls.mu.Lock()
 	more := calls.calls["kube-proxy-aaaaa"] // reads after the sync change nothing
 	calls.mu.Unlock()
-	waitUntil(t, r, "more reads of droprun-worker", func([]Event) bool { return calls.count("kube-proxy-aaaaa") >= more+3 })
+	waitUntil(t, r, "more reads of droprun-worker", func([]timeline.Event) bool { return calls.count("kube-proxy-aaaaa") >= more+3 })
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	byNode := map[string][]Kind{}
-	var synced Event
+	byNode := map[string][]timeline.Kind{}
+	var synced timeline.Event
 	for _, e := range r.Events() {
-		if e.Kind == KindKubeProxySynced {
+		if e.Kind == timeline.KindKubeProxySynced {
 			synced = e
 		}
 		byNode[e.Node] = append(byNode[e.Node], e.Kind)
 	}
-	want := map[string][]Kind{
-		"droprun-worker":  {KindKubeProxyWatching, KindKubeProxySynced},
-		"droprun-worker2": {KindKubeProxyUnreachable},
+	want := map[string][]timeline.Kind{
+		"droprun-worker":  {timeline.KindKubeProxyWatching, timeline.KindKubeProxySynced},
+		"droprun-worker2": {timeline.KindKubeProxyUnreachable},
 	}
 	for node, kinds := range want {
 		if got := byNode[node]; !equalKinds(got, kinds) {
@@ -244,7 +246,7 @@ func TestKubeProxyPoller(t *testing.T) {
 		t.Errorf("synced event: %+v", synced)
 	}
 	for _, e := range r.Events() {
-		if e.Kind == KindKubeProxyUnreachable && (!strings.Contains(e.Detail["error"], "connection refused") || !strings.Contains(e.Detail["hint"], "metricsBindAddress")) {
+		if e.Kind == timeline.KindKubeProxyUnreachable && (!strings.Contains(e.Detail["error"], "connection refused") || !strings.Contains(e.Detail["hint"], "metricsBindAddress")) {
 			t.Errorf("unreachable warning without the error or the hint: %+v", e)
 		}
 	}
@@ -258,7 +260,7 @@ func TestKubeProxyPollerNoPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fetched := make(chan struct{}, 1)
-	r, err := Start(ctx, fake.NewClientset(), "droprun", &out, Options{KubeProxy: KubeProxyOptions{
+	r, err := StartRecorder(ctx, fake.NewClientset(), "droprun", &out, RecorderOptions{KubeProxy: KubeProxyOptions{
 		Interval: 5 * time.Millisecond,
 		Fetch: func(context.Context, *corev1.Pod, int) ([]byte, error) {
 			fetched <- struct{}{}
@@ -268,12 +270,12 @@ func TestKubeProxyPollerNoPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, r, "a warning", func(evs []Event) bool { return countKind(evs, KindKubeProxyUnreachable) > 0 })
+	waitUntil(t, r, "a warning", func(evs []timeline.Event) bool { return countKind(evs, timeline.KindKubeProxyUnreachable) > 0 })
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	evs := r.Events()
-	if n := countKind(evs, KindKubeProxyUnreachable); n != 1 {
+	if n := countKind(evs, timeline.KindKubeProxyUnreachable); n != 1 {
 		t.Errorf("%d warnings, want 1: %+v", n, evs)
 	}
 	if e := evs[len(evs)-1]; !strings.Contains(e.Detail["error"], "no pods match k8s-app=kube-proxy in namespace kube-system") || e.Detail["hint"] != "" {

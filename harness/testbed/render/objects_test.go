@@ -1,4 +1,4 @@
-package variant_test
+package render_test
 
 import (
 	"bytes"
@@ -14,18 +14,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// render returns the YAML `droprun render` prints for one variant of the
+// renderYAML returns the YAML `droprun render` prints for one variant of the
 // shipped compare-all scenario at v1. A built-in variant compare-all does
 // not measure is rendered as `droprun render --variant` does, from the
 // built-in defaults (the same as compare-all's).
-func render(t *testing.T, name string) []byte {
+func renderYAML(t *testing.T, name string) []byte {
 	t.Helper()
-	s, err := scenario.Load("../../scenarios/compare-all.yaml")
+	s, err := scenario.Load("../../../scenarios/compare-all.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,15 +43,15 @@ func render(t *testing.T, name string) []byte {
 	if i < 0 {
 		t.Fatalf("compare-all has no variant %q", name)
 	}
-	p, err := s.Params(i, s.Variants[i].Variant, "v1")
+	p, err := render.BookshopParams(s, i, s.Variants[i].Variant, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := variant.Deployment(p)
+	d, err := render.Deployment(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := variant.YAML(d, variant.WebService(s.Namespace))
+	out, err := render.YAML(d, render.WebService(s.Namespace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func render(t *testing.T, name string) []byte {
 func TestGolden(t *testing.T) {
 	for _, info := range variant.All() {
 		t.Run(info.Name, func(t *testing.T) {
-			got := render(t, info.Name)
+			got := renderYAML(t, info.Name)
 			golden := filepath.Join("testdata", info.Name+".yaml")
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -112,7 +113,7 @@ func TestVariantSemantics(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d, c := deployment(t, render(t, tc.name))
+			d, c := deployment(t, renderYAML(t, tc.name))
 			if c.Image != tc.image || c.ImagePullPolicy != corev1.PullNever {
 				t.Errorf("image %q pull %q", c.Image, c.ImagePullPolicy)
 			}
@@ -146,7 +147,7 @@ func TestVariantSemantics(t *testing.T) {
 }
 
 func TestServiceNodePort(t *testing.T) {
-	y, err := variant.YAML(variant.WebService("ns"))
+	y, err := render.YAML(render.WebService("ns"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,15 +164,34 @@ func TestServiceNodePort(t *testing.T) {
 // its pod spec alone, and a hook left behind is noticed.
 func TestDetectRoundTrip(t *testing.T) {
 	for _, info := range variant.All() {
-		d, _ := deployment(t, render(t, info.Name))
+		d, _ := deployment(t, renderYAML(t, info.Name))
 		got, found := variant.Detect(&d.Spec.Template.Spec)
 		if got != info.Name {
 			t.Errorf("%s detected as %q (%s)", info.Name, got, found)
 		}
 	}
-	d, c := deployment(t, render(t, variant.NoPreStop))
+	d, c := deployment(t, renderYAML(t, variant.NoPreStop))
 	c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}
 	if got, _ := variant.Detect(&d.Spec.Template.Spec); got != variant.PreStopSleep {
 		t.Errorf("no-prestop with a leftover hook detected as %q", got)
+	}
+}
+
+// TestFacts reads the shutdown settings back from rendered bookshop
+// variants.
+func TestFacts(t *testing.T) {
+	for _, tc := range []struct{ variant, want string }{
+		{variant.NoPreStop, "no preStop, grace 30s, readiness GET /readyz :8080 every 1s, unready after 2 failures"},
+		{variant.PreStopSleep, "preStop exec sleep 5 (5s), grace 30s, readiness GET /readyz :8080 every 1s, unready after 2 failures"},
+		{variant.PreStopSleepAction, "preStop sleep 5s, grace 30s, readiness GET /readyz :8080 every 1s, unready after 2 failures"},
+	} {
+		d, _ := deployment(t, renderYAML(t, tc.variant))
+		f, err := variant.Facts(&d.Spec.Template.Spec, variant.ContainerName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.String(); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.variant, got, tc.want)
+		}
 	}
 }

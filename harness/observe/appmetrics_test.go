@@ -1,4 +1,4 @@
-package appmetrics
+package observe
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/droprun/droprun/harness/variant"
+
+	"github.com/droprun/droprun/harness/appmetrics"
 )
 
 const ns = "droprun"
@@ -120,10 +122,10 @@ func (f *fakeScraper) count(pod string) int {
 }
 
 // lastScrape is the latest scrape record of pod, nil if none.
-func lastScrape(c *Collector, pod string) *Record {
-	var last *Record
+func lastScrape(c *AppMetrics, pod string) *appmetrics.Record {
+	var last *appmetrics.Record
 	for _, r := range c.Records() {
-		if r.Pod == pod && r.Source == SourceScrape {
+		if r.Pod == pod && r.Source == appmetrics.SourceScrape {
 			last = &r
 		}
 	}
@@ -158,7 +160,7 @@ func TestCollector(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, client, ns, "app=web", &out, Options{Interval: 5 * time.Millisecond, Scraper: fs})
+	c, err := StartAppMetrics(ctx, client, ns, "app=web", &out, AppMetricsOptions{Interval: 5 * time.Millisecond, Scraper: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,12 +220,12 @@ func TestCollector(t *testing.T) {
 	if st.Failures < 3 || st.Scrapes < 6 || st.TerminationMessages != 2 || st.BadMessages != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	var finals, errLines []Record
+	var finals, errLines []appmetrics.Record
 	for _, r := range records {
 		switch r.Source {
-		case SourceTermination:
+		case appmetrics.SourceTermination:
 			finals = append(finals, r)
-		case SourceScrapeErrors:
+		case appmetrics.SourceScrapeErrors:
 			errLines = append(errLines, r)
 		}
 		if r.Pod == "gw-1" {
@@ -248,7 +250,7 @@ func TestCollector(t *testing.T) {
 	}
 
 	// The file holds exactly the records.
-	read, err := Read(bytes.NewReader(out.Bytes()))
+	read, err := appmetrics.Read(bytes.NewReader(out.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestCollector(t *testing.T) {
 		t.Errorf("file has %d records (%d lines), collector %d", len(read), strings.Count(out.String(), "\n"), len(records))
 	}
 	for _, r := range read {
-		if r.Pod == "web-a" && r.Source == SourceTermination && (!r.SignalAt.Equal(signalAt) || !r.ListenerClosedAt.Equal(closedAt)) {
+		if r.Pod == "web-a" && r.Source == appmetrics.SourceTermination && (!r.SignalAt.Equal(signalAt) || !r.ListenerClosedAt.Equal(closedAt)) {
 			t.Errorf("web-a's termination record in the file: signal %v, listener closed %v; want %v, %v", r.SignalAt, r.ListenerClosedAt, signalAt, closedAt)
 		}
 	}
@@ -266,8 +268,8 @@ func TestCollector(t *testing.T) {
 
 	// Totals: web-a's message wins over its last scrape (10), web-b keeps
 	// its last scrape, web-c adds its two instances.
-	s := Totals(read, time.Time{}, time.Time{})
-	p := pods(s)
+	s := appmetrics.Totals(read, time.Time{}, time.Time{})
+	p := s.ByPod()
 	if got := p["web-a"]; got.Answered != 12 || got.Requests != 13 || !got.Final {
 		t.Errorf("web-a: %+v; want 12 answered (the message), 13 requests, final", got)
 	}
@@ -278,7 +280,7 @@ func TestCollector(t *testing.T) {
 		t.Errorf("web-c: %+v; want 6+3 answered over 2 instances", got)
 	}
 	if live := c.Totals(time.Time{}, time.Time{}); live.Answered != s.Answered || live.Requests != s.Requests {
-		t.Errorf("Collector.Totals %d/%d, Totals of the file %d/%d", live.Answered, live.Requests, s.Answered, s.Requests)
+		t.Errorf("AppMetrics.Totals %d/%d, appmetrics.Totals of the file %d/%d", live.Answered, live.Requests, s.Answered, s.Requests)
 	}
 	if s.Answered != 41 || s.Answered2xx != 41 || s.Requests != 45 || len(s.Pods) != 3 || s.ScrapeErrors != st.Failures {
 		t.Errorf("summary: answered %d, 2xx %d, requests %d, pods %d, errors %d; want 41, 41, 45, 3, %d",
@@ -296,7 +298,7 @@ func TestCollectorScrapesConcurrently(t *testing.T) {
 		fs.set(p, metricsText(1, 0), nil)
 	}
 	fs.hold = make(chan struct{})
-	c, err := Start(context.Background(), client, ns, "app=web", &bytes.Buffer{}, Options{Interval: time.Millisecond, Timeout: 10 * time.Second, Scraper: fs})
+	c, err := StartAppMetrics(context.Background(), client, ns, "app=web", &bytes.Buffer{}, AppMetricsOptions{Interval: time.Millisecond, Timeout: 10 * time.Second, Scraper: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +347,7 @@ func TestCollectorThroughAPIServer(t *testing.T) {
 	// An interval too long to tick again: the scrapes are the first tick's,
 	// ScrapeNow's and Stop's last one.
 	var out bytes.Buffer
-	c, err := Start(context.Background(), client, ns, "app=web", &out, Options{Interval: time.Hour})
+	c, err := StartAppMetrics(context.Background(), client, ns, "app=web", &out, AppMetricsOptions{Interval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func TestCollectorThroughAPIServer(t *testing.T) {
 	}
 	// A reader of the file sees ScrapeNow's reading at once (the run
 	// analyses the file right after it), not a flush interval later.
-	if onDisk, err := Read(bytes.NewReader(out.Bytes())); err != nil || len(onDisk) != 2 {
+	if onDisk, err := appmetrics.Read(bytes.NewReader(out.Bytes())); err != nil || len(onDisk) != 2 {
 		t.Errorf("%d records written when ScrapeNow returned (err %v), want 2", len(onDisk), err)
 	}
 	if err := c.Stop(); err != nil {
@@ -381,10 +383,10 @@ func TestCollectorThroughAPIServer(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	if _, err := Start(context.Background(), fake.NewClientset(), ns, "app in (", &bytes.Buffer{}, Options{}); err == nil {
+	if _, err := StartAppMetrics(context.Background(), fake.NewClientset(), ns, "app in (", &bytes.Buffer{}, AppMetricsOptions{}); err == nil {
 		t.Error("a bad selector was accepted")
 	}
-	if _, err := Start(context.Background(), nil, ns, "", &bytes.Buffer{}, Options{}); err == nil {
+	if _, err := StartAppMetrics(context.Background(), nil, ns, "", &bytes.Buffer{}, AppMetricsOptions{}); err == nil {
 		t.Error("a nil client was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package appmetrics
+package observe
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/droprun/droprun/harness/appmetrics"
 )
 
 // testdata/podinfo-metrics.txt is the /metrics of the real podinfo binary
@@ -23,15 +25,15 @@ func TestParseCounterPodinfo(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		c    Counter
+		c    appmetrics.Counter
 		want map[string]int
 	}{
-		{"counter, every path", Counter{Name: "http_requests_total", CodeLabel: "status"}, map[string]int{"200": 8, "503": 1}},
-		{"counter, matched away", Counter{Name: "http_requests_total", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{}},
-		{"histogram, one path", Counter{Name: "http_request_duration_seconds", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{"200": 5}},
-		{"histogram by its _count", Counter{Name: "http_request_duration_seconds_count", CodeLabel: "status", Match: map[string]string{"method": "GET"}}, map[string]int{"200": 8, "503": 1}},
+		{"counter, every path", appmetrics.Counter{Name: "http_requests_total", CodeLabel: "status"}, map[string]int{"200": 8, "503": 1}},
+		{"counter, matched away", appmetrics.Counter{Name: "http_requests_total", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{}},
+		{"histogram, one path", appmetrics.Counter{Name: "http_request_duration_seconds", CodeLabel: "status", Match: map[string]string{"path": "version"}}, map[string]int{"200": 5}},
+		{"histogram by its _count", appmetrics.Counter{Name: "http_request_duration_seconds_count", CodeLabel: "status", Match: map[string]string{"method": "GET"}}, map[string]int{"200": 8, "503": 1}},
 		// A series Match leaves out may lack the code label.
-		{"code label only where matched", Counter{Name: "http_requests_total", CodeLabel: "code", Match: map[string]string{"path": "nowhere"}}, map[string]int{}},
+		{"code label only where matched", appmetrics.Counter{Name: "http_requests_total", CodeLabel: "code", Match: map[string]string{"path": "nowhere"}}, map[string]int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parseCounter(text, tc.c)
@@ -51,24 +53,24 @@ func TestParseCounterPodinfo(t *testing.T) {
 	}
 	// A family the text lacks is zero counts, marked as not seen (an app
 	// that has counted nothing yet, or a wrong name).
-	if s, err := parseCounter(text, Counter{Name: "nope_total", CodeLabel: "code"}); err != nil || !s.noCounter || s.counts.Total() != 0 {
+	if s, err := parseCounter(text, appmetrics.Counter{Name: "nope_total", CodeLabel: "code"}); err != nil || !s.noCounter || s.counts.Total() != 0 {
 		t.Errorf("no such family: %+v, %v; want zero counts marked noCounter", s, err)
 	}
 	// A wrong code label is an error naming a series and the label, not
 	// counts under the code "".
-	_, err = parseCounter(text, Counter{Name: "http_request_duration_seconds", CodeLabel: "code", Match: map[string]string{"path": "version"}})
+	_, err = parseCounter(text, appmetrics.Counter{Name: "http_request_duration_seconds", CodeLabel: "code", Match: map[string]string{"path": "version"}})
 	if want := `http_request_duration_seconds{method="GET",path="version",status="200"} has no label "code" (app.custom.metrics.codeLabel)`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("wrong code label: %v; want an error saying %s", err, want)
 	}
-	if _, err := parseCounter([]byte("not { metrics"), Counter{Name: "x"}); err == nil {
+	if _, err := parseCounter([]byte("not { metrics"), appmetrics.Counter{Name: "x"}); err == nil {
 		t.Error("parseCounter accepted text that is not an exposition")
 	}
-	if got := (Counter{Name: "h", Match: map[string]string{"path": "version", "method": "GET"}}).String(); got != `h{method="GET",path="version"}` {
+	if got := (appmetrics.Counter{Name: "h", Match: map[string]string{"path": "version", "method": "GET"}}).String(); got != `h{method="GET",path="version"}` {
 		t.Errorf("String() = %s", got)
 	}
 }
 
-// TestCollectorCounter: with a Counter the collector reads it instead of
+// TestCollectorCounter: with a appmetrics.Counter the collector reads it instead of
 // bookshop's metrics, and a termination message (which only bookshop
 // writes) is not taken for exit totals.
 func TestCollectorCounter(t *testing.T) {
@@ -81,8 +83,8 @@ func TestCollectorCounter(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, client, ns, "app=podinfo", &out, Options{Interval: time.Hour, Scraper: fs,
-		Counter: &Counter{Name: "http_requests_total", CodeLabel: "status"}})
+	c, err := StartAppMetrics(ctx, client, ns, "app=podinfo", &out, AppMetricsOptions{Interval: time.Hour, Scraper: fs,
+		Counter: &appmetrics.Counter{Name: "http_requests_total", CodeLabel: "status"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestCollectorCounter(t *testing.T) {
 	if st := c.Stats(); st.TerminationMessages != 0 || st.BadMessages != 0 {
 		t.Errorf("stats %+v: a custom app's termination message was read", st)
 	}
-	sum := Totals(c.Records(), time.Time{}, time.Time{})
+	sum := appmetrics.Totals(c.Records(), time.Time{}, time.Time{})
 	if sum.Answered != 42 || sum.Answered2xx != 40 {
 		t.Errorf("totals: answered %d (2xx %d), want 42 (40)", sum.Answered, sum.Answered2xx)
 	}
@@ -115,8 +117,8 @@ func TestCollectorCounterNotSeen(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, client, ns, "app=podinfo", &out, Options{Interval: time.Hour, Scraper: fs,
-		Counter: &Counter{Name: "http_requests_total", CodeLabel: "status"}})
+	c, err := StartAppMetrics(ctx, client, ns, "app=podinfo", &out, AppMetricsOptions{Interval: time.Hour, Scraper: fs,
+		Counter: &appmetrics.Counter{Name: "http_requests_total", CodeLabel: "status"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestCollectorCounterNotSeen(t *testing.T) {
 	if s := lastScrape(c, "app-a"); s == nil || !s.NoCounter || s.Requests != 0 {
 		t.Errorf("app-a scrape %+v: want zero counts marked noCounter", s)
 	}
-	sum := Totals(c.Records(), time.Time{}, time.Time{})
+	sum := appmetrics.Totals(c.Records(), time.Time{}, time.Time{})
 	if sum.Scrapes == 0 || sum.NoCounter != sum.Scrapes {
 		t.Errorf("totals: %d scrapes, %d without the counter; want every scrape of app-a without it", sum.Scrapes, sum.NoCounter)
 	}

@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"maps"
@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/droprun/droprun/harness/variant"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // templateDetail is what a pod template says about the variant it runs.
@@ -38,35 +40,35 @@ func optional(r *int32) string {
 	return strconv.Itoa(int(*r))
 }
 
-// rsEvent is an Event about ReplicaSet rs.
-func rsEvent(kind Kind, rs *appsv1.ReplicaSet, extra map[string]string) Event {
+// rsEvent is an timeline.Event about ReplicaSet rs.
+func rsEvent(kind timeline.Kind, rs *appsv1.ReplicaSet, extra map[string]string) timeline.Event {
 	d := map[string]string{"replicas": replicas(rs.Spec.Replicas)}
 	if h := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; h != "" {
 		d[appsv1.DefaultDeploymentUniqueLabelKey] = h
 	}
 	templateDetail(&rs.Spec.Template, d)
 	maps.Copy(d, extra)
-	return Event{Kind: kind, Object: "replicaset/" + rs.Name, Detail: d}
+	return timeline.Event{Kind: kind, Object: "replicaset/" + rs.Name, Detail: d}
 }
 
-func rsAdded(rs *appsv1.ReplicaSet, initial bool) []Event {
+func rsAdded(rs *appsv1.ReplicaSet, initial bool) []timeline.Event {
 	if initial {
-		return []Event{rsEvent(KindReplicaSetSnapshot, rs, nil)}
+		return []timeline.Event{rsEvent(timeline.KindReplicaSetSnapshot, rs, nil)}
 	}
-	return []Event{rsEvent(KindReplicaSetCreated, rs, nil)}
+	return []timeline.Event{rsEvent(timeline.KindReplicaSetCreated, rs, nil)}
 }
 
 // rsUpdated records spec.replicas changing.
-func rsUpdated(old, cur *appsv1.ReplicaSet) []Event {
+func rsUpdated(old, cur *appsv1.ReplicaSet) []timeline.Event {
 	from, to := replicas(old.Spec.Replicas), replicas(cur.Spec.Replicas)
 	if from == to {
 		return nil
 	}
-	return []Event{rsEvent(KindReplicaSetScaled, cur, map[string]string{"from": from, "to": to})}
+	return []timeline.Event{rsEvent(timeline.KindReplicaSetScaled, cur, map[string]string{"from": from, "to": to})}
 }
 
-func rsDeleted(rs *appsv1.ReplicaSet) []Event {
-	return []Event{rsEvent(KindReplicaSetDeleted, rs, nil)}
+func rsDeleted(rs *appsv1.ReplicaSet) []timeline.Event {
+	return []timeline.Event{rsEvent(timeline.KindReplicaSetDeleted, rs, nil)}
 }
 
 // deploymentFields are the Deployment facts the timeline follows; a change
@@ -107,21 +109,21 @@ func deploymentState(d *appsv1.Deployment) map[string]string {
 	return s
 }
 
-func deploymentEvent(kind Kind, d *appsv1.Deployment, state map[string]string) Event {
-	return Event{Kind: kind, Object: "deployment/" + d.Name, Detail: state}
+func deploymentEvent(kind timeline.Kind, d *appsv1.Deployment, state map[string]string) timeline.Event {
+	return timeline.Event{Kind: kind, Object: "deployment/" + d.Name, Detail: state}
 }
 
-func deploymentAdded(d *appsv1.Deployment, initial bool) []Event {
+func deploymentAdded(d *appsv1.Deployment, initial bool) []timeline.Event {
 	if initial {
-		return []Event{deploymentEvent(KindDeploymentSnapshot, d, deploymentState(d))}
+		return []timeline.Event{deploymentEvent(timeline.KindDeploymentSnapshot, d, deploymentState(d))}
 	}
-	return []Event{deploymentEvent(KindDeploymentCreated, d, deploymentState(d))}
+	return []timeline.Event{deploymentEvent(timeline.KindDeploymentCreated, d, deploymentState(d))}
 }
 
 // deploymentUpdated writes one deployment.updated with the new state and,
 // in changed, the keys that changed (comma-separated, in deploymentFields
 // order), when any did.
-func deploymentUpdated(old, cur *appsv1.Deployment) []Event {
+func deploymentUpdated(old, cur *appsv1.Deployment) []timeline.Event {
 	before, now := deploymentState(old), deploymentState(cur)
 	var changed []string
 	for _, f := range deploymentFields {
@@ -133,9 +135,9 @@ func deploymentUpdated(old, cur *appsv1.Deployment) []Event {
 		return nil
 	}
 	now["changed"] = strings.Join(changed, ",")
-	return []Event{deploymentEvent(KindDeploymentUpdated, cur, now)}
+	return []timeline.Event{deploymentEvent(timeline.KindDeploymentUpdated, cur, now)}
 }
 
-func deploymentDeleted(d *appsv1.Deployment) []Event {
-	return []Event{deploymentEvent(KindDeploymentDeleted, d, deploymentState(d))}
+func deploymentDeleted(d *appsv1.Deployment) []timeline.Event {
+	return []timeline.Event{deploymentEvent(timeline.KindDeploymentDeleted, d, deploymentState(d))}
 }

@@ -1,4 +1,4 @@
-package scenario
+package render
 
 import (
 	"fmt"
@@ -9,20 +9,18 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/variant"
 )
 
-// Versions are the two bookshop versions rollouts alternate between.
-var Versions = [2]string{"v1", "v2"}
-
-// Params returns what the renderer needs for bookshop variant i at version,
-// with every default applied. kind is the built-in variant to render: the
-// variant's own, or its From variant for the state before the first
-// rollout.
-func (s *Scenario) Params(i int, kind, version string) (variant.Params, error) {
+// BookshopParams returns what Deployment needs for bookshop variant i of s
+// at version, with every default applied. kind is the built-in variant to
+// render: the variant's own, or its From variant for the state before the
+// first rollout.
+func BookshopParams(s *scenario.Scenario, i int, kind, version string) (Params, error) {
 	info, ok := variant.Lookup(kind)
 	if !ok {
-		return variant.Params{}, fmt.Errorf("%q is not a variant (use one of: %s)", kind, variant.NameList())
+		return Params{}, fmt.Errorf("%q is not a variant (use one of: %s)", kind, variant.NameList())
 	}
 	w := s.Effective(i)
 	flavour := image.FlavourStandard
@@ -33,9 +31,9 @@ func (s *Scenario) Params(i int, kind, version string) (variant.Params, error) {
 		flavour = image.Flavour(w.Flavour)
 	}
 	r := w.Readiness
-	p := variant.Params{
+	p := Params{
 		Namespace:                     s.Namespace,
-		Name:                          RowLabel(s.Variants[i].Name),
+		Name:                          scenario.RowLabel(s.Variants[i].Name),
 		Info:                          info,
 		Image:                         image.Ref(version, flavour),
 		Replicas:                      *w.Replicas,
@@ -45,7 +43,7 @@ func (s *Scenario) Params(i int, kind, version string) (variant.Params, error) {
 		TerminationGracePeriodSeconds: *w.TerminationGracePeriodSeconds,
 		PreStopSeconds:                *w.PreStopSeconds,
 		DrainDelay:                    w.DrainDelay.Duration,
-		Readiness: variant.Probe{
+		Readiness: Probe{
 			InitialDelaySeconds: *r.InitialDelaySeconds,
 			PeriodSeconds:       *r.PeriodSeconds,
 			TimeoutSeconds:      *r.TimeoutSeconds,
@@ -57,16 +55,6 @@ func (s *Scenario) Params(i int, kind, version string) (variant.Params, error) {
 		p.Requests, p.Limits = res.Requests, res.Limits
 	}
 	return p, nil
-}
-
-// Index returns the position of the variant named name, or -1.
-func (s *Scenario) Index(name string) int {
-	for i, v := range s.Variants {
-		if v.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // Objects are the Kubernetes objects of one variant at one version: what
@@ -96,18 +84,18 @@ func (o Objects) List() []any {
 	return l
 }
 
-// Render returns variant i's objects at version (0 or 1, an index into the
+// Render returns scenario variant i's objects at version (0 or 1, an index into the
 // two versions or custom images). initial renders the state before the
 // first rollout: the variant's From, when it has one.
-func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Objects, error) {
+func Render(s *scenario.Scenario, i, version int, initial bool, changeCause string) (Objects, error) {
 	v := s.Variants[i]
 	var o Objects
 	if c := s.App.Custom; c != nil {
-		manifest, err := s.readManifest(v.Manifest)
+		manifest, err := s.ReadManifest(v.Manifest)
 		if err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		d, err := variant.Custom(manifest, s.Namespace, RowLabel(v.Name), c.Container, c.Images[version], changeCause)
+		d, err := Custom(manifest, s.Namespace, scenario.RowLabel(v.Name), c.Container, c.Images[version], changeCause)
 		if err != nil {
 			return o, fmt.Errorf("variant %s: %s: %w", v.Name, v.Manifest, err)
 		}
@@ -117,31 +105,31 @@ func (s *Scenario) Render(i, version int, initial bool, changeCause string) (Obj
 			selector = d.Spec.Selector.MatchLabels
 		}
 		if c.Service == "" { // else the user's own Service or Ingress fronts the pods
-			o.Service = variant.Service(s.Namespace, *d.Name, selector, intstr.FromInt32(int32(c.Port)), variant.WebNodePort)
+			o.Service = Service(s.Namespace, *d.Name, selector, intstr.FromInt32(int32(c.Port)), variant.WebNodePort)
 		}
 	} else {
 		kind := v.Variant
 		if initial && v.From != "" {
 			kind = v.From
 		}
-		p, err := s.Params(i, kind, Versions[version])
+		p, err := BookshopParams(s, i, kind, scenario.Versions[version])
 		if err != nil {
 			return o, err
 		}
 		p.ChangeCause = changeCause
-		if o.Deployment, err = variant.Deployment(p); err != nil {
+		if o.Deployment, err = Deployment(p); err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		o.Service = variant.WebService(s.Namespace)
+		o.Service = WebService(s.Namespace)
 	}
 	if o.Service != nil && s.App.Service != nil && s.App.Service.Type != "" {
-		variant.WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
+		WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
 	}
-	if s.Traffic.Target == TargetGateway && o.Service != nil {
+	if s.Traffic.Target == scenario.TargetGateway && o.Service != nil {
 		// The gateway is bookshop in gateway mode even for a custom app: it
 		// forwards to the Service named like the Deployment.
-		o.Gateway = variant.Gateway(s.Namespace, image.Ref(Versions[0], image.FlavourStandard), *o.Service.Name)
-		o.GatewayService = variant.GatewayService(s.Namespace)
+		o.Gateway = Gateway(s.Namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), *o.Service.Name)
+		o.GatewayService = GatewayService(s.Namespace)
 	}
 	return o, nil
 }

@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // KubeProxyOptions turns on the routed stage: polling every node's
@@ -253,7 +255,7 @@ func (p *kubeProxyPoller) list(ctx context.Context) {
 	}
 	if err != nil {
 		if ctx.Err() == nil && !p.listFailed {
-			p.r.record(Event{Kind: KindKubeProxyUnreachable, Detail: map[string]string{"error": "listing kube-proxy pods: " + err.Error()}})
+			p.r.record(timeline.Event{Kind: timeline.KindKubeProxyUnreachable, Detail: map[string]string{"error": "listing kube-proxy pods: " + err.Error()}})
 		}
 		p.listFailed = true
 		return
@@ -298,7 +300,7 @@ func (p *kubeProxyPoller) read(ctx context.Context, pod *corev1.Pod) {
 			if p.hint != "" {
 				d["hint"] = p.hint
 			}
-			p.r.record(Event{Kind: KindKubeProxyUnreachable, Object: "node/" + node, Node: node, Detail: d})
+			p.r.record(timeline.Event{Kind: timeline.KindKubeProxyUnreachable, Object: "node/" + node, Node: node, Detail: d})
 		}
 		st.failing, st.skip = true, failBackoffPolls
 		return
@@ -315,17 +317,17 @@ func (p *kubeProxyPoller) read(ctx context.Context, pod *corev1.Pod) {
 // read (or the first after a failure) is kubeproxy.watching, a new
 // last-sync time is kubeproxy.synced with the mean programming latency of
 // the changes counted since the previous read, and anything else nothing.
-func syncEvent(st *nodeState, m proxyMetrics) (Event, bool) {
+func syncEvent(st *nodeState, m proxyMetrics) (timeline.Event, bool) {
 	d := map[string]string{"last_sync_timestamp": unixTime(m.lastSync).Format(time.RFC3339Nano)}
 	if !st.seen || st.failing {
-		return Event{Kind: KindKubeProxyWatching, Detail: d}, true
+		return timeline.Event{Kind: timeline.KindKubeProxyWatching, Detail: d}, true
 	}
 	if m.lastSync == st.last.lastSync {
-		return Event{}, false
+		return timeline.Event{}, false
 	}
 	if n := m.progCount - st.last.progCount; n > 0 {
 		d["programming_latency_avg"] = strconv.FormatFloat((m.progSum-st.last.progSum)/n, 'f', 3, 64)
 		d["programming_changes"] = strconv.FormatFloat(n, 'f', 0, 64)
 	}
-	return Event{Kind: KindKubeProxySynced, Detail: d}, true
+	return timeline.Event{Kind: timeline.KindKubeProxySynced, Detail: d}, true
 }

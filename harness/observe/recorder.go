@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"context"
@@ -17,15 +17,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/droprun/droprun/harness/jsonl"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // warningSelector asks the API server for Warning events about pods only
 // (a fake clientset ignores it, so the handler filters too).
 const warningSelector = "type=Warning,involvedObject.kind=Pod"
 
-// Options configures a Recorder. The zero value records the namespace's
+// RecorderOptions configures a Recorder. The zero value records the namespace's
 // objects with time.Now and does not poll kube-proxy.
-type Options struct {
+type RecorderOptions struct {
 	// KubeProxy turns on polling of each node's kube-proxy metrics, the
 	// routed stage. The zero value disables it.
 	KubeProxy KubeProxyOptions
@@ -43,7 +45,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	w       *jsonl.Writer
-	events  []Event
+	events  []timeline.Event
 	stopped bool
 
 	cancel    context.CancelFunc
@@ -54,7 +56,7 @@ type Recorder struct {
 
 // Start runs shared informers on the Pods, ReplicaSets, EndpointSlices
 // (discovery/v1), Deployments and Warning Events about pods of namespace,
-// and writes every Event as one JSON line to out, buffered and flushed at
+// and writes every timeline.Event as one JSON line to out, buffered and flushed at
 // least every second and on Stop. Objects that already exist are written as
 // snapshot events (see the package documentation), never as created.
 //
@@ -63,7 +65,7 @@ type Recorder struct {
 // server would make it wait until ctx ends. The informers and the
 // kube-proxy poller run until Stop or until ctx ends; the Recorder keeps
 // accepting marks until Stop either way.
-func Start(ctx context.Context, client kubernetes.Interface, namespace string, out io.Writer, opts Options) (*Recorder, error) {
+func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace string, out io.Writer, opts RecorderOptions) (*Recorder, error) {
 	if client == nil || out == nil {
 		return nil, errors.New("timeline: Start needs a client and a writer")
 	}
@@ -118,7 +120,7 @@ func Start(ctx context.Context, client kubernetes.Interface, namespace string, o
 // follow registers handlers that turn informer notifications for objects
 // of type T into events. A nil del records nothing on deletion.
 func follow[T any](r *Recorder, inf cache.SharedIndexInformer, resource string,
-	add func(obj T, initial bool) []Event, update func(old, cur T) []Event, del func(obj T) []Event,
+	add func(obj T, initial bool) []timeline.Event, update func(old, cur T) []timeline.Event, del func(obj T) []timeline.Event,
 ) (cache.ResourceEventHandlerRegistration, error) {
 	if err := inf.SetWatchErrorHandlerWithContext(r.watchError(resource)); err != nil {
 		return nil, fmt.Errorf("%s: %w", resource, err)
@@ -149,17 +151,17 @@ func follow[T any](r *Recorder, inf cache.SharedIndexInformer, resource string,
 
 // warningAdded records a Warning about a pod emitted after Start; those
 // listed at Start are history and are not replayed.
-func warningAdded(e *corev1.Event, initial bool) []Event {
+func warningAdded(e *corev1.Event, initial bool) []timeline.Event {
 	if ev, ok := warningEvent(e); ok && !initial {
-		return []Event{ev}
+		return []timeline.Event{ev}
 	}
 	return nil
 }
 
 // warningUpdated records a Warning about a pod that was emitted again.
-func warningUpdated(old, cur *corev1.Event) []Event {
+func warningUpdated(old, cur *corev1.Event) []timeline.Event {
 	if ev, ok := warningEvent(cur); ok && warningRepeated(old, cur) {
-		return []Event{ev}
+		return []timeline.Event{ev}
 	}
 	return nil
 }
@@ -174,14 +176,14 @@ func (r *Recorder) watchError(resource string) cache.WatchErrorHandlerWithContex
 		if ctx.Err() != nil || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 			return
 		}
-		r.record(Event{Kind: KindWatchError, Detail: map[string]string{"resource": resource, "error": err.Error()}})
+		r.record(timeline.Event{Kind: timeline.KindWatchError, Detail: map[string]string{"resource": resource, "error": err.Error()}})
 	}
 }
 
 // record stamps events with one reading of the clock (they arrived
 // together) and appends them to memory and to the file. Stamping under
 // the lock keeps the file in clock order.
-func (r *Recorder) record(events ...Event) {
+func (r *Recorder) record(events ...timeline.Event) {
 	if len(events) == 0 {
 		return
 	}
@@ -200,30 +202,30 @@ func (r *Recorder) record(events ...Event) {
 
 // write encodes e as one line; the first error sticks and is returned by
 // Stop. Called with r.mu held, which keeps the file in clock order.
-func (r *Recorder) write(e Event) { r.w.Write(e) }
+func (r *Recorder) write(e timeline.Event) { r.w.Write(e) }
 
 // Mark records a caller event (rollout.start, window.open, ...) on the same
 // clock and in the same file as the cluster's events. detail is copied.
 // Marks after Stop are dropped.
-func (r *Recorder) Mark(kind Kind, detail map[string]string) {
-	r.record(Event{Kind: kind, Detail: maps.Clone(detail)})
+func (r *Recorder) Mark(kind timeline.Kind, detail map[string]string) {
+	r.record(timeline.Event{Kind: kind, Detail: maps.Clone(detail)})
 }
 
 // Record records a caller event with a typed payload (Stats, Flushed,
 // Rig), stamped like Mark. e's maps must not be changed afterwards.
-func (r *Recorder) Record(e Event) {
+func (r *Recorder) Record(e timeline.Event) {
 	e.Time = time.Time{}
 	r.record(e)
 }
 
 // Events returns a copy of every event recorded so far, in the order
 // recorded (which is clock order).
-func (r *Recorder) Events() []Event {
+func (r *Recorder) Events() []timeline.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Event, len(r.events))
+	out := make([]timeline.Event, len(r.events))
 	for i, e := range r.events {
-		out[i] = e.clone()
+		out[i] = e.Clone()
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package timeline
+package observe
 
 import (
 	"reflect"
@@ -8,13 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // ptrTo returns a pointer to v.
 func ptrTo[T any](v T) *T { return &v }
 
-func kinds(events []Event) []Kind {
-	var ks []Kind
+func kinds(events []timeline.Event) []timeline.Kind {
+	var ks []timeline.Kind
 	for _, e := range events {
 		ks = append(ks, e.Kind)
 	}
@@ -66,26 +68,26 @@ func TestPodUpdated(t *testing.T) {
 	tests := []struct {
 		name     string
 		old, cur *corev1.Pod
-		want     []Kind
+		want     []timeline.Kind
 	}{
 		{"nothing changed", pod(scheduled), pod(scheduled), nil},
-		{"bound to a node", pod(), pod(scheduled), []Kind{KindPodScheduled}},
+		{"bound to a node", pod(), pod(scheduled), []timeline.Kind{timeline.KindPodScheduled}},
 		{"PodScheduled condition without nodeName", pod(), pod(func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
-		}), []Kind{KindPodScheduled}},
+		}), []timeline.Kind{timeline.KindPodScheduled}},
 		{"one of two containers running", pod(scheduled), pod(scheduled, containers(running, waiting)), nil},
-		{"every container running", pod(scheduled, containers(running, waiting)), pod(scheduled, containers(running, running)), []Kind{KindPodStarted}},
-		{"ready", pod(scheduled, ready(corev1.ConditionFalse)), pod(scheduled, ready(corev1.ConditionTrue)), []Kind{KindPodReady}},
-		{"unready", pod(scheduled, ready(corev1.ConditionTrue)), pod(scheduled, ready(corev1.ConditionFalse)), []Kind{KindPodUnready}},
-		{"Ready condition disappears", pod(ready(corev1.ConditionTrue)), pod(), []Kind{KindPodUnready}},
+		{"every container running", pod(scheduled, containers(running, waiting)), pod(scheduled, containers(running, running)), []timeline.Kind{timeline.KindPodStarted}},
+		{"ready", pod(scheduled, ready(corev1.ConditionFalse)), pod(scheduled, ready(corev1.ConditionTrue)), []timeline.Kind{timeline.KindPodReady}},
+		{"unready", pod(scheduled, ready(corev1.ConditionTrue)), pod(scheduled, ready(corev1.ConditionFalse)), []timeline.Kind{timeline.KindPodUnready}},
+		{"Ready condition disappears", pod(ready(corev1.ConditionTrue)), pod(), []timeline.Kind{timeline.KindPodUnready}},
 		{"deletion then unready in one update, in lifecycle order",
 			pod(scheduled, ready(corev1.ConditionTrue)), pod(scheduled, ready(corev1.ConditionFalse), deleting),
-			[]Kind{KindPodDeletionRequested, KindPodUnready}},
+			[]timeline.Kind{timeline.KindPodDeletionRequested, timeline.KindPodUnready}},
 		{"deletion is recorded once", pod(deleting), pod(deleting, withIP), nil},
 		{"one container of two terminated", pod(containers(running, running)), pod(containers(exited0, running)), nil},
-		{"all containers terminated", pod(containers(exited0, running)), pod(containers(exited0, killed)), []Kind{KindPodContainersTerminated}},
+		{"all containers terminated", pod(containers(exited0, running)), pod(containers(exited0, killed)), []timeline.Kind{timeline.KindPodContainersTerminated}},
 		{"from nothing to ready at once (a relist)", &corev1.Pod{}, pod(scheduled, containers(running), ready(corev1.ConditionTrue)),
-			[]Kind{KindPodScheduled, KindPodStarted, KindPodReady}},
+			[]timeline.Kind{timeline.KindPodScheduled, timeline.KindPodStarted, timeline.KindPodReady}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,11 +104,11 @@ func TestPodUpdated(t *testing.T) {
 
 func TestPodEventDetail(t *testing.T) {
 	evs := podUpdated(pod(scheduled, withIP, containers(running, running)), pod(scheduled, withIP, deleting, containers(exited0, killed)))
-	want := []Event{
-		{Kind: KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", Node: "droprun-worker", IP: "10.244.1.7", Detail: map[string]string{
+	want := []timeline.Event{
+		{Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", Node: "droprun-worker", IP: "10.244.1.7", Detail: map[string]string{
 			"droprun.dev/variant": "no-prestop", "pod-template-hash": "5bff69ccb", "grace_period_seconds": "30",
 		}},
-		{Kind: KindPodContainersTerminated, Object: "pod/web-1", Pod: "web-1", Node: "droprun-worker", IP: "10.244.1.7", Detail: map[string]string{
+		{Kind: timeline.KindPodContainersTerminated, Object: "pod/web-1", Pod: "web-1", Node: "droprun-worker", IP: "10.244.1.7", Detail: map[string]string{
 			"droprun.dev/variant": "no-prestop", "pod-template-hash": "5bff69ccb", "exit_codes": "web=0,sidecar=137", "reasons": "web=Completed,sidecar=Error",
 		}},
 	}
@@ -116,15 +118,15 @@ func TestPodEventDetail(t *testing.T) {
 }
 
 func TestPodAdded(t *testing.T) {
-	if got, want := kinds(podAdded(pod(), false)), []Kind{KindPodCreated}; !reflect.DeepEqual(got, want) {
+	if got, want := kinds(podAdded(pod(), false)), []timeline.Kind{timeline.KindPodCreated}; !reflect.DeepEqual(got, want) {
 		t.Errorf("a new pending pod: %v, want %v", got, want)
 	}
-	if got, want := kinds(podAdded(pod(scheduled, ready(corev1.ConditionTrue)), false)), []Kind{KindPodCreated, KindPodScheduled, KindPodReady}; !reflect.DeepEqual(got, want) {
+	if got, want := kinds(podAdded(pod(scheduled, ready(corev1.ConditionTrue)), false)), []timeline.Kind{timeline.KindPodCreated, timeline.KindPodScheduled, timeline.KindPodReady}; !reflect.DeepEqual(got, want) {
 		t.Errorf("a pod first seen ready: %v, want %v", got, want)
 	}
 	snap := podAdded(pod(scheduled, deleting, ready(corev1.ConditionTrue), func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }), true)
-	if len(snap) != 1 || snap[0].Kind != KindPodSnapshot {
-		t.Fatalf("initial list: %v, want one %s", kinds(snap), KindPodSnapshot)
+	if len(snap) != 1 || snap[0].Kind != timeline.KindPodSnapshot {
+		t.Fatalf("initial list: %v, want one %s", kinds(snap), timeline.KindPodSnapshot)
 	}
 	for k, v := range map[string]string{"phase": "Running", "ready": "true", "deleting": "true", "droprun.dev/variant": "no-prestop"} {
 		if snap[0].Detail[k] != v {
@@ -139,8 +141,8 @@ func TestContainerRestarted(t *testing.T) {
 	cur.Status.ContainerStatuses[0].RestartCount = 1
 	cur.Status.ContainerStatuses[0].LastTerminationState = killed
 	evs := podUpdated(old, cur)
-	if len(evs) != 1 || evs[0].Kind != KindPodContainerRestarted {
-		t.Fatalf("got %v, want one %s", kinds(evs), KindPodContainerRestarted)
+	if len(evs) != 1 || evs[0].Kind != timeline.KindPodContainerRestarted {
+		t.Fatalf("got %v, want one %s", kinds(evs), timeline.KindPodContainerRestarted)
 	}
 	for k, v := range map[string]string{"container": "web", "restart_count": "1", "last_exit_code": "137", "last_reason": "Error"} {
 		if evs[0].Detail[k] != v {
@@ -180,26 +182,26 @@ func TestSliceUpdated(t *testing.T) {
 	tests := []struct {
 		name     string
 		old, cur *discoveryv1.EndpointSlice
-		want     []Kind
+		want     []timeline.Kind
 		pods     []string
 	}{
 		{"unchanged", slice(ep("a", "10.0.0.1", yes, yes, no)), slice(ep("a", "10.0.0.1", yes, yes, no)), nil, nil},
-		{"endpoint added not ready", slice(), slice(ep("a", "10.0.0.1", no, no, no)), []Kind{KindEndpointAdded}, []string{"a"}},
+		{"endpoint added not ready", slice(), slice(ep("a", "10.0.0.1", no, no, no)), []timeline.Kind{timeline.KindEndpointAdded}, []string{"a"}},
 		{"ready and serving", slice(ep("a", "10.0.0.1", no, no, no)), slice(ep("a", "10.0.0.1", yes, yes, no)),
-			[]Kind{KindEndpointReady, KindEndpointServing}, []string{"a", "a"}},
+			[]timeline.Kind{timeline.KindEndpointReady, timeline.KindEndpointServing}, []string{"a", "a"}},
 		{"deleted pod: unready and terminating, still serving", slice(ep("a", "10.0.0.1", yes, yes, no)), slice(ep("a", "10.0.0.1", no, yes, yes)),
-			[]Kind{KindEndpointUnready, KindEndpointTerminating}, []string{"a", "a"}},
+			[]timeline.Kind{timeline.KindEndpointUnready, timeline.KindEndpointTerminating}, []string{"a", "a"}},
 		{"nil ready means ready", slice(ep("a", "10.0.0.1", nil, nil, nil)), slice(ep("a", "10.0.0.1", no, nil, nil)),
-			[]Kind{KindEndpointUnready}, []string{"a"}},
+			[]timeline.Kind{timeline.KindEndpointUnready}, []string{"a"}},
 		{"terminating does not flip back", slice(ep("a", "10.0.0.1", no, no, yes)), slice(ep("a", "10.0.0.1", no, no, no)), nil, nil},
 		{"serving lost while terminating", slice(ep("a", "10.0.0.1", no, yes, yes)), slice(ep("a", "10.0.0.1", no, no, yes)),
-			[]Kind{KindEndpointNotServing}, []string{"a"}},
+			[]timeline.Kind{timeline.KindEndpointNotServing}, []string{"a"}},
 		{"removed", slice(ep("a", "10.0.0.1", no, yes, yes), ep("b", "10.0.0.2", yes, yes, no)), slice(ep("b", "10.0.0.2", yes, yes, no)),
-			[]Kind{KindEndpointRemoved}, []string{"a"}},
+			[]timeline.Kind{timeline.KindEndpointRemoved}, []string{"a"}},
 		{"one added, one removed: adds and flips first", slice(ep("a", "10.0.0.1", yes, yes, no)), slice(ep("b", "10.0.0.2", yes, yes, no)),
-			[]Kind{KindEndpointAdded, KindEndpointRemoved}, []string{"b", "a"}},
+			[]timeline.Kind{timeline.KindEndpointAdded, timeline.KindEndpointRemoved}, []string{"b", "a"}},
 		{"endpoint without a pod is keyed by address", slice(ep("", "10.0.0.9", yes, yes, no)), slice(ep("", "10.0.0.9", no, yes, no)),
-			[]Kind{KindEndpointUnready}, []string{""}},
+			[]timeline.Kind{timeline.KindEndpointUnready}, []string{""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,18 +223,18 @@ func TestSliceUpdated(t *testing.T) {
 
 func TestSliceAddedAndDeleted(t *testing.T) {
 	s := slice(ep("a", "10.0.0.1", yes, yes, no), ep("b", "10.0.0.2", no, yes, yes))
-	if got, want := kinds(sliceAdded(s, true)), []Kind{KindEndpointSnapshot, KindEndpointSnapshot}; !reflect.DeepEqual(got, want) {
+	if got, want := kinds(sliceAdded(s, true)), []timeline.Kind{timeline.KindEndpointSnapshot, timeline.KindEndpointSnapshot}; !reflect.DeepEqual(got, want) {
 		t.Errorf("initial: %v, want %v", got, want)
 	}
 	added := sliceAdded(s, false)
-	if got, want := kinds(added), []Kind{KindEndpointAdded, KindEndpointAdded}; !reflect.DeepEqual(got, want) {
+	if got, want := kinds(added), []timeline.Kind{timeline.KindEndpointAdded, timeline.KindEndpointAdded}; !reflect.DeepEqual(got, want) {
 		t.Errorf("added: %v, want %v", got, want)
 	}
 	if d := added[1].Detail; d["ready"] != "false" || d["serving"] != "true" || d["terminating"] != "true" || added[1].IP != "10.0.0.2" {
 		t.Errorf("added endpoint b carries its conditions: %+v", added[1])
 	}
 	gone := sliceDeleted(s)
-	if got, want := kinds(gone), []Kind{KindEndpointRemoved, KindEndpointRemoved}; !reflect.DeepEqual(got, want) {
+	if got, want := kinds(gone), []timeline.Kind{timeline.KindEndpointRemoved, timeline.KindEndpointRemoved}; !reflect.DeepEqual(got, want) {
 		t.Errorf("deleted: %v, want %v", got, want)
 	}
 	if gone[0].Detail["reason"] != "slice_deleted" || gone[0].Pod != "a" {
@@ -270,8 +272,8 @@ func TestReplicaSetUpdated(t *testing.T) {
 				}
 				return
 			}
-			if len(evs) != 1 || evs[0].Kind != KindReplicaSetScaled || evs[0].Object != "replicaset/web-5bff69ccb" {
-				t.Fatalf("got %+v, want one %s", evs, KindReplicaSetScaled)
+			if len(evs) != 1 || evs[0].Kind != timeline.KindReplicaSetScaled || evs[0].Object != "replicaset/web-5bff69ccb" {
+				t.Fatalf("got %+v, want one %s", evs, timeline.KindReplicaSetScaled)
 			}
 			want := map[string]string{"pod-template-hash": "5bff69ccb", "droprun.dev/variant": "prestop-sleep", "image": "bookshop:v2", "replicas": tt.want["to"]}
 			for k, v := range tt.want {
@@ -327,8 +329,8 @@ func TestDeploymentUpdated(t *testing.T) {
 				}
 				return
 			}
-			if len(evs) != 1 || evs[0].Kind != KindDeploymentUpdated || evs[0].Object != "deployment/web" {
-				t.Fatalf("got %+v, want one %s", evs, KindDeploymentUpdated)
+			if len(evs) != 1 || evs[0].Kind != timeline.KindDeploymentUpdated || evs[0].Object != "deployment/web" {
+				t.Fatalf("got %+v, want one %s", evs, timeline.KindDeploymentUpdated)
 			}
 			if got := evs[0].Detail["changed"]; got != tt.changed {
 				t.Errorf("changed = %q, want %q", got, tt.changed)
@@ -365,7 +367,7 @@ func TestWarningEvent(t *testing.T) {
 		t.Error("a Warning about a ReplicaSet was recorded")
 	}
 	got, ok := warningEvent(ev(corev1.EventTypeWarning, "Pod"))
-	want := Event{Kind: KindPodEvent, Object: "pod/web-1", Pod: "web-1", Node: "droprun-worker", Detail: map[string]string{
+	want := timeline.Event{Kind: timeline.KindPodEvent, Object: "pod/web-1", Pod: "web-1", Node: "droprun-worker", Detail: map[string]string{
 		"reason": "FailedPreStopHook", "message": `PreStopHook failed: exec: "sleep": executable file not found in $PATH`,
 		"count": "1", "event": "web-1.18a2b", "source": "kubelet",
 	}}

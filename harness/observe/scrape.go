@@ -1,4 +1,4 @@
-package appmetrics
+package observe
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/droprun/droprun/harness/appmetrics"
 )
 
 // The bookshop metrics the collector reads.
@@ -52,9 +54,9 @@ func (s ProxyScraper) Scrape(ctx context.Context, pod *corev1.Pod) ([]byte, erro
 
 // sample is what one scrape says.
 type sample struct {
-	counts   Counts
+	counts   appmetrics.Counts
 	inFlight int
-	// noCounter: the text lacked the custom app's counter (Counter.Name).
+	// noCounter: the text lacked the custom app's counter (appmetrics.Counter.Name).
 	noCounter bool
 }
 
@@ -68,7 +70,7 @@ func parseMetrics(text []byte) (sample, error) {
 	if err != nil {
 		return sample{}, fmt.Errorf("parsing metrics: %w", err)
 	}
-	s := sample{counts: Counts{}}
+	s := sample{counts: appmetrics.Counts{}}
 	if f := families[metricRequests]; f != nil {
 		for _, m := range f.GetMetric() {
 			var handler, code string
@@ -80,7 +82,7 @@ func parseMetrics(text []byte) (sample, error) {
 					code = l.GetValue()
 				}
 			}
-			s.counts.add(handler, code, int(math.Round(value(m))))
+			s.counts.Add(handler, code, int(math.Round(value(m))))
 		}
 	}
 	if f := families[metricInFlight]; f != nil {
@@ -106,14 +108,14 @@ func value(m *dto.Metric) float64 {
 // terminationMessage is the part of bookshop's termination message the
 // collector reads (see apps/bookshop).
 type terminationMessage struct {
-	Exit      string         `json:"exit"`
-	Signal    string         `json:"signal"`
-	Requests  *int           `json:"requests"`
-	InFlight  int            `json:"inFlight"`
-	OpenConns int            `json:"openConns"`
-	Sealed    bool           `json:"sealed"`
-	ByCode    map[string]int `json:"byCode"`
-	ByHandler Counts         `json:"byHandler"`
+	Exit      string            `json:"exit"`
+	Signal    string            `json:"signal"`
+	Requests  *int              `json:"requests"`
+	InFlight  int               `json:"inFlight"`
+	OpenConns int               `json:"openConns"`
+	Sealed    bool              `json:"sealed"`
+	ByCode    map[string]int    `json:"byCode"`
+	ByHandler appmetrics.Counts `json:"byHandler"`
 }
 
 // parseTerminationMessage reads a container's termination message. A

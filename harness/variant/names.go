@@ -1,0 +1,29 @@
+package variant
+
+// Names and ports of the objects droprun renders.
+const (
+	WebName = "web"
+	// ServicePortName names the web Service's one port.
+	ServicePortName = "http"
+	GatewayName     = "gateway"
+	ContainerName   = "web"
+	ContainerPort   = 8080
+	ServicePort     = 80
+	WebNodePort     = 30080
+	GatewayNodePort = 30081
+	// AppGOMAXPROCS is the bookshop container's GOMAXPROCS.
+	AppGOMAXPROCS = "1"
+
+	// LabelVariant is set on the pod template to the built-in variant the
+	// template was rendered from (the trap's first pods say no-prestop).
+	LabelVariant = "droprun.dev/variant"
+	// LabelRow is set on the pod template to the name of the scenario's
+	// variant entry, the row its results are reported under.
+	LabelRow = "droprun.dev/row"
+	// AnnotationChangeCause is what `kubectl rollout history` shows.
+	AnnotationChangeCause = "kubernetes.io/change-cause"
+	// LabelManagedBy marks every object droprun owns.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy.
+	ManagedBy = "droprun"
+)

@@ -1,0 +1,52 @@
+package droprun_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayering: what reads a run's records (the analysis and its views)
+// and the record types themselves import no cluster, image or engine code,
+// so that a report renders from a run directory on a machine without
+// Docker or Kubernetes, and a record cannot grow a dependency on its
+// collector. The Kubernetes tree guards its layering with
+// .import-restrictions files; go list over the packages is enough here.
+func TestLayering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	pure := []string{
+		// what reads a run directory
+		"./harness/analysis", "./harness/report", "./harness/plot", "./harness/gate", "./harness/advise",
+		// the records run writes and analysis reads, and the scenario parser
+		"./harness/timeline", "./harness/appmetrics", "./harness/traffic", "./harness/rig",
+		"./harness/variant", "./harness/scenario", "./harness/jsonl", "./harness/stats",
+	}
+	// Module and package trees, each matched as itself or a path below it.
+	forbidden := []string{
+		"k8s.io/client-go",
+		"sigs.k8s.io/kind",
+		"github.com/google/go-containerregistry",
+		"github.com/docker",
+		"github.com/droprun/droprun/harness/observe",
+		"github.com/droprun/droprun/harness/testbed",
+		"github.com/droprun/droprun/harness/cluster",
+		"github.com/droprun/droprun/harness/image",
+		"github.com/droprun/droprun/harness/nodeimage",
+		"github.com/droprun/droprun/harness/engine",
+	}
+	for _, pkg := range pure {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s imports %s (through its dependencies: go list -deps %s)", pkg, dep, pkg)
+				}
+			}
+		}
+	}
+}
