@@ -257,92 +257,28 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 		return nil, err
 	}
 	a := &Advice{Options: o, Sources: map[string]int{}}
-	type deletion struct {
-		latest  float64
-		missing bool
-	}
-	var (
-		vals     []float64
-		dels     = map[string]*deletion{}
-		delOrder []string
-		byMode   = map[string][]float64{}
-		byNode   = map[string][]float64{}
-		rollouts = map[string]bool{}
-		pods     = map[string]bool{}
-		seen     = map[string]bool{}
-		sigterm  []float64
-		closing  []float64
-		exiting  []float64
-	)
-	for _, r := range runs {
-		a.Runs = append(a.Runs, r.Dir)
-		if r.Summary == nil {
-			continue
-		}
-		for _, s := range r.Summary.Suspect {
-			a.Notes = append(a.Notes, fmt.Sprintf("%s is suspect: %s", r.Dir, s))
-		}
-		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
-		for _, v := range r.Summary.Variants {
-			for _, g := range v.Routes {
-				key := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod, "\x00", g.Node)
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
-				podKey := fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout, "\x00", g.Pod)
-				if !pods[podKey] {
-					pods[podKey] = true
-					dels[podKey] = &deletion{latest: -1}
-					delOrder = append(delOrder, podKey)
-					if g.AppTimes {
-						sigterm = append(sigterm, g.SIGTERM)
-						closing = append(closing, g.ListenerClosed-g.SIGTERM)
-						exiting = append(exiting, max(0, g.Exited-g.SIGTERM))
-					}
-				}
-				d := dels[podKey]
-				if g.Unrouted < 0 {
-					d.missing = true
-					a.Missing = append(a.Missing, Pair{Run: r.Dir, Row: v.Variant, RouteGap: g})
-					continue
-				}
-				d.latest = max(d.latest, g.Unrouted)
-				vals = append(vals, g.Unrouted)
-				byMode[mode] = append(byMode[mode], g.Unrouted)
-				byNode[g.Node] = append(byNode[g.Node], g.Unrouted)
-				rollouts[fmt.Sprint(r.Dir, "\x00", v.Variant, "\x00", g.Rollout)] = true
-				a.Sources[cmp.Or(g.Source, "unknown")]++
-			}
-		}
-	}
-	a.Pairs = len(vals)
+	g := newGaps()
+	g.collect(a, runs)
+	a.Pairs = len(g.vals)
 	if a.Pairs == 0 {
 		return nil, &NoRouteDataError{Runs: a.Runs, Missing: len(a.Missing)}
 	}
-	a.Rollouts = len(rollouts)
+	a.Rollouts = len(g.rollouts)
 	a.PairsPerRollout = float64(a.Pairs) / float64(a.Rollouts)
-	var latest []float64
-	for _, k := range delOrder {
-		switch d := dels[k]; {
-		case d.missing:
-			a.Incomplete++
-		case d.latest >= 0:
-			latest = append(latest, d.latest)
-		}
-	}
+	latest, incomplete := g.latestPerDeletion()
+	a.Incomplete = incomplete
 	a.Deletions = len(latest)
 	if a.Deletions == 0 {
 		return nil, &NoRouteDataError{Runs: a.Runs, Missing: len(a.Missing)}
 	}
 	a.DeletionsPerRollout = float64(a.Deletions) / float64(a.Rollouts)
 	a.Latest = distOf(latest)
-	a.All = distOf(vals)
-	a.ByMode = groups(byMode)
-	if len(byNode) > 1 {
-		a.ByNode = groups(byNode)
+	a.All = distOf(g.vals)
+	a.ByMode = groups(g.byMode)
+	if len(g.byNode) > 1 {
+		a.ByNode = groups(g.byNode)
 	}
-	a.Margins = Margins{DeletionToSIGTERM: distOf(sigterm), SIGTERMToListenerClosed: distOf(closing), SIGTERMToExit: distOf(exiting)}
+	a.Margins = Margins{DeletionToSIGTERM: distOf(g.sigterm), SIGTERMToListenerClosed: distOf(g.closing), SIGTERMToExit: distOf(g.exiting)}
 	if n := a.Sources[analysis.RouteSourceKubeProxy]; n > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d pairs were seen through kube-proxy's sync metric, polled (the fallback where droprun cannot watch a node's rules): their times have the poll interval's resolution, not milliseconds", n, a.Pairs))
 	}
@@ -354,6 +290,107 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 		a.Sweeps = append(a.Sweeps, checkSweep(sw, a.Recommendation))
 	}
 	return a, nil
+}
+
+// deletion is one deleted pod: the latest delay of its nodes' seen stops
+// of routing (-1 before one is seen), and whether a node's was not seen.
+type deletion struct {
+	latest  float64
+	missing bool
+}
+
+// gaps gathers the runs' route gaps for Advise: each (pod, node) pair
+// once, the seen delays overall, by kube-proxy mode and by node, the
+// rollouts they come from, and each deleted pod (keyed by run, row,
+// rollout and pod, in order of appearance) with the app's times.
+type gaps struct {
+	vals           []float64
+	byMode, byNode map[string][]float64
+	rollouts, seen map[string]bool
+	dels           map[string]*deletion
+	delOrder       []string
+	// The app's times per deleted pod: deletion → SIGTERM, SIGTERM →
+	// listener closed, SIGTERM → exit.
+	sigterm, closing, exiting []float64
+}
+
+func newGaps() *gaps {
+	return &gaps{
+		byMode:   map[string][]float64{},
+		byNode:   map[string][]float64{},
+		rollouts: map[string]bool{},
+		seen:     map[string]bool{},
+		dels:     map[string]*deletion{},
+	}
+}
+
+// collect adds every run's route gaps, and records in a the runs, their
+// suspect notes, the missing pairs and how the pairs were seen.
+func (c *gaps) collect(a *Advice, runs []Run) {
+	for _, r := range runs {
+		a.Runs = append(a.Runs, r.Dir)
+		if r.Summary == nil {
+			continue
+		}
+		for _, s := range r.Summary.Suspect {
+			a.Notes = append(a.Notes, fmt.Sprintf("%s is suspect: %s", r.Dir, s))
+		}
+		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
+		for _, v := range r.Summary.Variants {
+			for _, g := range v.Routes {
+				c.add(a, r.Dir, v.Variant, mode, g)
+			}
+		}
+	}
+}
+
+// add takes one route gap of run's row variant, unless its pair was
+// taken already. A gap whose stop of routing was not seen (Unrouted < 0)
+// is a missing pair, and marks its deletion incomplete.
+func (c *gaps) add(a *Advice, run, variant, mode string, g analysis.RouteGap) {
+	key := fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout, "\x00", g.Pod, "\x00", g.Node)
+	if c.seen[key] {
+		return
+	}
+	c.seen[key] = true
+	podKey := fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout, "\x00", g.Pod)
+	d, ok := c.dels[podKey]
+	if !ok {
+		d = &deletion{latest: -1}
+		c.dels[podKey] = d
+		c.delOrder = append(c.delOrder, podKey)
+		if g.AppTimes {
+			c.sigterm = append(c.sigterm, g.SIGTERM)
+			c.closing = append(c.closing, g.ListenerClosed-g.SIGTERM)
+			c.exiting = append(c.exiting, max(0, g.Exited-g.SIGTERM))
+		}
+	}
+	if g.Unrouted < 0 {
+		d.missing = true
+		a.Missing = append(a.Missing, Pair{Run: run, Row: variant, RouteGap: g})
+		return
+	}
+	d.latest = max(d.latest, g.Unrouted)
+	c.vals = append(c.vals, g.Unrouted)
+	c.byMode[mode] = append(c.byMode[mode], g.Unrouted)
+	c.byNode[g.Node] = append(c.byNode[g.Node], g.Unrouted)
+	c.rollouts[fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout)] = true
+	a.Sources[cmp.Or(g.Source, "unknown")]++
+}
+
+// latestPerDeletion returns the latest node's delay of each deletion all
+// of whose pairs were seen, in order of appearance, and how many
+// deletions have a missing pair (the bound excludes them).
+func (c *gaps) latestPerDeletion() (latest []float64, incomplete int) {
+	for _, k := range c.delOrder {
+		switch d := c.dels[k]; {
+		case d.missing:
+			incomplete++
+		case d.latest >= 0:
+			latest = append(latest, d.latest)
+		}
+	}
+	return latest, incomplete
 }
 
 // groups sorts named delay sets into Groups, by name.

@@ -23,9 +23,28 @@ const maxMissingListed = 10
 func (a *Advice) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	a.writeMeasured(p)
+	p("")
+	a.writeBound(p)
+	p("")
+	a.writeRecommendation(p)
+	p("")
+	a.writeTighten(p)
+	a.writeSweeps(p)
+	a.writeNotes(p)
+	_, err := w.Write(b.Bytes())
+	return err
+}
 
+// linef writes one line of the text report (WriteText's p).
+type linef func(format string, args ...any)
+
+// writeMeasured says what was measured: the pairs, by which source, their
+// distributions and the pairs missing.
+func (a *Advice) writeMeasured(p linef) {
 	p("Measured: when each node stopped routing new connections to a pod being deleted, in seconds after the deletion request.")
 	p("  %d (pod, node) pairs from %d rollouts (%s pairs per rollout) in %s", a.Pairs, a.Rollouts, stats.FormatSig(a.PairsPerRollout, 3), strings.Join(a.Runs, ", "))
+	// The two known sources first, in this order, then any other by name.
 	for _, src := range []string{analysis.RouteSourceDataPlane, analysis.RouteSourceKubeProxy} {
 		if n := a.Sources[src]; n > 0 {
 			p("  %d seen %s", n, sourceText(src))
@@ -36,7 +55,14 @@ func (a *Advice) WriteText(w io.Writer) error {
 			p("  %d seen by %q", a.Sources[src], src)
 		}
 	}
-	// One column of labels, as wide as the longest (a node's name).
+	a.writeDists(p)
+	a.writeMissing(p)
+}
+
+// writeDists writes the distributions, of all pairs, by kube-proxy mode,
+// by node and of the latest node per deletion, in one column of labels as
+// wide as the longest (a node's name).
+func (a *Advice) writeDists(p linef) {
 	type line struct {
 		label string
 		d     Dist
@@ -52,8 +78,7 @@ func (a *Advice) WriteText(w io.Writer) error {
 	for _, g := range a.ByNode {
 		lines = append(lines, line{"node " + g.Name, g.Dist})
 	}
-	width := 0
-	width = max(width, len("latest node per deletion"))
+	width := len("latest node per deletion")
 	for _, l := range lines {
 		width = max(width, len(l.label))
 	}
@@ -61,18 +86,28 @@ func (a *Advice) WriteText(w io.Writer) error {
 		p("  %-*s  %s", width, l.label, distText(l.d))
 	}
 	p("  %-*s  %s", width, "latest node per deletion", distText(a.Latest))
-	if n := len(a.Missing); n > 0 {
-		p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes their %d deletions:", n, a.Incomplete)
-		for i, m := range a.Missing {
-			if i == maxMissingListed {
-				p("    … and %d more (--json lists them all)", n-i)
-				break
-			}
-			p("    %s: %s rollout %d, pod %s on node %s", m.Run, m.Row, m.Rollout, m.Pod, m.Node)
-		}
-	}
-	p("")
+}
 
+// writeMissing lists the pairs whose stop of routing was not seen, the
+// first maxMissingListed by name.
+func (a *Advice) writeMissing(p linef) {
+	n := len(a.Missing)
+	if n == 0 {
+		return
+	}
+	p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes their %d deletions:", n, a.Incomplete)
+	for i, m := range a.Missing {
+		if i == maxMissingListed {
+			p("    … and %d more (--json lists them all)", n-i)
+			break
+		}
+		p("    %s: %s rollout %d, pod %s on node %s", m.Run, m.Row, m.Rollout, m.Pod, m.Node)
+	}
+}
+
+// writeBound states the bound on the latest node's delay, or, with too
+// few deletions for the quantile asked, the one they support.
+func (a *Advice) writeBound(p linef) {
 	bd := a.Bound
 	conf := pct(bd.Confidence)
 	p("Bound, on the delay by which every node had stopped (the latest node of each of %d deleted pods):", a.Deletions)
@@ -83,10 +118,13 @@ func (a *Advice) WriteText(w io.Writer) error {
 		p("  too few deletions for the %s at %s confidence: %d deletions bound only the %s, by their maximum: %s",
 			percentile(a.Quantile), conf, a.Deletions, percentile(bd.Quantile), secs(bd.Seconds))
 	}
-	p("")
+}
 
+// writeRecommendation gives the preStop sleep (or drain delay) and the
+// grace period, then the margins the recommendation does not count on.
+func (a *Advice) writeRecommendation(p linef) {
 	r := a.Recommendation
-	p("Recommendation (D = %s):", secs(bd.Seconds))
+	p("Recommendation (D = %s):", secs(a.Bound.Seconds))
 	p("  preStop.sleep.seconds: %d", r.PreStopSleepSeconds)
 	p("    lifecycle: {preStop: {sleep: {seconds: %d}}} (Kubernetes 1.30+; before, exec [sleep, \"%d\"]); ⌈D⌉, as the native sleep takes whole seconds", r.PreStopSleepSeconds, r.PreStopSleepSeconds)
 	p("  or, for an app that delays its own listener close after SIGTERM: a drain delay of %ss (D rounded up to 100 ms)", stats.FormatSig(r.DrainDelaySeconds, 3))
@@ -106,48 +144,58 @@ func (a *Advice) WriteText(w io.Writer) error {
 	if m := a.Margins.SIGTERMToExit; m.N > 0 {
 		p("  the app's longest SIGTERM → exit (the grace period's other part): %s (%d pods)", wholeSeconds(m.Max), m.N)
 	}
-	p("")
+}
 
+// writeTighten says how many more deletions reach the quantile asked, or
+// tighten the bound; nothing when no number of them would.
+func (a *Advice) writeTighten(p linef) {
 	t := a.Tighten
 	switch {
 	case t.Deletions == math.MaxInt || t.Deletions < 0:
-	case !bd.Supported:
+	case !a.Bound.Supported:
 		p("To reach the %s: %d deletions, %d more (about %d more rollouts at %s deletions each): %s.",
 			percentile(a.Quantile), t.Deletions, t.MoreDeletions, t.MoreRollouts, stats.FormatSig(a.DeletionsPerRollout, 3), t.Why)
 	default:
 		p("To tighten: %d more deletions (about %d more rollouts at %s deletions each): %s.",
 			t.MoreDeletions, t.MoreRollouts, stats.FormatSig(a.DeletionsPerRollout, 3), t.Why)
 	}
+}
 
-	if len(a.Sweeps) > 0 {
-		p("")
-		p("Sweep check (clean: a swept value's measurable failures in its rollout windows are at most what its control windows' failure rate predicts, the rig's floor):")
-		for _, s := range a.Sweeps {
-			var vals []string
-			for _, v := range s.Values {
-				mark := "clean"
-				if !v.Clean {
-					mark = fmt.Sprintf("%d dropped", v.Failures)
-				}
-				vals = append(vals, fmt.Sprintf("%s: %s", v.Value, mark))
+// writeSweeps gives each sweep's values, clean or not, and its verdict.
+func (a *Advice) writeSweeps(p linef) {
+	if len(a.Sweeps) == 0 {
+		return
+	}
+	p("")
+	p("Sweep check (clean: a swept value's measurable failures in its rollout windows are at most what its control windows' failure rate predicts, the rig's floor):")
+	for _, s := range a.Sweeps {
+		var vals []string
+		for _, v := range s.Values {
+			mark := "clean"
+			if !v.Clean {
+				mark = fmt.Sprintf("%d dropped", v.Failures)
 			}
-			p("  %s (%s, %s): %s", s.Group, s.Field, strings.Join(s.Runs, ", "), strings.Join(vals, "; "))
-			if s.Verdict == Disagrees {
-				p("  !! DISAGREES: %s", s.Message)
-			} else {
-				p("  %s: %s", strings.ToUpper(s.Verdict), s.Message)
-			}
+			vals = append(vals, fmt.Sprintf("%s: %s", v.Value, mark))
+		}
+		p("  %s (%s, %s): %s", s.Group, s.Field, strings.Join(s.Runs, ", "), strings.Join(vals, "; "))
+		if s.Verdict == Disagrees {
+			p("  !! DISAGREES: %s", s.Message)
+		} else {
+			p("  %s: %s", strings.ToUpper(s.Verdict), s.Message)
 		}
 	}
-	if len(a.Notes) > 0 {
-		p("")
-		p("Notes:")
-		for _, n := range a.Notes {
-			p("  - %s", n)
-		}
+}
+
+// writeNotes lists the advice's notes.
+func (a *Advice) writeNotes(p linef) {
+	if len(a.Notes) == 0 {
+		return
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	p("")
+	p("Notes:")
+	for _, n := range a.Notes {
+		p("  - %s", n)
+	}
 }
 
 // sourceText says how a source saw a node's stop of routing.

@@ -81,6 +81,10 @@ const (
 	probeFor   = 20 * time.Second
 )
 
+// watchNode follows one node's routes to svc: it starts `nft -a monitor`,
+// waits until the monitor is seen to report, lists kube-proxy's tables,
+// records the routes found, then every change the monitor reports, until
+// the monitor ends (an error) or ctx does.
 func watchNode(ctx context.Context, node string, exec Exec, svc Service, record func(timeline.Event)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -101,32 +105,8 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 
 	lines := make(chan string, 1024)
 	readErr := make(chan error, 1)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-		readErr <- sc.Err()
-	}()
-	ended := func() error {
-		if ctx.Err() != nil {
-			return nil
-		}
-		select {
-		case err := <-readErr:
-			if err != nil {
-				return fmt.Errorf("reading nft monitor: %w", err)
-			}
-		default:
-		}
-		return fmt.Errorf("nft monitor ended: %w", errOrEOF(<-done))
-	}
+	go scanLines(ctx, outR, lines, readErr)
+	ended := func() error { return monitorEnded(ctx, readErr, done) }
 
 	// Until the monitor reports a probe, changes may pass unseen; what it
 	// reports before that is kept and applied after the list (the model
@@ -138,6 +118,52 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 		}
 		return err
 	}
+	rules, err := listRules(ctx, node, exec)
+	if err != nil {
+		return err
+	}
+	followRoutes(node, svc, rules, early, lines, record)
+	return ended()
+}
+
+// scanLines sends the monitor's output to lines, a line at a time, until
+// it ends or ctx does; then it closes lines. At the output's end it also
+// sends the reading error (nil at EOF) to readErr.
+func scanLines(ctx context.Context, out io.Reader, lines chan<- string, readErr chan<- error) {
+	defer close(lines)
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		select {
+		case lines <- sc.Text():
+		case <-ctx.Done():
+			return
+		}
+	}
+	readErr <- sc.Err()
+}
+
+// monitorEnded is watchNode's outcome once the monitor's output has
+// ended: nil when ctx ended it, else why (a reading error, or how the
+// monitor's exec ended, which it waits for on done).
+func monitorEnded(ctx context.Context, readErr, done <-chan error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	select {
+	case err := <-readErr:
+		if err != nil {
+			return fmt.Errorf("reading nft monitor: %w", err)
+		}
+	default:
+	}
+	return fmt.Errorf("nft monitor ended: %w", errOrEOF(<-done))
+}
+
+// listRules reads the node's kube-proxy tables (nft -a list table) into a
+// ruleset. Only one of the tables exists, by kube-proxy's mode; neither
+// is an error.
+func listRules(ctx context.Context, node string, exec Exec) (ruleset, error) {
 	rules := ruleset{}
 	listed := 0
 	for _, table := range tables {
@@ -147,16 +173,23 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 		case err != nil && strings.Contains(err.Error(), "No such file or directory"):
 			continue // the other mode's table
 		case err != nil:
-			return fmt.Errorf("listing nft table %s: %w", table, err)
+			return nil, fmt.Errorf("listing nft table %s: %w", table, err)
 		}
 		if err := rules.readList(table, &out); err != nil {
-			return fmt.Errorf("reading nft list table %s: %w", table, err)
+			return nil, fmt.Errorf("reading nft list table %s: %w", table, err)
 		}
 		listed++
 	}
 	if listed == 0 {
-		return fmt.Errorf("neither of kube-proxy's nf_tables tables (%s) exists: kube-proxy is not in iptables (nft backend) or nftables mode", strings.Join(tables, ", "))
+		return nil, fmt.Errorf("neither of kube-proxy's nf_tables tables (%s) exists: kube-proxy is not in iptables (nft backend) or nftables mode", strings.Join(tables, ", "))
 	}
+	return rules, nil
+}
+
+// followRoutes records the routes to svc that rules has (route.watching
+// and a snapshot per route), then applies the monitor's lines, the early
+// ones first, recording each route removed or added, until lines closes.
+func followRoutes(node string, svc Service, rules ruleset, early []string, lines <-chan string, record func(timeline.Event)) {
 	routes := rules.routed(svc)
 	record(event(timeline.KindRouteWatching, node, "", svc, map[string]string{"routes": strings.Join(routes, " ")}))
 	for _, ip := range routes {
@@ -182,7 +215,6 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 	for line := range lines {
 		apply(line)
 	}
-	return ended()
 }
 
 var errMonitorEnded = errors.New("nft monitor ended")

@@ -110,146 +110,187 @@ func (r Report) Print(w io.Writer) error {
 // Doctor checks what droprun needs from this machine and says how to fix
 // what is missing. It changes nothing.
 func Doctor(ctx context.Context, opts DoctorOptions) Report {
-	if opts.NodeImage == "" {
-		opts.NodeImage = nodeimage.Auto
-	}
-	if opts.HostPort == 0 {
-		opts.HostPort = DefaultHostPort
-	}
-	if opts.GatewayHostPort == 0 {
-		opts.GatewayHostPort = opts.HostPort + 1
-	}
-	if opts.Nodes == 0 {
-		opts.Nodes = DefaultNodes
-	}
-	if opts.DaemonConfig == "" {
-		opts.DaemonConfig = "/etc/docker/daemon.json"
-	}
-	if opts.WrapperPath == "" {
-		opts.WrapperPath = "/usr/local/bin/droprun-runc"
-	}
-	if opts.CacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			opts.CacheDir = filepath.Join(d, "droprun")
-		}
-	}
-	if opts.WeightMarker == "" {
-		opts.WeightMarker = rig.DefaultMarker
-	}
-	if opts.CgroupRoot == "" {
-		opts.CgroupRoot = "/sys/fs/cgroup"
-	}
+	opts = opts.withDefaults()
 	var r Report
 	add := func(c Check) { r.Checks = append(r.Checks, c) }
 
-	// docker CLI
 	cli, cliErr := exec.LookPath("docker")
-	if cliErr != nil {
-		add(Check{Name: "docker CLI", Detail: "docker not on PATH", Fix: "install it: droprun engine setup (Debian) or install Docker"})
-	} else {
-		add(Check{Name: "docker CLI", OK: true, Detail: cli})
-	}
-
-	// engine
+	add(dockerCLICheck(cli, cliErr))
 	info, infoErr := DockerInfo(ctx)
-	switch {
-	case cliErr != nil:
-		add(Check{Name: "engine running", Detail: "no docker CLI to ask", Fix: "install Docker first (see docker CLI)"})
-	case infoErr != nil:
-		add(Check{Name: "engine running", Detail: "docker info: no answer",
-			Fix: "start it: droprun engine setup (Debian), or systemctl start docker, or dockerd > /var/log/dockerd.log 2>&1 &"})
-	default:
-		add(Check{Name: "engine running", OK: true, Detail: fmt.Sprintf("docker %s, default runtime %s, cgroup driver %s",
-			info.ServerVersion, info.DefaultRuntime, info.CgroupDriver)})
-	}
+	add(engineCheck(info, cliErr, infoErr))
 
-	// capabilities and the runc wrapper
+	// Privileged containers need the runc wrapper where the bounding set
+	// lacks CAP_SYS_RESOURCE, and it works only as dockerd's default
+	// runtime. When the set cannot be read, the wrapper is checked anyway.
 	needWrapper, bnd, capErr := needsRuncWrapper()
 	wrapperDefault := info != nil && info.DefaultRuntime == WrapperRuntime
+	add(capSysResourceCheck(needWrapper, bnd, capErr, wrapperDefault))
+	add(runcWrapperCheck(ctx, opts, needWrapper || capErr != nil, wrapperDefault, info != nil))
+
+	add(cgroupVersionCheck(info))
+	// a CPU weight left lowered by a killed run
+	add(cpuWeightCheck(opts.WeightMarker, opts.CgroupRoot))
+	add(routeLocalnetCheck())
+	add(userlandProxyCheck(opts.DaemonConfig))
+	// host ports, a web and a gateway one per node
+	add(hostPortsCheck(ctx, opts.HostPort, opts.GatewayHostPort, opts.Nodes, info != nil))
+	// kube-proxy modes the kernel supports
+	add(kubeProxyModesCheck("/"))
+	add(chooseNodeImageCheck(ctx, opts, info))
+	add(diskCheck(dockerRootDir(info), opts.CacheDir))
+	return r
+}
+
+// withDefaults fills in the zero fields of o with the defaults the
+// DoctorOptions fields document.
+func (o DoctorOptions) withDefaults() DoctorOptions {
+	if o.NodeImage == "" {
+		o.NodeImage = nodeimage.Auto
+	}
+	if o.HostPort == 0 {
+		o.HostPort = DefaultHostPort
+	}
+	if o.GatewayHostPort == 0 {
+		o.GatewayHostPort = o.HostPort + 1
+	}
+	if o.Nodes == 0 {
+		o.Nodes = DefaultNodes
+	}
+	if o.DaemonConfig == "" {
+		o.DaemonConfig = "/etc/docker/daemon.json"
+	}
+	if o.WrapperPath == "" {
+		o.WrapperPath = "/usr/local/bin/droprun-runc"
+	}
+	if o.CacheDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			o.CacheDir = filepath.Join(d, "droprun")
+		}
+	}
+	if o.WeightMarker == "" {
+		o.WeightMarker = rig.DefaultMarker
+	}
+	if o.CgroupRoot == "" {
+		o.CgroupRoot = "/sys/fs/cgroup"
+	}
+	return o
+}
+
+// dockerCLICheck reports where the docker CLI is, from exec.LookPath.
+func dockerCLICheck(cli string, err error) Check {
+	if err != nil {
+		return Check{Name: "docker CLI", Detail: "docker not on PATH", Fix: "install it: droprun engine setup (Debian) or install Docker"}
+	}
+	return Check{Name: "docker CLI", OK: true, Detail: cli}
+}
+
+// engineCheck reports whether dockerd answered docker info; there is
+// nothing to ask without the CLI (cliErr).
+func engineCheck(info *Info, cliErr, infoErr error) Check {
+	switch {
+	case cliErr != nil:
+		return Check{Name: "engine running", Detail: "no docker CLI to ask", Fix: "install Docker first (see docker CLI)"}
+	case infoErr != nil:
+		return Check{Name: "engine running", Detail: "docker info: no answer",
+			Fix: "start it: droprun engine setup (Debian), or systemctl start docker, or dockerd > /var/log/dockerd.log 2>&1 &"}
+	default:
+		return Check{Name: "engine running", OK: true, Detail: fmt.Sprintf("docker %s, default runtime %s, cgroup driver %s",
+			info.ServerVersion, info.DefaultRuntime, info.CgroupDriver)}
+	}
+}
+
+// capSysResourceCheck reports whether the bounding set bnd has
+// CAP_SYS_RESOURCE; missing it is fine once the runc wrapper is dockerd's
+// default runtime.
+func capSysResourceCheck(needWrapper bool, bnd uint64, capErr error, wrapperDefault bool) Check {
 	switch {
 	case capErr != nil:
-		add(Check{Name: "CAP_SYS_RESOURCE", Detail: capErr.Error(), Fix: "cannot read /proc/self/status: run on Linux"})
+		return Check{Name: "CAP_SYS_RESOURCE", Detail: capErr.Error(), Fix: "cannot read /proc/self/status: run on Linux"}
 	case !needWrapper:
-		add(Check{Name: "CAP_SYS_RESOURCE", OK: true, Detail: fmt.Sprintf("in the bounding set (CapBnd %016x)", bnd)})
+		return Check{Name: "CAP_SYS_RESOURCE", OK: true, Detail: fmt.Sprintf("in the bounding set (CapBnd %016x)", bnd)}
 	case wrapperDefault:
-		add(Check{Name: "CAP_SYS_RESOURCE", OK: true,
-			Detail: fmt.Sprintf("missing from the bounding set (CapBnd %016x); the runc wrapper drops it from privileged containers", bnd)})
+		return Check{Name: "CAP_SYS_RESOURCE", OK: true,
+			Detail: fmt.Sprintf("missing from the bounding set (CapBnd %016x); the runc wrapper drops it from privileged containers", bnd)}
 	default:
-		add(Check{Name: "CAP_SYS_RESOURCE",
+		return Check{Name: "CAP_SYS_RESOURCE",
 			Detail: fmt.Sprintf("missing from the bounding set (CapBnd %016x): privileged containers (kind nodes) fail with \"unable to apply caps\" unless runc is wrapped", bnd),
-			Fix:    "droprun engine setup installs the runc wrapper and makes it dockerd's default runtime"})
+			Fix:    "droprun engine setup installs the runc wrapper and makes it dockerd's default runtime"}
 	}
+}
+
+// runcWrapperCheck reports whether the runc wrapper, when wanted, is
+// installed at opts.WrapperPath from this droprun's source and is dockerd's
+// default runtime (engine says whether dockerd answered to tell).
+func runcWrapperCheck(ctx context.Context, opts DoctorOptions, wanted, wrapperDefault, engine bool) Check {
 	wrapperHash := ""
 	if _, err := os.Stat(opts.WrapperPath); err == nil {
 		wrapperHash = installedWrapperHash(ctx, opts.WrapperPath)
 	}
 	switch {
-	case !needWrapper && capErr == nil:
-		add(Check{Name: "runc wrapper", OK: true, Detail: "not needed here"})
+	case !wanted:
+		return Check{Name: "runc wrapper", OK: true, Detail: "not needed here"}
 	case wrapperHash == "":
-		add(Check{Name: "runc wrapper", Detail: opts.WrapperPath + " not installed",
-			Fix: "droprun engine setup (builds it with the Go toolchain and registers it in " + opts.DaemonConfig + ")"})
+		return Check{Name: "runc wrapper", Detail: opts.WrapperPath + " not installed",
+			Fix: "droprun engine setup (builds it with the Go toolchain and registers it in " + opts.DaemonConfig + ")"}
 	case !wrapperDefault:
 		d := "installed, but not dockerd's default runtime"
-		if info == nil {
+		if !engine {
 			d = "installed; engine not running to check the default runtime"
 		}
-		add(Check{Name: "runc wrapper", Detail: d,
-			Fix: fmt.Sprintf("set \"default-runtime\": %q and runtimes.%s.path in %s, then kill -HUP dockerd (droprun engine setup does it)", WrapperRuntime, WrapperRuntime, opts.DaemonConfig)})
+		return Check{Name: "runc wrapper", Detail: d,
+			Fix: fmt.Sprintf("set \"default-runtime\": %q and runtimes.%s.path in %s, then kill -HUP dockerd (droprun engine setup does it)", WrapperRuntime, WrapperRuntime, opts.DaemonConfig)}
 	case wrapperHash != wrapperSourceHash():
-		add(Check{Name: "runc wrapper", Detail: "installed from an older droprun (source " + wrapperHash + ")",
-			Fix: "droprun engine setup reinstalls it"})
+		return Check{Name: "runc wrapper", Detail: "installed from an older droprun (source " + wrapperHash + ")",
+			Fix: "droprun engine setup reinstalls it"}
 	default:
-		add(Check{Name: "runc wrapper", OK: true, Detail: opts.WrapperPath + ", dockerd's default runtime"})
+		return Check{Name: "runc wrapper", OK: true, Detail: opts.WrapperPath + ", dockerd's default runtime"}
 	}
+}
 
-	// cgroup version
+// cgroupVersionCheck reports the cgroup version, which always passes:
+// cgroup v1 only needs a kubelet setting droprun already patches in.
+func cgroupVersionCheck(info *Info) Check {
 	cg := cgroupVersion(info)
 	detail := "v" + cg
 	if cg == "1" {
 		detail += ": kubelet >= 1.35 needs failCgroupV1: false (droprun's cluster config patches it in for every node image; droprun's own image also passes --fail-cgroupv1=false)"
 	}
-	add(Check{Name: "cgroup version", OK: true, Detail: detail})
+	return Check{Name: "cgroup version", OK: true, Detail: detail}
+}
 
-	// a CPU weight left lowered by a killed run
-	add(cpuWeightCheck(opts.WeightMarker, opts.CgroupRoot))
-
-	// route_localnet
-	if v, err := os.ReadFile(routeLocalnetProc); err != nil {
-		add(Check{Name: "route_localnet", Detail: err.Error(), Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1"})
-	} else if strings.TrimSpace(string(v)) != "1" {
-		add(Check{Name: "route_localnet", Detail: "net.ipv4.conf.all.route_localnet=0: 127.0.0.1:<port> does not reach a NodePort through docker's DNAT",
-			Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1 (droprun engine setup sets it and persists it in " + sysctlFile + ")"})
-	} else {
-		add(Check{Name: "route_localnet", OK: true, Detail: "net.ipv4.conf.all.route_localnet=1"})
-	}
-
-	// userland-proxy
-	add(userlandProxyCheck(opts.DaemonConfig))
-
-	// host ports, a web and a gateway one per node
-	add(hostPortsCheck(ctx, opts.HostPort, opts.GatewayHostPort, opts.Nodes, info != nil))
-
-	// kube-proxy modes the kernel supports
-	add(kubeProxyModesCheck("/"))
-
-	// node image
+// routeLocalnetCheck wants net.ipv4.conf.all.route_localnet=1, without
+// which 127.0.0.1:<port> does not reach a NodePort.
+func routeLocalnetCheck() Check {
+	v, err := os.ReadFile(routeLocalnetProc)
 	switch {
-	case info == nil:
-		add(Check{Name: "node image", Detail: opts.NodeImage + ": engine not running to check", Fix: "start the engine first"})
+	case err != nil:
+		return Check{Name: "route_localnet", Detail: err.Error(), Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1"}
+	case strings.TrimSpace(string(v)) != "1":
+		return Check{Name: "route_localnet", Detail: "net.ipv4.conf.all.route_localnet=0: 127.0.0.1:<port> does not reach a NodePort through docker's DNAT",
+			Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1 (droprun engine setup sets it and persists it in " + sysctlFile + ")"}
 	default:
-		sel := nodeimage.Selector{SourceDir: opts.SourceDir, ProbeTimeout: 5 * time.Second}
-		ch, err := sel.Choose(ctx, opts.NodeImage)
-		add(nodeImageCheck(ch, err))
+		return Check{Name: "route_localnet", OK: true, Detail: "net.ipv4.conf.all.route_localnet=1"}
 	}
+}
 
-	// free disk
-	dockerRoot := "/var/lib/docker"
-	if info != nil && info.DockerRootDir != "" {
-		dockerRoot = info.DockerRootDir
+// chooseNodeImageCheck asks the node image selector which image a cluster
+// would use; that needs a running engine.
+func chooseNodeImageCheck(ctx context.Context, opts DoctorOptions, info *Info) Check {
+	if info == nil {
+		return Check{Name: "node image", Detail: opts.NodeImage + ": engine not running to check", Fix: "start the engine first"}
 	}
-	add(diskCheck(dockerRoot, opts.CacheDir))
-	return r
+	sel := nodeimage.Selector{SourceDir: opts.SourceDir, ProbeTimeout: 5 * time.Second}
+	ch, err := sel.Choose(ctx, opts.NodeImage)
+	return nodeImageCheck(ch, err)
+}
+
+// dockerRootDir is where dockerd keeps images and containers, by docker
+// info when it answered.
+func dockerRootDir(info *Info) string {
+	if info != nil && info.DockerRootDir != "" {
+		return info.DockerRootDir
+	}
+	return "/var/lib/docker"
 }
 
 // nodeImageCheck says which node image a cluster would be created from

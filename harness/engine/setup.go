@@ -94,27 +94,9 @@ func Setup(ctx context.Context, opts SetupOptions) error {
 	}
 
 	// 3. daemon.json, merged.
-	existing, err := os.ReadFile(opts.DaemonConfig)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	merged, changed, err := mergeDaemonConfig(existing, settings)
+	changed, err := writeDaemonConfig(out, opts.DaemonConfig, settings)
 	if err != nil {
-		return fmt.Errorf("%s: %w (fix the file by hand, then run setup again)", opts.DaemonConfig, err)
-	}
-	if len(changed) > 0 {
-		if len(existing) > 0 {
-			backup := opts.DaemonConfig + ".droprun-backup"
-			if _, err := os.Stat(backup); errors.Is(err, fs.ErrNotExist) {
-				if err := os.WriteFile(backup, existing, 0o644); err != nil {
-					return err
-				}
-			}
-		}
-		if err := writeFileAtomic(opts.DaemonConfig, merged, 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "engine: %s: set %s\n", opts.DaemonConfig, strings.Join(changed, ", "))
+		return err
 	}
 
 	// 4. route_localnet, now and at boot.
@@ -123,30 +105,81 @@ func Setup(ctx context.Context, opts SetupOptions) error {
 	}
 
 	// 5. dockerd running with this configuration.
+	if err := applyDaemonConfig(ctx, out, opts.LogPath, changed); err != nil {
+		return err
+	}
+
+	// 6. Wait for it and check it.
+	info, err := waitEngineReady(ctx, opts, needWrapper)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "engine ready: docker %s, runtime %s, cgroup v%s (%s)\n",
+		info.ServerVersion, info.DefaultRuntime, info.CgroupVersion, time.Since(start).Round(100*time.Millisecond))
+	if info.CgroupVersion == "1" {
+		fmt.Fprintln(out, "engine: note: cgroup v1 host: kubelet >= 1.35 needs failCgroupV1: false (droprun's node image sets it)")
+	}
+	return nil
+}
+
+// writeDaemonConfig merges settings into dockerd's configuration file at
+// path and returns the keys it changed. Before its first change to an
+// existing file it keeps a copy in path.droprun-backup.
+func writeDaemonConfig(out io.Writer, path string, settings daemonSettings) ([]string, error) {
+	existing, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	merged, changed, err := mergeDaemonConfig(existing, settings)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (fix the file by hand, then run setup again)", path, err)
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if len(existing) > 0 {
+		backup := path + ".droprun-backup"
+		if _, err := os.Stat(backup); errors.Is(err, fs.ErrNotExist) {
+			if err := os.WriteFile(backup, existing, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := writeFileAtomic(path, merged, 0o644); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "engine: %s: set %s\n", path, strings.Join(changed, ", "))
+	return changed, nil
+}
+
+// applyDaemonConfig makes dockerd run with the configuration just written:
+// it starts dockerd when it does not answer, else reloads it (SIGHUP) when
+// every changed key allows that, else restarts it. Nothing changed, a
+// running dockerd is left alone.
+func applyDaemonConfig(ctx context.Context, out io.Writer, logPath string, changed []string) error {
 	running := false
 	if _, err := DockerInfo(ctx); err == nil {
 		running = true
 	}
 	switch {
 	case !running:
-		if err := startDockerd(ctx, out, opts.LogPath); err != nil {
-			return err
-		}
+		return startDockerd(ctx, out, logPath)
 	case len(changed) > 0 && reloadable(changed):
 		fmt.Fprintln(out, "engine: reloading dockerd (SIGHUP) for the new runtime")
-		if err := signalDockerd(syscall.SIGHUP); err != nil {
-			return err
-		}
+		return signalDockerd(syscall.SIGHUP)
 	case len(changed) > 0:
 		fmt.Fprintln(out, "engine: restarting dockerd for the new configuration (running containers stop)")
-		if err := restartDockerd(ctx, out, opts.LogPath); err != nil {
-			return err
-		}
+		return restartDockerd(ctx, out, logPath)
 	}
+	return nil
+}
 
-	// 6. Wait for it and check it.
+// waitEngineReady waits up to opts.Timeout for dockerd to answer docker
+// info, and, where the runc wrapper is needed, to report it as its default
+// runtime (a reload is applied asynchronously).
+func waitEngineReady(ctx context.Context, opts SetupOptions, needWrapper bool) (*Info, error) {
 	var info, last *Info
-	err = waitUntil(ctx, opts.Timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+	err := waitUntil(ctx, opts.Timeout, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		i, err := DockerInfo(ctx)
 		if err != nil {
 			return false, nil
@@ -160,17 +193,12 @@ func Setup(ctx context.Context, opts SetupOptions) error {
 	})
 	switch {
 	case err == nil:
+		return info, nil
 	case last == nil:
-		return fmt.Errorf("dockerd did not answer `docker info` (see %s): %w", opts.LogPath, err)
+		return nil, fmt.Errorf("dockerd did not answer `docker info` (see %s): %w", opts.LogPath, err)
 	default:
-		return fmt.Errorf("dockerd's default runtime is %q, not %q: check %s and %s", last.DefaultRuntime, WrapperRuntime, opts.DaemonConfig, opts.LogPath)
+		return nil, fmt.Errorf("dockerd's default runtime is %q, not %q: check %s and %s", last.DefaultRuntime, WrapperRuntime, opts.DaemonConfig, opts.LogPath)
 	}
-	fmt.Fprintf(out, "engine ready: docker %s, runtime %s, cgroup v%s (%s)\n",
-		info.ServerVersion, info.DefaultRuntime, info.CgroupVersion, time.Since(start).Round(100*time.Millisecond))
-	if info.CgroupVersion == "1" {
-		fmt.Fprintln(out, "engine: note: cgroup v1 host: kubelet >= 1.35 needs failCgroupV1: false (droprun's node image sets it)")
-	}
-	return nil
 }
 
 // installPackages installs docker.io (with runc and containerd) and

@@ -26,28 +26,8 @@ func (b *builder) assemble(ctx context.Context) (bool, error) {
 		// The final image keeps the layers; drop the intermediate names.
 		_, _ = runCmd(context.Background(), "", nil, "docker", "image", "rm", commitRef, baseRef)
 	}()
-
-	// docker import of the staged root filesystem, streamed through tar.
-	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "--xattrs", "-C", b.stage, "-c", ".")
-	tarOut, err := tarCmd.StdoutPipe()
-	if err != nil {
+	if err := b.importStage(ctx, baseRef); err != nil {
 		return false, err
-	}
-	var tarErr strings.Builder
-	tarCmd.Stderr = &tarErr
-	imp := exec.CommandContext(ctx, "docker", "import", "--change", "ENV container=docker", "-", baseRef)
-	imp.Stdin = tarOut
-	var impOut strings.Builder
-	imp.Stdout, imp.Stderr = &impOut, &impOut
-	if err := tarCmd.Start(); err != nil {
-		return false, err
-	}
-	if err := imp.Run(); err != nil {
-		_ = tarCmd.Wait()
-		return false, fmt.Errorf("docker import: %w: %s", err, impOut.String())
-	}
-	if err := tarCmd.Wait(); err != nil {
-		return false, fmt.Errorf("tar of the node root filesystem: %w: %s", err, tarErr.String())
 	}
 
 	// A privileged build container runs containerd to import the images
@@ -59,21 +39,72 @@ func (b *builder) assemble(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("start the build container (is the runc wrapper in place where CAP_SYS_RESOURCE is missing? droprun doctor): %w", err)
 	}
 	defer func() { _, _ = runCmd(context.Background(), "", nil, "docker", "rm", "-f", "-v", container) }()
+	if err := startBuildContainerd(ctx, container); err != nil {
+		return false, err
+	}
+	if err := b.preloadImages(ctx, container); err != nil {
+		return false, err
+	}
+	if err := commitBuildContainer(ctx, container, commitRef); err != nil {
+		return false, err
+	}
+	if err := b.buildFinalImage(ctx, commitRef); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// importStage docker imports the staged root filesystem (b.stage) as ref,
+// streamed through tar.
+func (b *builder) importStage(ctx context.Context, ref string) error {
+	tarCmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "--xattrs", "-C", b.stage, "-c", ".")
+	tarOut, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var tarErr strings.Builder
+	tarCmd.Stderr = &tarErr
+	imp := exec.CommandContext(ctx, "docker", "import", "--change", "ENV container=docker", "-", ref)
+	imp.Stdin = tarOut
+	var impOut strings.Builder
+	imp.Stdout, imp.Stderr = &impOut, &impOut
+	if err := tarCmd.Start(); err != nil {
+		return err
+	}
+	if err := imp.Run(); err != nil {
+		_ = tarCmd.Wait()
+		return fmt.Errorf("docker import: %w: %s", err, impOut.String())
+	}
+	if err := tarCmd.Wait(); err != nil {
+		return fmt.Errorf("tar of the node root filesystem: %w: %s", err, tarErr.String())
+	}
+	return nil
+}
+
+// startBuildContainerd starts containerd in the build container and waits
+// up to a minute for it to answer; its log comes with the error.
+func startBuildContainerd(ctx context.Context, container string) error {
 	if _, err := runCmd(ctx, "", nil, "docker", "exec", container, "bash", "-c",
 		"nohup containerd > /var/log/containerd-build.log 2>&1 &"); err != nil {
-		return false, err
+		return err
 	}
 	if err := waitFor(ctx, 60*time.Second, func() error {
 		_, err := runCmd(ctx, "", nil, "docker", "exec", container, "ctr", "version")
 		return err
 	}); err != nil {
 		log, _ := runCmd(ctx, "", nil, "docker", "exec", container, "cat", "/var/log/containerd-build.log")
-		return false, fmt.Errorf("containerd in the build container did not start: %w\n%s", err, log)
+		return fmt.Errorf("containerd in the build container did not start: %w\n%s", err, log)
 	}
+	return nil
+}
+
+// preloadImages imports every image of b.preloaded, pinned, into the
+// build container's containerd and checks they are all listed after.
+func (b *builder) preloadImages(ctx context.Context, container string) error {
 	for _, ref := range b.preloaded {
 		f, err := os.Open(filepath.Join(b.imageDir, imageFileName(ref)))
 		if err != nil {
-			return false, err
+			return err
 		}
 		cmd := exec.CommandContext(ctx, "docker", "exec", "-i", container,
 			"ctr", "--namespace=k8s.io", "images", "import", "--label=io.cri-containerd.pinned=pinned",
@@ -82,42 +113,48 @@ func (b *builder) assemble(ctx context.Context) (bool, error) {
 		out, err := cmd.CombinedOutput()
 		f.Close()
 		if err != nil {
-			return false, fmt.Errorf("import %s into the node's containerd: %w: %s", ref, err, out)
+			return fmt.Errorf("import %s into the node's containerd: %w: %s", ref, err, out)
 		}
 	}
 	list, err := runCmd(ctx, "", nil, "docker", "exec", container, "ctr", "--namespace=k8s.io", "images", "list", "-q")
 	if err != nil {
-		return false, err
+		return err
 	}
 	if missing := missingImages(list, b.preloaded); len(missing) > 0 {
-		return false, fmt.Errorf("the node's containerd lacks %s after the import; it has:\n%s", strings.Join(missing, ", "), list)
+		return fmt.Errorf("the node's containerd lacks %s after the import; it has:\n%s", strings.Join(missing, ", "), list)
 	}
+	return nil
+}
+
+// commitBuildContainer stops containerd in the build container, removes
+// its log and runtime state, and commits the container as ref with kind's
+// entrypoint.
+func commitBuildContainer(ctx context.Context, container, ref string) error {
 	if _, err := runCmd(ctx, "", nil, "docker", "exec", container, "bash", "-c",
 		// sleep, the container's PID 1, reaps nothing: an exited containerd
 		// stays a zombie (state Z), which counts as stopped.
 		`pkill -x containerd; for i in $(seq 100); do ps -C containerd -o stat= | grep -qv '^Z' || exit 0; sleep 0.2; done; exit 1`); err != nil {
-		return false, fmt.Errorf("stop containerd in the build container: %w", err)
+		return fmt.Errorf("stop containerd in the build container: %w", err)
 	}
 	_, _ = runCmd(ctx, "", nil, "docker", "exec", container, "rm", "-rf", "/var/log/containerd-build.log", "/run/containerd")
-	if _, err := runCmd(ctx, "", nil, "docker", "commit", "--change", "ENTRYPOINT "+nodeEntrypoint,
-		container, commitRef); err != nil {
-		return false, err
-	}
+	_, err := runCmd(ctx, "", nil, "docker", "commit", "--change", "ENTRYPOINT "+nodeEntrypoint, container, ref)
+	return err
+}
 
-	// docker commit and import reject STOPSIGNAL: add it, the entrypoint
-	// and the labels in a Dockerfile layer.
+// buildFinalImage builds b.ref from the committed image: docker commit and
+// import reject STOPSIGNAL, so it, the entrypoint and the labels come in a
+// Dockerfile layer.
+func (b *builder) buildFinalImage(ctx context.Context, committed string) error {
 	tmp, err := b.c.tmpDir("dockerfile")
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "Dockerfile"), []byte(finalDockerfile(commitRef, b.inputs, b.v.Kubernetes)), 0o644); err != nil {
-		return false, err
+	if err := os.WriteFile(filepath.Join(tmp, "Dockerfile"), []byte(finalDockerfile(committed, b.inputs, b.v.Kubernetes)), 0o644); err != nil {
+		return err
 	}
-	if _, err := runCmd(ctx, tmp, append(os.Environ(), "DOCKER_BUILDKIT=0"), "docker", "build", "-t", b.ref, tmp); err != nil {
-		return false, err
-	}
-	return false, nil
+	_, err = runCmd(ctx, tmp, append(os.Environ(), "DOCKER_BUILDKIT=0"), "docker", "build", "-t", b.ref, tmp)
+	return err
 }
 
 // finalDockerfile adds what docker import/commit cannot set to the

@@ -23,28 +23,54 @@ func (b *builder) nodeRootfs(ctx context.Context) (bool, error) {
 	b.cleanups = append(b.cleanups, func() { os.RemoveAll(tmp) })
 	root := filepath.Join(tmp, "root")
 	b.stage = root
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := b.unpackKindBase(ctx, root); err != nil {
 		return false, err
+	}
+	if err := b.installBinaries(root); err != nil {
+		return false, err
+	}
+	if err := b.configureContainerd(ctx, root); err != nil {
+		return false, err
+	}
+	if err := patchFile(filepath.Join(root, "etc/default/kubelet"), func(s string) (string, error) {
+		return patchKubeletDefaults(s), nil
+	}); err != nil {
+		return false, err
+	}
+	if err := b.writeKindFiles(root); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// unpackKindBase unpacks the Debian root filesystem into root and makes
+// it kind's base image: kind's images/base files (from the kind module at
+// KindVersion) and the systemd steps of its Dockerfile.
+func (b *builder) unpackKindBase(ctx context.Context, root string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
 	}
 	if _, err := runCmd(ctx, "", nil, "tar", "--numeric-owner", "--xattrs", "-C", root, "-xf", b.rootfsTar); err != nil {
-		return false, err
+		return err
 	}
 	if err := os.MkdirAll(b.c.path("go"), 0o755); err != nil {
-		return false, err
+		return err
 	}
 	kind, err := downloadModule(ctx, b.c.path("go"), "sigs.k8s.io/kind@"+KindVersion)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := copyKindFiles(filepath.Join(kind.Dir, "images", "base", "files"), root); err != nil {
-		return false, fmt.Errorf("copy kind's base image files: %w", err)
+		return fmt.Errorf("copy kind's base image files: %w", err)
 	}
-	if err := systemdSetup(root); err != nil {
-		return false, err
-	}
+	return systemdSetup(root)
+}
 
-	// Binaries: kind's node image carries kubeadm, kubelet and kubectl in
-	// /usr/bin; the control plane comes as images.
+// installBinaries copies the downloaded binaries into root where kind's
+// node image has them: kubeadm, kubelet and kubectl in /usr/bin (the
+// control plane comes as images), containerd, runc and crictl under
+// /usr/local, the CNI plugins in /opt/cni/bin.
+func (b *builder) installBinaries(root string) error {
 	kube := b.bins["kubernetes"]
 	install := []struct{ src, dst string }{
 		{filepath.Join(kube, "kubeadm"), "usr/bin/kubeadm"},
@@ -61,62 +87,63 @@ func (b *builder) nodeRootfs(ctx context.Context) (bool, error) {
 	}
 	for _, in := range install {
 		if err := copyFile(in.src, filepath.Join(root, in.dst), 0o755); err != nil {
-			return false, err
+			return err
 		}
 	}
+	return nil
+}
 
-	// containerd: the CRI base spec from `ctr oci spec`, as kind's
-	// Dockerfile makes it.
+// configureContainerd writes containerd's CRI base spec, made from `ctr
+// oci spec` as kind's Dockerfile makes it, and patches kind's
+// config.toml (patchContainerdConfig).
+func (b *builder) configureContainerd(ctx context.Context, root string) error {
 	spec, err := runCmd(ctx, "", nil, filepath.Join(b.bins["containerd"], "ctr"), "oci", "spec")
 	if err != nil {
-		return false, err
+		return err
 	}
 	criBase, err := criBaseSpec([]byte(spec))
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(root, "etc/containerd/cri-base.json"), criBase, 0o644); err != nil {
-		return false, err
+		return err
 	}
-	cfgPath := filepath.Join(root, "etc/containerd/config.toml")
-	cfg, err := os.ReadFile(cfgPath)
-	if err != nil {
-		return false, err
-	}
-	patched, err := patchContainerdConfig(string(cfg), b.images.Pause)
-	if err != nil {
-		return false, err
-	}
-	if err := os.WriteFile(cfgPath, []byte(patched), 0o644); err != nil {
-		return false, err
-	}
-	kubeletPath := filepath.Join(root, "etc/default/kubelet")
-	kubelet, err := os.ReadFile(kubeletPath)
-	if err != nil {
-		return false, err
-	}
-	if err := os.WriteFile(kubeletPath, []byte(patchKubeletDefaults(string(kubelet))), 0o644); err != nil {
-		return false, err
-	}
+	return patchFile(filepath.Join(root, "etc/containerd/config.toml"), func(cfg string) (string, error) {
+		return patchContainerdConfig(cfg, b.images.Pause)
+	})
+}
 
-	// /kind/version and the manifests kind's create actions read.
+// patchFile rewrites the file at path with what patch makes of its
+// content, mode 0644.
+func patchFile(path string, patch func(string) (string, error)) error {
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	patched, err := patch(string(content))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(patched), 0o644)
+}
+
+// writeKindFiles writes /kind/version and the manifests kind's create
+// actions read.
+func (b *builder) writeKindFiles(root string) error {
 	if err := os.WriteFile(filepath.Join(root, "kind/version"), []byte(b.v.Kubernetes), 0o644); err != nil {
-		return false, err
+		return err
 	}
 	cniManifest, storageManifest, err := b.manifests()
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := os.MkdirAll(filepath.Join(root, "kind/manifests"), 0o755); err != nil {
-		return false, err
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(root, "kind/manifests/default-cni.yaml"), []byte(cniManifest), 0o644); err != nil {
-		return false, err
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(root, "kind/manifests/default-storage.yaml"), []byte(storageManifest), 0o644); err != nil {
-		return false, err
-	}
-	return false, nil
+	return os.WriteFile(filepath.Join(root, "kind/manifests/default-storage.yaml"), []byte(storageManifest), 0o644)
 }
 
 // copyKindFiles copies kind's images/base/files tree into root with the

@@ -1,7 +1,6 @@
 package rig
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Sample is the rig's state over one interval, ending at Time.
@@ -68,8 +69,12 @@ type Options struct {
 
 // Sampler takes Samples. Create it with New.
 type Sampler struct {
-	o    Options
-	prev reading
+	o Options
+	// proc reads o.Proc; procOK is false when it is not a directory, and
+	// then no reading has host CPU times or pressures.
+	proc   procfs.FS
+	procOK bool
+	prev   reading
 }
 
 // reading is the cumulative counters at one moment.
@@ -86,8 +91,8 @@ type reading struct {
 	schedBucketsN []uint64
 }
 
-// cpuTimes are the host's aggregate /proc/stat jiffies.
-type cpuTimes struct{ total, idle, iowait, softirq uint64 }
+// cpuTimes are the host's aggregate CPU times from /proc/stat, in seconds.
+type cpuTimes struct{ total, idle, iowait, softirq float64 }
 
 // New returns a Sampler and takes its first reading.
 func New(o Options) *Sampler {
@@ -98,6 +103,9 @@ func New(o Options) *Sampler {
 		o.Proc = "/proc"
 	}
 	s := &Sampler{o: o}
+	var err error
+	s.proc, err = procfs.NewFS(o.Proc)
+	s.procOK = err == nil
 	s.prev = s.read()
 	return s
 }
@@ -137,11 +145,11 @@ func diff(prev, cur reading, client func() ClientState) Sample {
 		return out
 	}
 	if prev.cpuOK && cur.cpuOK {
-		if total := float64(cur.cpu.total - prev.cpu.total); total > 0 {
-			idle := float64(cur.cpu.idle-prev.cpu.idle) + float64(cur.cpu.iowait-prev.cpu.iowait)
+		if total := cur.cpu.total - prev.cpu.total; total > 0 {
+			idle := (cur.cpu.idle - prev.cpu.idle) + (cur.cpu.iowait - prev.cpu.iowait)
 			out.HostBusy = clamp01(1 - idle/total)
-			out.HostSoftirq = clamp01(float64(cur.cpu.softirq-prev.cpu.softirq) / total)
-			out.HostIOWait = clamp01(float64(cur.cpu.iowait-prev.cpu.iowait) / total)
+			out.HostSoftirq = clamp01((cur.cpu.softirq - prev.cpu.softirq) / total)
+			out.HostIOWait = clamp01((cur.cpu.iowait - prev.cpu.iowait) / total)
 		}
 	}
 	if prev.psiOK && cur.psiOK {
@@ -188,10 +196,12 @@ const schedMetric = "/sched/latencies:seconds"
 
 func (s *Sampler) read() reading {
 	var r reading
-	r.cpu, r.cpuOK = readCPU(s.o.Proc + "/stat")
-	cpuSome, ok1 := readPSI(s.o.Proc + "/pressure/cpu")
-	ioSome, ok2 := readPSI(s.o.Proc + "/pressure/io")
-	r.cpuSome, r.ioSome, r.psiOK = cpuSome, ioSome, ok1 && ok2
+	if s.procOK {
+		r.cpu, r.cpuOK = readCPU(s.proc)
+		cpuSome, ok1 := readPSI(s.proc, "cpu")
+		ioSome, ok2 := readPSI(s.proc, "io")
+		r.cpuSome, r.ioSome, r.psiOK = cpuSome, ioSome, ok1 && ok2
+	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		r.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -217,71 +227,31 @@ func (s *Sampler) read() reading {
 	return r
 }
 
-// readCPU parses the aggregate "cpu" line of /proc/stat.
-func readCPU(path string) (cpuTimes, bool) {
-	f, err := os.Open(path)
-	if err != nil {
+// readCPU reads the host's aggregate CPU times (the "cpu" line of
+// /proc/stat). The total leaves out guest and guest_nice, which the kernel
+// already counts in user and nice.
+func readCPU(proc procfs.FS) (cpuTimes, bool) {
+	st, err := proc.Stat()
+	if err != nil || st.CPUTotal == (procfs.CPUStat{}) { // no "cpu" line
 		return cpuTimes{}, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return cpuTimes{}, false
-	}
-	return parseCPULine(sc.Text())
+	c := st.CPUTotal
+	return cpuTimes{
+		total:   c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal,
+		idle:    c.Idle,
+		iowait:  c.Iowait,
+		softirq: c.SoftIRQ,
+	}, true
 }
 
-// parseCPULine parses "cpu user nice system idle iowait irq softirq steal ...".
-func parseCPULine(line string) (cpuTimes, bool) {
-	f := strings.Fields(line)
-	if len(f) < 8 || f[0] != "cpu" {
-		return cpuTimes{}, false
-	}
-	var t cpuTimes
-	for i, s := range f[1:] {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return cpuTimes{}, false
-		}
-		// guest and guest_nice (fields 9 and 10) are already in user/nice.
-		if i < 8 {
-			t.total += v
-		}
-		switch i {
-		case 3:
-			t.idle = v
-		case 4:
-			t.iowait = v
-		case 6:
-			t.softirq = v
-		}
-	}
-	return t, true
-}
-
-// readPSI returns the cumulative "some" stall time of a pressure file.
-func readPSI(path string) (time.Duration, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+// readPSI returns the cumulative "some" stall time of a resource's
+// pressure file, /proc/pressure/cpu or /proc/pressure/io.
+func readPSI(proc procfs.FS, resource string) (time.Duration, bool) {
+	psi, err := proc.PSIStatsForResource(resource)
+	if err != nil || psi.Some == nil {
 		return 0, false
 	}
-	return parsePSI(b)
-}
-
-func parsePSI(b []byte) (time.Duration, bool) {
-	for line := range bytes.Lines(b) {
-		f := strings.Fields(string(line))
-		if len(f) == 0 || f[0] != "some" {
-			continue
-		}
-		for _, kv := range f[1:] {
-			if v, ok := strings.CutPrefix(kv, "total="); ok {
-				us, err := strconv.ParseUint(v, 10, 64)
-				return time.Duration(us) * time.Microsecond, err == nil
-			}
-		}
-	}
-	return 0, false
+	return time.Duration(psi.Some.Total) * time.Microsecond, true
 }
 
 // readCgroupCPU reads a cgroup's cumulative CPU time from cpuacct.usage

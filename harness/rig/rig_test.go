@@ -5,32 +5,70 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-func TestParseCPULine(t *testing.T) {
-	got, ok := parseCPULine("cpu  100 5 50 800 20 3 7 2 9 9")
-	if !ok {
-		t.Fatal("parse failed")
-	}
-	// guest fields (9 9) are not added again.
-	want := cpuTimes{total: 100 + 5 + 50 + 800 + 20 + 3 + 7 + 2, idle: 800, iowait: 20, softirq: 7}
-	if got != want {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 x 4 5 6 7 8", "cpu 1 2"} {
-		if _, ok := parseCPULine(bad); ok {
-			t.Errorf("parseCPULine(%q) accepted", bad)
+// fakeProc writes files (path relative to the root: content) into a
+// fresh directory and returns it as a procfs root.
+func fakeProc(t *testing.T, files map[string]string) procfs.FS {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
 		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := procfs.NewFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestReadCPU(t *testing.T) {
+	got, ok := readCPU(fakeProc(t, map[string]string{"stat": "cpu  100 5 50 800 20 3 7 2 9 9\ncpu0 100 5 50 800 20 3 7 2 9 9\nctxt 12\n"}))
+	if !ok {
+		t.Fatal("read failed")
+	}
+	// In seconds, at USER_HZ 100; guest fields (9 9) are not added again.
+	want := cpuTimes{total: (100 + 5 + 50 + 800 + 20 + 3 + 7 + 2) / 100.0, idle: 8, iowait: 0.2, softirq: 0.07}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{{"total", got.total, want.total}, {"idle", got.idle, want.idle}, {"iowait", got.iowait, want.iowait}, {"softirq", got.softirq, want.softirq}} {
+		if d := f.got - f.want; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s = %v, want %v", f.name, f.got, f.want)
+		}
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 x 4 5 6 7 8"} {
+		if _, ok := readCPU(fakeProc(t, map[string]string{"stat": bad + "\n"})); ok {
+			t.Errorf("readCPU accepted %q", bad)
+		}
+	}
+	if _, ok := readCPU(fakeProc(t, nil)); ok {
+		t.Error("readCPU accepted a missing stat file")
 	}
 }
 
-func TestParsePSI(t *testing.T) {
-	got, ok := parsePSI([]byte("some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"))
+func TestReadPSI(t *testing.T) {
+	proc := fakeProc(t, map[string]string{
+		"pressure/cpu": "some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n",
+		"pressure/io":  "full avg10=0.00 avg60=0.00 avg300=0.00 total=3\n",
+	})
+	got, ok := readPSI(proc, "cpu")
 	if !ok || got != 2500*time.Millisecond {
 		t.Errorf("got %v %v, want 2.5s true", got, ok)
 	}
-	if _, ok := parsePSI([]byte("full total=3\n")); ok {
+	if _, ok := readPSI(proc, "io"); ok {
 		t.Error("accepted a file without a some line")
+	}
+	if _, ok := readPSI(proc, "memory"); ok {
+		t.Error("accepted a missing file")
 	}
 }
 

@@ -69,14 +69,9 @@ const (
 func Compare(a, b Counts, conf float64) Comparison {
 	nameA, nameB := nameOr(a.Name, "A"), nameOr(b.Name, "B")
 	c := Comparison{FisherP: math.NaN(), RolloutsNeeded: -1, Test: TestFisher}
-	switch {
-	case !validConf(conf):
+	if why := uncomparable(a, b, conf); why != "" {
 		c.Ratio = nanInterval()
-		c.Verdict = fmt.Sprintf("cannot compare %s and %s: confidence %v is not between 0 and 1", nameA, nameB, conf)
-		return c
-	case a.Drops > a.Requests || b.Drops > b.Requests:
-		c.Ratio = nanInterval()
-		c.Verdict = fmt.Sprintf("cannot compare %s and %s: more drops than requests", nameA, nameB)
+		c.Verdict = fmt.Sprintf("cannot compare %s and %s: %s", nameA, nameB, why)
 		return c
 	}
 	if len(a.PerRollout) > 0 {
@@ -88,100 +83,147 @@ func Compare(a, b Counts, conf float64) Comparison {
 	c.Ratio = RateRatio(a.Drops, float64(a.Requests), b.Drops, float64(b.Requests), conf)
 	_, _, c.FisherP = FisherExact(a.Drops, a.Requests-a.Drops, b.Drops, b.Requests-b.Drops)
 	alpha := 1 - conf
-	pct := formatPercent(conf)
+	p := phrases{nameA: nameA, nameB: nameB, pct: formatPercent(conf), had: rolloutsHad(a, b)}
+	if v := nothingToTest(a, b, conf, p); v != "" {
+		c.Verdict = v
+		return c
+	}
+	p.direction = c.decide(a, b, alpha)
+	p.need = c.detectionNeed(a, b, alpha, p)
+	c.Verdict = c.verdict(a, b, alpha, p)
+	return c
+}
 
+// phrases are the parts of Compare's verdict worked out before it.
+type phrases struct {
+	nameA, nameB string
+	pct          string // the confidence, "95%"
+	had          string // the rollouts each side had: "10", or "10 and 12"
+	direction    string // "more" or "less": how a's drops compare to b's
+	need         string // what would detect a 2x difference; "" unknown
+}
+
+// uncomparable says why a and b cannot be compared at conf at all, or "".
+func uncomparable(a, b Counts, conf float64) string {
+	switch {
+	case !validConf(conf):
+		return fmt.Sprintf("confidence %v is not between 0 and 1", conf)
+	case a.Drops > a.Requests || b.Drops > b.Requests:
+		return "more drops than requests"
+	}
+	return ""
+}
+
+// nothingToTest is the verdict when a side sent no request or neither
+// dropped one (then each side's rate gets an upper bound), else "".
+func nothingToTest(a, b Counts, conf float64, p phrases) string {
 	switch {
 	case a.Requests == 0 || b.Requests == 0:
-		missing := nameA
+		missing := p.nameA
 		if b.Requests == 0 {
-			missing = nameB
+			missing = p.nameB
 		}
-		c.Verdict = fmt.Sprintf("cannot compare %s and %s: no requests for %s", nameA, nameB, missing)
-		return c
+		return fmt.Sprintf("cannot compare %s and %s: no requests for %s", p.nameA, p.nameB, missing)
 	case a.Drops+b.Drops == 0:
-		c.Verdict = fmt.Sprintf("neither %s nor %s dropped a request (%s: rate < %s, %s: rate < %s, at %s)",
-			nameA, nameB,
-			nameA, FormatSigUp(UpperBoundZero(a.Requests, conf), 2),
-			nameB, FormatSigUp(UpperBoundZero(b.Requests, conf), 2), pct)
-		return c
+		return fmt.Sprintf("neither %s nor %s dropped a request (%s: rate < %s, %s: rate < %s, at %s)",
+			p.nameA, p.nameB,
+			p.nameA, FormatSigUp(UpperBoundZero(a.Requests, conf), 2),
+			p.nameB, FormatSigUp(UpperBoundZero(b.Requests, conf), 2), p.pct)
 	}
+	return ""
+}
 
-	ratio := fmt.Sprintf("rate ratio %s (%s CI %s–%s)",
-		FormatSig(c.Ratio.Point, 2), pct, FormatSig(c.Ratio.Lo, 2), FormatSig(c.Ratio.Hi, 2))
-	direction := "more"
-	if c.Ratio.Point < 1 {
-		direction = "less"
-	}
-	perRollout := len(a.PerRollout) > 0 && len(b.PerRollout) > 0
-	c.Significant = c.FisherP < alpha
-	if perRollout {
-		pt := PermutationTest(a.PerRollout, b.PerRollout)
-		c.Permutation, c.Test = &pt, TestPermutation
-		c.Significant = pt.TwoSided < alpha
-		if pt.Diff < 0 {
-			direction = "less"
-		} else {
-			direction = "more"
-		}
-	}
-
-	// How many rollouts (or, without rollout counts, requests) per variant
-	// a 2x difference at the pooled rate would need.
-	drops := a.Drops + b.Drops
-	requests := a.Requests + b.Requests
-	pooled := float64(drops) / float64(requests)
+// rolloutsHad says how many rollouts each side had: one number when they
+// had as many.
+func rolloutsHad(a, b Counts) string {
 	had := strconv.Itoa(a.Rollouts)
 	if a.Rollouts != b.Rollouts {
 		had += " and " + strconv.Itoa(b.Rollouts)
 	}
-	need := ""
+	return had
+}
+
+// decide runs the deciding test, the permutation test over rollouts when
+// both sides give them, else Fisher's, sets c.Test, c.Permutation and
+// c.Significant, and returns the direction the deciding test saw.
+func (c *Comparison) decide(a, b Counts, alpha float64) (direction string) {
+	direction = "more"
+	if c.Ratio.Point < 1 {
+		direction = "less"
+	}
+	c.Significant = c.FisherP < alpha
+	if len(a.PerRollout) == 0 || len(b.PerRollout) == 0 {
+		return direction
+	}
+	pt := PermutationTest(a.PerRollout, b.PerRollout)
+	c.Permutation, c.Test = &pt, TestPermutation
+	c.Significant = pt.TwoSided < alpha
+	if pt.Diff < 0 {
+		return "less"
+	}
+	return "more"
+}
+
+// detectionNeed sets c.RolloutsNeeded and says how many rollouts (or,
+// without rollout counts, requests) per variant a 2x difference at the
+// pooled rate would need; with rollouts too few for the permutation test
+// to ever decide, it says that instead.
+func (c *Comparison) detectionNeed(a, b Counts, alpha float64, p phrases) string {
+	requests := a.Requests + b.Requests
+	pooled := float64(a.Drops+b.Drops) / float64(requests)
+	perRollout := c.Permutation != nil
 	switch {
 	case perRollout && c.Permutation.MinP >= alpha:
 		c.RolloutsNeeded = RolloutsForPermutation(alpha)
-		need = fmt.Sprintf("%s rollouts are too few for any test over rollouts to reach %s: it needs at least %d per variant", had, pct, c.RolloutsNeeded)
+		return fmt.Sprintf("%s rollouts are too few for any test over rollouts to reach %s: it needs at least %d per variant", p.had, p.pct, c.RolloutsNeeded)
 	case a.Rollouts > 0 && b.Rollouts > 0:
 		perRolloutReqs := float64(requests) / float64(a.Rollouts+b.Rollouts)
 		c.RolloutsNeeded = RolloutsToDetect(pooled, DetectRatio, perRolloutReqs, alpha, DetectPower)
 		if perRollout {
 			c.RolloutsNeeded = max(c.RolloutsNeeded, RolloutsForPermutation(alpha))
 		}
-		need = fmt.Sprintf("about %s rollouts per variant would detect a 2x difference (this run had %s)",
-			FormatCount(uint64(max(c.RolloutsNeeded, 0))), had)
+		return fmt.Sprintf("about %s rollouts per variant would detect a 2x difference (this run had %s)",
+			FormatCount(uint64(max(c.RolloutsNeeded, 0))), p.had)
 	default:
 		if n := RolloutsToDetect(pooled, DetectRatio, 1, alpha, DetectPower); n > 0 {
-			need = fmt.Sprintf("about %s requests per variant would detect a 2x difference", FormatCount(uint64(n)))
+			return fmt.Sprintf("about %s requests per variant would detect a 2x difference", FormatCount(uint64(n)))
 		}
+		return ""
 	}
-	perRequest := fmt.Sprintf("%s, Fisher %s", ratio, FormatP(c.FisherP))
+}
 
-	switch {
-	case perRollout:
-		pt := c.Permutation
-		tested := fmt.Sprintf("permutation test over %s rollouts %s", had, FormatP(pt.TwoSided))
-		beside := fmt.Sprintf("per request, as if requests failed independently: %s", perRequest)
-		switch {
-		case c.Significant:
-			c.Verdict = fmt.Sprintf("%s drops %s than %s per rollout (%s); %s", nameA, direction, nameB, tested, beside)
-		case pt.MinP >= alpha && pt.Diff != 0:
-			// The test could not have decided: say what was seen, and why
-			// it is not a verdict.
-			c.Verdict = fmt.Sprintf("%s dropped %s than %s in these rollouts (mean rate per rollout %s against %s), but %s; %s",
-				nameA, direction, nameB, FormatSig(meanRate(a.PerRollout), 2), FormatSig(meanRate(b.PerRollout), 2), need, beside)
-		default:
-			c.Verdict = fmt.Sprintf("no difference detected between %s and %s per rollout (%s); %s", nameA, nameB, tested, beside)
-			if need != "" {
-				c.Verdict += "; " + need
-			}
+// verdict words the comparison in one line, naming the deciding test;
+// with the permutation test, the per-request numbers come beside it.
+func (c *Comparison) verdict(a, b Counts, alpha float64, p phrases) string {
+	ratio := fmt.Sprintf("rate ratio %s (%s CI %s–%s)",
+		FormatSig(c.Ratio.Point, 2), p.pct, FormatSig(c.Ratio.Lo, 2), FormatSig(c.Ratio.Hi, 2))
+	perRequest := fmt.Sprintf("%s, Fisher %s", ratio, FormatP(c.FisherP))
+	withNeed := func(v string) string {
+		if p.need != "" {
+			v += "; " + p.need
 		}
-	case !c.Significant:
-		c.Verdict = fmt.Sprintf("no difference detected between %s and %s (Fisher %s)", nameA, nameB, FormatP(c.FisherP))
-		if need != "" {
-			c.Verdict += "; " + need
-		}
-	default:
-		c.Verdict = fmt.Sprintf("%s drops %s than %s: %s", nameA, direction, nameB, perRequest)
+		return v
 	}
-	return c
+	pt := c.Permutation
+	switch {
+	case pt == nil && c.Significant:
+		return fmt.Sprintf("%s drops %s than %s: %s", p.nameA, p.direction, p.nameB, perRequest)
+	case pt == nil:
+		return withNeed(fmt.Sprintf("no difference detected between %s and %s (Fisher %s)", p.nameA, p.nameB, FormatP(c.FisherP)))
+	}
+	tested := fmt.Sprintf("permutation test over %s rollouts %s", p.had, FormatP(pt.TwoSided))
+	beside := fmt.Sprintf("per request, as if requests failed independently: %s", perRequest)
+	switch {
+	case c.Significant:
+		return fmt.Sprintf("%s drops %s than %s per rollout (%s); %s", p.nameA, p.direction, p.nameB, tested, beside)
+	case pt.MinP >= alpha && pt.Diff != 0:
+		// The test could not have decided: say what was seen, and why
+		// it is not a verdict.
+		return fmt.Sprintf("%s dropped %s than %s in these rollouts (mean rate per rollout %s against %s), but %s; %s",
+			p.nameA, p.direction, p.nameB, FormatSig(meanRate(a.PerRollout), 2), FormatSig(meanRate(b.PerRollout), 2), p.need, beside)
+	default:
+		return withNeed(fmt.Sprintf("no difference detected between %s and %s per rollout (%s); %s", p.nameA, p.nameB, tested, beside))
+	}
 }
 
 // meanRate is the mean of the rollouts' drop rates.
