@@ -19,8 +19,8 @@
 // transaction's last line (observe.Recorder.Record), which trails the
 // kernel's commit by the line's way through docker exec's stream and the
 // watcher's queue. kube-proxy's own timestamp of the end of that sync (its
-// metric, on the same clock) is a check of it; the README gives both as
-// measured. The monitor sleeps between changes, and each transaction
+// metric, on the same clock) is a check of it; docs/advise.md gives both
+// as measured. The monitor sleeps between changes, and each transaction
 // costs droprun one parse of its lines, no process start.
 //
 // The watch starts its monitor first, then adds and deletes a probe table

@@ -28,7 +28,7 @@ const (
 	DefaultOut = "droprun.yaml"
 	// DefaultPreStopSeconds is the prestop-sleep variant's sleep: long
 	// enough for an endpoint removal to reach every node's kube-proxy on
-	// a small cluster (../../README.md measures 0.6–2.9 s).
+	// a small cluster (../../results/README.md measures 0.6–2.9 s).
 	DefaultPreStopSeconds = 5
 	// Rate and Rollouts are a quick first look on a laptop.
 	Rate     = 500
