@@ -21,7 +21,7 @@ func TestLayering(t *testing.T) {
 		"./harness/analysis", "./harness/report", "./harness/plot", "./harness/gate", "./harness/advise",
 		// the records run writes and analysis reads, and the scenario parser
 		"./harness/timeline", "./harness/appmetrics", "./harness/traffic", "./harness/rig",
-		"./harness/variant", "./harness/scenario", "./harness/jsonl", "./harness/stats",
+		"./harness/variant", "./harness/scenario", "./harness/jsonl", "./harness/stats", "./harness/path", "./harness/imageref",
 	}
 	// Module and package trees, each matched as itself or a path below it.
 	forbidden := []string{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/stats"
@@ -147,8 +148,17 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
+	target := ri.Traffic.Target
+	if target == "" {
+		target = sc.Traffic.Target
+	}
+	via, ok := path.Lookup(target)
+	if !ok {
+		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", RunFile, target, strings.Join(path.Names(), ", "))
+	}
+	_, podNodes := podPlaces(events)
 	in := &input{sc: sc, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
-		app: app, nodes: nodesOf(ri.Traffic.Targets), failure: o.Failure}
+		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podNodes: podNodes, failure: o.Failure}
 	for _, v := range sc.Variants {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
@@ -263,6 +273,8 @@ type input struct {
 	stalls    stalls
 	app       []appmetrics.Record
 	nodes     map[string]string // target URL → entry node
+	path      path.Path         // the way the requests took
+	podNodes  map[string]string // pod → node
 	failure   func(Failure) error
 }
 
@@ -325,7 +337,7 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 			return nil
 		}
 		fl := Failure{Time: rec.Time, Variant: v.Name, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
-			Latency: rec.Latency.Seconds(), Node: node}
+			Latency: rec.Latency.Seconds(), Node: node, Via: rec.Via, RoutedBy: in.path.RoutingNode(node, rec, in.podNodes)}
 		if w >= 0 {
 			fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
 		}
@@ -343,7 +355,7 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 				}
 			}
 			if !fl.Excused {
-				ex.explain(rs.N, node, rec)
+				ex.explain(rs.N, fl.RoutedBy, in.path.Proxy != nil && rec.Via == "", rec)
 			}
 			if found && !d.t.Before(rs.Start) {
 				since[k].Add(rec.Time.Sub(d.t), rec.Class)

@@ -13,8 +13,12 @@ import (
 
 // Why a drop is left unexplained (Explained.Why keys).
 const (
-	WhyNoEntryNode     = "entry node not known"
-	WhyNoRoutes        = "no route data for its entry node"
+	WhyNoEntryNode = "entry node not known"
+	// WhyNoProxyPod: through a proxy, a failure with no proxy pod named
+	// (no response at all) failed between the client and the proxy, not
+	// on the proxy's way to a web pod.
+	WhyNoProxyPod      = "no response from the proxy: failed before it"
+	WhyNoRoutes        = "no route data for the node that routed it"
 	WhyNoListenerClose = "the app did not record its listener close"
 	WhyOutside         = "outside every (pod, node) race window"
 )
@@ -93,15 +97,21 @@ func (ix routeIndex) removedAfter(node, ip string, t time.Time) (time.Time, bool
 	return time.Time{}, false
 }
 
-// podIPs returns each pod's IP, from its pod events.
-func podIPs(events []timeline.Event) map[string]string {
-	out := map[string]string{}
+// podPlaces returns each pod's IP and node, from its own pod events.
+func podPlaces(events []timeline.Event) (ips, nodes map[string]string) {
+	ips, nodes = map[string]string{}, map[string]string{}
 	for _, e := range events {
-		if e.Pod != "" && e.IP != "" && e.Object == "pod/"+e.Pod {
-			out[e.Pod] = e.IP
+		if e.Pod == "" || e.Object != "pod/"+e.Pod {
+			continue
+		}
+		if e.IP != "" {
+			ips[e.Pod] = e.IP
+		}
+		if e.Node != "" {
+			nodes[e.Pod] = e.Node
 		}
 	}
-	return out
+	return ips, nodes
 }
 
 // explainer joins one variant's failed requests with the (pod, node)
@@ -118,7 +128,7 @@ type explainer struct {
 // beside the pod's own SIGTERM and listener close.
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}}
-	ips := podIPs(in.events)
+	ips, _ := podPlaces(in.events)
 	times := podTimes(in.app)
 	nodes := ex.routes.nodes()
 	for _, rs := range rollouts {
@@ -173,13 +183,15 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	return ex
 }
 
-// explain attributes one failed request of rollout n that entered
-// through node: to the pair whose race window holds its send time, or to
-// a reason it cannot be explained.
+// explain attributes one failed request of rollout n whose web pod node's
+// rules chose (the entry node on a direct path, the proxy pod's node
+// through a proxy: path.RoutingNode; "" when not known): to the pair whose
+// race window holds its send time, or to a reason it cannot be explained.
+// noProxyPod says the request went through a proxy that named no pod.
 //
 // A run without route data (recorded before droprun watched the nodes, or
 // on a cluster it cannot look inside) explains nothing and says nothing.
-func (ex *explainer) explain(n int, node string, rec traffic.Record) {
+func (ex *explainer) explain(n int, node string, noProxyPod bool, rec traffic.Record) {
 	if len(ex.routes.watched) == 0 {
 		return
 	}
@@ -195,7 +207,11 @@ func (ex *explainer) explain(n int, node string, rec traffic.Record) {
 		}
 		e.Why[why]++
 	}
-	if node == "" {
+	switch {
+	case noProxyPod:
+		unexplained(WhyNoProxyPod)
+		return
+	case node == "":
 		unexplained(WhyNoEntryNode)
 		return
 	}

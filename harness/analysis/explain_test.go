@@ -54,13 +54,13 @@ func TestExplain(t *testing.T) {
 	fail := func(ms int, class traffic.Class) traffic.Record {
 		return traffic.Record{Time: at(ms), Class: class, Latency: time.Millisecond}
 	}
-	ex.explain(1, "a", fail(150, traffic.ClassRefused))
-	ex.explain(1, "a", fail(690, traffic.ClassTimeout))
-	ex.explain(1, "a", fail(60, traffic.ClassReset))  // in flight at the close... but sent 40 ms before: within slack
-	ex.explain(1, "a", fail(0, traffic.ClassRefused)) // before the close
-	ex.explain(1, "b", fail(200, traffic.ClassRefused))
-	ex.explain(1, "c", fail(200, traffic.ClassRefused))
-	ex.explain(1, "", fail(200, traffic.ClassRefused))
+	ex.explain(1, "a", false, fail(150, traffic.ClassRefused))
+	ex.explain(1, "a", false, fail(690, traffic.ClassTimeout))
+	ex.explain(1, "a", false, fail(60, traffic.ClassReset))  // in flight at the close... but sent 40 ms before: within slack
+	ex.explain(1, "a", false, fail(0, traffic.ClassRefused)) // before the close
+	ex.explain(1, "b", false, fail(200, traffic.ClassRefused))
+	ex.explain(1, "c", false, fail(200, traffic.ClassRefused))
+	ex.explain(1, "", false, fail(200, traffic.ClassRefused))
 	gaps, e := ex.rowRoutes([]RolloutSummary{{N: 1}})
 	if e.Explained != 3 || e.Unexplained != 4 || e.Why[WhyOutside] != 2 || e.Why[WhyNoRoutes] != 1 || e.Why[WhyNoEntryNode] != 1 {
 		t.Errorf("explained = %+v", e)
@@ -105,8 +105,8 @@ func TestExplainPicksThePodItMet(t *testing.T) {
 		{Source: appmetrics.SourceTermination, Pod: "web-2", Time: at(4000), SignalAt: at(1005), ListenerClosedAt: at(1010)},
 	}}
 	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(6000)}})
-	ex.explain(1, "a", traffic.Record{Time: at(2000), Class: traffic.ClassRefused})
-	ex.explain(1, "a", traffic.Record{Time: at(500), Class: traffic.ClassRefused})
+	ex.explain(1, "a", false, traffic.Record{Time: at(2000), Class: traffic.ClassRefused})
+	ex.explain(1, "a", false, traffic.Record{Time: at(500), Class: traffic.ClassRefused})
 	for _, g := range ex.gaps {
 		if n := g.Drops[traffic.ClassRefused]; n != 1 {
 			t.Errorf("%s got %d refusals, want 1 each: %+v", g.Pod, n, ex.gaps)

@@ -256,6 +256,12 @@ type Failure struct {
 	Latency float64       `json:"latencySeconds"`
 	// Node is the node the request entered the cluster through.
 	Node string `json:"node,omitempty"`
+	// Via is the proxy pod the request went through (traffic.Record.Via),
+	// and RoutedBy the node whose kube-proxy rules chose its web pod: Node
+	// on a direct path, the proxy pod's node through a proxy
+	// (path.RoutingNode); empty when not known.
+	Via      string `json:"via,omitempty"`
+	RoutedBy string `json:"routedBy,omitempty"`
 	// Excused is true for a timeout sent while the client was stalled.
 	Excused bool `json:"excused,omitempty"`
 	// NearestDeletion is the last pod deletion requested before the

@@ -50,6 +50,18 @@ type Entry struct {
 	WebPort, GatewayPort int
 }
 
+// HostPort returns the 127.0.0.1 port that reaches nodePort on e.Node: its
+// WebPort or its GatewayPort (0 for a node port kind maps no host port to).
+func (e Entry) HostPort(nodePort int32) int {
+	switch nodePort {
+	case variant.WebNodePort:
+		return e.WebPort
+	case variant.GatewayNodePort:
+		return e.GatewayPort
+	}
+	return 0
+}
+
 // NodeName returns the name kind gives node k of cluster name, in the
 // order of its config: <name>-control-plane for k = 0, then
 // <name>-worker, <name>-worker2, <name>-worker3... (kind's

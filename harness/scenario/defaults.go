@@ -7,6 +7,8 @@ import (
 
 	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/traffic"
+
+	"github.com/droprun/droprun/harness/path"
 )
 
 // Defaults for fields a scenario leaves out.
@@ -25,9 +27,6 @@ const (
 	DefaultAppPort         = 8080
 	DefaultMetricsPath     = "/metrics"
 	DefaultCodeLabel       = "code"
-
-	TargetNodePort = "nodeport"
-	TargetGateway  = "gateway"
 )
 
 // Default timings.
@@ -101,7 +100,7 @@ func (s *Scenario) Default() {
 	}
 	t := &s.Traffic
 	setDefault(&t.Rate, DefaultRate)
-	setDefault(&t.Target, TargetNodePort)
+	setDefault(&t.Target, path.NodePort.Name)
 	setDefault(&t.Path, DefaultPath)
 	setDefault(&t.Method, traffic.DefaultMethod)
 	setDefault(&t.Timeout, D(DefaultTimeout))

@@ -4,6 +4,8 @@ import (
 	"io/fs"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/droprun/droprun/harness/path"
 )
 
 // APIVersion and Kind identify a scenario file. A file with any other values
@@ -303,4 +305,14 @@ func (s *Scenario) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// Path is the way the scenario's requests take (traffic.target); NodePort
+// for a target validation would refuse.
+func (s *Scenario) Path() path.Path {
+	p, ok := path.Lookup(s.Traffic.Target)
+	if !ok {
+		return path.NodePort
+	}
+	return p
 }

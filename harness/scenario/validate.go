@@ -19,6 +19,8 @@ import (
 	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
+
+	"github.com/droprun/droprun/harness/path"
 )
 
 // MaxRate is the highest request rate a scenario may ask for. One client on
@@ -184,8 +186,8 @@ func (s *Scenario) validateService(v *validator) {
 	if e := s.Cluster.Existing; e == nil || e.URL == "" {
 		v.add("app.custom.service", "needs cluster.existing.url", "set cluster.existing (kubeconfig and url) to the URL your Service or Ingress is reached on; on a kind cluster leave app.custom.service out and droprun creates the Service")
 	}
-	if s.Traffic.Target == TargetGateway {
-		v.add("traffic.target", "is gateway but app.custom.service brings your own Service", "use traffic.target: nodeport, which sends traffic to cluster.existing.url directly")
+	if p, ok := path.Lookup(s.Traffic.Target); ok && p.Proxy != nil {
+		v.add("traffic.target", fmt.Sprintf("is %s but app.custom.service brings your own Service", p.Name), "use traffic.target: "+path.NodePort.Name+", which sends traffic to cluster.existing.url directly")
 	}
 }
 
@@ -241,9 +243,7 @@ func (s *Scenario) validateTraffic(v *validator) {
 		v.add("traffic.rate", fmt.Sprintf("is %d requests/s", t.Rate),
 			fmt.Sprintf("use a rate between 1 and %d; this project's 2-core machines hold about 3000 new connections/s", MaxRate))
 	}
-	switch t.Target {
-	case TargetNodePort, TargetGateway:
-	default:
+	if _, ok := path.Lookup(t.Target); !ok {
 		v.add("traffic.target", fmt.Sprintf("%q is not a target", t.Target), "use nodeport (direct: drops show as 000) or gateway (through a proxy: drops show as 502)")
 	}
 	if t.Path == "" || t.Path[0] != '/' {

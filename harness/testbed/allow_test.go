@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -31,7 +32,7 @@ func allowTargets(t *testing.T, names ...string) []traffic.AllowTarget {
 // kind, is an error. Validation only: nothing is sent anywhere.
 func TestCheckAllow(t *testing.T) {
 	existing := func(url string) *scenario.Scenario {
-		sc := testScenario(t, scenario.TargetNodePort)
+		sc := testScenario(t, path.NodePort.Name)
 		sc.Cluster = scenario.Cluster{Existing: &scenario.ExistingCluster{Kubeconfig: "/k", URL: url}}
 		return sc
 	}
@@ -52,7 +53,7 @@ func TestCheckAllow(t *testing.T) {
 		{"a second name that is not the URL's", existing("https://shop.example.com"), []string{"shop.example.com", "shop.example.org"},
 			"--allow-target shop.example.org does not name cluster.existing.url https://shop.example.com (host shop.example.com, port 443)"},
 		{"a name on a loopback URL", existing("http://127.0.0.1:31000"), []string{"shop.example.com"}, "--allow-target shop.example.com does not name"},
-		{"on kind", testScenario(t, scenario.TargetNodePort), []string{"shop.example.com"}, "applies to an existing cluster's url only"},
+		{"on kind", testScenario(t, path.NodePort.Name), []string{"shop.example.com"}, "applies to an existing cluster's url only"},
 	}
 	for _, tc := range tests {
 		err := CheckAllow(tc.sc, allowTargets(t, tc.allow...))
@@ -66,7 +67,7 @@ func TestCheckAllow(t *testing.T) {
 // the same check as the load: a target beyond 127.0.0.1 that the user did
 // not name is refused before any request.
 func TestWaitAnsweringRefusesUnnamedHost(t *testing.T) {
-	tb := &Testbed{Scenario: testScenario(t, scenario.TargetNodePort), URL: "http://shop.example.com"}
+	tb := &Testbed{Scenario: testScenario(t, path.NodePort.Name), URL: "http://shop.example.com"}
 	if _, err := tb.WaitAnswering(t.Context(), 0); err == nil || !strings.Contains(err.Error(), "--allow-target shop.example.com:80") {
 		t.Errorf("err = %v", err)
 	}

@@ -72,9 +72,9 @@ type Testbed struct {
 	Cluster  *cluster.Cluster
 	// Kind is set when the cluster is a kind cluster droprun manages.
 	Kind *cluster.Kind
-	// URL is http://127.0.0.1:<port> for the web Service, GatewayURL the
-	// same for the gateway: the control plane's host ports on kind.
-	URL, GatewayURL string
+	// URL is where an existing cluster's web Service is reached:
+	// cluster.existing.url, else http://127.0.0.1:<web node port>.
+	URL string
 	// Entries are a kind cluster's host ports, one per node (see
 	// cluster.Config.Entries); nil for an existing cluster.
 	Entries []cluster.Entry
@@ -118,7 +118,6 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 		if tb.URL == "" {
 			tb.URL = fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultHostPort)
 		}
-		tb.GatewayURL = fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultGatewayHostPort)
 		fmt.Fprintf(o.Log, "using existing cluster %s (context %s); images must already be on its nodes\n", e.Kubeconfig, cl.Name)
 	} else {
 		k, err := cluster.NewKind(o.Log)
@@ -136,8 +135,6 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 			return nil, err
 		}
 		tb.Cluster, tb.Kind = cl, k
-		tb.URL = fmt.Sprintf("http://127.0.0.1:%d", cfg.HostPort)
-		tb.GatewayURL = fmt.Sprintf("http://127.0.0.1:%d", cfg.GatewayHostPort)
 		tb.Entries = cfg.Entries()
 		if err := tb.loadImages(ctx, o); err != nil {
 			return nil, err
@@ -168,7 +165,7 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 		defer done()
 		archives = append(archives, file)
 	}
-	if tb.Scenario.App.Custom == nil || tb.Scenario.Traffic.Target == scenario.TargetGateway {
+	if tb.Scenario.App.Custom == nil || tb.Scenario.Path().Proxy != nil { // the proxy is bookshop
 		dir := o.ImageDir
 		if dir == "" {
 			cache, err := os.UserCacheDir()
@@ -219,27 +216,24 @@ func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) err
 	return nil
 }
 
-// Targets are the URLs traffic is sent to, per the scenario's target (the
-// web NodePort or the gateway) and path: on kind one per node, control
-// plane first, each named by its node; on an existing cluster the one URL
-// the user gave, with no node name.
+// Targets are the URLs traffic is sent to, per the scenario's path (the
+// node port its client connects to) and HTTP path: on kind one per node,
+// control plane first, each named by its node; on an existing cluster the
+// one URL the user gave (through a proxy, 127.0.0.1 at the proxy's node
+// port), with no node name.
 func (tb *Testbed) Targets() []traffic.Target {
 	sc := tb.Scenario
-	gateway := sc.Traffic.Target == scenario.TargetGateway
+	p := sc.Path()
 	if len(tb.Entries) == 0 {
 		base := tb.URL
-		if gateway {
-			base = tb.GatewayURL
+		if p.Proxy != nil {
+			base = fmt.Sprintf("http://%s:%d", traffic.LoopbackHost, p.NodePort)
 		}
 		return []traffic.Target{{URL: base + sc.Traffic.Path}}
 	}
 	out := make([]traffic.Target, len(tb.Entries))
 	for i, e := range tb.Entries {
-		port := e.WebPort
-		if gateway {
-			port = e.GatewayPort
-		}
-		out[i] = traffic.Target{Node: e.Node, URL: fmt.Sprintf("http://%s:%d%s", traffic.LoopbackHost, port, sc.Traffic.Path)}
+		out[i] = traffic.Target{Node: e.Node, URL: fmt.Sprintf("http://%s:%d%s", traffic.LoopbackHost, e.HostPort(p.NodePort), sc.Traffic.Path)}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -34,12 +35,12 @@ func TestTargetsKind(t *testing.T) {
 		target string
 		want   []traffic.Target
 	}{
-		{scenario.TargetNodePort, []traffic.Target{
+		{path.NodePort.Name, []traffic.Target{
 			{Node: "droprun-control-plane", URL: "http://127.0.0.1:30080/version"},
 			{Node: "droprun-worker", URL: "http://127.0.0.1:30082/version"},
 			{Node: "droprun-worker2", URL: "http://127.0.0.1:30084/version"},
 		}},
-		{scenario.TargetGateway, []traffic.Target{
+		{path.Gateway.Name, []traffic.Target{
 			{Node: "droprun-control-plane", URL: "http://127.0.0.1:30081/version"},
 			{Node: "droprun-worker", URL: "http://127.0.0.1:30083/version"},
 			{Node: "droprun-worker2", URL: "http://127.0.0.1:30085/version"},
@@ -47,7 +48,7 @@ func TestTargetsKind(t *testing.T) {
 	} {
 		sc := testScenario(t, tc.target)
 		cfg := cluster.FromScenario(sc.Cluster.Kind)
-		tb := &Testbed{Scenario: sc, URL: "http://127.0.0.1:30080", GatewayURL: "http://127.0.0.1:30081", Entries: cfg.Entries()}
+		tb := &Testbed{Scenario: sc, Entries: cfg.Entries()}
 		got := tb.Targets()
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: Targets() = %+v\nwant %+v", tc.target, got, tc.want)
@@ -64,12 +65,12 @@ func TestTargetsKind(t *testing.T) {
 // TestTargetsExisting: an existing cluster has one target, the user's URL,
 // with no node name.
 func TestTargetsExisting(t *testing.T) {
-	sc := testScenario(t, scenario.TargetNodePort)
-	tb := &Testbed{Scenario: sc, URL: "http://127.0.0.1:31000", GatewayURL: "http://127.0.0.1:30081"}
+	sc := testScenario(t, path.NodePort.Name)
+	tb := &Testbed{Scenario: sc, URL: "http://127.0.0.1:31000"}
 	if got, want := tb.Targets(), []traffic.Target{{URL: "http://127.0.0.1:31000/version"}}; !slices.Equal(got, want) {
 		t.Errorf("Targets() = %+v, want %+v", got, want)
 	}
-	tb.Scenario = testScenario(t, scenario.TargetGateway)
+	tb.Scenario = testScenario(t, path.Gateway.Name)
 	if got := tb.TargetURL(); got != "http://127.0.0.1:30081/version" {
 		t.Errorf("gateway TargetURL() = %q", got)
 	}
@@ -102,7 +103,7 @@ func TestWaitAnsweringWaitsForEveryNode(t *testing.T) {
 		w.Write([]byte(`{"pod":"web-b","version":"v1"}`))
 	}))
 	defer worker.Close()
-	sc := testScenario(t, scenario.TargetNodePort)
+	sc := testScenario(t, path.NodePort.Name)
 	tb := &Testbed{Scenario: sc, Entries: []cluster.Entry{
 		{Node: "t-control-plane", WebPort: port(t, cp)},
 		{Node: "t-worker", WebPort: port(t, worker)},

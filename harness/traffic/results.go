@@ -14,6 +14,11 @@ import (
 // PodHeader is the response header that names the pod that answered.
 const PodHeader = "X-Bookshop-Pod"
 
+// ViaHeader is the response header in which an in-cluster proxy (bookshop's
+// gateway mode) names its own pod, on every response it sends, its 502s
+// included.
+const ViaHeader = "X-Bookshop-Gateway"
+
 // keptHeaderPrefix selects the response headers stored in the results file:
 // the bookshop's attribution headers (pod, version, gateway). The others
 // (Date, Content-Type, Content-Length) would only grow the file.
@@ -37,6 +42,9 @@ type Record struct {
 	Error string
 	// Pod is the X-Bookshop-Pod response header, empty when absent.
 	Pod string
+	// Via is the ViaHeader response header: the proxy pod the request went
+	// through, empty on a direct path or without a response.
+	Via string
 	// URL is the target the request was sent to (vegeta's Result.URL): with
 	// Config.Targets it says which entry, hence which node, it went through.
 	URL string
@@ -73,6 +81,7 @@ func newRecord(res *vegeta.Result) Record {
 		Class:   Classify(res.Code, res.Error),
 		Error:   res.Error,
 		Pod:     res.Headers.Get(PodHeader),
+		Via:     res.Headers.Get(ViaHeader),
 		URL:     res.URL,
 	}
 	if hidden := res.Headers.Values(HiddenHeader); len(hidden) > 0 {

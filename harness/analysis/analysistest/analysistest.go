@@ -56,6 +56,8 @@ type Failure struct {
 	// retrying after a failure with this error text (masked requests);
 	// Err and Code are then ignored.
 	Hidden string
+	// Via, when set, is the proxy pod that answered (traffic.ViaHeader).
+	Via string
 }
 
 // Common error texts, as vegeta records them.
@@ -268,6 +270,9 @@ func WriteResults(tb testing.TB, path string, from, to float64, failures []Failu
 				continue
 			}
 			res.Code, res.Error = 0, sf.Err
+			if sf.Via != "" {
+				res.Headers = http.Header{traffic.ViaHeader: {sf.Via}}
+			}
 			if sf.Code != 0 {
 				res.Code = sf.Code
 			}

@@ -125,8 +125,8 @@ func Render(s *scenario.Scenario, i, version int, initial bool, changeCause stri
 	if o.Service != nil && s.App.Service != nil && s.App.Service.Type != "" {
 		WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
 	}
-	if s.Traffic.Target == scenario.TargetGateway && o.Service != nil {
-		// The gateway is bookshop in gateway mode even for a custom app: it
+	if s.Path().Proxy != nil && o.Service != nil {
+		// The proxy is bookshop in gateway mode even for a custom app: it
 		// forwards to the Service named like the Deployment.
 		o.Gateway = Gateway(s.Namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), *o.Service.Name)
 		o.GatewayService = GatewayService(s.Namespace)

@@ -1,0 +1,103 @@
+package analysis_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/timeline"
+)
+
+// gatewayRun is a synthetic run through the gateway on two nodes, n1 and
+// n2. Every request enters through n1; the gateway pod gw-1 runs on n2 and
+// opens its own connection to the web Service, so n2's rules pick the web
+// pod. old-a1 (10.0.0.1) is deleted at 4.0 s and closes its listener at
+// 4.1 s; n1 stops routing to it at 4.2 s, n2 only at 4.8 s. The gateway
+// answers 502 to the requests sent in [4.3, 4.7) s, and two requests at
+// 4.25 s got no answer at all (no proxy pod named).
+func gatewayRun(t *testing.T) string {
+	const sc = `apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata: {name: synthetic}
+traffic: {settle: 2s, target: gateway}
+variants:
+- {name: alpha, variant: no-prestop}
+`
+	const runJSON = `{"format":"droprun.run/v1","scenario":"synthetic","started":"2026-01-02T03:04:00Z","finished":"2026-01-02T03:05:00Z",
+"cluster":{"name":"droprun","kind":true,"nodes":2,"droprun":"test"},
+"traffic":{"url":"http://127.0.0.1:30081/version","targets":[{"url":"http://127.0.0.1:30081/version","node":"n1"}],"rate":100,"keepAlive":false,"method":"GET","timeout":"2s","target":"gateway","rollouts":1,"settle":"2s","control":"2s","between":"1s"}}`
+	route := func(t float64, kind timeline.Kind, node, ip string) analysistest.Event {
+		return analysistest.Event{T: t, Event: timeline.Event{Kind: kind, Node: node, IP: ip}}
+	}
+	onNode := func(e analysistest.Event, node, ip string) analysistest.Event {
+		e.Event.Node, e.Event.IP = node, ip
+		return e
+	}
+	events := []analysistest.Event{
+		route(0, timeline.KindRouteWatching, "n1", ""),
+		route(0, timeline.KindRouteWatching, "n2", ""),
+		route(0, timeline.KindRouteSnapshot, "n1", "10.0.0.1"),
+		route(0, timeline.KindRouteSnapshot, "n2", "10.0.0.1"),
+		onNode(analysistest.Pod(0, timeline.KindPodSnapshot, "gw-1"), "n2", "10.0.9.9"),
+		onNode(analysistest.Pod(0, timeline.KindPodSnapshot, "old-a1"), "n1", "10.0.0.1"),
+		analysistest.Mark(0, timeline.KindTrafficStart, "alpha", 0),
+		analysistest.Mark(2, timeline.KindWindowClose, "alpha", 0, "phase", "control"),
+		analysistest.Mark(3, timeline.KindRolloutStart, "alpha", 1, "from", "v1", "to", "v2", "measured", "no-prestop"),
+		onNode(analysistest.Pod(4.0, timeline.KindPodDeletionRequested, "old-a1"), "n1", "10.0.0.1"),
+		route(4.2, timeline.KindRouteRemoved, "n1", "10.0.0.1"),
+		route(4.8, timeline.KindRouteRemoved, "n2", "10.0.0.1"),
+		analysistest.Pod(6.0, timeline.KindPodGone, "old-a1"),
+		analysistest.Mark(7, timeline.KindRolloutComplete, "alpha", 1),
+		analysistest.Mark(9, timeline.KindWindowClose, "alpha", 1, "phase", "rollout"),
+		{T: 10, Event: timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": "alpha"}}},
+	}
+	failures := []analysistest.Failure{
+		{From: 4.25, To: 4.27, Err: analysistest.Timeout},
+		{From: 4.3, To: 4.7, Code: 502, Err: "502 Bad Gateway", Via: "gw-1"},
+	}
+	return analysistest.Write(t, analysistest.Run{Scenario: sc, RunJSON: runJSON, Events: events, Failures: failures,
+		Traffic: map[string][2]float64{"alpha": {0, 10}}, Targets: []string{"http://127.0.0.1:30081/version"},
+		Extra: func(dir string) {
+			b, err := json.Marshal(appmetrics.Record{Source: appmetrics.SourceTermination, Pod: "old-a1", Time: analysistest.At(5),
+				SignalAt: analysistest.At(4.05), ListenerClosedAt: analysistest.At(4.1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, analysis.AppFile), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}})
+}
+
+// TestGatewayAttribution: a 502 through the gateway is explained by the
+// race window of the gateway pod's node (n2, open 4.1–4.8 s), not the
+// entry node's (n1, open 4.1–4.2 s, which holds none of them); a failure
+// the gateway never answered is said to have failed before it. The same
+// requests charged to their entry node would be all but unexplained.
+func TestGatewayAttribution(t *testing.T) {
+	var failures []analysis.Failure
+	a := analyze(t, gatewayRun(t), analysis.Options{Failure: func(f analysis.Failure) error { failures = append(failures, f); return nil }})
+	row := rows(a)["alpha"]
+	e := row.Explained
+	if row.Drops != 42 || e == nil || e.Explained != 40 || e.Unexplained != 2 || e.Why[analysis.WhyNoProxyPod] != 2 {
+		t.Fatalf("drops %d, explained %+v; want 42 drops: the 40 502s explained, 2 failed before the gateway", row.Drops, e)
+	}
+	for _, g := range row.Routes {
+		want := map[string]int{"n1": 0, "n2": 40}[g.Node]
+		if got := int(g.Drops["502"]); got != want {
+			t.Errorf("node %s's pair holds %d 502s, want %d (%s)", g.Node, got, want, g.RaceText())
+		}
+	}
+	for _, f := range failures {
+		if f.Code == 502 && (f.Node != "n1" || f.Via != "gw-1" || f.RoutedBy != "n2") {
+			t.Fatalf("failure %+v: want entry node n1, via gw-1, routed by n2", f)
+		}
+		if f.Code == 0 && (f.Via != "" || f.RoutedBy != "") {
+			t.Fatalf("failure %+v: no proxy pod, no routing node", f)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+// Package path is the way droprun's requests travel from the client to a
+// web pod: what the client connects to, which hops choose where each
+// request goes next, and what each hop needs in the cluster. The scenario's
+// traffic.target names a Path; rendering, the testbed's targets and the
+// analysis's attribution read it, instead of branching on the name.
+//
+// Two paths exist today. NodePort is direct: the client connects to the web
+// Service's node port and the entry node's kube-proxy rules pick the pod.
+// Gateway puts a Proxy in between: the client connects to the gateway's
+// node port, and the gateway pod opens its own connection to the web
+// Service, so the rules of the gateway pod's node pick the web pod. A real
+// front (an ingress controller that sends to pod IPs itself, the issue
+// "The whole path") is the next Proxy: it picks the pod from its own
+// endpoint list, and its hop's times come from the front, not kube-proxy.
+package path
+
+import (
+	"slices"
+
+	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// Path is one way from the client to a web pod.
+type Path struct {
+	// Name is the scenario's traffic.target.
+	Name string
+	// NodePort is the node port the client's connections reach: on kind,
+	// each node's host ports lead to it (cluster.Entry.HostPort).
+	NodePort int32
+	// Proxy is the hop between that node port and the web Service; nil
+	// when the node port is the web Service's own.
+	Proxy *Proxy
+	// Drop is what the client sees of a request a dead pod dropped:
+	// "000" (no response) direct, "502" through a proxy.
+	Drop string
+}
+
+// Proxy is an in-cluster hop that takes the client's connection and opens
+// its own to the web Service.
+type Proxy struct {
+	// Name is its Deployment's and Service's name.
+	Name string
+	// Header is the response header in which the proxy names the pod that
+	// handled a request (traffic.Record.Via): it joins a request to that
+	// pod's node.
+	Header string
+}
+
+// The paths droprun knows.
+var (
+	NodePort = Path{Name: "nodeport", NodePort: variant.WebNodePort, Drop: "000"}
+	Gateway  = Path{Name: "gateway", NodePort: variant.GatewayNodePort, Drop: "502",
+		Proxy: &Proxy{Name: variant.GatewayName, Header: traffic.ViaHeader}}
+)
+
+var all = []Path{NodePort, Gateway}
+
+// Lookup returns the path named name ("" is NodePort, the default).
+func Lookup(name string) (Path, bool) {
+	if name == "" {
+		return NodePort, true
+	}
+	i := slices.IndexFunc(all, func(p Path) bool { return p.Name == name })
+	if i < 0 {
+		return Path{}, false
+	}
+	return all[i], true
+}
+
+// Names lists the paths' names, the default first.
+func Names() []string {
+	out := make([]string, len(all))
+	for i, p := range all {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// RoutingNode returns the node whose kube-proxy rules chose the web pod for
+// one request: on a direct path the node it entered through; through a
+// proxy, the node of the proxy pod that handled it (rec.Via, looked up in
+// podNode, pod name → node). "" when the data does not say: a request
+// through a proxy that got no response names no proxy pod.
+func (p Path) RoutingNode(entry string, rec traffic.Record, podNode map[string]string) string {
+	if p.Proxy == nil {
+		return entry
+	}
+	if rec.Via == "" {
+		return ""
+	}
+	return podNode[rec.Via]
+}
