@@ -78,7 +78,7 @@ func (k *Kind) NodeContainerIDs(ctx context.Context, name string) (map[string]st
 // runs a command inside one of them (docker exec, through kind), with
 // stdin (nil for none) and stdout connected. harness/dataplane watches
 // each node's rules with it.
-func (k *Kind) NodeExec(name string) ([]string, func(ctx context.Context, node string, stdin io.Reader, stdout io.Writer, args ...string) error, error) {
+func (k *Kind) NodeExec(name string) ([]string, ExecFunc, error) {
 	list, err := k.provider.ListNodes(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the nodes of %q: %w", name, err)

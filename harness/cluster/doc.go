@@ -2,8 +2,7 @@
 // creates, reuses and deletes through the kind library (never the kind
 // binary), or an existing cluster the user names explicitly.
 //
-// A kind cluster is 1 control plane plus workers (3 nodes by default, like
-// the bookshop chapter's), on the node image nodeimage.Selector chooses
+// A kind cluster is 1 control plane plus workers (3 nodes by default), on the node image nodeimage.Selector chooses
 // (droprun's own, or kind's published one where a registry serves it; a
 // node image that is not droprun's gets the containerd setting this
 // host needs, Config.RestrictOOMScoreAdj). Every node has two
@@ -22,4 +21,10 @@
 // so: every node's provider ID is kind://PROVIDER/CLUSTER/NODE (KindNodes).
 // A context's name proves nothing (a kind-* context can tunnel to a real
 // cluster); any other cluster needs --allow-context NAME.
+//
+// Either way the caller gets a Cluster: its API client, and its Nodes when
+// droprun can reach inside them (a kind cluster: conntrack, docker exec
+// for the rule watch, container IDs for the rig), nil otherwise. Only a
+// kind cluster can be deleted (Cluster.Down); harness/testbed, which asked
+// for it, is the one that does.
 package cluster

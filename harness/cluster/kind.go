@@ -69,7 +69,24 @@ type Cluster struct {
 	// NodeImage is the image the nodes run, and where it came from (its
 	// Source is empty for a cluster that was already running).
 	NodeImage nodeimage.Choice
+	// Nodes reach inside the nodes; nil when droprun cannot (an existing
+	// cluster).
+	Nodes Nodes
+	// down deletes the cluster; nil for one droprun may not delete.
+	down func(ctx context.Context) error
 }
+
+// Down deletes the cluster when droprun manages it (a kind cluster); an
+// existing cluster is never deleted, and Down says so.
+func (c *Cluster) Down(ctx context.Context) error {
+	if c.down == nil {
+		return fmt.Errorf("cluster %s is not droprun's to delete", c.Name)
+	}
+	return c.down(ctx)
+}
+
+// Deletable reports whether Down would delete the cluster.
+func (c *Cluster) Deletable() bool { return c.down != nil }
 
 // KubeconfigPath is where droprun keeps the kubeconfig of cluster name.
 func (k *Kind) KubeconfigPath(name string) string {
@@ -285,7 +302,8 @@ func (k *Kind) connect(name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Name: name, Kubeconfig: path, Client: client}, nil
+	return &Cluster{Name: name, Kubeconfig: path, Client: client, Nodes: kindNodes{k, name},
+		down: func(ctx context.Context) error { return k.Down(ctx, name) }}, nil
 }
 
 func clientFor(kubeconfig, context string) (*kubernetes.Clientset, error) {

@@ -104,7 +104,11 @@ func TestIntegrationClusterBookshop(t *testing.T) {
 	itCreated = itCreated || tb.Cluster.Created
 	t.Logf("cluster up and images loaded in %s", time.Since(start).Round(time.Second))
 
-	nodes, err := tb.Kind.Status(ctx, "droprun-it")
+	k, err := cluster.NewKind(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := k.Status(ctx, "droprun-it")
 	if err != nil {
 		t.Fatal(err)
 	}

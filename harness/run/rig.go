@@ -26,8 +26,8 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func()) {
 		lag, n := a.Pacing()
 		return rig.ClientState{Lag: lag, InFlight: n}
 	}}
-	if r.tb.Kind != nil {
-		ids, err := r.tb.Kind.NodeContainerIDs(ctx, r.tb.Cluster.Name)
+	if nodes := r.tb.Cluster.Nodes; nodes != nil {
+		ids, err := nodes.ContainerIDs(ctx)
 		if err != nil {
 			fmt.Fprintf(r.log, "warning: node CPU will not be sampled: %v\n", err)
 		}

@@ -16,7 +16,7 @@ import (
 // says so and does nothing; the analysis then falls back to kube-proxy's
 // sync metrics where the run polled them (kind clusters only).
 func (r *runner) watchRoutes(ctx context.Context) (stop func()) {
-	if r.tb.Kind == nil {
+	if r.tb.Cluster.Nodes == nil {
 		fmt.Fprintf(r.log, "routes: not a kind cluster: droprun cannot watch its nodes' rules, so this run has no (pod, node) pairs (droprun advise needs a run on a kind cluster)\n")
 		return func() {}
 	}
@@ -37,13 +37,13 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func()) {
 			}
 		}
 	}
-	nodes, exec, err := r.tb.Kind.NodeExec(r.tb.Cluster.Name)
+	nodes, exec, err := r.tb.Cluster.Nodes.Exec()
 	if err != nil {
 		fmt.Fprintf(r.log, "warning: not watching the nodes' routes: %v\n", err)
 		return func() {}
 	}
 	fmt.Fprintf(r.log, "routes: watching service %s/%s's rules inside %d node(s) (nft monitor)\n", svc.Namespace, svc.Name, len(nodes))
-	w := dataplane.Watch(ctx, nodes, exec, svc, r.rec.Record)
+	w := dataplane.Watch(ctx, nodes, dataplane.Exec(exec), svc, r.rec.Record)
 	return func() {
 		if err := w.Stop(); err != nil {
 			fmt.Fprintf(r.log, "warning: watching routes: %v\n", err)

@@ -240,7 +240,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 	}
 	r.tb = tb
 	switch {
-	case tb.Kind != nil && r.o.ClusterShares > 0:
+	case tb.Cluster.Nodes != nil && r.o.ClusterShares > 0:
 		defer r.favorClient()()
 	default:
 		// A weight left lowered by a killed run is put back even when
@@ -260,20 +260,8 @@ func (r *runner) run(ctx context.Context) (err error) {
 		// Clean up even when cancelled, but not forever.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 		defer cancel()
-		if terr := tb.Teardown(cctx); terr != nil {
-			fmt.Fprintf(r.log, "warning: cleaning up namespace %s: %v\n", sc.Namespace, terr)
-		}
-		switch {
-		case tb.Kind == nil:
-		case tb.Cluster.Created && !r.o.Keep:
-			fmt.Fprintf(r.log, "deleting cluster %q (this run created it; --keep keeps it)\n", tb.Cluster.Name)
-			if derr := tb.Kind.Down(cctx, tb.Cluster.Name); derr != nil {
-				fmt.Fprintf(r.log, "warning: deleting cluster %s: %v\n", tb.Cluster.Name, derr)
-			}
-		case tb.Cluster.Created:
-			fmt.Fprintf(r.log, "cluster %q kept (--keep); delete it with `droprun cluster down --name %s`\n", tb.Cluster.Name, tb.Cluster.Name)
-		default:
-			fmt.Fprintf(r.log, "cluster %q kept: it existed before this run; delete it with `droprun cluster down --name %s`\n", tb.Cluster.Name, tb.Cluster.Name)
+		if cerr := tb.Close(cctx, r.o.Keep); cerr != nil {
+			fmt.Fprintf(r.log, "warning: %v\n", cerr)
 		}
 	}()
 
@@ -570,10 +558,11 @@ func (r *runner) scrapeApp(ctx context.Context) {
 // flushConntrack clears stale SYN_SENT entries on kind nodes and records
 // it, as done after rollout n (0: before the control window).
 func (r *runner) flushConntrack(ctx context.Context, variant string, n int) error {
-	if r.tb.Kind == nil {
+	nodes := r.tb.Cluster.Nodes
+	if nodes == nil {
 		return nil
 	}
-	flushed, err := r.tb.Kind.FlushConntrack(ctx, r.tb.Cluster.Name)
+	flushed, err := nodes.FlushConntrack(ctx)
 	if err != nil {
 		return err
 	}
@@ -593,14 +582,14 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 // goes through the API server, which on a 2-core machine has no CPU to
 // spare.
 func (r *runner) kubeProxyOptions() observe.KubeProxyOptions {
-	if r.tb.Kind == nil {
+	if r.tb.Cluster.Nodes == nil {
 		return observe.KubeProxyOptions{}
 	}
 	return observe.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
 }
 
 func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {
-	ci := analysis.ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Kind != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
+	ci := analysis.ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Cluster.Nodes != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
 	if k := r.sc.Cluster.Kind; k != nil {
 		ci.Nodes, ci.KubeProxyMode, ci.NodeImage = k.Nodes, k.KubeProxyMode, k.NodeImage
 		if img := r.tb.Cluster.NodeImage.Image; img != "" {

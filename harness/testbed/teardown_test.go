@@ -97,6 +97,28 @@ func TestTeardownKeepsNamespaceWithOwnService(t *testing.T) {
 	}
 }
 
+// TestCloseNeverDeletesExisting: closing a testbed on a cluster droprun
+// did not create as a kind cluster (an existing one, even one marked
+// Created) deletes droprun's namespace and never the cluster.
+func TestCloseNeverDeletesExisting(t *testing.T) {
+	c := teardownCluster()
+	var log strings.Builder
+	cl := &cluster.Cluster{Name: "prod", Client: c, Created: true}
+	tb := &Testbed{Scenario: customScenario(t, "", ""), Cluster: cl, log: &log}
+	if err := tb.Close(t.Context(), false); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if strings.Contains(log.String(), "deleting cluster") {
+		t.Errorf("log %q: an existing cluster must never be deleted", log.String())
+	}
+	if err := cl.Down(t.Context()); err == nil || !strings.Contains(err.Error(), "not droprun's to delete") {
+		t.Errorf("Down of an existing cluster: %v, want a refusal", err)
+	}
+	if _, err := c.CoreV1().Namespaces().Get(t.Context(), "droprun", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace droprun: err = %v, want it deleted", err)
+	}
+}
+
 // TestPrepareUsesGivenArchives: archives a caller inspected already
 // (Options.Archives) are not read again; without them Prepare reads them
 // and fails on the corrupt one.

@@ -15,6 +15,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,9 +70,9 @@ type Options struct {
 // Testbed is a prepared cluster with droprun's namespace in it.
 type Testbed struct {
 	Scenario *scenario.Scenario
-	Cluster  *cluster.Cluster
-	// Kind is set when the cluster is a kind cluster droprun manages.
-	Kind *cluster.Kind
+	// Cluster is the cluster; its Nodes are nil where droprun cannot reach
+	// inside the nodes (an existing cluster).
+	Cluster *cluster.Cluster
 	// URL is where an existing cluster's web Service is reached:
 	// cluster.existing.url, else http://127.0.0.1:<web node port>.
 	URL string
@@ -134,7 +135,7 @@ func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, e
 		if err != nil {
 			return nil, err
 		}
-		tb.Cluster, tb.Kind = cl, k
+		tb.Cluster = cl
 		tb.Entries = cfg.Entries()
 		if err := tb.loadImages(ctx, o); err != nil {
 			return nil, err
@@ -181,7 +182,7 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 		archives = append(archives, res.Archive)
 	}
 	for _, a := range archives {
-		if err := tb.Kind.LoadImageArchive(ctx, tb.Cluster.Name, a); err != nil {
+		if err := tb.Cluster.Nodes.LoadImageArchive(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -327,6 +328,30 @@ func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {
 		a.Pod, a.Version = v.Pod, v.Version
 	}
 	return a, nil
+}
+
+// Close undoes Prepare: it deletes droprun's namespace (Teardown) and,
+// unless keep, the cluster when Prepare created it, and says what it left
+// running. It is the one place a cluster droprun created is deleted.
+func (tb *Testbed) Close(ctx context.Context, keep bool) error {
+	err := tb.Teardown(ctx)
+	if err != nil {
+		err = fmt.Errorf("cleaning up namespace %s: %w", tb.Scenario.Namespace, err)
+	}
+	cl := tb.Cluster
+	switch {
+	case !cl.Deletable():
+	case cl.Created && !keep:
+		fmt.Fprintf(tb.log, "deleting cluster %q (this run created it; --keep keeps it)\n", cl.Name)
+		if derr := cl.Down(ctx); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", cl.Name, derr))
+		}
+	case cl.Created:
+		fmt.Fprintf(tb.log, "cluster %q kept (--keep); delete it with `droprun cluster down --name %s`\n", cl.Name, cl.Name)
+	default:
+		fmt.Fprintf(tb.log, "cluster %q kept: it existed before this run; delete it with `droprun cluster down --name %s`\n", cl.Name, cl.Name)
+	}
+	return err
 }
 
 // Teardown deletes droprun's namespace. With app.custom.service the
