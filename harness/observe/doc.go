@@ -12,6 +12,10 @@
 //     API server's pod proxy and reads bookshop's exit totals from its
 //     termination message.
 //
+// A run starts its observers, these and harness/dataplane's rule watch
+// and harness/rig's sampler among them, as one list (Observer, StartAll)
+// and stops them the same way.
+//
 // These are the only parts of droprun that read the cluster while it
 // measures, besides harness/dataplane's per-node rule watch; the record
 // packages they write stay free of client-go so that harness/analysis,

@@ -17,7 +17,7 @@ const progressEvery = 5 * time.Second
 // startRigSampler samples the rig (host CPU, CPU pressure, the client's
 // and each kind node's CPU, the client's pacing) into the timeline every
 // 250 ms until the returned stop is called.
-func (r *runner) startRigSampler(ctx context.Context) (stop func()) {
+func (r *runner) startRigSampler(ctx context.Context) (stop func() error, err error) {
 	o := rig.Options{Client: func() rig.ClientState {
 		a := r.attack.Load()
 		if a == nil {
@@ -48,7 +48,7 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func()) {
 	wg.Go(func() {
 		rig.New(o).Run(ctx, func(s rig.Sample) { r.rec.Record(timeline.Event{Kind: timeline.KindRigSample, Rig: &s}) })
 	})
-	return func() { cancel(); wg.Wait() }
+	return func() error { cancel(); wg.Wait(); return nil }, nil
 }
 
 // favorClient lowers the CPU weight of docker's containers (the kind

@@ -15,15 +15,15 @@ import (
 // the function that stops it. On other clusters, and in ipvs mode, it
 // says so and does nothing; the analysis then falls back to kube-proxy's
 // sync metrics where the run polled them (kind clusters only).
-func (r *runner) watchRoutes(ctx context.Context) (stop func()) {
+func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error) {
 	if r.tb.Cluster.Nodes == nil {
 		fmt.Fprintf(r.log, "routes: not a kind cluster: droprun cannot watch its nodes' rules, so this run has no (pod, node) pairs (droprun advise needs a run on a kind cluster)\n")
-		return func() {}
+		return noStop, nil
 	}
 	if k := r.sc.Cluster.Kind; k != nil && k.KubeProxyMode == "ipvs" {
 		// ipvs routes in the kernel's IPVS tables, not in nf_tables.
 		fmt.Fprintf(r.log, "routes: kube-proxy runs in ipvs mode, whose rules nft cannot see; the (pod, node) pairs come from kube-proxy's sync metrics\n")
-		return func() {}
+		return noStop, nil
 	}
 	svc := dataplane.Service{Namespace: r.sc.Namespace, Name: variant.WebName, Ports: []string{variant.ServicePortName}}
 	if c := r.sc.App.Custom; c != nil && c.Service != "" {
@@ -40,13 +40,19 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func()) {
 	nodes, exec, err := r.tb.Cluster.Nodes.Exec()
 	if err != nil {
 		fmt.Fprintf(r.log, "warning: not watching the nodes' routes: %v\n", err)
-		return func() {}
+		return noStop, nil
 	}
 	fmt.Fprintf(r.log, "routes: watching service %s/%s's rules inside %d node(s) (nft monitor)\n", svc.Namespace, svc.Name, len(nodes))
 	w := dataplane.Watch(ctx, nodes, dataplane.Exec(exec), svc, r.rec.Record)
-	return func() {
+	return func() error {
+		// A broken watch costs the run its (pod, node) pairs, not its
+		// measurement: the analysis says which nodes it lacks.
 		if err := w.Stop(); err != nil {
 			fmt.Fprintf(r.log, "warning: watching routes: %v\n", err)
 		}
-	}
+		return nil
+	}, nil
 }
+
+// noStop is the stop of an observer with nothing to watch.
+func noStop() error { return nil }

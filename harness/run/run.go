@@ -265,37 +265,20 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}()
 
-	rec, err := observe.StartRecorder(ctx, tb.Cluster.Client, sc.Namespace, r.out.Events, observe.RecorderOptions{KubeProxy: r.kubeProxyOptions()})
+	stopObservers, err := observe.StartAll(ctx, []observe.Observer{
+		{Name: "the timeline watches", Start: r.startTimeline}, // first: the others write through it
+		{Name: "the rule watch", Start: r.watchRoutes},
+		{Name: "the rig sampler", Start: r.startRigSampler},
+		{Name: "the pods' metrics collection", Start: r.startAppMetrics},
+	})
 	if err != nil {
-		return fmt.Errorf("starting the timeline watches: %w", err)
+		return err
 	}
-	r.rec = rec
 	defer func() {
-		if serr := rec.Stop(); serr != nil && err == nil {
+		if serr := stopObservers(); serr != nil && err == nil {
 			err = serr
 		}
 	}()
-	stopRoutes := r.watchRoutes(ctx)
-	defer stopRoutes()
-	stopSampler := r.startRigSampler(ctx)
-	defer stopSampler()
-	// Every 5 s, not every second: each scrape goes through the API server,
-	// and on a 2-core machine at 1000 req/s there is no CPU to spare. The
-	// exact final counts come from the pods' termination messages anyway.
-	if selector, opts, ok := r.appMetricsOptions(); ok {
-		app, err := observe.StartAppMetrics(ctx, tb.Cluster.Client, sc.Namespace, selector, r.out.App, opts)
-		if err != nil {
-			return fmt.Errorf("starting the pods' metrics collection: %w", err)
-		}
-		r.app = app
-		defer func() {
-			if aerr := app.Stop(); aerr != nil && err == nil {
-				err = aerr
-			}
-		}()
-	} else {
-		fmt.Fprintf(r.log, "%s\n", analysis.NoCustomMetrics)
-	}
 
 	for i := range sc.Variants {
 		if verr := r.variant(ctx, i); verr != nil {
@@ -303,6 +286,35 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// startTimeline starts the informers (and, on kind, the kube-proxy poll)
+// that write events.jsonl.
+func (r *runner) startTimeline(ctx context.Context) (func() error, error) {
+	rec, err := observe.StartRecorder(ctx, r.tb.Cluster.Client, r.sc.Namespace, r.out.Events, observe.RecorderOptions{KubeProxy: r.kubeProxyOptions()})
+	if err != nil {
+		return nil, err
+	}
+	r.rec = rec
+	return rec.Stop, nil
+}
+
+// startAppMetrics collects the pods' own counters, where they have any.
+// Every 5 s, not every second: each scrape goes through the API server,
+// and on a 2-core machine at 1000 req/s there is no CPU to spare. The
+// exact final counts come from the pods' termination messages anyway.
+func (r *runner) startAppMetrics(ctx context.Context) (func() error, error) {
+	selector, opts, ok := r.appMetricsOptions()
+	if !ok {
+		fmt.Fprintf(r.log, "%s\n", analysis.NoCustomMetrics)
+		return func() error { return nil }, nil
+	}
+	app, err := observe.StartAppMetrics(ctx, r.tb.Cluster.Client, r.sc.Namespace, selector, r.out.App, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.app = app
+	return app.Stop, nil
 }
 
 // variant measures variant i and prints what its rows show.
