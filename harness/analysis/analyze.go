@@ -163,15 +163,14 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, ResultsFile(v.Name)))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		files, err := resultsFiles(dir, v.Name)
 		if err != nil {
 			return nil, err
 		}
-		rows, series, err := in.variant(v, f, sum)
-		f.Close()
+		if len(files) == 0 {
+			continue // its traffic never started
+		}
+		rows, series, err := in.variant(v, files, sum)
 		if err != nil {
 			return nil, err
 		}
@@ -287,108 +286,159 @@ func (in *input) entryNode(url string) string {
 	return in.nodes[origin(url)]
 }
 
-// variant analyses one scenario variant from its results file r.
-func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]VariantSummary, []*RowSeries, error) {
+// variant analyses one scenario variant from its results files, however
+// many sources wrote them.
+func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) ([]VariantSummary, []*RowSeries, error) {
 	p, err := planOf(in.events, v.Name, in.sc.Traffic.Settle.Duration)
 	if err != nil {
 		return nil, nil, err
 	}
 	sum.Warnings = append(sum.Warnings, p.warnings...)
-	tl := NewTimeline(p.windows())
-	rollouts := p.rollouts
-	byN := map[int]int{}
-	for k := range rollouts {
-		byN[rollouts[k].N] = k
-	}
-	series := make([]*RolloutSeries, len(rollouts))
-	for k := range rollouts {
-		series[k] = in.rolloutSeries(&rollouts[k], tl)
-	}
-	// Per rollout: failures by time since its latest deletion, failures
-	// before it deleted anything, and the worst stall behind its excuses.
-	since := make([]Sparse, len(rollouts))
-	noDeletion := make([]uint64, len(rollouts))
-	excusedWhy := make([]float64, len(rollouts))
-	for k := range since {
-		since[k] = Sparse{}
-	}
-	ex := in.newExplainer(rollouts)
-
-	err = traffic.ReadResults(r, func(rec traffic.Record) error {
-		for _, s := range series {
-			s.Hist.Add(rec.Time.Sub(s.Rollout.Start), rec.Class)
-		}
-		w := tl.AddRecord(rec)
-		node := in.entryNode(rec.URL)
-		k := -1
-		if w >= 0 && tl.Windows[w].Phase == PhaseRollout {
-			k = byN[tl.Windows[w].Rollout]
-			rs := &rollouts[k]
-			if node != "" {
-				if rs.ByNode == nil {
-					rs.ByNode = map[string]Tally{}
-				}
-				t := rs.ByNode[node]
-				t.AddRecord(rec)
-				rs.ByNode[node] = t
-			}
-		}
-		if !rec.Class.Failed() {
-			return nil
-		}
-		fl := Failure{Time: rec.Time, Variant: v.Name, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
-			Latency: rec.Latency.Seconds(), Node: node, Via: rec.Via, RoutedBy: in.path.RoutingNode(node, rec, in.podNodes)}
-		if w >= 0 {
-			fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
-		}
-		d, found := nearest(in.deletions, rec.Time)
-		if found {
-			fl.NearestDeletion, fl.SinceDeletion = d.pod, rec.Time.Sub(d.t).Seconds()
-		}
-		if k >= 0 {
-			rs := &rollouts[k]
-			if rec.Class == traffic.ClassTimeout {
-				if lag, stalled := in.stalls.during(rec.Time, rec.End()); stalled {
-					fl.Excused = true
-					rs.Excused++
-					excusedWhy[k] = max(excusedWhy[k], lag)
-				}
-			}
-			if !fl.Excused {
-				ex.explain(rs.N, fl.RoutedBy, in.path.Proxy != nil && rec.Via == "", rec)
-			}
-			if found && !d.t.Before(rs.Start) {
-				since[k].Add(rec.Time.Sub(d.t), rec.Class)
-			} else {
-				noDeletion[k]++
-			}
-		}
-		if in.failure != nil {
-			return in.failure(fl)
-		}
-		return nil
-	})
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s was cut off (the run was killed while writing it?): read up to its last whole result", ResultsFile(v.Name)))
-		err = nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", ResultsFile(v.Name), err)
-	}
-	for k := range rollouts {
-		if rollouts[k].Excused > 0 {
-			rollouts[k].ExcusedWhy = fmt.Sprintf("the client was up to %s behind schedule or waiting for a core while they were in flight", stats.FormatSeconds(excusedWhy[k]))
+	ps := in.newPass(v, p)
+	for _, f := range files {
+		if err := ps.read(f, sum); err != nil {
+			return nil, nil, err
 		}
 	}
-	rows := in.rows(v, p, tl, rollouts)
+	for k := range ps.rollouts {
+		if ps.rollouts[k].Excused > 0 {
+			ps.rollouts[k].ExcusedWhy = fmt.Sprintf("the client was up to %s behind schedule or waiting for a core while they were in flight", stats.FormatSeconds(ps.excusedWhy[k]))
+		}
+	}
+	rows := in.rows(v, p, ps.tl, ps.rollouts)
 	for k := range rows {
-		rows[k].Routes, rows[k].Explained = ex.rowRoutes(rows[k].Rollouts)
+		rows[k].Routes, rows[k].Explained = ps.ex.rowRoutes(rows[k].Rollouts)
 	}
 	// rows filled in the rollouts' tallies, rig and kube-proxy figures:
 	// only now are they what the summary says.
-	for k := range rollouts {
-		series[k].Rollout = rollouts[k]
+	for k := range ps.rollouts {
+		ps.series[k].Rollout = ps.rollouts[k]
 	}
+	in.addServerView(rows, p, ps.tl)
+	return rows, ps.rowSeries(rows), nil
+}
+
+// pass is one variant's analysis while its requests stream by: what each
+// request adds to, per rollout.
+type pass struct {
+	in       *input
+	variant  string
+	tl       *Timeline
+	rollouts []RolloutSummary
+	byN      map[int]int // rollout number → index into rollouts
+	series   []*RolloutSeries
+	// Per rollout: failures by time since its latest deletion, failures
+	// before it deleted anything, and the worst stall behind its excuses.
+	since      []Sparse
+	noDeletion []uint64
+	excusedWhy []float64
+	ex         *explainer
+}
+
+func (in *input) newPass(v scenario.Variant, p *plan) *pass {
+	ps := &pass{in: in, variant: v.Name, tl: NewTimeline(p.windows()), rollouts: p.rollouts, byN: map[int]int{}}
+	n := len(ps.rollouts)
+	ps.series, ps.since, ps.noDeletion, ps.excusedWhy = make([]*RolloutSeries, n), make([]Sparse, n), make([]uint64, n), make([]float64, n)
+	for k := range ps.rollouts {
+		ps.byN[ps.rollouts[k].N] = k
+		ps.series[k] = in.rolloutSeries(&ps.rollouts[k], ps.tl)
+		ps.since[k] = Sparse{}
+	}
+	ps.ex = in.newExplainer(ps.rollouts)
+	return ps
+}
+
+// read streams one results file through the pass; a file cut off by a
+// killed run is read up to its last whole result, with a warning.
+func (ps *pass) read(f resultsFile, sum *Summary) error {
+	r, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	err = traffic.ReadResults(r, func(rec traffic.Record) error {
+		rec.Origin = f.origin
+		return ps.record(rec)
+	})
+	name := filepath.Base(f.path)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s was cut off (the run was killed while writing it?): read up to its last whole result", name))
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", name, err)
+	}
+	return nil
+}
+
+// record adds one request: to the rollout timelines, its window's tally by
+// entry node, and, when it failed, to the failures with its attribution.
+func (ps *pass) record(rec traffic.Record) error {
+	in, tl := ps.in, ps.tl
+	for _, s := range ps.series {
+		s.Hist.Add(rec.Time.Sub(s.Rollout.Start), rec.Class)
+	}
+	w := tl.AddRecord(rec)
+	node := in.entryNode(rec.URL)
+	k := -1
+	if w >= 0 && tl.Windows[w].Phase == PhaseRollout {
+		k = ps.byN[tl.Windows[w].Rollout]
+		if node != "" {
+			rs := &ps.rollouts[k]
+			if rs.ByNode == nil {
+				rs.ByNode = map[string]Tally{}
+			}
+			t := rs.ByNode[node]
+			t.AddRecord(rec)
+			rs.ByNode[node] = t
+		}
+	}
+	if !rec.Class.Failed() {
+		return nil
+	}
+	fl := Failure{Time: rec.Time, Variant: ps.variant, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
+		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.path.RoutingNode(node, rec, in.podNodes)}
+	if w >= 0 {
+		fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
+	}
+	d, found := nearest(in.deletions, rec.Time)
+	if found {
+		fl.NearestDeletion, fl.SinceDeletion = d.pod, rec.Time.Sub(d.t).Seconds()
+	}
+	if k >= 0 {
+		ps.rolloutFailure(k, &fl, rec, d, found)
+	}
+	if in.failure != nil {
+		return in.failure(fl)
+	}
+	return nil
+}
+
+// rolloutFailure adds a failure inside rollout k's window: excused when it
+// was a timeout in flight while the client stalled, else explained by a
+// race window (or not), and binned by time since the latest deletion d.
+func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletion, found bool) {
+	rs := &ps.rollouts[k]
+	if rec.Class == traffic.ClassTimeout {
+		if lag, stalled := ps.in.stalls.during(rec.Time, rec.End()); stalled {
+			fl.Excused = true
+			rs.Excused++
+			ps.excusedWhy[k] = max(ps.excusedWhy[k], lag)
+		}
+	}
+	if !fl.Excused {
+		ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil && rec.Via == "", rec)
+	}
+	if found && !d.t.Before(rs.Start) {
+		ps.since[k].Add(rec.Time.Sub(d.t), rec.Class)
+	} else {
+		ps.noDeletion[k]++
+	}
+}
+
+// addServerView sets the pods' own view on every row, and flags the 2xx
+// the pods answered that the client never received.
+func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 	server := in.serverView(p, tl)
 	for k := range rows {
 		rows[k].Server = server
@@ -399,21 +449,25 @@ func (in *input) variant(v scenario.Variant, r io.Reader, sum *Summary) ([]Varia
 			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received (the client gave up on them)", server.Lost))
 		}
 	}
-	// Split the series by row, the way rows split the rollouts.
+}
+
+// rowSeries splits the rollouts' series by row, the way rows split the
+// rollouts.
+func (ps *pass) rowSeries(rows []VariantSummary) []*RowSeries {
 	var out []*RowSeries
 	for _, row := range rows {
 		rsr := &RowSeries{Row: row.Variant, Since: Sparse{}}
 		for _, rs := range row.Rollouts {
-			k := byN[rs.N]
-			s := series[k]
+			k := ps.byN[rs.N]
+			s := ps.series[k]
 			s.Row = row.Variant
 			rsr.Rollouts = append(rsr.Rollouts, s)
-			rsr.NoDeletion += noDeletion[k]
-			rsr.Since.Merge(since[k])
+			rsr.NoDeletion += ps.noDeletion[k]
+			rsr.Since.Merge(ps.since[k])
 		}
 		out = append(out, rsr)
 	}
-	return rows, out, nil
+	return out
 }
 
 // rolloutSeries prepares the timeline of rs.

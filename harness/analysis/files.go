@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/droprun/droprun/harness/traffic"
@@ -23,9 +25,45 @@ const (
 	MetricsFile  = "metrics.prom"      // the live metrics' final values
 )
 
-// ResultsFile is the raw results of one variant, in vegeta's own encoding:
-// `vegeta report < results-no-prestop.bin` works on it.
+// ResultsFile is the raw results of one variant from the host client, in
+// vegeta's own encoding: `vegeta report < results-no-prestop.bin` works on
+// it. Another load source writes ResultsFileOf(variant, origin) beside it.
 func ResultsFile(variant string) string { return "results-" + variant + ".bin" }
+
+// ResultsFileOf is the raw results of one variant from the load source
+// named origin: results-VARIANT+ORIGIN.bin (variant names never hold a
+// '+'), or ResultsFile for the host client.
+func ResultsFileOf(variant, origin string) string {
+	if origin == traffic.HostOrigin {
+		return ResultsFile(variant)
+	}
+	return "results-" + variant + "+" + origin + ".bin"
+}
+
+// resultsFile is one results file of a variant and the source that wrote it.
+type resultsFile struct{ path, origin string }
+
+// resultsFiles lists every results file of variant in dir, the host
+// client's first, then the other sources' by name; none when the
+// variant's traffic never started.
+func resultsFiles(dir, variant string) ([]resultsFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []resultsFile
+	prefix := "results-" + variant + "+"
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == ResultsFile(variant):
+			out = slices.Insert(out, 0, resultsFile{filepath.Join(dir, name), traffic.HostOrigin})
+		case strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".bin") && len(name) > len(prefix)+len(".bin"):
+			out = append(out, resultsFile{filepath.Join(dir, name), strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".bin")})
+		}
+	}
+	return out, nil
+}
 
 // RunVersion is the version of run.json's format.
 const RunVersion = "droprun.run/v1"

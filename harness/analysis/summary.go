@@ -256,6 +256,8 @@ type Failure struct {
 	Latency float64       `json:"latencySeconds"`
 	// Node is the node the request entered the cluster through.
 	Node string `json:"node,omitempty"`
+	// Origin is the load source that sent it (traffic.Record.Origin).
+	Origin string `json:"origin,omitempty"`
 	// Via is the proxy pod the request went through (traffic.Record.Via),
 	// and RoutedBy the node whose kube-proxy rules chose its web pod: Node
 	// on a direct path, the proxy pod's node through a proxy

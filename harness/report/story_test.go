@@ -49,7 +49,7 @@ func TestExplainedText(t *testing.T) {
 		t.Errorf("nil: %q", s)
 	}
 	e := &analysis.Explained{Explained: 190, Unexplained: 10, Why: map[string]uint64{analysis.WhyOutside: 7, analysis.WhyNoRoutes: 3}}
-	want := "190 of 200 drops explained by a (pod, node) race window (95.0%); 10 unexplained: no route data for its entry node 3, outside every (pod, node) race window 7"
+	want := "190 of 200 drops explained by a (pod, node) race window (95.0%); 10 unexplained: no route data for the node that routed it 3, outside every (pod, node) race window 7"
 	if s := ExplainedText(e); s != want {
 		t.Errorf("ExplainedText = %q, want %q", s, want)
 	}

@@ -59,14 +59,10 @@ func CreateOutput(dir string, sc *scenario.Scenario) (*Output, error) {
 	return o, nil
 }
 
-// ResultsPath is the path of a variant's raw results.
-func (o *Output) ResultsPath(variant string) string {
-	return filepath.Join(o.Dir, analysis.ResultsFile(variant))
-}
-
-// Results creates a variant's raw results file.
-func (o *Output) Results(variant string) (*os.File, error) {
-	return os.Create(o.ResultsPath(variant))
+// Results creates the raw results file of a variant's load from the
+// source named origin (analysis.ResultsFileOf).
+func (o *Output) Results(variant, origin string) (*os.File, error) {
+	return os.Create(filepath.Join(o.Dir, analysis.ResultsFileOf(variant, origin)))
 }
 
 // WriteFailure appends one failed request to failures.jsonl.

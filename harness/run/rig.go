@@ -19,7 +19,7 @@ const progressEvery = 5 * time.Second
 // 250 ms until the returned stop is called.
 func (r *runner) startRigSampler(ctx context.Context) (stop func() error, err error) {
 	o := rig.Options{Client: func() rig.ClientState {
-		a := r.attack.Load()
+		a := r.load.Load()
 		if a == nil {
 			return rig.ClientState{}
 		}

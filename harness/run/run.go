@@ -117,6 +117,9 @@ const (
 	appScrapeTimeout = 3 * time.Second
 )
 
+// load is the load source running now.
+type load struct{ traffic.Source }
+
 // runner is one run in progress.
 type runner struct {
 	sc  *scenario.Scenario
@@ -134,9 +137,9 @@ type runner struct {
 	metrics *metrics.Metrics
 	// app collects the pods' own request counters.
 	app *observe.AppMetrics
-	// attack is the traffic running now, nil between variants; the rig
+	// load is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
-	attack atomic.Pointer[traffic.Attack]
+	load atomic.Pointer[load]
 }
 
 // Run measures every variant of sc: for each, it deploys the variant,
@@ -336,7 +339,7 @@ func (r *runner) variant(ctx context.Context, i int) error {
 		return err
 	}
 
-	resultsFile, err := r.out.Results(v.Name)
+	resultsFile, err := r.out.Results(v.Name, traffic.HostOrigin)
 	if err != nil {
 		return err
 	}
@@ -350,7 +353,8 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	// pods' view counts from (scrapes are 5 s apart otherwise).
 	r.scrapeApp(ctx)
 	var sent, failed atomic.Uint64
-	attack, err := traffic.Start(ctx, cfg, resultsFile, func(rec traffic.Record) {
+	// The host client is the one load source today (traffic.Source).
+	src, err := traffic.StartHost(ctx, cfg, resultsFile, func(rec traffic.Record) {
 		r.metrics.Observe(v.Name, rec)
 		sent.Add(1)
 		if rec.Class.Failed() {
@@ -363,8 +367,8 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	r.attack.Store(attack)
-	defer r.attack.Store(nil)
+	r.load.Store(&load{src})
+	defer r.load.Store(nil)
 	stopProgress := r.progress(ctx, v.Name, &sent, &failed)
 	defer stopProgress()
 	r.metrics.Phase(v.Name, metrics.PhaseControl)
@@ -373,11 +377,11 @@ func (r *runner) variant(ctx context.Context, i int) error {
 
 	runErr := r.rollouts(ctx, i, &lastFailure, &failed)
 
-	stats, stopErr := attack.Stop()
+	stats, stopErr := src.Stop()
 	if err := resultsFile.Close(); err != nil && stopErr == nil {
 		stopErr = err
 	}
-	r.rec.Record(timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": v.Name}, Stats: &stats})
+	r.rec.Record(timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": v.Name, "origin": src.Origin()}, Stats: &stats})
 	// The pods' counters as of now, so the pods' view covers the traffic;
 	// after an interruption too (each scrape is bounded by its timeout).
 	r.scrapeApp(context.WithoutCancel(ctx))

@@ -268,6 +268,7 @@ func (a *Attack) consume(results <-chan *vegeta.Result) {
 				a.masked++
 			}
 			if a.observe != nil {
+				rec.Origin = HostOrigin
 				a.observe(rec)
 			}
 		case <-tick.C:

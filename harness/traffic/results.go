@@ -42,6 +42,10 @@ type Record struct {
 	Error string
 	// Pod is the X-Bookshop-Pod response header, empty when absent.
 	Pod string
+	// Origin is the load source that sent the request (Source.Origin):
+	// HostOrigin for the host client. Results files do not hold it: the
+	// reader of a file knows whose it is (harness/analysis, by its name).
+	Origin string
 	// Via is the ViaHeader response header: the proxy pod the request went
 	// through, empty on a direct path or without a response.
 	Via string

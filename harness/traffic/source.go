@@ -1,0 +1,51 @@
+package traffic
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// HostOrigin is the origin of the host client's load, the one Source
+// droprun has today.
+const HostOrigin = "host"
+
+// Source is one origin of a variant's load: it sends at its share of the
+// rate from Start until Stop, streams every request to its observer as a
+// typed Record with its Origin, writes every result to its results file
+// (vegeta's encoding), and reports its own pacing, the evidence that it
+// held its rate or starved. The host client (Attack) is one; generator
+// pods inside the cluster (the issue "Load from inside the cluster"),
+// each writing its own results file that the analysis reads beside the
+// host's, are built for it.
+type Source interface {
+	// Origin names the source in its records and its results file's name.
+	Origin() string
+	// Pacing is how far behind schedule its latest request went out and
+	// how many requests are in flight: the rig's saturation evidence.
+	Pacing() (lag time.Duration, inFlight uint64)
+	// Done is closed when the load has ended and every result is written.
+	Done() <-chan struct{}
+	// Stop ends the load, waits for the requests in flight, and returns
+	// the source's account of what it sent (Stats: asked and achieved
+	// rate, classes, its own CPU, why it is suspect).
+	Stop() (Stats, error)
+}
+
+// StartFunc starts a Source of cfg's load writing to out and calling
+// observe for every request; Start is the host client's.
+type StartFunc func(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (Source, error)
+
+// StartHost starts the host client as a Source.
+func StartHost(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (Source, error) {
+	a, err := Start(ctx, cfg, out, observe)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+var _ StartFunc = StartHost
+
+// Origin is HostOrigin: an Attack is the host client.
+func (a *Attack) Origin() string { return HostOrigin }
