@@ -115,6 +115,9 @@ type TrafficInfo struct {
 	// round robin: one per node on a kind cluster.
 	Targets   []traffic.Target `json:"targets,omitempty"`
 	Rate      int              `json:"rate"`
+	// Protocol is how the client talked to the targets; KeepAlive says
+	// the same for runs recorded before Protocol (see ProtocolOf).
+	Protocol  traffic.Protocol `json:"protocol,omitempty"`
 	KeepAlive bool             `json:"keepAlive"`
 	Method    string           `json:"method"`
 	Timeout   string           `json:"timeout"`
@@ -125,6 +128,18 @@ type TrafficInfo struct {
 	Between   string           `json:"between"`
 	// ClientProcs is the client's GOMAXPROCS during the run.
 	ClientProcs int `json:"clientProcs,omitempty"`
+}
+
+// ProtocolOf returns how the client talked to the targets, from Protocol
+// or, in a run recorded before it, from KeepAlive.
+func (t TrafficInfo) ProtocolOf() traffic.Protocol {
+	switch {
+	case t.Protocol != "":
+		return t.Protocol
+	case t.KeepAlive:
+		return traffic.ProtocolKeepAlive
+	}
+	return traffic.ProtocolNewConnection
 }
 
 // RigSettings say whether the machine settings a run changed for its

@@ -350,11 +350,7 @@ func headerFacts(sum *analysis.Summary, in HTMLInput) []htmlFact {
 		if t.Target != "" {
 			tr = append(tr, "through the "+t.Target)
 		}
-		if t.KeepAlive {
-			tr = append(tr, "keep-alive connections")
-		} else {
-			tr = append(tr, "a new connection per request")
-		}
+		tr = append(tr, t.ProtocolOf().Text())
 		if t.Timeout != "" {
 			tr = append(tr, "timeout "+t.Timeout)
 		}

@@ -345,7 +345,7 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	}
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
 	cfg := traffic.Config{
-		Targets: tb.Targets(), Rate: sc.Traffic.Rate, KeepAlive: sc.Traffic.KeepAlive, Method: sc.Traffic.Method,
+		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Method: sc.Traffic.Method,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
 	}
@@ -622,7 +622,7 @@ func (r *runner) trafficInfo() analysis.TrafficInfo {
 	t := r.sc.Traffic
 	method := traffic.Config{Method: t.Method}.RequestMethod()
 	targets := r.tb.Targets()
-	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
+	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, Protocol: t.Protocol(), KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
 		ClientProcs: runtime.GOMAXPROCS(0)}
 }

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/droprun/droprun/harness/path"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // APIVersion and Kind identify a scenario file. A file with any other values
@@ -305,6 +306,15 @@ func (s *Scenario) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// Protocol is how the client talks to the targets: HTTP/1.1 over a new
+// connection per request, or over kept-alive connections (keepAlive).
+func (t Traffic) Protocol() traffic.Protocol {
+	if t.KeepAlive {
+		return traffic.ProtocolKeepAlive
+	}
+	return traffic.ProtocolNewConnection
 }
 
 // Path is the way the scenario's requests take (traffic.target); NodePort

@@ -45,7 +45,7 @@ type Stats struct {
 	// Record.Hidden); Masked counts those of them that then got a 2xx:
 	// failures the client would have seen without the retry. A retried
 	// request that failed anyway is in ByClass as its last failure. Both
-	// are 0 without KeepAlive: net/http never retries on a new connection.
+	// are 0 without ProtocolKeepAlive: net/http never retries on a new connection.
 	Retried, Masked uint64
 	// PeakInFlight is the most requests in flight at once, sampled each time
 	// a request was sent (exact to within one).
@@ -201,7 +201,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch)
 	tr := &http.Transport{
 		Proxy:              nil, // never a proxy: the load goes to addrs and nowhere else
 		DialContext:        noteErrors(guardDial(dial, addrs)),
-		DisableKeepAlives:  !cfg.KeepAlive,
+		DisableKeepAlives:  !cfg.Protocol.ReusesConnections(),
 		DisableCompression: true,
 		MaxIdleConns:       int(min(cfg.MaxWorkers, 1<<20)),
 		// Enough idle connections that a kept-alive attack reuses them

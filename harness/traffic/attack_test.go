@@ -269,7 +269,7 @@ func TestKeepAliveAndMethod(t *testing.T) {
 			srv.Start()
 			defer srv.Close()
 
-			_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 100, KeepAlive: tt.keepAlive, Method: tt.method}, 20)
+			_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 100, Protocol: protocolOf(tt.keepAlive), Method: tt.method}, 20)
 			n := stats.Requests
 			if stats.ByClass[Class2xx] != n {
 				t.Fatalf("ByClass = %v", stats.ByClass)
@@ -463,8 +463,8 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{Config{Rate: 1000}, 2 * time.Second, 4000, "GET"},
 		{Config{Rate: 10}, 2 * time.Second, MinMaxWorkers, "GET"},
-		{Config{Rate: 1000, Timeout: 500 * time.Millisecond, KeepAlive: true}, 500 * time.Millisecond, 1000, "GET"},
-		{Config{Rate: 1000, KeepAlive: true, Method: "POST"}, 2 * time.Second, 4000, "POST"},
+		{Config{Rate: 1000, Timeout: 500 * time.Millisecond, Protocol: ProtocolKeepAlive}, 500 * time.Millisecond, 1000, "GET"},
+		{Config{Rate: 1000, Protocol: ProtocolKeepAlive, Method: "POST"}, 2 * time.Second, 4000, "POST"},
 		{Config{Rate: 1000, MaxWorkers: 7}, 2 * time.Second, 7, "GET"},
 	}
 	for _, tt := range tests {

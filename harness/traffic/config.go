@@ -52,16 +52,14 @@ type Config struct {
 	Targets []Target
 	// Rate is the constant request rate in requests per second; > 0.
 	Rate int
-	// KeepAlive reuses connections. False (the default) opens a new TCP
-	// connection per request, like curl, which is what exposes the routing
-	// race. With KeepAlive, net/http may retry a request that failed on a
-	// reused connection on another one without telling the client; the
-	// attack counts every such retry (Stats.Retried) and marks a request
-	// served only thanks to it as masked (Record.Hidden, Record.Masked), so
-	// no failure is hidden whatever the method.
-	KeepAlive bool
+	// Protocol is how the client talks to the targets; empty means
+	// ProtocolNewConnection, a new TCP connection per request, like curl,
+	// which is what exposes the routing race. With ProtocolKeepAlive no
+	// failure is hidden whatever the method: every net/http retry is
+	// counted and a request it saved is marked masked.
+	Protocol Protocol
 	// Method is the HTTP method of every request, one of Methods(); empty
-	// means DefaultMethod (GET), with or without KeepAlive.
+	// means DefaultMethod (GET), whatever the protocol.
 	Method string
 	// Timeout bounds each request: dial, headers and body. Zero means
 	// DefaultTimeout; negative is an error.
@@ -109,6 +107,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("traffic: Config.Timeout %s: must not be negative (0 means %s)", c.Timeout, DefaultTimeout)
+	}
+	if err := c.Protocol.check(); err != nil {
+		return err
 	}
 	if c.Method != "" && !slices.Contains(methods, c.Method) {
 		return fmt.Errorf("traffic: Config.Method %q: want one of %s (empty means %s)", c.Method, strings.Join(methods, ", "), DefaultMethod)

@@ -30,7 +30,7 @@
 // By default every request opens a new TCP connection and sends
 // "Connection: close", like curl: that is what exposes the routing race of
 // a rolling update (a new connection routed to a pod that is gone is
-// refused or times out). With Config.KeepAlive connections are reused.
+// refused or times out). With ProtocolKeepAlive (Config.Protocol) connections are reused.
 // Every request uses Config.Method, GET unless set, and carries no body.
 //
 // # Hidden retries
@@ -48,7 +48,7 @@
 // (Record.Masked): it counts as 2xx, since the client was served, and is
 // counted apart (Stats.Masked, and per window in the analysis) as the
 // failure the client would have seen without the retry. A new connection
-// is never retried, so without KeepAlive nothing is masked.
+// is never retried, so with a new connection per request nothing is masked.
 //
 // # Outcome classes
 //

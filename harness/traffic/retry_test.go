@@ -108,7 +108,7 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 			if dial == nil {
 				dial = (&net.Dialer{}).DialContext
 			}
-			cfg := Config{URL: tt.server(t), Rate: 100, KeepAlive: tt.keepAlive, Method: tt.method, Name: "hidden"}
+			cfg := Config{URL: tt.server(t), Rate: 100, Protocol: protocolOf(tt.keepAlive), Method: tt.method, Name: "hidden"}
 			recs, stats, file := attackWith(t, cfg, 20, dial)
 
 			var masked, drops uint64
@@ -170,7 +170,7 @@ func TestHiddenHeaderFromServerIsIgnored(t *testing.T) {
 		w.Header().Set(HiddenHeader, "EOF")
 	}))
 	defer srv.Close()
-	recs, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 50, KeepAlive: true}, 3)
+	recs, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 50, Protocol: ProtocolKeepAlive}, 3)
 	for _, r := range recs {
 		if r.Hidden != "" || r.Masked() {
 			t.Errorf("seq %d: hidden %q from the server's header", r.Seq, r.Hidden)
@@ -179,4 +179,12 @@ func TestHiddenHeaderFromServerIsIgnored(t *testing.T) {
 	if stats.Masked != 0 || stats.Retried != 0 {
 		t.Errorf("Stats: Masked %d, Retried %d", stats.Masked, stats.Retried)
 	}
+}
+
+// protocolOf is the HTTP/1.1 protocol with or without kept-alive connections.
+func protocolOf(keepAlive bool) Protocol {
+	if keepAlive {
+		return ProtocolKeepAlive
+	}
+	return ProtocolNewConnection
 }
