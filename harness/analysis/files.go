@@ -113,8 +113,8 @@ type TrafficInfo struct {
 	URL string `json:"url"`
 	// Targets are the entry points the client spread its requests over,
 	// round robin: one per node on a kind cluster.
-	Targets   []traffic.Target `json:"targets,omitempty"`
-	Rate      int              `json:"rate"`
+	Targets []traffic.Target `json:"targets,omitempty"`
+	Rate    int              `json:"rate"`
 	// Protocol is how the client talked to the targets; KeepAlive says
 	// the same for runs recorded before Protocol (see ProtocolOf).
 	Protocol  traffic.Protocol `json:"protocol,omitempty"`
