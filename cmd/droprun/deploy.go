@@ -37,11 +37,15 @@ Examples:
 			if err != nil {
 				return err
 			}
-			allowed, err := parseAllowTargets(sc, allowTargets)
+			allowed, err := parseAllowTargets(allowTargets)
 			if err != nil {
 				return err
 			}
-			tb, err := testbed.Prepare(cmd.Context(), sc, testbed.Options{Log: s.Err, AllowContext: allow, AllowTargets: allowed, CreateCluster: create})
+			checked, err := testbed.Check(sc, allowed)
+			if err != nil {
+				return badInput(err)
+			}
+			tb, err := testbed.Prepare(cmd.Context(), checked, testbed.Options{Log: s.Err, AllowContext: allow, CreateCluster: create})
 			if err != nil {
 				return err
 			}

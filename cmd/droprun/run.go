@@ -92,7 +92,7 @@ cleaned up as without the interruption).`,
 			} else if context != "" {
 				return usageError("--context needs --kubeconfig")
 			}
-			if o.Testbed.AllowTargets, err = parseAllowTargets(sc, allowTargets); err != nil {
+			if o.AllowTargets, err = parseAllowTargets(allowTargets); err != nil {
 				return err
 			}
 			o.Log = s.Err
@@ -146,6 +146,9 @@ func badInput(err error) error {
 	if _, ok := scenario.AsErrors(err); ok {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if ae := (*testbed.AllowError)(nil); errors.As(err, &ae) {
+		return usageError("%w", err)
+	}
 	return err
 }
 
@@ -163,10 +166,11 @@ func interrupted(ctx context.Context, err error, dir string) error {
 	return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: what was recorded until then is in %s (droprun report %s rebuilds the report)", dir, dir)}
 }
 
-// parseAllowTargets reads the --allow-target values and checks them against
-// sc's cluster before anything runs (testbed.CheckAllow): a bad value, one
-// on kind, or a load balancer URL that no value names is a usage error.
-func parseAllowTargets(sc *scenario.Scenario, values []string) ([]traffic.AllowTarget, error) {
+// parseAllowTargets reads the --allow-target values: a bad one is a usage
+// error. Whether they fit the scenario's cluster (one on kind, or a load
+// balancer URL that no value names) is testbed.Check's, before anything
+// runs, and a usage error too (badInput).
+func parseAllowTargets(values []string) ([]traffic.AllowTarget, error) {
 	var allow []traffic.AllowTarget
 	for _, v := range values {
 		a, err := traffic.ParseAllowTarget(v)
@@ -174,9 +178,6 @@ func parseAllowTargets(sc *scenario.Scenario, values []string) ([]traffic.AllowT
 			return nil, usageError("%w", err)
 		}
 		allow = append(allow, a)
-	}
-	if err := testbed.CheckAllow(sc, allow); err != nil {
-		return nil, usageError("%w", err)
 	}
 	return allow, nil
 }

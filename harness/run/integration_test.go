@@ -97,7 +97,11 @@ func TestIntegrationClusterBookshop(t *testing.T) {
 	sc := itScenario(t, "metadata: {name: integration}\nvariants:\n  - variant: no-prestop\n")
 	log := testWriter{t}
 	start := time.Now()
-	tb, err := testbed.Prepare(ctx, sc, testbed.Options{Log: log, ModuleDir: moduleDir(), ImageDir: t.TempDir(), CreateCluster: true})
+	checked, err := testbed.Check(sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := testbed.Prepare(ctx, checked, testbed.Options{Log: log, ModuleDir: moduleDir(), ImageDir: t.TempDir(), CreateCluster: true})
 	if err != nil {
 		t.Fatal(err)
 	}

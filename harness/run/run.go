@@ -38,6 +38,10 @@ type Options struct {
 	Log io.Writer
 	// Testbed configures the cluster and images.
 	Testbed testbed.Options
+	// AllowTargets are the hosts beyond 127.0.0.1 the user named with
+	// --allow-target: an existing cluster's URL may be on one of them
+	// (testbed.CheckAllow).
+	AllowTargets []traffic.AllowTarget
 	// Keep leaves a kind cluster that the run created running after the
 	// run (a cluster that existed before is never deleted; the namespace
 	// is always deleted).
@@ -122,7 +126,8 @@ type load struct{ traffic.Source }
 
 // runner is one run in progress.
 type runner struct {
-	sc  *scenario.Scenario
+	sc      *scenario.Scenario
+	checked *testbed.Checked
 	o   Options
 	out *Output
 	tb  *testbed.Testbed
@@ -153,13 +158,12 @@ type runner struct {
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analysis, error) {
 	o.defaults(sc)
 	// Bad input (an image archive missing, cut short, or without the
-	// images named) fails before a run directory or a cluster exists.
-	archives, err := testbed.Preflight(sc)
+	// images named; load allowed where it may not go) fails before a run
+	// directory or a cluster exists, and is checked only here.
+	checked, err := testbed.Check(sc, o.AllowTargets)
 	if err != nil {
 		return nil, err
 	}
-	// Prepare loads these into the nodes without reading them again.
-	o.Testbed.Archives = archives
 	out, err := CreateOutput(o.Dir, sc)
 	if err != nil {
 		return nil, err
@@ -168,7 +172,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 	if o.ClientProcs > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(o.ClientProcs))
 	}
-	r := &runner{sc: sc, o: o, out: out, log: io.MultiWriter(o.Log, out.Log)}
+	r := &runner{sc: sc, checked: checked, o: o, out: out, log: io.MultiWriter(o.Log, out.Log)}
 	r.o.Testbed.Log = r.log
 	// client-go's own log lines (throttling, warnings) go to the run log.
 	defer cluster.RouteClientLogs(r.log)()
@@ -237,7 +241,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 
 func (r *runner) run(ctx context.Context) (err error) {
 	sc := r.sc
-	tb, err := testbed.Prepare(ctx, sc, r.o.Testbed)
+	tb, err := testbed.Prepare(ctx, r.checked, r.o.Testbed)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,41 @@ import (
 	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/traffic"
 )
+
+// Checked is a scenario whose input droprun checked once, before any
+// cluster work (Check): its image archives read whole, the kube-proxy mode
+// on this kernel, and where its load may go. Prepare takes it, so no check
+// runs twice.
+type Checked struct {
+	Scenario *scenario.Scenario
+	// Archives are a custom app's image archives, as Preflight inspected
+	// them: Prepare loads them without reading them again.
+	Archives []*image.Archive
+	// Allow are the hosts beyond 127.0.0.1 the user allowed load to go to.
+	Allow []traffic.AllowTarget
+}
+
+// AllowError is bad usage of --allow-target (CheckAllow's refusal).
+type AllowError struct{ Err error }
+
+func (e *AllowError) Error() string { return e.Err.Error() }
+func (e *AllowError) Unwrap() error { return e.Err }
+
+// Check runs every check of sc that needs no cluster, once: where load may
+// go (CheckAllow; its refusal is an *AllowError) and Preflight (a
+// *scenario.Errors).
+func Check(sc *scenario.Scenario, allow []traffic.AllowTarget) (*Checked, error) {
+	if err := CheckAllow(sc, allow); err != nil {
+		return nil, &AllowError{err}
+	}
+	archives, err := Preflight(sc)
+	if err != nil {
+		return nil, err
+	}
+	return &Checked{Scenario: sc, Archives: archives, Allow: allow}, nil
+}
 
 // Preflight checks what Prepare needs of the user's input, before any
 // cluster work, so a bad input fails in a moment rather than after a

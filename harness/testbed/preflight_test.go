@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +10,10 @@ import (
 	"github.com/droprun/droprun/harness/scenario"
 )
 
-// TestPrepareChecksArchivesFirst: Prepare (droprun deploy's way in) fails
-// on a corrupt image archive before it looks for a cluster or docker.
-func TestPrepareChecksArchivesFirst(t *testing.T) {
+// TestCheckArchivesFirst: Check (droprun deploy's and run's way in) fails
+// on a corrupt image archive, before anything looks for a cluster or
+// docker.
+func TestCheckArchivesFirst(t *testing.T) {
 	dir := t.TempDir()
 	for n, body := range map[string]string{
 		"d.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec: {containers: [{name: app, image: a:1}]}\n",
@@ -28,9 +28,9 @@ func TestPrepareChecksArchivesFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := Prepare(context.Background(), sc, Options{CreateCluster: true})
-	if _, ok := scenario.AsErrors(err); !ok || tb != nil || !strings.Contains(err.Error(), "app.custom.imageArchives[0]") || !strings.Contains(err.Error(), "is not a tar archive") {
-		t.Fatalf("Prepare = %v, %v; want a scenario error about bad.tar", tb, err)
+	in, err := Check(sc, nil)
+	if _, ok := scenario.AsErrors(err); !ok || in != nil || !strings.Contains(err.Error(), "app.custom.imageArchives[0]") || !strings.Contains(err.Error(), "is not a tar archive") {
+		t.Fatalf("Check = %v, %v; want a scenario error about bad.tar", in, err)
 	}
 }
 

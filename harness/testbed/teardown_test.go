@@ -119,18 +119,17 @@ func TestCloseNeverDeletesExisting(t *testing.T) {
 	}
 }
 
-// TestPrepareUsesGivenArchives: archives a caller inspected already
-// (Options.Archives) are not read again; without them Prepare reads them
-// and fails on the corrupt one.
-func TestPrepareUsesGivenArchives(t *testing.T) {
+// TestPrepareUsesCheckedArchives: Prepare takes the archives Check read
+// and never reads them again: given the checked input of a scenario whose
+// archive is corrupt on disk, it gets past it to the cluster, whose
+// kubeconfig does not exist; Check itself refuses the archive.
+func TestPrepareUsesCheckedArchives(t *testing.T) {
 	sc := customScenario(t, "", "bad.tar")
-	if _, err := Prepare(t.Context(), sc, Options{}); err == nil || !strings.Contains(err.Error(), "is not a tar archive") {
-		t.Fatalf("Prepare without Archives = %v, want the error about bad.tar", err)
+	if _, err := Check(sc, nil); err == nil || !strings.Contains(err.Error(), "is not a tar archive") {
+		t.Fatalf("Check = %v, want the error about bad.tar", err)
 	}
-	// With the archives given, Prepare gets past them to the cluster,
-	// whose kubeconfig does not exist.
-	_, err := Prepare(t.Context(), sc, Options{Archives: []*image.Archive{{Path: "inspected.tar"}}})
+	_, err := Prepare(t.Context(), &Checked{Scenario: sc, Archives: []*image.Archive{{Path: "inspected.tar"}}}, Options{})
 	if err == nil || strings.Contains(err.Error(), "bad.tar") || !strings.Contains(err.Error(), "no-kubeconfig") {
-		t.Fatalf("Prepare with Archives = %v, want the missing kubeconfig's error, not bad.tar's", err)
+		t.Fatalf("Prepare of the checked input = %v, want the missing kubeconfig's error, not bad.tar's", err)
 	}
 }

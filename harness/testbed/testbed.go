@@ -54,17 +54,9 @@ type Options struct {
 	ImageDir string
 	// AllowContext names an existing non-kind context the user allows.
 	AllowContext string
-	// AllowTargets are the hosts beyond 127.0.0.1 the user named with
-	// --allow-target: an existing cluster's URL may be on one of them (see
-	// CheckAllow).
-	AllowTargets []traffic.AllowTarget
 	// CreateCluster lets Prepare create the kind cluster when it does not
 	// exist; without it a missing cluster is an error.
 	CreateCluster bool
-	// Archives are the custom app's image archives as Preflight returned
-	// them, so a caller that ran Preflight already (harness/run) does not
-	// read them whole a second time. Nil: Prepare runs Preflight itself.
-	Archives []*image.Archive
 }
 
 // Testbed is a prepared cluster with droprun's namespace in it.
@@ -89,26 +81,14 @@ type Testbed struct {
 	archives []*image.Archive
 }
 
-// Prepare brings up (or connects to) the scenario's cluster, loads the
-// images, and creates droprun's namespace.
-func Prepare(ctx context.Context, sc *scenario.Scenario, o Options) (*Testbed, error) {
+// Prepare brings up (or connects to) the checked scenario's cluster, loads
+// the images, and creates droprun's namespace.
+func Prepare(ctx context.Context, in *Checked, o Options) (*Testbed, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	// The user's input first: a bad image archive fails here, before any
-	// cluster work.
-	archives := o.Archives
-	if archives == nil {
-		var err error
-		if archives, err = Preflight(sc); err != nil {
-			return nil, err
-		}
-	}
-	// Where load may go is settled before any cluster work too.
-	if err := CheckAllow(sc, o.AllowTargets); err != nil {
-		return nil, err
-	}
-	tb := &Testbed{Scenario: sc, log: o.Log, archives: archives, Allow: o.AllowTargets}
+	sc := in.Scenario
+	tb := &Testbed{Scenario: sc, log: o.Log, archives: in.Archives, Allow: in.Allow}
 	if e := sc.Cluster.Existing; e != nil {
 		cl, err := cluster.Existing(ctx, e.Kubeconfig, e.Context, o.AllowContext)
 		if err != nil {
