@@ -128,11 +128,11 @@ type load struct{ traffic.Source }
 type runner struct {
 	sc      *scenario.Scenario
 	checked *testbed.Checked
-	o   Options
-	out *Output
-	tb  *testbed.Testbed
-	rec *observe.Recorder
-	log io.Writer
+	o       Options
+	out     *Output
+	tb      *testbed.Testbed
+	rec     *observe.Recorder
+	log     io.Writer
 	// cpuWeight says how the kind nodes' CPU weight was set for the run
 	// ("" when it was left alone).
 	cpuWeight string
