@@ -8,6 +8,7 @@ import (
 
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -49,7 +50,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if err := tb.Deploy(cmd.Context(), i, version, false); err != nil {
+			if err := tb.Deploy(cmd.Context(), render.Of(sc, i), version, false); err != nil {
 				return err
 			}
 			a, err := tb.WaitAnswering(cmd.Context(), time.Minute)

@@ -26,6 +26,7 @@ import (
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
@@ -127,7 +128,7 @@ func TestIntegrationClusterBookshop(t *testing.T) {
 
 	for version, want := range scenario.Versions {
 		start := time.Now()
-		if err := tb.Deploy(ctx, 0, version, false); err != nil {
+		if err := tb.Deploy(ctx, render.Of(sc, 0), version, false); err != nil {
 			t.Fatal(err)
 		}
 		a, err := tb.WaitAnswering(ctx, time.Minute)

@@ -287,9 +287,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}()
 
-	for i := range sc.Variants {
-		if verr := r.variant(ctx, i); verr != nil {
-			return fmt.Errorf("variant %s: %w", sc.Variants[i].Name, verr)
+	for _, v := range render.Variants(sc) {
+		if verr := r.variant(ctx, v); verr != nil {
+			return fmt.Errorf("variant %s: %w", v.Name(), verr)
 		}
 	}
 	return nil
@@ -325,15 +325,15 @@ func (r *runner) startAppMetrics(ctx context.Context) (func() error, error) {
 }
 
 // variant measures variant i and prints what its rows show.
-func (r *runner) variant(ctx context.Context, i int) error {
+func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	sc, tb := r.sc, r.tb
-	v := sc.Variants[i]
+	v := rv.Entry
 	fmt.Fprintf(r.log, "\n== variant %s\n", v.Name)
 	r.metrics.VariantStarted(v.Name)
 	defer r.metrics.Phase(v.Name, metrics.PhaseDone)
 
 	// Start from a known state: the variant (or its From) at v1.
-	if err := tb.Deploy(ctx, i, 0, true); err != nil {
+	if err := tb.Deploy(ctx, rv, 0, true); err != nil {
 		return err
 	}
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
@@ -379,7 +379,7 @@ func (r *runner) variant(ctx context.Context, i int) error {
 	r.rec.Mark(timeline.KindTrafficStart, map[string]string{"variant": v.Name, "rate": strconv.Itoa(cfg.Rate)})
 	fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s; control window %s\n", cfg.Rate, targetsText(cfg.Targets), sc.Traffic.Control)
 
-	runErr := r.rollouts(ctx, i, &lastFailure, &failed)
+	runErr := r.rollouts(ctx, rv, &lastFailure, &failed)
 
 	stats, stopErr := src.Stop()
 	if err := resultsFile.Close(); err != nil && stopErr == nil {
@@ -414,9 +414,9 @@ func (r *runner) variant(ctx context.Context, i int) error {
 //
 // failed counts the failures seen so far; the live metrics take each
 // rollout's share of it (by completion time, so only roughly its drops).
-func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64, failed *atomic.Uint64) error {
+func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *atomic.Int64, failed *atomic.Uint64) error {
 	sc, tb := r.sc, r.tb
-	v := sc.Variants[i]
+	v := rv.Entry
 	if err := sleep(ctx, sc.Traffic.Control.Duration); err != nil {
 		return err
 	}
@@ -426,7 +426,7 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 	for n := 1; n <= *sc.Rollouts; n++ {
 		from, to := scenario.Versions[version], scenario.Versions[1-version]
 		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, from, to)
-		objs, err := render.Render(sc, i, 1-version, false, cause)
+		objs, err := rv.Objects(1-version, false, cause)
 		if err != nil {
 			return err
 		}
@@ -448,16 +448,9 @@ func (r *runner) rollouts(ctx context.Context, i int, lastFailure *atomic.Int64,
 		r.metrics.RolloutStarted(v.Name, n)
 		r.rec.Record(timeline.Event{Kind: timeline.KindRolloutStart, Live: facts, Detail: map[string]string{
 			"variant": v.Name, "rollout": strconv.Itoa(n), "from": from, "to": to, "measured": measured, "live": found}})
-		if _, err := kube.Apply(ctx, tb.Cluster.Client, objs.Deployment); err != nil {
-			return err
-		}
-		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
-			return fmt.Errorf("rollout %d: %w", n, err)
-		}
-		// Rolled out is not over: old pods may still be in their preStop
-		// hook or draining, and some clusters never set the Deployment's
-		// terminatingReplicas. The window lasts until they are gone.
-		if err := kube.WaitOldPodsGone(ctx, tb.Cluster.Client, sc.Namespace, *objs.Deployment.Name, r.o.RolloutTimeout); err != nil {
+		// The window lasts until the replaced pods are gone, not until
+		// the Deployment says it rolled out.
+		if err := tb.Rollout(ctx, r.o.RolloutTimeout, objs.Deployment); err != nil {
 			return fmt.Errorf("rollout %d: %w", n, err)
 		}
 		mark(timeline.KindRolloutComplete, map[string]string{})

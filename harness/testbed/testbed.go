@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -169,31 +170,49 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 	return nil
 }
 
-// Deploy applies variant i at version (0 or 1) and waits until it is rolled
-// out and the pods it replaced are gone.
-func (tb *Testbed) Deploy(ctx context.Context, i, version int, initial bool) error {
-	sc := tb.Scenario
-	objs, err := render.Render(sc, i, version, initial, fmt.Sprintf("droprun: deploy %s %s", sc.Variants[i].Name, scenario.Versions[version]))
+// DeployTimeout bounds each wait of a Deploy.
+const DeployTimeout = 3 * time.Minute
+
+// Deploy applies variant v at version (0 or 1; initial: its From, the
+// state before its first rollout) with its Service (and the gateway's
+// objects) and waits for it as every rollout is waited for (Rollout).
+// Switching from the previous variant is a rollout of its own: its pods
+// must be gone before a control window, or their drops count as the rig's
+// floor.
+func (tb *Testbed) Deploy(ctx context.Context, v render.Variant, version int, initial bool) error {
+	objs, err := v.Objects(version, initial, fmt.Sprintf("droprun: deploy %s %s", v.Name(), scenario.Versions[version]))
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	deps, err := kube.Apply(ctx, tb.Cluster.Client, objs.List()...)
+	if err := tb.Rollout(ctx, DeployTimeout, objs.List()...); err != nil {
+		return err
+	}
+	fmt.Fprintf(tb.log, "variant %s (%s) rolled out in %s\n", v.Name(), scenario.Versions[version], time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// Rollout applies objs (server-side apply, one field manager) and waits,
+// each wait bounded by timeout, until every Deployment among them is
+// rolled out and the pods of its old ReplicaSets are gone (rolled out is
+// not over: old pods may still be in their preStop hook or draining, and
+// some clusters never set the Deployment's terminatingReplicas). It is the
+// one way droprun changes a workload: deploying a variant and every
+// measured rollout.
+func (tb *Testbed) Rollout(ctx context.Context, timeout time.Duration, objs ...any) error {
+	c, ns := tb.Cluster.Client, tb.Scenario.Namespace
+	deps, err := kube.Apply(ctx, c, objs...)
 	if err != nil {
 		return err
 	}
-	for name := range deps {
-		if err := kube.WaitRolledOut(ctx, tb.Cluster.Client, sc.Namespace, name, 3*time.Minute); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(deps)) {
+		if err := kube.WaitRolledOut(ctx, c, ns, name, timeout); err != nil {
 			return err
 		}
-		// Switching from the previous variant is a rollout of its own: its
-		// pods must be gone before a control window, or their drops count
-		// as the rig's floor.
-		if err := kube.WaitOldPodsGone(ctx, tb.Cluster.Client, sc.Namespace, name, 3*time.Minute); err != nil {
-			return fmt.Errorf("waiting for the previous variant's pods to go: %w", err)
+		if err := kube.WaitOldPodsGone(ctx, c, ns, name, timeout); err != nil {
+			return fmt.Errorf("waiting for the replaced pods of %s to go: %w", name, err)
 		}
 	}
-	fmt.Fprintf(tb.log, "variant %s (%s) rolled out in %s\n", sc.Variants[i].Name, scenario.Versions[version], time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -13,16 +13,46 @@ import (
 	"github.com/droprun/droprun/harness/variant"
 )
 
+// Variant is one of a scenario's variants resolved for a run: its entry
+// and its effective workload (every default applied), with the scenario
+// it renders against. Deploy, run and render pass it around as a value.
+type Variant struct {
+	// Entry is the variant as the scenario gives it (name, built-in
+	// variant, From, manifest).
+	Entry    scenario.Variant
+	Workload scenario.Workload
+	sc       *scenario.Scenario
+}
+
+// Of resolves variant i of s.
+func Of(s *scenario.Scenario, i int) Variant {
+	return Variant{Entry: s.Variants[i], Workload: s.Effective(i), sc: s}
+}
+
+// Variants resolves every variant of s, in order.
+func Variants(s *scenario.Scenario) []Variant {
+	out := make([]Variant, len(s.Variants))
+	for i := range s.Variants {
+		out[i] = Of(s, i)
+	}
+	return out
+}
+
 // BookshopParams returns what Deployment needs for bookshop variant i of s
 // at version, with every default applied. kind is the built-in variant to
 // render: the variant's own, or its From variant for the state before the
 // first rollout.
 func BookshopParams(s *scenario.Scenario, i int, kind, version string) (Params, error) {
+	return Of(s, i).params(kind, version)
+}
+
+func (v Variant) params(kind, version string) (Params, error) {
+	s := v.sc
 	info, ok := variant.Lookup(kind)
 	if !ok {
 		return Params{}, fmt.Errorf("%q is not a variant (use one of: %s)", kind, variant.NameList())
 	}
-	w := s.Effective(i)
+	w := v.Workload
 	flavour := image.FlavourStandard
 	if info.Distroless {
 		flavour = image.FlavourDistroless
@@ -33,7 +63,7 @@ func BookshopParams(s *scenario.Scenario, i int, kind, version string) (Params, 
 	r := w.Readiness
 	p := Params{
 		Namespace:                     s.Namespace,
-		Name:                          scenario.RowLabel(s.Variants[i].Name),
+		Name:                          scenario.RowLabel(v.Entry.Name),
 		Info:                          info,
 		Image:                         image.Ref(version, flavour),
 		Replicas:                      *w.Replicas,
@@ -88,16 +118,23 @@ func (o Objects) List() []any {
 // two versions or custom images). initial renders the state before the
 // first rollout: the variant's From, when it has one.
 func Render(s *scenario.Scenario, i, version int, initial bool, changeCause string) (Objects, error) {
-	v := s.Variants[i]
+	return Of(s, i).Objects(version, initial, changeCause)
+}
+
+// Objects returns v's objects at version (0 or 1, an index into the two
+// versions or custom images). initial renders the state before the first
+// rollout: the variant's From, when it has one.
+func (v Variant) Objects(version int, initial bool, changeCause string) (Objects, error) {
+	s := v.sc
 	var o Objects
 	if c := s.App.Custom; c != nil {
-		manifest, err := s.ReadManifest(v.Manifest)
+		manifest, err := s.ReadManifest(v.Entry.Manifest)
 		if err != nil {
-			return o, fmt.Errorf("variant %s: %w", v.Name, err)
+			return o, fmt.Errorf("variant %s: %w", v.Entry.Name, err)
 		}
-		d, err := Custom(manifest, s.Namespace, scenario.RowLabel(v.Name), c.Container, c.Images[version], changeCause)
+		d, err := Custom(manifest, s.Namespace, scenario.RowLabel(v.Entry.Name), c.Container, c.Images[version], changeCause)
 		if err != nil {
-			return o, fmt.Errorf("variant %s: %s: %w", v.Name, v.Manifest, err)
+			return o, fmt.Errorf("variant %s: %s: %w", v.Entry.Name, v.Entry.Manifest, err)
 		}
 		o.Deployment = d
 		selector := map[string]string{}
@@ -108,17 +145,17 @@ func Render(s *scenario.Scenario, i, version int, initial bool, changeCause stri
 			o.Service = Service(s.Namespace, *d.Name, selector, intstr.FromInt32(int32(c.Port)), variant.WebNodePort)
 		}
 	} else {
-		kind := v.Variant
-		if initial && v.From != "" {
-			kind = v.From
+		kind := v.Entry.Variant
+		if initial && v.Entry.From != "" {
+			kind = v.Entry.From
 		}
-		p, err := BookshopParams(s, i, kind, scenario.Versions[version])
+		p, err := v.params(kind, scenario.Versions[version])
 		if err != nil {
 			return o, err
 		}
 		p.ChangeCause = changeCause
 		if o.Deployment, err = Deployment(p); err != nil {
-			return o, fmt.Errorf("variant %s: %w", v.Name, err)
+			return o, fmt.Errorf("variant %s: %w", v.Entry.Name, err)
 		}
 		o.Service = WebService(s.Namespace)
 	}
@@ -133,3 +170,6 @@ func Render(s *scenario.Scenario, i, version int, initial bool, changeCause stri
 	}
 	return o, nil
 }
+
+// Name is the variant's name: its rows' and its results file's.
+func (v Variant) Name() string { return v.Entry.Name }
