@@ -17,8 +17,25 @@ import (
 // a variant with From (the rollout that introduced it, then the rest).
 // rollouts carry their window tallies' extras (excused, by node) already.
 func (in *input) rows(v scenario.Variant, p *plan, tl *Timeline, rollouts []RolloutSummary) []VariantSummary {
-	var control Tally
-	var controlRig *RigSummary
+	sh := rowShared{builtin: v.Variant, hooks: hookFailures(in.events, p), outside: tl.Outside, gaps: in.gaps(p, rollouts)}
+	sh.control, sh.controlRig = in.addWindows(tl, rollouts)
+	sh.client = in.clientSummary(p.stats)
+	for _, t := range tl.Tallies {
+		sh.requests += t.Requests
+	}
+	sh.requests += tl.Outside.Requests
+	if v.From == "" || len(rollouts) == 0 {
+		return []VariantSummary{sh.row(v.Name, v.Variant, rollouts)}
+	}
+	return []VariantSummary{
+		sh.row(v.Name+introducingSuffix, v.From, rollouts[:1]),
+		sh.row(v.Name, v.Variant, rollouts[1:]),
+	}
+}
+
+// addWindows adds each window's tally to its rollout (window, tail, rig,
+// kube-proxy figures) and returns the control window's tally and rig.
+func (in *input) addWindows(tl *Timeline, rollouts []RolloutSummary) (control Tally, controlRig *RigSummary) {
 	byN := map[int]*RolloutSummary{}
 	for k := range rollouts {
 		byN[rollouts[k].N] = &rollouts[k]
@@ -37,86 +54,96 @@ func (in *input) rows(v scenario.Variant, p *plan, tl *Timeline, rollouts []Roll
 			byN[w.Rollout].Tail.Merge(tl.Tallies[k])
 		}
 	}
-	gaps := in.gaps(p, rollouts)
+	return control, controlRig
+}
 
-	// With rig samples, when the client lagged is known per request: the
-	// attack-wide lag reason would only repeat it less precisely.
-	stats := p.stats
-	clientSuspect := stats.Suspect
+// clientSummary is the client's account of its attack. With rig samples,
+// when the client lagged is known per request: the attack-wide lag reason
+// would only repeat it less precisely.
+func (in *input) clientSummary(stats traffic.Stats) ClientSummary {
+	suspect := stats.Suspect
 	if len(in.rig) > 0 {
-		clientSuspect = nil
+		suspect = nil
 		for _, s := range stats.Suspect {
 			if !strings.HasPrefix(s, traffic.LagSuspect) {
-				clientSuspect = append(clientSuspect, s)
+				suspect = append(suspect, s)
 			}
 		}
 	}
-	var requests uint64
-	for _, t := range tl.Tallies {
-		requests += t.Requests
-	}
-	requests += tl.Outside.Requests
-	client := ClientSummary{AskedRate: stats.AskedRate, AchievedRate: stats.AchievedRate, CPU: stats.ClientCPU, WorkersExhausted: stats.WorkersExhausted, Suspect: clientSuspect}
-	hooks := hookFailures(in.events, p)
+	return ClientSummary{AskedRate: stats.AskedRate, AchievedRate: stats.AchievedRate, CPU: stats.ClientCPU, WorkersExhausted: stats.WorkersExhausted, Suspect: suspect}
+}
 
-	row := func(name, expected string, rs []RolloutSummary) VariantSummary {
-		vs := VariantSummary{Variant: name, Builtin: v.Variant, Requests: requests, Control: control, Outside: tl.Outside,
-			Rollouts: rs, Client: client, HookFailures: hooks, Classes: map[traffic.Class]uint64{}, ControlRig: controlRig}
-		var window Tally
-		for _, r := range rs {
-			window.Merge(r.Window)
-			vs.Tail.Merge(r.Tail)
-			vs.Excused += r.Excused
-			vs.Gaps = append(vs.Gaps, gaps[r.N]...)
-			for node, t := range r.ByNode {
-				if vs.ByNode == nil {
-					vs.ByNode = map[string]Tally{}
-				}
-				nt := vs.ByNode[node]
-				nt.Merge(t)
-				vs.ByNode[node] = nt
-			}
-			if r.Rig != nil && r.Rig.Saturated {
-				vs.SaturatedRollouts++
-			}
-			if r.Window.Failures > 0 {
-				vs.RolloutsWithDrops++
-			}
-			if r.Excused > 0 {
-				vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were sent while the client itself stalled (%s): they are counted apart as excused, not as the variant's drops", r.N, r.Excused, r.ExcusedWhy))
-			}
-			if expected != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != expected {
-				vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d deleted pods of variant %s, not %s (live template: %s)", r.N, r.MeasuredVariant, expected, r.LiveTemplate))
-			}
-			if !r.BaselineClean {
-				vs.Suspect = append(vs.Suspect, fmt.Sprintf("no clean baseline after rollout %d: failures kept coming after its window closed", r.N))
-			}
-		}
-		vs.Drops, vs.WindowRequests = window.Failures, window.Requests
-		for c, n := range window.Classes {
-			vs.Classes[c] = n
-		}
-		vs.Masked, vs.MaskedClasses = window.Masked, maps.Clone(window.MaskedClasses)
-		vs.Measurable = window
-		vs.Measurable.remove(traffic.ClassTimeout, vs.Excused)
-		if control.Requests > 0 {
-			vs.ExpectedFloor = float64(control.Failures) / float64(control.Requests) * float64(window.Requests)
-		}
-		if control.Failures > 0 {
-			vs.Suspect = append(vs.Suspect, fmt.Sprintf("the control window was not clean: %d failures in %d requests; drops near %.1f are the rig's own floor", control.Failures, control.Requests, vs.ExpectedFloor))
-		}
-		if control.Requests == 0 {
-			vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
-		}
-		vs.Suspect = append(vs.Suspect, clientSuspect...)
-		return vs
+// rowShared is what every row of one variant shares.
+type rowShared struct {
+	builtin    string
+	requests   uint64
+	control    Tally
+	controlRig *RigSummary
+	outside    Tally
+	client     ClientSummary
+	hooks      []string
+	gaps       map[int][]Gap
+}
+
+// row sums rollouts rs into the row name, whose pods should be of the
+// built-in variant expected.
+func (sh rowShared) row(name, expected string, rs []RolloutSummary) VariantSummary {
+	vs := VariantSummary{Variant: name, Builtin: sh.builtin, Requests: sh.requests, Control: sh.control, Outside: sh.outside,
+		Rollouts: rs, Client: sh.client, HookFailures: sh.hooks, Classes: map[traffic.Class]uint64{}, ControlRig: sh.controlRig}
+	var window Tally
+	for _, r := range rs {
+		window.Merge(r.Window)
+		vs.addRollout(r, expected, sh.gaps[r.N])
 	}
-	if v.From == "" || len(rollouts) == 0 {
-		return []VariantSummary{row(v.Name, v.Variant, rollouts)}
+	vs.Drops, vs.WindowRequests = window.Failures, window.Requests
+	for c, n := range window.Classes {
+		vs.Classes[c] = n
 	}
-	return []VariantSummary{
-		row(v.Name+introducingSuffix, v.From, rollouts[:1]),
-		row(v.Name, v.Variant, rollouts[1:]),
+	vs.Masked, vs.MaskedClasses = window.Masked, maps.Clone(window.MaskedClasses)
+	vs.Measurable = window
+	vs.Measurable.remove(traffic.ClassTimeout, vs.Excused)
+	control := sh.control
+	if control.Requests > 0 {
+		vs.ExpectedFloor = float64(control.Failures) / float64(control.Requests) * float64(window.Requests)
+	}
+	if control.Failures > 0 {
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("the control window was not clean: %d failures in %d requests; drops near %.1f are the rig's own floor", control.Failures, control.Requests, vs.ExpectedFloor))
+	}
+	if control.Requests == 0 {
+		vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
+	}
+	vs.Suspect = append(vs.Suspect, sh.client.Suspect...)
+	return vs
+}
+
+// addRollout adds rollout r's tail, excuses, gaps, tallies by node and
+// the reasons it is suspect to the row.
+func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []Gap) {
+	vs.Tail.Merge(r.Tail)
+	vs.Excused += r.Excused
+	vs.Gaps = append(vs.Gaps, gaps...)
+	for node, t := range r.ByNode {
+		if vs.ByNode == nil {
+			vs.ByNode = map[string]Tally{}
+		}
+		nt := vs.ByNode[node]
+		nt.Merge(t)
+		vs.ByNode[node] = nt
+	}
+	if r.Rig != nil && r.Rig.Saturated {
+		vs.SaturatedRollouts++
+	}
+	if r.Window.Failures > 0 {
+		vs.RolloutsWithDrops++
+	}
+	if r.Excused > 0 {
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were sent while the client itself stalled (%s): they are counted apart as excused, not as the variant's drops", r.N, r.Excused, r.ExcusedWhy))
+	}
+	if expected != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != expected {
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d deleted pods of variant %s, not %s (live template: %s)", r.N, r.MeasuredVariant, expected, r.LiveTemplate))
+	}
+	if !r.BaselineClean {
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("no clean baseline after rollout %d: failures kept coming after its window closed", r.N))
 	}
 }
 
