@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 const archiveDeployment = `apiVersion: apps/v1
@@ -20,12 +25,27 @@ spec:
         - {name: sidecar, image: proxy:1}
 `
 
-// archiveScenario writes a custom-app scenario and its Deployment into a
-// folder and returns the scenario's path. app is the app.custom mapping.
-// (harness/testbed's tests add the image archive the scenario may name.)
+// archiveScenario writes a custom-app scenario, its Deployment and a
+// docker-save archive holding svc:1 and svc:2 into a folder and returns
+// the scenario's path. app is the app.custom mapping.
 func archiveScenario(t *testing.T, app string) string {
 	t.Helper()
 	dir := t.TempDir()
+	refs := map[name.Reference]v1.Image{}
+	for _, s := range []string{"svc:1", "svc:2"} {
+		img, err := random.Image(256, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag, err := name.NewTag(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[tag] = img
+	}
+	if err := tarball.MultiRefWriteToFile(filepath.Join(dir, "svc.tar"), refs); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"deploy.yaml": archiveDeployment,
 		"s.yaml":      "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: custom}\napp: {custom: " + app + "}\nvariants:\n  - {name: mine, manifest: deploy.yaml}\n",
