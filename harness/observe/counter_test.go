@@ -80,18 +80,7 @@ func TestCollectorCounter(t *testing.T) {
 	client := fake.NewClientset(pod)
 	fs := newFakeScraper()
 	fs.set("app-a", []byte("# TYPE http_requests_total counter\nhttp_requests_total{status=\"200\"} 40\nhttp_requests_total{status=\"503\"} 2\n"), nil)
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := StartAppMetrics(ctx, client, ns, "app=podinfo", &out, AppMetricsOptions{Interval: time.Hour, Scraper: fs,
-		Counter: &appmetrics.Counter{Name: "http_requests_total", CodeLabel: "status"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.ScrapeNow(ctx)
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	c := scrapeCounterOnce(t, client, fs)
 	s := lastScrape(c, "app-a")
 	if s == nil || s.Requests != 42 || !maps.Equal(s.ByCode, map[string]int{"200": 40, "503": 2}) {
 		t.Fatalf("scrape: %+v", s)
@@ -105,15 +94,10 @@ func TestCollectorCounter(t *testing.T) {
 	}
 }
 
-// TestCollectorCounterNotSeen: a scrape without the counter is recorded
-// as such, and a wrong code label as a failed scrape with its reason, so
-// the pods' view can say why it has no count.
-func TestCollectorCounterNotSeen(t *testing.T) {
-	t.Parallel()
-	client := fake.NewClientset(runningPod("app-a", "podinfo", "containerd://a1"), runningPod("app-b", "podinfo", "containerd://b1"))
-	fs := newFakeScraper()
-	fs.set("app-a", []byte("# TYPE other_total counter\nother_total 3\n"), nil)
-	fs.set("app-b", []byte("# TYPE http_requests_total counter\nhttp_requests_total{code=\"200\"} 3\n"), nil)
+// scrapeCounterOnce collects podinfo's http_requests_total (code label
+// status) from the pods of client through fs, once, and stops.
+func scrapeCounterOnce(t *testing.T, client *fake.Clientset, fs *fakeScraper) *AppMetrics {
+	t.Helper()
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -126,6 +110,19 @@ func TestCollectorCounterNotSeen(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// TestCollectorCounterNotSeen: a scrape without the counter is recorded
+// as such, and a wrong code label as a failed scrape with its reason, so
+// the pods' view can say why it has no count.
+func TestCollectorCounterNotSeen(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset(runningPod("app-a", "podinfo", "containerd://a1"), runningPod("app-b", "podinfo", "containerd://b1"))
+	fs := newFakeScraper()
+	fs.set("app-a", []byte("# TYPE other_total counter\nother_total 3\n"), nil)
+	fs.set("app-b", []byte("# TYPE http_requests_total counter\nhttp_requests_total{code=\"200\"} 3\n"), nil)
+	c := scrapeCounterOnce(t, client, fs)
 	if s := lastScrape(c, "app-a"); s == nil || !s.NoCounter || s.Requests != 0 {
 		t.Errorf("app-a scrape %+v: want zero counts marked noCounter", s)
 	}
