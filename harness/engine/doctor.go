@@ -17,15 +17,16 @@ import (
 
 	"github.com/droprun/droprun/harness/nodeimage"
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/scenario"
 )
 
-// DefaultHostPort is the host port droprun maps to NodePort 30080 on the
-// control plane; node k gets DefaultHostPort+2k.
-const DefaultHostPort = 30080
-
-// DefaultNodes is the node count of droprun's default kind cluster: every
-// node has a web and a gateway host port.
-const DefaultNodes = 3
+// DefaultHostPort and DefaultNodes are the default kind cluster's first
+// web host port (node k gets DefaultHostPort+2k) and node count: the
+// scenario's defaults.
+const (
+	DefaultHostPort = scenario.DefaultHostPort
+	DefaultNodes    = scenario.DefaultNodes
+)
 
 // minFreeBytes is the free space Doctor wants where images, clusters and
 // the build cache live.

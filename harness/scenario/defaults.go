@@ -31,7 +31,7 @@ const (
 
 // Default timings.
 const (
-	DefaultTimeout = 2 * time.Second
+	DefaultTimeout = traffic.DefaultTimeout
 	DefaultControl = 10 * time.Second
 	DefaultBetween = 10 * time.Second
 	DefaultSettle  = 5 * time.Second
