@@ -14,9 +14,6 @@ import (
 	"github.com/droprun/droprun/harness/stats"
 )
 
-// Confidence is the confidence level of the intervals the figures show.
-const Confidence = 0.95
-
 // rateRow is one variant row of the comparison.
 type rateRow struct {
 	name     string
@@ -104,7 +101,7 @@ func variantsFigure(sum *analysis.Summary) (Figure, error) {
 	lo := 1.0
 	for i, v := range sum.Variants {
 		r := rateRow{name: v.Variant, drops: v.Drops, n: v.WindowRequests, rollouts: len(v.Rollouts), dropped: v.RolloutsWithDrops}
-		r.iv = stats.Wilson(r.drops, r.n, Confidence)
+		r.iv = stats.Wilson(r.drops, r.n, stats.DefaultConfidence)
 		rows[i] = r
 		switch {
 		case r.iv.Empty || math.IsNaN(r.iv.Hi):
