@@ -109,6 +109,7 @@ func (in *input) rows(v scenario.Variant, p *plan, tl *Timeline, rollouts []Roll
 			vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
 		}
 		vs.Suspect = append(vs.Suspect, clientSuspect...)
+		vs.Intervals = IntervalsOf(&vs)
 		return vs
 	}
 	if v.From == "" || len(rollouts) == 0 {

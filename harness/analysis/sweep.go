@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/droprun/droprun/harness/scenario"
-	"github.com/droprun/droprun/harness/stats"
 )
 
 // sweepPoint is the value of the swept field variant v measured, or nil
@@ -35,8 +34,9 @@ type SweepResult struct {
 	// (VariantSummary.Measurable): the timeouts sent while the client
 	// itself stalled are left out, as excused.
 	Drops, Requests uint64
-	// Rate is Drops/Requests with its Wilson interval at stats.DefaultConfidence.
-	Rate stats.Interval
+	// Rate is Drops/Requests with its interval: the row's
+	// RowIntervals.Measurable.
+	Rate RateInterval
 	// ExpectedFloor is the drops the control window's failure rate
 	// predicts for the row's windows (VariantSummary.ExpectedFloor).
 	ExpectedFloor float64
@@ -75,7 +75,7 @@ func Sweeps(rows []VariantSummary) []Sweep {
 		m := r.Measurable
 		out[i].Points = append(out[i].Points, SweepResult{
 			Row: r.Variant, Point: *r.Sweep, Drops: m.Failures, Requests: m.Requests,
-			Rate:          stats.Wilson(m.Failures, m.Requests, stats.DefaultConfidence),
+			Rate:          r.Intervals.Measurable,
 			ExpectedFloor: r.ExpectedFloor,
 			AtFloor:       m.Requests > 0 && AtFloor(m.Failures, r.ExpectedFloor),
 		})

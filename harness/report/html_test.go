@@ -121,7 +121,7 @@ func htmlSummary() *analysis.Summary {
 	sum.Variants[5].Rollouts[1].BaselineClean = false
 	sum.Variants[5].Rollouts[1].BaselineWait = "30s"
 	sum.Suspect = []string{"prestop-sleep: requests went out up to 2.386s behind schedule (tolerance 250ms)"}
-	return sum
+	return derived(sum)
 }
 
 // testPNG draws a w×h chart-like image: bars on a light grid.
@@ -449,12 +449,12 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	stray.Variants = stray.Variants[1:2]
 	stray.Variants[0].Drops, stray.Variants[0].RolloutsWithDrops = 1, 1
 	stray.Variants[0].Classes[traffic.ClassTimeout] = 1
-	if page := renderHTML(t, stray, HTMLInput{}); !strings.Contains(page, "The fix predicts no drops. 1 timeout and no refused connection") ||
+	if page := renderHTML(t, derived(stray), HTMLInput{}); !strings.Contains(page, "The fix predicts no drops. 1 timeout and no refused connection") ||
 		strings.Contains(page, "dropped anyway") {
 		t.Errorf("graceful-drain with one timeout:\n%s", page)
 	}
 	// A row without window requests says nothing was measured.
-	empty := &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}}
+	empty := derived(&analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}})
 	if page := renderHTML(t, empty, HTMLInput{}); !strings.Contains(page, "Nothing was measured") || strings.Contains(page, "Each row against") {
 		t.Errorf("empty row:\n%s", page)
 	}
