@@ -156,10 +156,13 @@ type htmlVariant struct {
 	Figures []htmlFigure
 }
 
+// htmlSegment is one class's part of a row's bar of drops: its colour and
+// words come from the class catalogue (traffic.Info).
 type htmlSegment struct {
-	Class, CSS string
-	N          string
-	Width      string
+	Class, Colour  string
+	Label, Meaning string
+	N              string
+	Width          string
 }
 
 type htmlRollout struct {
@@ -432,13 +435,6 @@ func figure(f plot.Figure) (htmlFigure, error) {
 	return hf, nil
 }
 
-// classCSS names each class's colour in the style sheet.
-var classCSS = map[traffic.Class]string{
-	traffic.ClassRefused: "refused", traffic.ClassReset: "reset", traffic.ClassEOF: "eof",
-	traffic.ClassTimeout: "timeout", traffic.ClassOther: "other", traffic.Class502: "c502",
-	traffic.Class503: "c503", traffic.Class5xxOther: "c5xx", traffic.Class4xx: "c4xx",
-}
-
 // classBar is the drops of r split by class, for a stacked bar.
 func classBar(r Row) []htmlSegment {
 	if r.Drops == 0 {
@@ -446,8 +442,8 @@ func classBar(r Row) []htmlSegment {
 	}
 	var segs []htmlSegment
 	for _, c := range failedClasses(r.Classes) {
-		n := r.Classes[c]
-		segs = append(segs, htmlSegment{Class: string(c), CSS: classCSS[c], N: stats.FormatCount(n),
+		n, info := r.Classes[c], traffic.Info(c)
+		segs = append(segs, htmlSegment{Class: string(c), Colour: info.Colour, Label: info.Label, Meaning: info.Meaning, N: stats.FormatCount(n),
 			Width: strconv.FormatFloat(100*float64(n)/float64(r.Drops), 'f', 2, 64) + "%"})
 	}
 	return segs
@@ -668,11 +664,17 @@ func percent(part, whole uint64) string {
 	return p + "%"
 }
 
-// raceClasses are what a process that stopped listening while traffic was
-// still routed to it produces: refused connections, connections cut as it
-// died, and, through a proxy, 502s. They are the SIGTERM/endpoint race's
-// signature; timeouts alone are not.
-var raceClasses = []traffic.Class{traffic.ClassRefused, traffic.ClassReset, traffic.ClassEOF, traffic.Class502}
+// raceClasses are the SIGTERM/endpoint race's signature: the catalogue's
+// classes with traffic.ClassInfo.Race.
+var raceClasses = func() []traffic.Class {
+	var cs []traffic.Class
+	for _, ci := range traffic.Catalogue() {
+		if ci.Race {
+			cs = append(cs, ci.Class)
+		}
+	}
+	return cs
+}()
 
 // predictsDrops says, for each built-in variant, whether the chapter
 // predicts that its rollouts drop requests.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html/template"
 	"image"
 	"image/color"
 	"image/png"
@@ -457,6 +458,30 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	empty := derived(&analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}})
 	if page := renderHTML(t, empty, HTMLInput{}); !strings.Contains(page, "Nothing was measured") || strings.Contains(page, "Each row against") {
 		t.Errorf("empty row:\n%s", page)
+	}
+}
+
+// TestHTMLClassColours: the bar of drops takes each class's colour and
+// words from the catalogue, the colours the figures use; the page's
+// style sheet names no class colour of its own.
+func TestHTMLClassColours(t *testing.T) {
+	page := renderHTML(t, htmlSummary(), HTMLInput{})
+	for _, c := range []traffic.Class{traffic.ClassRefused, traffic.ClassTimeout} {
+		info := traffic.Info(c)
+		if want := "background: " + info.Colour; !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s's colour %q", c, want)
+		}
+		if want := template.HTMLEscapeString(info.Label + ": " + info.Meaning); !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s's meaning %q", c, want)
+		}
+		if got, want := plot.ClassColor(c), info.Colour; fmt.Sprintf("#%02x%02x%02x", got.(color.RGBA).R, got.(color.RGBA).G, got.(color.RGBA).B) != want {
+			t.Errorf("%s: the figures draw %v, the catalogue says %s", c, got, want)
+		}
+	}
+	for _, ci := range traffic.Catalogue() {
+		if strings.Contains(strings.ToLower(htmlSource), ci.Colour) {
+			t.Errorf("the template has %s's colour %s itself", ci.Class, ci.Colour)
+		}
 	}
 }
 
