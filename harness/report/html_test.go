@@ -34,6 +34,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/plot"
 	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 var (
@@ -464,6 +465,36 @@ func TestHTMLWhatThisShows(t *testing.T) {
 // TestHTMLClassColours: the bar of drops takes each class's colour and
 // words from the catalogue, the colours the figures use; the page's
 // style sheet names no class colour of its own.
+// TestEveryBuiltinExplained: a row of each built-in variant gets its
+// catalogue explanation and a word on what the variant predicts, with
+// drops and without.
+func TestEveryBuiltinExplained(t *testing.T) {
+	for _, info := range variant.All() {
+		if info.Why == "" {
+			t.Errorf("%s: the catalogue has no Why", info.Name)
+			continue
+		}
+		for _, drops := range []uint64{0, 30} {
+			ro := analysis.RolloutSummary{N: 1, MeasuredVariant: info.Name, BaselineClean: true,
+				Window: analysis.Tally{Requests: 15000, Failures: drops, Classes: map[traffic.Class]uint64{traffic.ClassRefused: drops, traffic.Class2xx: 15000 - drops}}}
+			v := analysis.VariantSummary{Variant: info.Name, Builtin: info.Name, Drops: drops, WindowRequests: 15000, Rollouts: []analysis.RolloutSummary{ro},
+				Classes: ro.Window.Classes, Control: analysis.Tally{Requests: 10000}}
+			sum := derived(&analysis.Summary{Variants: []analysis.VariantSummary{v}})
+			_, expect, why := story(Rows(sum)[0], sum.Variants[0], false)
+			if !slices.Contains(why, info.Why) {
+				t.Errorf("%s, %d drops: why %q lacks the catalogue's explanation", info.Name, drops, why)
+			}
+			want := "fix predicts"
+			if info.Drops {
+				want = "chapter predicts"
+			}
+			if !strings.Contains(expect, want) {
+				t.Errorf("%s, %d drops: %q does not say what the variant predicts (%q)", info.Name, drops, expect, want)
+			}
+		}
+	}
+}
+
 func TestHTMLClassColours(t *testing.T) {
 	page := renderHTML(t, htmlSummary(), HTMLInput{})
 	for _, c := range []traffic.Class{traffic.ClassRefused, traffic.ClassTimeout} {
