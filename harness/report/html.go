@@ -828,13 +828,13 @@ func expectText(r Row, v analysis.VariantSummary, measured string) string {
 func racerExpectation(r Row, race, timeouts uint64) string {
 	switch {
 	case r.Drops > 0 && 2*race >= r.Drops:
-		return fmt.Sprintf("That is what the chapter predicts: %s of the drops are refused connections, resets, EOFs or 502s, "+
+		return fmt.Sprintf("That is the expected result: %s of the drops are refused connections, resets, EOFs or 502s, "+
 			"the signature of a process that stopped listening while traffic was still routed to it.", percent(race, r.Drops))
 	case r.Drops > 0:
-		return fmt.Sprintf("That is what the chapter predicts, though most drops here are timeouts (%s) rather than refused "+
+		return fmt.Sprintf("That is the expected result, though most drops here are timeouts (%s) rather than refused "+
 			"connections: new connections sent to a pod address that no longer answered at all.", percent(timeouts, r.Drops))
 	default:
-		return fmt.Sprintf("The chapter predicts drops here, and this run saw none in %s. The race is a race: this many "+
+		return fmt.Sprintf("This variant is expected to drop requests, and this run saw none in %s. The race is a race: this many "+
 			"rollouts may not hit it, so read this as not seen yet, not as fixed.", plural(r.Rollouts, "rollout", "rollouts"))
 	}
 }

@@ -413,12 +413,12 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	}
 	for name, wants := range map[string][]string{
 		"no-prestop": {"It dropped 2,250 of 48,000 requests", "in 3 of 3 rollouts, at most 800 in one", "mostly 000:refused (93%)",
-			"That is what the chapter predicts: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
+			"That is the expected result: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
 		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: rate < 5e-5 at 95%)", "That is what the fix predicts", "fails its readiness probe", "graceful-drain dropped less than no-prestop in these rollouts"},
 		"prestop-sleep": {"It dropped 3,793 of 60,000 requests", "in 1 of 3 rollouts; all 000:timeout", "The fix predicts no drops, and this row dropped anyway", "Every drop is a timeout", "flagged suspect",
 			"3,793 timeouts were sent while the client itself stalled and are excused; without them the windows dropped 0 of 56,207 requests."},
 		"prestop-exec-distroless": {"mostly 000:timeout (65%)", "though most drops here are timeouts", "FailedPreStopHook"},
-		"the-trap/introducing":    {"in its one rollout", "the rollout that introduced prestop-sleep", "never to the pods it destroys", "runs under the old rules (no-prestop)", "That is what the chapter predicts"},
+		"the-trap/introducing":    {"in its one rollout", "the rollout that introduced prestop-sleep", "never to the pods it destroys", "runs under the old rules (no-prestop)", "That is the expected result"},
 		"the-trap":                {"The rollouts after the one that introduced prestop-sleep", "That is what the fix predicts", "exec preStop hook"},
 		"my-app":                  {"A custom app", "It dropped nothing in 1 rollout"},
 	} {
@@ -443,7 +443,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 		clean.Variants[0].Rollouts[k].MeasuredVariant = "naive-shutdown"
 	}
 	page := renderHTML(t, clean, HTMLInput{})
-	if !strings.Contains(page, "The chapter predicts drops here, and this run saw none in 3 rollouts") {
+	if !strings.Contains(page, "This variant is expected to drop requests, and this run saw none in 3 rollouts") {
 		t.Errorf("naive-shutdown without drops:\n%s", page)
 	}
 	// A fix with a single stray timeout is not called a failure.
@@ -486,7 +486,7 @@ func TestEveryBuiltinExplained(t *testing.T) {
 			}
 			want := "fix predicts"
 			if info.Drops {
-				want = "chapter predicts"
+				want = "expected"
 			}
 			if !strings.Contains(expect, want) {
 				t.Errorf("%s, %d drops: %q does not say what the variant predicts (%q)", info.Name, drops, expect, want)
