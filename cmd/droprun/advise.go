@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/advise"
+	"github.com/droprun/droprun/harness/stats"
 )
 
 func newAdviseCmd(s streams) *cobra.Command {
@@ -79,7 +80,7 @@ Example:
 	}
 	f := cmd.Flags()
 	f.Float64Var(&o.Quantile, "quantile", advise.DefaultQuantile, "the share of deleted pods whose every node the delay must cover")
-	f.Float64Var(&o.Confidence, "confidence", advise.DefaultConfidence, "the confidence of the bound")
+	f.Float64Var(&o.Confidence, "confidence", stats.DefaultConfidence, "the confidence of the bound")
 	f.BoolVar(&asJSON, "json", false, "print the advice as JSON")
 	return cmd
 }

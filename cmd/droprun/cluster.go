@@ -17,7 +17,7 @@ func newClusterCmd(s streams) *cobra.Command {
 		Short: "Create, inspect and delete droprun's kind cluster",
 		Long: `Manage droprun's kind cluster through the kind library (never the kind binary).
 
-The default cluster is the chapter's: 1 control plane + 2 workers, kube-proxy
+The default cluster is 1 control plane + 2 workers, kube-proxy
 in iptables mode. Its node image (--node-image, default auto) is droprun's
 cached image, else kind's published image when a registry serves it (pulled,
 with kind's own CNI), else droprun's image built offline (about 15 min on 2

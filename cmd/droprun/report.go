@@ -14,6 +14,7 @@ import (
 	"github.com/droprun/droprun/harness/atomicfile"
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/report"
+	"github.com/droprun/droprun/harness/stats"
 )
 
 // analyzeRun analyses a run directory from its raw data; a directory that
@@ -224,7 +225,7 @@ see examples/ci/):
 	f := cmd.Flags()
 	f.Float64Var(&rate, "max-drop-rate", 0, "highest drop rate allowed, tested against its upper confidence bound (e.g. 0.001)")
 	f.Int64Var(&perRollout, "max-drops-per-rollout", 0, "most drops allowed in any one rollout (0: none)")
-	f.Float64Var(&l.Confidence, "confidence", gate.DefaultConfidence, "confidence of every bound and test")
+	f.Float64Var(&l.Confidence, "confidence", stats.DefaultConfidence, "confidence of every bound and test")
 	f.StringVar(&baseline, "baseline", "", "a baseline run directory: fail rows that drop significantly more per rollout")
 	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
 	f.StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file")

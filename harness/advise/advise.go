@@ -13,8 +13,7 @@ import (
 
 // Defaults of Options, and the settings the recommendation is built from.
 const (
-	DefaultQuantile   = 0.99
-	DefaultConfidence = 0.95
+	DefaultQuantile = 0.99
 	// DefaultGraceSeconds is Kubernetes's default
 	// terminationGracePeriodSeconds: what an app gets after SIGTERM when
 	// it has no preStop hook.
@@ -32,7 +31,8 @@ const (
 // Options tune Advise. The zero value uses the defaults.
 type Options struct {
 	// Quantile is the share of pairs the delay must cover (default 0.99);
-	// Confidence the confidence of the bound (default 0.95).
+	// Confidence the confidence of the bound (default
+	// stats.DefaultConfidence).
 	Quantile   float64 `json:"quantile"`
 	Confidence float64 `json:"confidence"`
 }
@@ -42,7 +42,7 @@ func (o Options) withDefaults() Options {
 		o.Quantile = DefaultQuantile
 	}
 	if o.Confidence == 0 {
-		o.Confidence = DefaultConfidence
+		o.Confidence = stats.DefaultConfidence
 	}
 	return o
 }

@@ -11,9 +11,19 @@ import (
 const BinWidth = 100 * time.Millisecond
 
 // ClassOrder is the order classes are stacked in, from the bottom: the
-// failures first (so they stand on the axis, where their height reads
-// directly), 2xx last.
-var ClassOrder = append(traffic.Classes()[1:], traffic.Class2xx)
+// failures first, in the catalogue's order (so they stand on the axis,
+// where their height reads directly), 2xx last.
+var ClassOrder = func() []traffic.Class {
+	var failed, served []traffic.Class
+	for _, ci := range traffic.Catalogue() {
+		if ci.Class.Failed() {
+			failed = append(failed, ci.Class)
+		} else {
+			served = append(served, ci.Class)
+		}
+	}
+	return append(failed, served...)
+}()
 
 // classIndex maps a class to its place in classes.
 var classIndex = func() map[traffic.Class]int {
@@ -34,13 +44,7 @@ func IndexOf(c traffic.Class) int {
 }
 
 // NClasses is the number of outcome classes droprun knows.
-const NClasses = 10
-
-func init() {
-	if len(ClassOrder) != NClasses {
-		panic("plot: traffic has a class the figures do not know: update NClasses")
-	}
-}
+const NClasses = traffic.NClasses
 
 // Counts is one bin: requests per class, indexed like classes.
 type Counts [NClasses]uint64

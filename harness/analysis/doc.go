@@ -10,6 +10,13 @@
 // to write summary.json and failures.jsonl; plot and report render its
 // value and never re-read or re-derive anything.
 //
+// Intervals. Every rate a view shows comes with its interval from
+// IntervalsOf, computed once per row into VariantSummary.Intervals at
+// stats.DefaultConfidence: the drop rate (Wilson), drops per rollout
+// (exact Poisson), the measurable rate of the sweeps (Wilson) and, for a
+// row that dropped nothing, the exact upper bound its zero supports
+// (Clopper–Pearson).
+//
 // Windows. A variant's traffic is cut into a control window (before the
 // first rollout), then per rollout its window (from its start until its old
 // pods are gone, plus settle) and its tail (until the next rollout). A

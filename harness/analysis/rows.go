@@ -113,6 +113,7 @@ func (sh rowShared) row(name, expected string, rs []RolloutSummary) VariantSumma
 		vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
 	}
 	vs.Suspect = append(vs.Suspect, sh.client.Suspect...)
+	vs.Intervals = IntervalsOf(&vs)
 	return vs
 }
 

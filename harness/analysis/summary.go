@@ -104,6 +104,10 @@ type VariantSummary struct {
 	// HookFailures are Warning events such as FailedPreStopHook.
 	HookFailures []string `json:"hookFailures,omitempty"`
 	Suspect      []string `json:"suspect,omitempty"`
+	// Intervals are the row's rates with the intervals the views show,
+	// computed once, by IntervalsOf. They are not written to
+	// summary.json, which keeps the tallies they are computed from.
+	Intervals RowIntervals `json:"-"`
 }
 
 // ServerView is the client's view and the pods' view of one variant's

@@ -5,11 +5,7 @@ import (
 	"slices"
 
 	"github.com/droprun/droprun/harness/scenario"
-	"github.com/droprun/droprun/harness/stats"
 )
-
-// SweepConf is the confidence of a sweep point's interval: 95 %.
-const SweepConf = 0.95
 
 // sweepPoint is the value of the swept field variant v measured, or nil
 // when v is not one of a sweep's variants.
@@ -38,8 +34,9 @@ type SweepResult struct {
 	// (VariantSummary.Measurable): the timeouts sent while the client
 	// itself stalled are left out, as excused.
 	Drops, Requests uint64
-	// Rate is Drops/Requests with its Wilson interval at SweepConf.
-	Rate stats.Interval
+	// Rate is Drops/Requests with its interval: the row's
+	// RowIntervals.Measurable.
+	Rate RateInterval
 	// ExpectedFloor is the drops the control window's failure rate
 	// predicts for the row's windows (VariantSummary.ExpectedFloor).
 	ExpectedFloor float64
@@ -78,7 +75,7 @@ func Sweeps(rows []VariantSummary) []Sweep {
 		m := r.Measurable
 		out[i].Points = append(out[i].Points, SweepResult{
 			Row: r.Variant, Point: *r.Sweep, Drops: m.Failures, Requests: m.Requests,
-			Rate:          stats.Wilson(m.Failures, m.Requests, SweepConf),
+			Rate:          r.Intervals.Measurable,
 			ExpectedFloor: r.ExpectedFloor,
 			AtFloor:       m.Requests > 0 && AtFloor(m.Failures, r.ExpectedFloor),
 		})

@@ -17,6 +17,14 @@ func sweepRow(value string, number float64, drops, requests uint64, floor float6
 	}
 }
 
+// withIntervals fills in hand-built rows' intervals, as rows does.
+func withIntervals(rows []VariantSummary) []VariantSummary {
+	for k := range rows {
+		rows[k].Intervals = IntervalsOf(&rows[k])
+	}
+	return rows
+}
+
 func TestSweepsGroupsAndSorts(t *testing.T) {
 	rows := []VariantSummary{
 		{Variant: "no-prestop", Measurable: Tally{Failures: 50, Requests: 1000}},
@@ -26,7 +34,7 @@ func TestSweepsGroupsAndSorts(t *testing.T) {
 		sweepRow("2", 2, 3, 30000, 4.5),
 		sweepRow("1", 1, 9, 30000, 4.5),
 	}
-	sw := Sweeps(rows)
+	sw := Sweeps(withIntervals(rows))
 	if len(sw) != 2 || sw[0].Group != "g" || sw[1].Group != "h" {
 		t.Fatalf("sweeps %+v, want groups g then h", sw)
 	}

@@ -116,97 +116,19 @@ func Totals(records []Record, from, to time.Time) Summary {
 	if end.IsZero() {
 		end = time.Unix(1<<62, 0) // all of them
 	}
-	instances := map[string]*instanceRecords{}
-	errs := map[string]int{}
-	var scrapes, noCounter int
-	var lastErr *Record
-	for i := range records {
-		r := &records[i]
-		inRange := !r.Time.Before(from) && !r.Time.After(end)
-		if r.Source == SourceScrapeErrors {
-			if inRange {
-				errs[r.Pod] += r.Errors
-				if lastErr == nil || r.Time.After(lastErr.Time) {
-					lastErr = r
-				}
-			}
-			continue
-		}
-		if r.Source == SourceScrape && r.Error == "" && inRange {
-			scrapes++
-			if r.NoCounter {
-				noCounter++
-			}
-		}
-		if r.Error != "" || (r.Source != SourceScrape && r.Source != SourceTermination) {
-			continue
-		}
-		in := instances[r.Instance()]
-		if in == nil {
-			in = &instanceRecords{pod: r.Pod}
-			instances[r.Instance()] = in
-		}
-		in.variant, in.row = or(in.variant, r.Variant), or(in.row, r.Row)
-		if in.started.IsZero() {
-			in.started = r.Started
-		}
-		if r.Source == SourceTermination {
-			in.final = r
-		} else {
-			in.scrapes = append(in.scrapes, r)
-		}
-	}
-
-	pods := map[string]*PodSummary{}
-	for _, in := range instances {
-		sort.SliceStable(in.scrapes, func(i, j int) bool { return in.scrapes[i].Time.Before(in.scrapes[j].Time) })
-		last := in.valueAt(end)
-		if last == nil {
-			continue
-		}
-		var base *Record
-		uncertain := false
-		switch {
-		case from.IsZero():
-		case in.valueAt(from) != nil:
-			base = in.valueAt(from)
-		case !in.started.IsZero() && in.started.Add(time.Second).After(from):
-			// Started after from, to the second the kubelet reports it.
-		default:
-			base, uncertain = in.firstAfter(from), true
-		}
-		counts := last.counts()
-		if base != nil {
-			var ok bool
-			counts, ok = counts.minus(base.counts())
-			uncertain = uncertain || !ok
-		}
-
-		p := pods[in.pod]
-		if p == nil {
-			p = &PodSummary{Pod: in.pod, ByHandler: Counts{}, Final: true}
-			pods[in.pod] = p
-		}
-		p.Variant, p.Row = or(p.Variant, in.variant), or(p.Row, in.row)
-		p.Instances++
-		p.ByHandler.plus(counts)
-		p.Final = p.Final && last.Source == SourceTermination
-		p.Uncertain = p.Uncertain || uncertain
-		if last.Time.After(p.Last) {
-			p.Last = last.Time
-		}
-	}
-	for pod, n := range errs {
+	g := gather(records, from, end)
+	pods := podSummaries(g.instances, from, end)
+	for pod, n := range g.errs {
 		if p := pods[pod]; p != nil {
 			p.ScrapeErrors = n
 		}
 	}
 
-	s := Summary{From: from, To: to, ByHandler: Counts{}, ByCode: map[string]int{}, Scrapes: scrapes, NoCounter: noCounter}
-	if lastErr != nil {
-		s.LastError = lastErr.Error
+	s := Summary{From: from, To: to, ByHandler: Counts{}, ByCode: map[string]int{}, Scrapes: g.scrapes, NoCounter: g.noCounter}
+	if g.lastErr != nil {
+		s.LastError = g.lastErr.Error
 	}
-	for _, n := range errs {
+	for _, n := range g.errs {
 		s.ScrapeErrors += n
 	}
 	for _, p := range pods {
@@ -234,6 +156,120 @@ func Totals(records []Record, from, to time.Time) Summary {
 		return 0
 	})
 	return s
+}
+
+// gathered is what gather sorts the records into.
+type gathered struct {
+	// instances holds the count-bearing records by container instance
+	// (Record.Instance), each instance's scrapes in any order.
+	instances map[string]*instanceRecords
+	// errs counts the failed scrapes in the range by pod; lastErr is the
+	// latest record of them.
+	errs    map[string]int
+	lastErr *Record
+	// scrapes and noCounter count the successful scrapes in the range,
+	// and those that lacked a custom app's counter.
+	scrapes, noCounter int
+}
+
+// gather sorts records into their container instances, and counts the
+// scrapes and failed scrapes between from and end.
+func gather(records []Record, from, end time.Time) gathered {
+	g := gathered{instances: map[string]*instanceRecords{}, errs: map[string]int{}}
+	for i := range records {
+		r := &records[i]
+		inRange := !r.Time.Before(from) && !r.Time.After(end)
+		if r.Source == SourceScrapeErrors {
+			if inRange {
+				g.errs[r.Pod] += r.Errors
+				if g.lastErr == nil || r.Time.After(g.lastErr.Time) {
+					g.lastErr = r
+				}
+			}
+			continue
+		}
+		if r.Source == SourceScrape && r.Error == "" && inRange {
+			g.scrapes++
+			if r.NoCounter {
+				g.noCounter++
+			}
+		}
+		if r.Error != "" || (r.Source != SourceScrape && r.Source != SourceTermination) {
+			continue
+		}
+		in := g.instances[r.Instance()]
+		if in == nil {
+			in = &instanceRecords{pod: r.Pod}
+			g.instances[r.Instance()] = in
+		}
+		in.variant, in.row = or(in.variant, r.Variant), or(in.row, r.Row)
+		if in.started.IsZero() {
+			in.started = r.Started
+		}
+		if r.Source == SourceTermination {
+			in.final = r
+		} else {
+			in.scrapes = append(in.scrapes, r)
+		}
+	}
+	return g
+}
+
+// podSummaries adds up each pod's instances' counts between from and end
+// (countBetween), by pod name; ScrapeErrors, Requests and Answered are
+// left to the caller.
+func podSummaries(instances map[string]*instanceRecords, from, end time.Time) map[string]*PodSummary {
+	pods := map[string]*PodSummary{}
+	for _, in := range instances {
+		counts, last, uncertain := in.countBetween(from, end)
+		if last == nil {
+			continue
+		}
+		p := pods[in.pod]
+		if p == nil {
+			p = &PodSummary{Pod: in.pod, ByHandler: Counts{}, Final: true}
+			pods[in.pod] = p
+		}
+		p.Variant, p.Row = or(p.Variant, in.variant), or(p.Row, in.row)
+		p.Instances++
+		p.ByHandler.plus(counts)
+		p.Final = p.Final && last.Source == SourceTermination
+		p.Uncertain = p.Uncertain || uncertain
+		if last.Time.After(p.Last) {
+			p.Last = last.Time
+		}
+	}
+	return pods
+}
+
+// countBetween is what the instance answered between from and end, as
+// Totals counts it: its value at end less its value at from. last is the
+// record of its value at end, nil when it has none (then it counts
+// nothing); uncertain says the count is not exact. It sorts the
+// instance's scrapes.
+func (in *instanceRecords) countBetween(from, end time.Time) (counts Counts, last *Record, uncertain bool) {
+	sort.SliceStable(in.scrapes, func(i, j int) bool { return in.scrapes[i].Time.Before(in.scrapes[j].Time) })
+	last = in.valueAt(end)
+	if last == nil {
+		return nil, nil, false
+	}
+	var base *Record
+	switch {
+	case from.IsZero():
+	case in.valueAt(from) != nil:
+		base = in.valueAt(from)
+	case !in.started.IsZero() && in.started.Add(time.Second).After(from):
+		// Started after from, to the second the kubelet reports it.
+	default:
+		base, uncertain = in.firstAfter(from), true
+	}
+	counts = last.counts()
+	if base != nil {
+		var ok bool
+		counts, ok = counts.minus(base.counts())
+		uncertain = uncertain || !ok
+	}
+	return counts, last, uncertain
 }
 
 func or(a, b string) string {

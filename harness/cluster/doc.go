@@ -2,7 +2,8 @@
 // creates, reuses and deletes through the kind library (never the kind
 // binary), or an existing cluster the user names explicitly.
 //
-// A kind cluster is 1 control plane plus workers (3 nodes by default), on the node image nodeimage.Selector chooses
+// A kind cluster is 1 control plane plus workers (3 nodes by default: the
+// control plane and 2 workers), on the node image nodeimage.Selector chooses
 // (droprun's own, or kind's published one where a registry serves it; a
 // node image that is not droprun's gets the containerd setting this
 // host needs, Config.RestrictOOMScoreAdj). Every node has two

@@ -40,9 +40,6 @@ const (
 	CheckBaseline   = "baseline"              // not worse than the baseline run
 )
 
-// DefaultConfidence is the confidence of bounds and tests unless set.
-const DefaultConfidence = 0.95
-
 // Limits are what a run is held to. A nil limit is not checked.
 type Limits struct {
 	// MaxDropRate is the highest drop rate (drops / rollout-window
@@ -50,7 +47,8 @@ type Limits struct {
 	MaxDropRate *float64
 	// MaxDropsPerRollout is the most any single rollout may drop.
 	MaxDropsPerRollout *int64
-	// Confidence is the confidence of every bound and test (0.95).
+	// Confidence is the confidence of every bound and test (0 means
+	// stats.DefaultConfidence).
 	Confidence float64
 	// Rows limits the check to these rows (variant names, or
 	// "NAME/introducing"); empty means every row.
@@ -99,7 +97,7 @@ func (r *Report) add(row, check string, v Verdict, format string, a ...any) {
 // confidence in (0, 1), and at least one limit.
 func (l *Limits) Validate() error {
 	if l.Confidence == 0 {
-		l.Confidence = DefaultConfidence
+		l.Confidence = stats.DefaultConfidence
 	}
 	if !(l.Confidence > 0 && l.Confidence < 1) {
 		return usage("--confidence %v: give a confidence between 0 and 1, e.g. 0.95", l.Confidence)

@@ -1,15 +1,15 @@
 package observe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -73,92 +73,40 @@ type proxyMetrics struct {
 }
 
 // parseKubeProxyMetrics reads the two series droprun needs from a
-// Prometheus text exposition. Both carry an ip_family label; a dual-stack
-// kube-proxy reports each family, so the latest sync and the summed
-// histogram are returned. Metrics without a last-sync series are an error:
-// either this is not kube-proxy or it has not synced yet.
+// Prometheus text exposition, with expfmt's parser. Both carry an
+// ip_family label; a dual-stack kube-proxy reports each family, so the
+// latest sync and the summed histogram are returned. Text that does not
+// parse, and metrics without a last-sync series, are errors: either this
+// is not kube-proxy or it has not synced yet.
 func parseKubeProxyMetrics(text []byte) (proxyMetrics, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return proxyMetrics{}, fmt.Errorf("the metrics do not parse as Prometheus text: %w", err)
+	}
 	var m proxyMetrics
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for line := 1; sc.Scan(); line++ {
-		name, value, ok, err := parseSample(sc.Bytes())
-		if err != nil {
-			return m, fmt.Errorf("metrics line %d: %w", line, err)
-		}
-		if !ok {
-			continue
-		}
-		switch name {
-		case metricLastSync:
-			found = true
-			m.lastSync = math.Max(m.lastSync, value)
-		case metricProgramming + "_sum":
-			m.progSum += value
-		case metricProgramming + "_count":
-			m.progCount += value
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return m, fmt.Errorf("reading metrics: %w", err)
-	}
-	if !found {
+	sync := families[metricLastSync].GetMetric()
+	if len(sync) == 0 {
 		return m, fmt.Errorf("no %s series in the metrics: not kube-proxy, or it has not synced its rules yet", metricLastSync)
 	}
+	for _, s := range sync {
+		m.lastSync = math.Max(m.lastSync, value(s))
+	}
+	for _, s := range families[metricProgramming].GetMetric() {
+		if h := s.GetHistogram(); h != nil {
+			m.progSum += h.GetSampleSum()
+			m.progCount += float64(h.GetSampleCount())
+		}
+	}
+	// Without its TYPE line, a histogram's _sum and _count are untyped
+	// families of their own.
+	for _, s := range families[metricProgramming+"_sum"].GetMetric() {
+		m.progSum += value(s)
+	}
+	for _, s := range families[metricProgramming+"_count"].GetMetric() {
+		m.progCount += value(s)
+	}
 	return m, nil
-}
-
-// parseSample splits one exposition line "name{labels} value [timestamp]"
-// into its name and value, for the series droprun reads; other lines
-// (comments, blank lines, other metrics) report ok=false.
-func parseSample(line []byte) (name string, value float64, ok bool, err error) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 || line[0] == '#' {
-		return "", 0, false, nil
-	}
-	end := bytes.IndexAny(line, "{ \t")
-	if end < 0 {
-		return "", 0, false, fmt.Errorf("sample without a value: %q", line)
-	}
-	name = string(line[:end])
-	if name != metricLastSync && name != metricProgramming+"_sum" && name != metricProgramming+"_count" {
-		return "", 0, false, nil
-	}
-	rest := line[end:]
-	if rest[0] == '{' {
-		close, err := labelsEnd(rest)
-		if err != nil {
-			return "", 0, false, fmt.Errorf("%s: %w", name, err)
-		}
-		rest = rest[close+1:]
-	}
-	fields := bytes.Fields(rest)
-	if len(fields) == 0 {
-		return "", 0, false, fmt.Errorf("%s: sample without a value", name)
-	}
-	value, err = strconv.ParseFloat(string(fields[0]), 64)
-	if err != nil {
-		return "", 0, false, fmt.Errorf("%s: %w", name, err)
-	}
-	return name, value, true, nil
-}
-
-// labelsEnd returns the index of the '}' closing the label set that b
-// starts with, skipping quoted label values and their escapes.
-func labelsEnd(b []byte) (int, error) {
-	quoted := false
-	for i := 1; i < len(b); i++ {
-		switch {
-		case quoted && b[i] == '\\':
-			i++
-		case b[i] == '"':
-			quoted = !quoted
-		case !quoted && b[i] == '}':
-			return i, nil
-		}
-	}
-	return 0, errors.New("unterminated label set")
 }
 
 // unixTime turns float unix seconds into a time in UTC.

@@ -61,9 +61,9 @@ kubeproxy_network_programming_duration_seconds_count{ip_family="IPv6"} 1
 			"kubeproxy_network_programming_duration_seconds_count{ip_family=\"IPv4\"}\t3\n",
 			proxyMetrics{lastSync: 42, progSum: 2.25, progCount: 3}, ""},
 		{"no sync yet: histogram only", "kubeproxy_network_programming_duration_seconds_count 0\n", proxyMetrics{}, "no kubeproxy_sync_proxy_rules_last_timestamp_seconds"},
-		{"not metrics at all", "<html><body>404 page not found</body></html>\n", proxyMetrics{}, "no kubeproxy_sync_proxy_rules_last_timestamp_seconds"},
+		{"not metrics at all", "<html><body>404 page not found</body></html>\n", proxyMetrics{}, "do not parse as Prometheus text"},
 		{"bad value", "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} soon\n", proxyMetrics{}, "line 1"},
-		{"unterminated labels", "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4} 1\n", proxyMetrics{}, "unterminated label set"},
+		{"unterminated labels", "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4} 1\n", proxyMetrics{}, "line 1"},
 		{"no value", "\n\nkubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"}\n", proxyMetrics{}, "line 3"},
 	}
 	for _, tt := range tests {

@@ -307,9 +307,9 @@ func TestRecorderFlushesWithinASecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Stop()
-	r.Mark(timeline.KindWindowOpen, map[string]string{"window": "control"})
+	r.Mark(timeline.KindWindowClose, map[string]string{"window": "control"})
 	deadline := time.Now().Add(3 * jsonl.FlushEvery)
-	for !strings.Contains(out.String(), `"kind":"window.open"`) {
+	for !strings.Contains(out.String(), `"kind":"window.close"`) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a mark was not flushed within %v", 3*jsonl.FlushEvery)
 		}

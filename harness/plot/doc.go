@@ -59,6 +59,7 @@
 //
 // ROW is the row name made file-safe ("the-trap/introducing" becomes
 // "the-trap-introducing"); names are unique within a run. Every class has
-// the same colour in every figure (ClassColor), and every legend sits in
-// a strip right of the data, never over it.
+// the same colour in every figure (ClassColor), its colour in the class
+// catalogue (traffic.ClassInfo), which the report page uses too, and
+// every legend sits in a strip right of the data, never over it.
 package plot

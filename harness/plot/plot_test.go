@@ -294,10 +294,19 @@ func TestTimelineFigureImages(t *testing.T) {
 	checkImages(t, f, figWidth, 7.5*vg.Inch)
 }
 
+// derived fills in what the analysis derives from a hand-built
+// summary's tallies: every row's intervals (analysis.IntervalsOf).
+func derived(sum *analysis.Summary) *analysis.Summary {
+	for k := range sum.Variants {
+		sum.Variants[k].Intervals = analysis.IntervalsOf(&sum.Variants[k])
+	}
+	return sum
+}
+
 // TestEmptyRow draws every figure for a row with nothing in it: no
 // rollouts, no requests, no gaps, and a rollout with no requests at all.
 func TestEmptyRow(t *testing.T) {
-	sum := &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "empty"}, {Variant: "clean", WindowRequests: 1000}}}
+	sum := derived(&analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "empty"}, {Variant: "clean", WindowRequests: 1000}}})
 	f, err := variantsFigure(sum)
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +358,7 @@ func TestNamesUniqueAndFileSafe(t *testing.T) {
 	}
 	// Two rows whose file-safe names collide, neither with a rollout.
 	a := &analysis.Analysis{
-		Summary: &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "a/b"}, {Variant: "a-b"}}},
+		Summary: derived(&analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "a/b"}, {Variant: "a-b"}}}),
 		Rows:    []*analysis.RowSeries{{Row: "a/b", Since: analysis.Sparse{}}, {Row: "a-b", Since: analysis.Sparse{}}},
 	}
 	figs, err := Figures(a)

@@ -99,20 +99,16 @@ func hex(s string) color.RGBA {
 	return color.RGBA{R: r, G: g, B: b, A: 255}
 }
 
-// classColors gives every outcome class its colour, the same in every
-// figure: 2xx a pale green that recedes, the failures strong colours.
-var classColors = map[traffic.Class]color.RGBA{
-	traffic.Class2xx:      hex("#c6dfc0"),
-	traffic.ClassRefused:  hex("#d62728"),
-	traffic.ClassReset:    hex("#ff7f0e"),
-	traffic.ClassEOF:      hex("#9467bd"),
-	traffic.ClassTimeout:  hex("#1f77b4"),
-	traffic.ClassOther:    hex("#8c564b"),
-	traffic.Class502:      hex("#e377c2"),
-	traffic.Class503:      hex("#bcbd22"),
-	traffic.Class5xxOther: hex("#17becf"),
-	traffic.Class4xx:      hex("#7f7f7f"),
-}
+// classColors gives every outcome class its catalogue colour
+// (traffic.ClassInfo.Colour), the same in every figure and on the report
+// page.
+var classColors = func() map[traffic.Class]color.RGBA {
+	m := map[traffic.Class]color.RGBA{}
+	for _, ci := range traffic.Catalogue() {
+		m[ci.Class] = hex(ci.Colour)
+	}
+	return m
+}()
 
 // ClassColor returns the colour figures give class c (black for a class
 // droprun does not know).

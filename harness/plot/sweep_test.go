@@ -26,10 +26,10 @@ func sweepAnalysis() *analysis.Analysis {
 				{Unrouted: -1, Source: analysis.RouteSourceDataPlane},
 			}}
 	}
-	sum := &analysis.Summary{Variants: []analysis.VariantSummary{
+	sum := derived(&analysis.Summary{Variants: []analysis.VariantSummary{
 		{Variant: "no-prestop", Drops: 80, WindowRequests: 30000},
 		row("3", 3, 0), row("0", 0, 150), row("1", 1, 12), row("2", 2, 0),
-	}}
+	}})
 	a := &analysis.Analysis{Summary: sum}
 	for _, v := range sum.Variants {
 		a.Rows = append(a.Rows, &analysis.RowSeries{Row: v.Variant})

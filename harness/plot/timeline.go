@@ -32,6 +32,55 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 		Name:    fmt.Sprintf("timeline-%s-r%d", fileSafe(rd.row), rd.rs.N),
 		Variant: rd.row,
 	}
+	drawnTitle := timelineWords(&fig, rd)
+
+	xmin := -timelinePad.Seconds()
+	xmax := float64(rd.h.First+len(rd.h.Bins)) * BinWidth.Seconds()
+	fades := []gplot.Plotter{fade{xmin, 0}, fade{rd.end.Seconds(), xmax}}
+	tp := newTimelinePanels(rd, drawnTitle, xmin, xmax, fades)
+
+	leg := newLegend()
+	classLegend(&leg, rd.h.Sum(), false)
+	leg.Add("")
+	leg.Add("faded: outside the window", fadeThumb{})
+	leg.Add("")
+	markerLegend(&leg, rd.markers, markerKinds)
+
+	plots := []*gplot.Plot{tp.events, tp.top, tp.bottom}
+	dataH := []vg.Length{0.2*vg.Inch + vg.Length(tp.lanes)*0.18*vg.Inch, 0, 0}
+	height := timelineHeight
+	var rig rigPanels
+	if len(rd.rig) > 0 {
+		// The failures panel hands its x axis label down to the rig's.
+		tp.bottom.X.Label.Text = ""
+		tp.bottom.X.Tick.Marker = unlabelled{secondTicks{}}
+		rig = newRigPanels(rd, xmin, xmax, fades)
+		plots = append(plots, rig.cpu, rig.lag)
+		dataH = append(dataH, 0.8*vg.Inch, 1.1*vg.Inch)
+		height = timelineRigHeight
+	}
+
+	paint := func(c draw.Canvas) {
+		plotArea, strip := splitLegend(c)
+		plotArea = draw.Crop(plotArea, vg.Points(4), 0, vg.Points(4), -vg.Points(6))
+		cs := stack(plotArea, plots, dataH, vg.Points(8))
+		for i, p := range plots {
+			p.Draw(cs[i])
+		}
+		drawLegend(leg, strip, tp.top.DataCanvas(cs[1]).Max.Y)
+		if rig.cpu != nil {
+			drawLegend(rig.leg, strip, rig.cpu.DataCanvas(cs[3]).Max.Y)
+		}
+	}
+	var err error
+	fig.PNG, fig.SVG, err = render(figWidth, height, paint)
+	return fig, err
+}
+
+// timelineWords sets fig's title and caption for rollout rd, and returns
+// the title drawn on the figure: the title without the rig's saturation,
+// which the caption explains.
+func timelineWords(fig *Figure, rd *rolloutData) (drawnTitle string) {
 	win := rd.rs.Window
 	fig.Title = fmt.Sprintf("%s, rollout %d: %s of %s window requests failed",
 		rd.row, rd.rs.N, stats.FormatCount(win.Failures), stats.FormatCount(win.Requests))
@@ -46,7 +95,7 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	fig.Caption = fmt.Sprintf("Requests of %s's rollout %d per 100 ms, by the time they were sent and stacked by outcome: all requests on top, the failed ones alone below on their own scale. "+
 		"Vertical lines mark cluster events; the faded stretches are outside the rollout window (it opened at 0 s and %s), so their failures do not count as drops.",
 		rd.row, rd.rs.N, closed)
-	drawnTitle := fig.Title
+	drawnTitle = fig.Title
 	if len(rd.rig) > 0 {
 		fig.Caption += fmt.Sprintf(" At the bottom, the rig (the machine that runs both the cluster and the traffic client), sampled about every %s: "+
 			"the share of the time some task waited for a CPU core (CPU pressure, shaded) and the share of the host's cores busy (line), then how far behind its schedule the client sent its latest request; "+
@@ -57,10 +106,21 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 		fig.Title += "; the rig was short of CPU"
 		fig.Caption = sat + " " + fig.Caption
 	}
+	return drawnTitle
+}
 
-	xmin := -timelinePad.Seconds()
-	xmax := float64(rd.h.First+len(rd.h.Bins)) * BinWidth.Seconds()
-	events := newPlot(drawnTitle, "", "")
+// timelinePanels are a timeline's three panels over one x range: the
+// cluster events in lanes (under the title), all requests, and the
+// failures alone.
+type timelinePanels struct {
+	events, top, bottom *gplot.Plot
+	lanes               int // the event panel's lanes
+}
+
+// newTimelinePanels builds rd's panels over [xmin, xmax] seconds, each
+// with fades over the stretches outside the window.
+func newTimelinePanels(rd *rolloutData, title string, xmin, xmax float64, fades []gplot.Plotter) timelinePanels {
+	events := newPlot(title, "", "")
 	top := newPlot("", "", "all requests per 100 ms")
 	bottom := newPlot("", "seconds since the rollout started", "failed requests per 100 ms")
 	for _, p := range []*gplot.Plot{events, top, bottom} {
@@ -76,7 +136,6 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	fmax := rd.h.Max(true)
 	bottom.Y.Max = max(4, float64(fmax)*1.1)
 
-	fades := []gplot.Plotter{fade{xmin, 0}, fade{endS, xmax}}
 	lanes := newEventLanes(rd.markers)
 	events.Y.Min, events.Y.Max = -0.6, float64(len(lanes.lanes))-0.4
 	events.Y.Tick.Marker = lanes.ticks()
@@ -93,43 +152,7 @@ func timelineFigure(rd *rolloutData) (Figure, error) {
 	if fmax == 0 {
 		bottom.Add(note("no failed requests in this stretch"))
 	}
-
-	leg := newLegend()
-	classLegend(&leg, rd.h.Sum(), false)
-	leg.Add("")
-	leg.Add("faded: outside the window", fadeThumb{})
-	leg.Add("")
-	markerLegend(&leg, rd.markers, markerKinds)
-
-	plots := []*gplot.Plot{events, top, bottom}
-	dataH := []vg.Length{0.2*vg.Inch + vg.Length(len(lanes.lanes))*0.18*vg.Inch, 0, 0}
-	height := timelineHeight
-	var rig rigPanels
-	if len(rd.rig) > 0 {
-		// The failures panel hands its x axis label down to the rig's.
-		bottom.X.Label.Text = ""
-		bottom.X.Tick.Marker = unlabelled{secondTicks{}}
-		rig = newRigPanels(rd, xmin, xmax, fades)
-		plots = append(plots, rig.cpu, rig.lag)
-		dataH = append(dataH, 0.8*vg.Inch, 1.1*vg.Inch)
-		height = timelineRigHeight
-	}
-
-	paint := func(c draw.Canvas) {
-		plotArea, strip := splitLegend(c)
-		plotArea = draw.Crop(plotArea, vg.Points(4), 0, vg.Points(4), -vg.Points(6))
-		cs := stack(plotArea, plots, dataH, vg.Points(8))
-		for i, p := range plots {
-			p.Draw(cs[i])
-		}
-		drawLegend(leg, strip, top.DataCanvas(cs[1]).Max.Y)
-		if rig.cpu != nil {
-			drawLegend(rig.leg, strip, rig.cpu.DataCanvas(cs[3]).Max.Y)
-		}
-	}
-	var err error
-	fig.PNG, fig.SVG, err = render(figWidth, height, paint)
-	return fig, err
+	return timelinePanels{events: events, top: top, bottom: bottom, lanes: len(lanes.lanes)}
 }
 
 // stack lays plots out top to bottom in c, pad apart, with their data

@@ -14,9 +14,6 @@ import (
 	"github.com/droprun/droprun/harness/stats"
 )
 
-// Confidence is the confidence level of the intervals the figures show.
-const Confidence = 0.95
-
 // rateRow is one variant row of the comparison.
 type rateRow struct {
 	name     string
@@ -103,15 +100,17 @@ func variantsFigure(sum *analysis.Summary) (Figure, error) {
 	rows := make(rateRows, len(sum.Variants))
 	lo := 1.0
 	for i, v := range sum.Variants {
-		r := rateRow{name: v.Variant, drops: v.Drops, n: v.WindowRequests, rollouts: len(v.Rollouts), dropped: v.RolloutsWithDrops}
-		r.iv = stats.Wilson(r.drops, r.n, Confidence)
+		r := rateRow{name: v.Variant, drops: v.Drops, n: v.WindowRequests, rollouts: len(v.Rollouts), dropped: v.RolloutsWithDrops,
+			iv: v.Intervals.DropRate.Interval}
 		rows[i] = r
-		switch {
-		case r.iv.Empty || math.IsNaN(r.iv.Hi):
-		case r.drops == 0:
-			lo = min(lo, r.iv.Hi)
-		default:
-			lo = min(lo, r.iv.Lo)
+		// The lowest bound drawn: a zero row's upper bound, another row's
+		// lower one. Only a positive bound has a place on the log axis.
+		b := r.iv.Lo
+		if r.drops == 0 {
+			b = r.iv.Hi
+		}
+		if !r.iv.Empty && b > 0 {
+			lo = min(lo, b)
 		}
 	}
 	// One decade below the lowest bound, and room for the zero rows' arrows.

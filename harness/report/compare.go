@@ -14,7 +14,7 @@ func Compare(a, b *analysis.Summary) []string {
 				continue
 			}
 			c := stats.Compare(stats.Counts{Name: va.Variant + " (A)", Drops: va.Drops, Requests: va.WindowRequests, PerRollout: va.PerRollout()},
-				stats.Counts{Name: vb.Variant + " (B)", Drops: vb.Drops, Requests: vb.WindowRequests, PerRollout: vb.PerRollout()}, Conf)
+				stats.Counts{Name: vb.Variant + " (B)", Drops: vb.Drops, Requests: vb.WindowRequests, PerRollout: vb.PerRollout()}, stats.DefaultConfidence)
 			out = append(out, c.Verdict)
 		}
 	}
@@ -41,7 +41,7 @@ func compareVariants(sum *analysis.Summary) []stats.Comparison {
 	var out []stats.Comparison
 	for _, v := range sum.Variants[1:] {
 		out = append(out, stats.Compare(stats.Counts{Name: v.Variant, Drops: v.Drops, Requests: v.WindowRequests, PerRollout: v.PerRollout()},
-			stats.Counts{Name: ref.Variant, Drops: ref.Drops, Requests: ref.WindowRequests, PerRollout: ref.PerRollout()}, Conf))
+			stats.Counts{Name: ref.Variant, Drops: ref.Drops, Requests: ref.WindowRequests, PerRollout: ref.PerRollout()}, stats.DefaultConfidence))
 	}
 	return out
 }

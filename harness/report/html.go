@@ -156,10 +156,13 @@ type htmlVariant struct {
 	Figures []htmlFigure
 }
 
+// htmlSegment is one class's part of a row's bar of drops: its colour and
+// words come from the class catalogue (traffic.Info).
 type htmlSegment struct {
-	Class, CSS string
-	N          string
-	Width      string
+	Class, Colour  string
+	Label, Meaning string
+	N              string
+	Width          string
 }
 
 type htmlRollout struct {
@@ -209,13 +212,39 @@ func buildPage(sum *analysis.Summary, in HTMLInput) (*htmlPage, error) {
 		byName[r.Variant] = k
 		p.Rows = append(p.Rows, htmlRow{cells: r.cells(), ID: ids[k], Suspect: len(r.Suspect) > 0, Dropped: r.Drops > 0})
 	}
-
-	comps := compareVariants(sum)
-	verdictOf := make([]string, len(rows))
 	if len(rows) > 0 {
 		p.Reference = rows[0].Variant
 	}
-	for k, c := range comps {
+	var verdictOf []string
+	p.Verdicts, verdictOf = verdicts(sum, rows, ids)
+
+	for k, t := range SweepTablesOf(sum) {
+		p.Sweeps = append(p.Sweeps, htmlSweep{SweepTable: t, ID: "s" + anchor(k, t.Group)}) // row anchors start with v
+	}
+	perRow, err := p.placeFigures(in.Figures, byName, len(rows))
+	if err != nil {
+		return nil, err
+	}
+
+	for k, r := range rows {
+		_, later := byName[r.Variant+introducingSuffix]
+		hv := variantSection(r, sum.Variants[k], later)
+		hv.ID, hv.Figures = ids[k], perRow[k]
+		if k > 0 {
+			hv.Verdict = verdictOf[k] + "."
+		}
+		p.Variants = append(p.Variants, hv)
+	}
+	return p, nil
+}
+
+// verdicts compares each row after the first with the first
+// (compareVariants): the verdicts the page lists, and each row's verdict
+// text by row index ("" for the first).
+func verdicts(sum *analysis.Summary, rows []Row, ids []string) ([]htmlVerdict, []string) {
+	var out []htmlVerdict
+	verdictOf := make([]string, len(rows))
+	for k, c := range compareVariants(sum) {
 		v := htmlVerdict{Variant: rows[k+1].Variant, ID: ids[k+1], Text: c.Verdict, Kind: "unclear", Label: "no difference detected"}
 		switch {
 		case sum.Variants[k+1].WindowRequests == 0 || sum.Variants[0].WindowRequests == 0:
@@ -227,17 +256,23 @@ func buildPage(sum *analysis.Summary, in HTMLInput) (*htmlPage, error) {
 		case sum.Variants[k+1].Drops+sum.Variants[0].Drops == 0:
 			v.Label = "neither dropped"
 		}
-		p.Verdicts = append(p.Verdicts, v)
+		out = append(out, v)
 		verdictOf[k+1] = c.Verdict
 	}
+	return out, verdictOf
+}
 
+// placeFigures embeds each figure where the page shows it: a sweep's
+// figure ("sweep-GROUP") with its table in p.Sweeps, a row's figure in
+// the row's section (returned by row index, byName giving the index of a
+// row name), every other one with the whole run in p.Figures.
+func (p *htmlPage) placeFigures(figs []plot.Figure, byName map[string]int, nrows int) ([][]htmlFigure, error) {
 	sweepOf := map[string]int{} // figure name -> index in p.Sweeps
-	for k, t := range SweepTablesOf(sum) {
-		p.Sweeps = append(p.Sweeps, htmlSweep{SweepTable: t, ID: "s" + anchor(k, t.Group)}) // row anchors start with v
-		sweepOf["sweep-"+t.Group] = k
+	for k, s := range p.Sweeps {
+		sweepOf["sweep-"+s.Group] = k
 	}
-	perRow := make([][]htmlFigure, len(rows))
-	for _, f := range in.Figures {
+	perRow := make([][]htmlFigure, nrows)
+	for _, f := range figs {
 		hf, err := figure(f)
 		if err != nil {
 			return nil, err
@@ -252,41 +287,39 @@ func buildPage(sum *analysis.Summary, in HTMLInput) (*htmlPage, error) {
 			p.Figures = append(p.Figures, hf)
 		}
 	}
+	return perRow, nil
+}
 
-	for k, r := range rows {
-		v := sum.Variants[k]
-		hv := htmlVariant{ID: ids[k], Name: r.Variant, Builtin: v.Builtin, Suspect: v.Suspect, HookFailures: v.HookFailures,
-			Figures: perRow[k], Bar: classBar(r), Facts: windowFacts(r, v), Rollouts: rolloutRows(v)}
-		if info, ok := variant.Lookup(v.Builtin); ok {
-			hv.What = strings.ReplaceAll(info.Summary, "`", "")
-		}
-		if strings.HasSuffix(r.Variant, introducingSuffix) && len(v.Rollouts) > 0 && v.Rollouts[0].MeasuredVariant != "" {
-			first := fmt.Sprintf("the first rollout, from %s to %s", v.Rollouts[0].MeasuredVariant, orUnknown(v.Builtin))
-			if hv.What != "" {
-				first += " (" + hv.What + ")"
-			}
-			hv.What = first
-		}
-		if k > 0 {
-			hv.Verdict = verdictOf[k] + "."
-		}
-		switch {
-		case r.WindowRequests == 0:
-			hv.Status, hv.StatusLabel = "empty", "nothing measured"
-		case r.Drops == 0:
-			hv.Status, hv.StatusLabel = "clean", "dropped nothing"
-		default:
-			hv.Status, hv.StatusLabel = "drops", fmt.Sprintf("dropped %s", stats.FormatCount(r.Drops))
-		}
-		_, later := byName[r.Variant+introducingSuffix]
-		hv.Observed, hv.Expect, hv.Why = story(r, v, later)
-		hv.GapNote, hv.Gaps = gaps(v.Gaps)
-		for _, ro := range hv.Rollouts {
-			hv.HasRig = hv.HasRig || ro.Rig != ""
-		}
-		p.Variants = append(p.Variants, hv)
+// variantSection is row r's section of the page, but for its anchor, its
+// figures and its verdict against the first row. hasIntroducing is true
+// for the later rollouts of a variant whose first rollout is its own row.
+func variantSection(r Row, v analysis.VariantSummary, hasIntroducing bool) htmlVariant {
+	hv := htmlVariant{Name: r.Variant, Builtin: v.Builtin, Suspect: v.Suspect, HookFailures: v.HookFailures,
+		Bar: classBar(r), Facts: windowFacts(r, v), Rollouts: rolloutRows(v)}
+	if info, ok := variant.Lookup(v.Builtin); ok {
+		hv.What = strings.ReplaceAll(info.Summary, "`", "")
 	}
-	return p, nil
+	if strings.HasSuffix(r.Variant, introducingSuffix) && len(v.Rollouts) > 0 && v.Rollouts[0].MeasuredVariant != "" {
+		first := fmt.Sprintf("the first rollout, from %s to %s", v.Rollouts[0].MeasuredVariant, orUnknown(v.Builtin))
+		if hv.What != "" {
+			first += " (" + hv.What + ")"
+		}
+		hv.What = first
+	}
+	switch {
+	case r.WindowRequests == 0:
+		hv.Status, hv.StatusLabel = "empty", "nothing measured"
+	case r.Drops == 0:
+		hv.Status, hv.StatusLabel = "clean", "dropped nothing"
+	default:
+		hv.Status, hv.StatusLabel = "drops", fmt.Sprintf("dropped %s", stats.FormatCount(r.Drops))
+	}
+	hv.Observed, hv.Expect, hv.Why = story(r, v, hasIntroducing)
+	hv.GapNote, hv.Gaps = gaps(v.Gaps)
+	for _, ro := range hv.Rollouts {
+		hv.HasRig = hv.HasRig || ro.Rig != ""
+	}
+	return hv
 }
 
 // introducingSuffix marks the row of a variant's first rollout when the
@@ -428,13 +461,6 @@ func figure(f plot.Figure) (htmlFigure, error) {
 	return hf, nil
 }
 
-// classCSS names each class's colour in the style sheet.
-var classCSS = map[traffic.Class]string{
-	traffic.ClassRefused: "refused", traffic.ClassReset: "reset", traffic.ClassEOF: "eof",
-	traffic.ClassTimeout: "timeout", traffic.ClassOther: "other", traffic.Class502: "c502",
-	traffic.Class503: "c503", traffic.Class5xxOther: "c5xx", traffic.Class4xx: "c4xx",
-}
-
 // classBar is the drops of r split by class, for a stacked bar.
 func classBar(r Row) []htmlSegment {
 	if r.Drops == 0 {
@@ -442,8 +468,8 @@ func classBar(r Row) []htmlSegment {
 	}
 	var segs []htmlSegment
 	for _, c := range failedClasses(r.Classes) {
-		n := r.Classes[c]
-		segs = append(segs, htmlSegment{Class: string(c), CSS: classCSS[c], N: stats.FormatCount(n),
+		n, info := r.Classes[c], traffic.Info(c)
+		segs = append(segs, htmlSegment{Class: string(c), Colour: info.Colour, Label: info.Label, Meaning: info.Meaning, N: stats.FormatCount(n),
 			Width: strconv.FormatFloat(100*float64(n)/float64(r.Drops), 'f', 2, 64) + "%"})
 	}
 	return segs
@@ -664,63 +690,40 @@ func percent(part, whole uint64) string {
 	return p + "%"
 }
 
-// raceClasses are what a process that stopped listening while traffic was
-// still routed to it produces: refused connections, connections cut as it
-// died, and, through a proxy, 502s. They are the SIGTERM/endpoint race's
-// signature; timeouts alone are not.
-var raceClasses = []traffic.Class{traffic.ClassRefused, traffic.ClassReset, traffic.ClassEOF, traffic.Class502}
-
-// predictsDrops says, for each built-in variant, whether the chapter
-// predicts that its rollouts drop requests.
-var predictsDrops = map[string]bool{
-	variant.NoPreStop: true, variant.NaiveShutdown: true, variant.PreStopExecDistroless: true,
-	variant.PreStopSleep: false, variant.PreStopSleepAction: false, variant.GracefulDrain: false,
-}
-
-// whyText explains each built-in variant in the chapter's terms.
-var whyText = map[string]string{
-	variant.NoPreStop: "No preStop hook, and an app that does not handle SIGTERM. Pod deletion is concurrent, not ordered: " +
-		"when the Deployment deletes an old pod, the kubelet sends SIGTERM at once while the endpoint controller removes the pod " +
-		"from the Service's EndpointSlice, a change that still has to reach every node's kube-proxy. The kill is a local kill(2); " +
-		"the removal is a distributed update, and nothing makes the first wait for the second. So the process dies and its " +
-		"listener closes while some node's rules still send new connections to it. Refused connections (000:refused) are that " +
-		"race; resets and EOFs are connections the dying process cut; timeouts are connections sent to a pod address that no " +
-		"longer answers at all. kubectl reports a successful rollout throughout.",
-	variant.PreStopSleep: "An exec preStop hook runs sleep before the kubelet sends SIGTERM. The app is unchanged, but its " +
-		"listener stays open and keeps answering while the endpoint removal reaches every node; when SIGTERM lands, no rule " +
-		"anywhere points at the pod, so nothing is sent to it. The sleep is spent inside terminationGracePeriodSeconds, not on " +
-		"top of it. This is the fix for code you cannot change.",
-	variant.PreStopSleepAction: "The same wait as prestop-sleep, with the native lifecycle.preStop.sleep action: the kubelet " +
-		"does the sleeping, so the image needs no sleep binary, and the hook works on distroless and scratch images too. " +
-		"The listener stays open until the endpoint removal has reached every node, then SIGTERM lands on a pod nobody routes to.",
-	variant.GracefulDrain: "The fix for code you can change: on SIGTERM the app fails its readiness probe, keeps serving for " +
-		"the drain delay, then stops accepting and drains the requests in flight (Shutdown) and exits well inside the grace " +
-		"period. Keeping on serving is the preStop sleep moved inside the process: the gap is a propagation delay in someone " +
-		"else's control loop, and the only remedy is to outlive it.",
-	variant.NaiveShutdown: "The app catches SIGTERM and calls server.Shutdown() at once. Shutdown closes the listening socket " +
-		"immediately and only then waits for the requests in flight: it carefully drains the requests that had already arrived " +
-		"while refusing the ones still being routed to the pod. Closing the listener first is the very behaviour that drops " +
-		"requests, so this graceful shutdown does not help.",
-	variant.PreStopExecDistroless: "An exec preStop hook that runs sleep, in a distroless image with no sleep binary. The hook " +
-		"fails outright (a FailedPreStopHook event) and the kubelet proceeds to SIGTERM immediately: the no-prestop race, now " +
-		"with an event log entry. The native sleep action (prestop-sleep-action), an httpGet hook or a wait in code avoids it.",
-}
-
-// customWhy is said of a custom app, whose shutdown droprun does not know.
-const customWhy = "A custom app: droprun does not know how it shuts down, so read the classes. Refused connections, resets " +
-	"and EOFs during a rollout mean the process stopped listening while traffic was still routed to it, the SIGTERM/endpoint " +
-	"race; 502s are the same race seen through a proxy; timeouts alone point at connections sent to an address that no " +
-	"longer answered. A pod that keeps serving until its endpoint removal has reached every node (a preStop wait, or a " +
-	"drain in the app) drops nothing."
+// raceClasses are the SIGTERM/endpoint race's signature: the catalogue's
+// classes with traffic.ClassInfo.Race.
+var raceClasses = func() []traffic.Class {
+	var cs []traffic.Class
+	for _, ci := range traffic.Catalogue() {
+		if ci.Race {
+			cs = append(cs, ci.Class)
+		}
+	}
+	return cs
+}()
 
 // story says what row r shows: what its numbers are (observed), how they
 // compare with what the variant predicts (expect), and why the variant
 // behaves as it does, one paragraph each. hasIntroducing is true for the
 // later rollouts of a variant whose first rollout is its own row.
 func story(r Row, v analysis.VariantSummary, hasIntroducing bool) (observed, expect string, why []string) {
-	// The numbers are about the pods the rollouts deleted: the variant
-	// detected in the live template, when the rollouts agree on one.
-	measured, seen, agree := v.Builtin, "", true
+	measured := measuredVariant(v)
+	why = whyParagraphs(r, v, measured, hasIntroducing)
+	if r.WindowRequests == 0 {
+		return "Nothing was measured: no request fell inside a rollout window.", "", why
+	}
+	return observedText(r), expectText(r, v, measured), why
+}
+
+// measuredVariant is the variant v's numbers are about: the built-in
+// variant detected in the live template of the pods the rollouts deleted
+// when the rollouts agree on one, else the one asked for; "" for a custom
+// app.
+func measuredVariant(v analysis.VariantSummary) string {
+	if v.Builtin == "" {
+		return ""
+	}
+	seen, agree := "", true
 	for _, ro := range v.Rollouts {
 		switch {
 		case ro.MeasuredVariant == "":
@@ -731,15 +734,19 @@ func story(r Row, v analysis.VariantSummary, hasIntroducing bool) (observed, exp
 		}
 	}
 	if seen != "" && agree {
-		measured = seen
+		return seen
 	}
-	if v.Builtin == "" {
-		measured = ""
-	}
-	introducing := strings.HasSuffix(r.Variant, introducingSuffix)
+	return v.Builtin
+}
 
+// whyParagraphs explain row r: which pods its rollouts deleted, when that
+// is not simply the variant asked for, then why the variant measured
+// behaves as it does (its catalogue entry's Why, or how to read a custom
+// app's classes).
+func whyParagraphs(r Row, v analysis.VariantSummary, measured string, hasIntroducing bool) []string {
+	var why []string
 	switch {
-	case introducing:
+	case strings.HasSuffix(r.Variant, introducingSuffix):
 		why = append(why, fmt.Sprintf("This is the rollout that introduced %s, and it deletes the old pods: the ones whose template does not have it. "+
 			"A pod's spec is fixed when the pod is created; applying a new template does not retrofit anything onto running pods. "+
 			"A change to the pod template applies to the pods the change creates, never to the pods it destroys, so this rollout "+
@@ -751,71 +758,52 @@ func story(r Row, v analysis.VariantSummary, hasIntroducing bool) (observed, exp
 		why = append(why, fmt.Sprintf("The rollouts deleted pods of %s, not of %s as asked (see the warnings): the numbers are %s's.",
 			measured, v.Builtin, measured))
 	}
-	if t, ok := whyText[measured]; ok {
-		why = append(why, t)
+	if info, ok := variant.Lookup(measured); ok {
+		why = append(why, info.Why)
 	} else if v.Builtin == "" || measured == "custom" {
-		why = append(why, customWhy)
+		why = append(why, variant.CustomWhy)
 	}
+	return why
+}
 
-	var race, timeouts uint64
+// observedText says what row r's numbers are; r measured something.
+func observedText(r Row) string {
+	if r.Drops == 0 {
+		return fmt.Sprintf("It dropped nothing in %s (%s).", plural(r.Rollouts, "rollout", "rollouts"), r.Bound)
+	}
+	in := fmt.Sprintf("%d of %d rollouts", r.RolloutsWithDrops, r.Rollouts)
+	if r.Rollouts == 1 {
+		in = "its one rollout"
+	}
+	observed := fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s) in %s", stats.FormatCount(r.Drops), stats.FormatCount(r.WindowRequests),
+		stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), in)
+	if r.RolloutsWithDrops > 1 {
+		observed += fmt.Sprintf(", at most %s in one", stats.FormatCount(r.MaxRolloutDrops))
+	}
+	return observed + "; " + mix(r) + "."
+}
+
+// expectText sets row r's numbers against what the variant measured
+// predicts (variant.Info.Drops), then says what else weighs on them:
+// excused timeouts, the rig's floor, suspect flags. r measured something.
+func expectText(r Row, v analysis.VariantSummary, measured string) string {
+	var race uint64
 	for _, c := range raceClasses {
 		race += r.Classes[c]
 	}
-	timeouts = r.Classes[traffic.ClassTimeout]
-	switch {
-	case r.WindowRequests == 0:
-		return "Nothing was measured: no request fell inside a rollout window.", "", why
-	case r.Drops == 0:
-		observed = fmt.Sprintf("It dropped nothing in %s (%s).", plural(r.Rollouts, "rollout", "rollouts"), r.Bound)
-	default:
-		in := fmt.Sprintf("%d of %d rollouts", r.RolloutsWithDrops, r.Rollouts)
-		if r.Rollouts == 1 {
-			in = "its one rollout"
-		}
-		observed = fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s) in %s", stats.FormatCount(r.Drops), stats.FormatCount(r.WindowRequests),
-			stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), in)
-		if r.RolloutsWithDrops > 1 {
-			observed += fmt.Sprintf(", at most %s in one", stats.FormatCount(r.MaxRolloutDrops))
-		}
-		observed += "; " + mix(r) + "."
-	}
-
+	timeouts := r.Classes[traffic.ClassTimeout]
 	var e []string
-	pred, known := predictsDrops[measured]
+	info, known := variant.Lookup(measured)
 	switch {
 	case !known:
 		if r.Drops > 0 {
 			e = append(e, fmt.Sprintf("%s of the drops are refused connections, resets, EOFs or 502s and %s are timeouts.",
 				percent(race, r.Drops), percent(timeouts, r.Drops)))
 		}
-	case pred && r.Drops > 0 && 2*race >= r.Drops:
-		e = append(e, fmt.Sprintf("That is what the chapter predicts: %s of the drops are refused connections, resets, EOFs or 502s, "+
-			"the signature of a process that stopped listening while traffic was still routed to it.", percent(race, r.Drops)))
-	case pred && r.Drops > 0:
-		e = append(e, fmt.Sprintf("That is what the chapter predicts, though most drops here are timeouts (%s) rather than refused "+
-			"connections: new connections sent to a pod address that no longer answered at all.", percent(timeouts, r.Drops)))
-	case pred:
-		e = append(e, fmt.Sprintf("The chapter predicts drops here, and this run saw none in %s. The race is a race: this many "+
-			"rollouts may not hit it, so read this as not seen yet, not as fixed.", plural(r.Rollouts, "rollout", "rollouts")))
-	case r.Drops == 0:
-		e = append(e, "That is what the fix predicts. Zero drops bound the rate, they do not prove it is zero: more rollouts tighten the bound.")
-	case timeouts == r.Drops && r.Drops <= strayDrops:
-		e = append(e, fmt.Sprintf("The fix predicts no drops. %s and no refused connection, reset or EOF looks like the stray "+
-			"timeout of a busy rig rather than the race, whose signature is refused connections; more rollouts would tell.",
-			capitalize(plural64(r.Drops, "timeout", "timeouts"))))
+	case info.Drops:
+		e = append(e, racerExpectation(r, race, timeouts))
 	default:
-		e = append(e, "The fix predicts no drops, and this row dropped anyway.")
-		if race == 0 {
-			lead := "None of the drops is"
-			if timeouts == r.Drops {
-				lead = "Every drop is a timeout; none is"
-			}
-			e = append(e, lead+" a refused connection, reset or EOF, which is not the signature of the SIGTERM race "+
-				"(a closed listener refuses at once): suspect the rig before the variant, and look at the client, the tail and the plots for bursts.")
-		} else {
-			e = append(e, fmt.Sprintf("%s of them are refused connections, resets, EOFs or 502s: pods stopped listening while traffic "+
-				"was still routed to them, so the wait did not outlast the endpoint removal here.", percent(race, r.Drops)))
-		}
+		e = append(e, fixExpectation(r, race, timeouts)...)
 	}
 	if v.Excused > 0 {
 		e = append(e, fmt.Sprintf("%s were sent while the client itself stalled and are excused; without them the windows dropped %s of %s requests.",
@@ -827,7 +815,48 @@ func story(r Row, v analysis.VariantSummary, hasIntroducing bool) (observed, exp
 	if len(r.Suspect) > 0 {
 		e = append(e, "This row is flagged suspect (below): its numbers are not a measurement until that is fixed.")
 	}
-	return observed, strings.Join(e, " "), why
+	return strings.Join(e, " ")
+}
+
+// racerExpectation sets row r, of a variant expected to drop requests,
+// against that expectation; race and timeouts count its drops of the
+// race's classes and its timeouts.
+func racerExpectation(r Row, race, timeouts uint64) string {
+	switch {
+	case r.Drops > 0 && 2*race >= r.Drops:
+		return fmt.Sprintf("That is the expected result: %s of the drops are refused connections, resets, EOFs or 502s, "+
+			"the signature of a process that stopped listening while traffic was still routed to it.", percent(race, r.Drops))
+	case r.Drops > 0:
+		return fmt.Sprintf("That is the expected result, though most drops here are timeouts (%s) rather than refused "+
+			"connections: new connections sent to a pod address that no longer answered at all.", percent(timeouts, r.Drops))
+	default:
+		return fmt.Sprintf("This variant is expected to drop requests, and this run saw none in %s. The race is a race: this many "+
+			"rollouts may not hit it, so read this as not seen yet, not as fixed.", plural(r.Rollouts, "rollout", "rollouts"))
+	}
+}
+
+// fixExpectation sets row r, of a fix, expected to drop nothing, against
+// that expectation, as racerExpectation does.
+func fixExpectation(r Row, race, timeouts uint64) []string {
+	switch {
+	case r.Drops == 0:
+		return []string{"That is what the fix predicts. Zero drops bound the rate, they do not prove it is zero: more rollouts tighten the bound."}
+	case timeouts == r.Drops && r.Drops <= strayDrops:
+		return []string{fmt.Sprintf("The fix predicts no drops. %s and no refused connection, reset or EOF looks like the stray "+
+			"timeout of a busy rig rather than the race, whose signature is refused connections; more rollouts would tell.",
+			capitalize(plural64(r.Drops, "timeout", "timeouts")))}
+	}
+	e := []string{"The fix predicts no drops, and this row dropped anyway."}
+	if race == 0 {
+		lead := "None of the drops is"
+		if timeouts == r.Drops {
+			lead = "Every drop is a timeout; none is"
+		}
+		return append(e, lead+" a refused connection, reset or EOF, which is not the signature of the SIGTERM race "+
+			"(a closed listener refuses at once): suspect the rig before the variant, and look at the client, the tail and the plots for bursts.")
+	}
+	return append(e, fmt.Sprintf("%s of them are refused connections, resets, EOFs or 502s: pods stopped listening while traffic "+
+		"was still routed to them, so the wait did not outlast the endpoint removal here.", percent(race, r.Drops)))
 }
 
 // mix says which classes r's drops were: "all 000:timeout", "mostly

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html/template"
 	"image"
 	"image/color"
 	"image/png"
@@ -33,6 +34,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/plot"
 	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 var (
@@ -121,7 +123,7 @@ func htmlSummary() *analysis.Summary {
 	sum.Variants[5].Rollouts[1].BaselineClean = false
 	sum.Variants[5].Rollouts[1].BaselineWait = "30s"
 	sum.Suspect = []string{"prestop-sleep: requests went out up to 2.386s behind schedule (tolerance 250ms)"}
-	return sum
+	return derived(sum)
 }
 
 // testPNG draws a w×h chart-like image: bars on a light grid.
@@ -411,12 +413,12 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	}
 	for name, wants := range map[string][]string{
 		"no-prestop": {"It dropped 2,250 of 48,000 requests", "in 3 of 3 rollouts, at most 800 in one", "mostly 000:refused (93%)",
-			"That is what the chapter predicts: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
+			"That is the expected result: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
 		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: rate < 5e-5 at 95%)", "That is what the fix predicts", "fails its readiness probe", "graceful-drain dropped less than no-prestop in these rollouts"},
 		"prestop-sleep": {"It dropped 3,793 of 60,000 requests", "in 1 of 3 rollouts; all 000:timeout", "The fix predicts no drops, and this row dropped anyway", "Every drop is a timeout", "flagged suspect",
 			"3,793 timeouts were sent while the client itself stalled and are excused; without them the windows dropped 0 of 56,207 requests."},
 		"prestop-exec-distroless": {"mostly 000:timeout (65%)", "though most drops here are timeouts", "FailedPreStopHook"},
-		"the-trap/introducing":    {"in its one rollout", "the rollout that introduced prestop-sleep", "never to the pods it destroys", "runs under the old rules (no-prestop)", "That is what the chapter predicts"},
+		"the-trap/introducing":    {"in its one rollout", "the rollout that introduced prestop-sleep", "never to the pods it destroys", "runs under the old rules (no-prestop)", "That is the expected result"},
 		"the-trap":                {"The rollouts after the one that introduced prestop-sleep", "That is what the fix predicts", "exec preStop hook"},
 		"my-app":                  {"A custom app", "It dropped nothing in 1 rollout"},
 	} {
@@ -441,7 +443,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 		clean.Variants[0].Rollouts[k].MeasuredVariant = "naive-shutdown"
 	}
 	page := renderHTML(t, clean, HTMLInput{})
-	if !strings.Contains(page, "The chapter predicts drops here, and this run saw none in 3 rollouts") {
+	if !strings.Contains(page, "This variant is expected to drop requests, and this run saw none in 3 rollouts") {
 		t.Errorf("naive-shutdown without drops:\n%s", page)
 	}
 	// A fix with a single stray timeout is not called a failure.
@@ -449,14 +451,68 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	stray.Variants = stray.Variants[1:2]
 	stray.Variants[0].Drops, stray.Variants[0].RolloutsWithDrops = 1, 1
 	stray.Variants[0].Classes[traffic.ClassTimeout] = 1
-	if page := renderHTML(t, stray, HTMLInput{}); !strings.Contains(page, "The fix predicts no drops. 1 timeout and no refused connection") ||
+	if page := renderHTML(t, derived(stray), HTMLInput{}); !strings.Contains(page, "The fix predicts no drops. 1 timeout and no refused connection") ||
 		strings.Contains(page, "dropped anyway") {
 		t.Errorf("graceful-drain with one timeout:\n%s", page)
 	}
 	// A row without window requests says nothing was measured.
-	empty := &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}}
+	empty := derived(&analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Builtin: "no-prestop"}}})
 	if page := renderHTML(t, empty, HTMLInput{}); !strings.Contains(page, "Nothing was measured") || strings.Contains(page, "Each row against") {
 		t.Errorf("empty row:\n%s", page)
+	}
+}
+
+// TestHTMLClassColours: the bar of drops takes each class's colour and
+// words from the catalogue, the colours the figures use; the page's
+// style sheet names no class colour of its own.
+// TestEveryBuiltinExplained: a row of each built-in variant gets its
+// catalogue explanation and a word on what the variant predicts, with
+// drops and without.
+func TestEveryBuiltinExplained(t *testing.T) {
+	for _, info := range variant.All() {
+		if info.Why == "" {
+			t.Errorf("%s: the catalogue has no Why", info.Name)
+			continue
+		}
+		for _, drops := range []uint64{0, 30} {
+			ro := analysis.RolloutSummary{N: 1, MeasuredVariant: info.Name, BaselineClean: true,
+				Window: analysis.Tally{Requests: 15000, Failures: drops, Classes: map[traffic.Class]uint64{traffic.ClassRefused: drops, traffic.Class2xx: 15000 - drops}}}
+			v := analysis.VariantSummary{Variant: info.Name, Builtin: info.Name, Drops: drops, WindowRequests: 15000, Rollouts: []analysis.RolloutSummary{ro},
+				Classes: ro.Window.Classes, Control: analysis.Tally{Requests: 10000}}
+			sum := derived(&analysis.Summary{Variants: []analysis.VariantSummary{v}})
+			_, expect, why := story(Rows(sum)[0], sum.Variants[0], false)
+			if !slices.Contains(why, info.Why) {
+				t.Errorf("%s, %d drops: why %q lacks the catalogue's explanation", info.Name, drops, why)
+			}
+			want := "fix predicts"
+			if info.Drops {
+				want = "expected"
+			}
+			if !strings.Contains(expect, want) {
+				t.Errorf("%s, %d drops: %q does not say what the variant predicts (%q)", info.Name, drops, expect, want)
+			}
+		}
+	}
+}
+
+func TestHTMLClassColours(t *testing.T) {
+	page := renderHTML(t, htmlSummary(), HTMLInput{})
+	for _, c := range []traffic.Class{traffic.ClassRefused, traffic.ClassTimeout} {
+		info := traffic.Info(c)
+		if want := "background: " + info.Colour; !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s's colour %q", c, want)
+		}
+		if want := template.HTMLEscapeString(info.Label + ": " + info.Meaning); !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s's meaning %q", c, want)
+		}
+		if got, want := plot.ClassColor(c), info.Colour; fmt.Sprintf("#%02x%02x%02x", got.(color.RGBA).R, got.(color.RGBA).G, got.(color.RGBA).B) != want {
+			t.Errorf("%s: the figures draw %v, the catalogue says %s", c, got, want)
+		}
+	}
+	for _, ci := range traffic.Catalogue() {
+		if strings.Contains(strings.ToLower(htmlSource), ci.Colour) {
+			t.Errorf("the template has %s's colour %s itself", ci.Class, ci.Colour)
+		}
 	}
 }
 

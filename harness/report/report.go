@@ -21,9 +21,6 @@ import (
 	"github.com/droprun/droprun/harness/traffic"
 )
 
-// Conf is the confidence level of every interval: 95%.
-const Conf = 0.95
-
 // Row is one variant row with its statistics.
 type Row struct {
 	Variant           string `json:"variant"`
@@ -71,17 +68,14 @@ func Rows(sum *analysis.Summary) []Row {
 			ExpectedFloor: v.ExpectedFloor, TailFailures: v.Tail.Failures, AchievedRate: v.Client.AchievedRate, AskedRate: v.Client.AskedRate,
 			Classes: v.Classes, Suspect: v.Suspect,
 			SaturatedRollouts: v.SaturatedRollouts, Excused: v.Excused, MeasurableDrops: v.Measurable.Failures, MeasurableRequests: v.Measurable.Requests}
-		w := stats.Wilson(v.Drops, v.WindowRequests, Conf)
+		w, p := v.Intervals.DropRate, v.Intervals.PerRollout
 		r.DropRate, r.DropRateLo, r.DropRateHi = finite(w.Point), finite(w.Lo), finite(w.Hi)
-		if n := len(v.Rollouts); n > 0 {
-			p := stats.PoissonRate(v.Drops, float64(n), Conf)
-			r.DropsPerRollout, r.DropsPerRolloutHi = finite(p.Point), finite(p.Hi)
-		}
+		r.DropsPerRollout, r.DropsPerRolloutHi = finite(p.Point), finite(p.Hi)
 		for _, ro := range v.Rollouts {
 			r.MaxRolloutDrops = max(r.MaxRolloutDrops, ro.Window.Failures)
 		}
-		if v.Drops == 0 && v.WindowRequests > 0 {
-			r.Bound = stats.ZeroBoundPhrase(v.WindowRequests, Conf)
+		if zb := v.Intervals.ZeroBound; zb != nil {
+			r.Bound = stats.FormatZeroBound(v.WindowRequests, zb.Hi, zb.Confidence)
 		}
 		rows = append(rows, r)
 	}

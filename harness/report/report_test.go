@@ -18,14 +18,23 @@ func rollouts(drops ...uint64) []analysis.RolloutSummary {
 	return rs
 }
 
+// derived fills in what the analysis derives from a hand-built
+// summary's tallies: every row's intervals (analysis.IntervalsOf).
+func derived(sum *analysis.Summary) *analysis.Summary {
+	for k := range sum.Variants {
+		sum.Variants[k].Intervals = analysis.IntervalsOf(&sum.Variants[k])
+	}
+	return sum
+}
+
 func summary() *analysis.Summary {
-	return &analysis.Summary{Format: analysis.SummaryVersion, Variants: []analysis.VariantSummary{
+	return derived(&analysis.Summary{Format: analysis.SummaryVersion, Variants: []analysis.VariantSummary{
 		{Variant: "no-prestop", Drops: 2100, WindowRequests: 45000, RolloutsWithDrops: 3, Rollouts: rollouts(600, 700, 800),
 			Classes: map[traffic.Class]uint64{traffic.ClassRefused: 2000, traffic.ClassTimeout: 100, traffic.Class2xx: 42900},
 			Control: analysis.Tally{Requests: 10000}, Client: analysis.ClientSummary{AskedRate: 1000, AchievedRate: 999}},
 		{Variant: "graceful-drain", Drops: 0, WindowRequests: 45000, Rollouts: rollouts(0, 0, 0),
 			Classes: map[traffic.Class]uint64{traffic.Class2xx: 45000}, Control: analysis.Tally{Requests: 10000}},
-	}}
+	}})
 }
 
 func TestRowsStatistics(t *testing.T) {

@@ -60,8 +60,8 @@ func pairsOf(v analysis.VariantSummary, n int) []analysis.RouteGap {
 	return out
 }
 
-// Story tells rollout n of v the way the chapter does, one line per pod
-// it deleted, from the data: when the pod was asked to go, when its app
+// Story tells rollout n of v as a timeline, one line per pod it
+// deleted, from the data: when the pod was asked to go, when its app
 // got SIGTERM and closed its listener, when each node stopped routing to
 // it, and what the client saw in the gap. Nil without route data.
 func Story(v analysis.VariantSummary, n int) []string {

@@ -19,10 +19,10 @@ func sweepSummary() *analysis.Summary {
 			Measurable: analysis.Tally{Failures: drops, Requests: requests},
 			Control:    analysis.Tally{Requests: 10000}}
 	}
-	return &analysis.Summary{Variants: []analysis.VariantSummary{
+	return derived(&analysis.Summary{Variants: []analysis.VariantSummary{
 		{Variant: "no-prestop", Drops: 90, WindowRequests: 30000},
 		row("3", 3, 0, 30000, 0), row("0", 0, 150, 30000, 0), row("1", 1, 12, 30000, 0), row("2", 2, 1, 30000, 1.5),
-	}}
+	}})
 }
 
 func TestSweepTable(t *testing.T) {
@@ -67,7 +67,7 @@ func TestSweepTable(t *testing.T) {
 
 	// Without a sweep, no sweep table.
 	b.Reset()
-	if err := Table(&b, &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "a"}}}); err != nil {
+	if err := Table(&b, derived(&analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "a"}}})); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "sweep ") {

@@ -104,6 +104,13 @@ func UpperBoundZero(n uint64, conf float64) float64 {
 // claims more than the data shows. For n == 0 it returns
 // "0 in 0 requests: rate unknown".
 func ZeroBoundPhrase(n uint64, conf float64) string {
+	return FormatZeroBound(n, UpperBoundZero(n, conf), conf)
+}
+
+// FormatZeroBound words bound, the upper bound at conf on a rate after 0
+// events in n trials, as ZeroBoundPhrase does: rounded up to two
+// significant digits.
+func FormatZeroBound(n uint64, bound, conf float64) string {
 	noun := "requests"
 	if n == 1 {
 		noun = "request"
@@ -112,7 +119,7 @@ func ZeroBoundPhrase(n uint64, conf float64) string {
 	if n == 0 || !validConf(conf) {
 		return head + "rate unknown"
 	}
-	return head + "rate < " + FormatSigUp(UpperBoundZero(n, conf), 2) + " at " + formatPercent(conf)
+	return head + "rate < " + FormatSigUp(bound, 2) + " at " + formatPercent(conf)
 }
 
 func clamp01(x float64) float64 {

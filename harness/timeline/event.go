@@ -185,8 +185,6 @@ const (
 	KindRolloutStart Kind = "rollout.start"
 	// KindRolloutComplete marks a rollout complete, old pods gone.
 	KindRolloutComplete Kind = "rollout.complete"
-	// KindWindowOpen marks the opening of a measurement window.
-	KindWindowOpen Kind = "window.open"
 	// KindWindowClose marks the closing of a measurement window.
 	KindWindowClose Kind = "window.close"
 	// KindConntrackFlushed marks stale conntrack entries being cleared;

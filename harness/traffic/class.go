@@ -35,12 +35,76 @@ const (
 	Class4xx Class = "4xx"
 )
 
-// classes is the order Classes returns: success, then transport failures,
-// then HTTP failures.
-var classes = []Class{
-	Class2xx, ClassRefused, ClassReset, ClassEOF, ClassTimeout, ClassOther,
-	Class502, Class503, Class5xxOther, Class4xx,
+// ClassInfo is what droprun says about an outcome class wherever it shows
+// one: the figures, the report page, the stories of what a row shows.
+type ClassInfo struct {
+	Class Class
+	// Label names the class in plain words.
+	Label string
+	// Colour is the class's colour in every figure and on the report
+	// page, "#rrggbb": 2xx a pale green that recedes, the failures strong
+	// colours.
+	Colour string
+	// Meaning says what a request of the class tells about the rollout.
+	Meaning string
+	// Race marks the classes that are the SIGTERM/endpoint race's
+	// signature: a process that stopped listening while traffic was still
+	// routed to it refuses connections, cuts the ones it had and, behind a
+	// proxy, turns into 502s. Timeouts alone are not.
+	Race bool
 }
+
+// catalogue is every class, in the order Classes returns: success, then
+// transport failures, then HTTP failures.
+var catalogue = [...]ClassInfo{
+	{Class: Class2xx, Label: "served", Colour: "#c6dfc0",
+		Meaning: "a 2xx response: the request was served"},
+	{Class: ClassRefused, Label: "connection refused", Colour: "#d62728", Race: true,
+		Meaning: "nothing was listening where the connection was routed: a pod whose process had stopped listening while a node still sent it new connections"},
+	{Class: ClassReset, Label: "connection reset", Colour: "#ff7f0e", Race: true,
+		Meaning: "the connection was accepted, then reset (or a write hit a broken pipe): cut by the process as it stopped"},
+	{Class: ClassEOF, Label: "closed before a response", Colour: "#9467bd", Race: true,
+		Meaning: "the server closed the connection before a complete response: a stopping process closing its connections, or an idle kept-alive connection closed under a client sending on it"},
+	{Class: ClassTimeout, Label: "timeout", Colour: "#1f77b4",
+		Meaning: "no complete answer within the client's timeout: a connection sent to a pod address that no longer answers at all, or, alone and few, a busy rig"},
+	{Class: ClassOther, Label: "other error", Colour: "#8c564b",
+		Meaning: "a transport error none of the other classes matches, or a 1xx, 3xx or out-of-range status: the request did not reach the app it was aimed at"},
+	{Class: Class502, Label: "502 Bad Gateway", Colour: "#e377c2", Race: true,
+		Meaning: "a proxy's upstream was dead: the race seen through the proxy"},
+	{Class: Class503, Label: "503 Service Unavailable", Colour: "#bcbd22",
+		Meaning: "the app or a proxy said it could not serve the request now"},
+	{Class: Class5xxOther, Label: "other 5xx", Colour: "#17becf",
+		Meaning: "a server error other than 502 and 503"},
+	{Class: Class4xx, Label: "4xx", Colour: "#7f7f7f",
+		Meaning: "the app refused the request itself (a wrong path or method), not the rollout"},
+}
+
+// NClasses is the number of outcome classes.
+const NClasses = len(catalogue)
+
+// Catalogue returns every class's ClassInfo, in the order of Classes. The
+// slice is a fresh copy.
+func Catalogue() []ClassInfo { return append([]ClassInfo(nil), catalogue[:]...) }
+
+// Info returns what droprun says about class c. A class droprun does not
+// know gets its own name as label, black, and no meaning.
+func Info(c Class) ClassInfo {
+	for _, ci := range catalogue {
+		if ci.Class == c {
+			return ci
+		}
+	}
+	return ClassInfo{Class: c, Label: string(c), Colour: "#000000"}
+}
+
+// classes is the order Classes returns: the catalogue's.
+var classes = func() []Class {
+	cs := make([]Class, len(catalogue))
+	for i, ci := range catalogue {
+		cs[i] = ci.Class
+	}
+	return cs
+}()
 
 // Classes returns every class, in a fixed order (the order of CSV columns).
 // The slice is a fresh copy.

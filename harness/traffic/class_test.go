@@ -3,6 +3,7 @@ package traffic
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,45 @@ func TestClassesOrderAndFailed(t *testing.T) {
 		if c.Failed() != (c != Class2xx) {
 			t.Errorf("%s.Failed() = %v", c, c.Failed())
 		}
+	}
+}
+
+// TestCatalogue: every class has its entry, in the order of Classes, with
+// a label, a meaning and a colour of its own.
+func TestCatalogue(t *testing.T) {
+	cat := Catalogue()
+	if len(cat) != NClasses || NClasses != len(Classes()) {
+		t.Fatalf("%d entries, NClasses %d, %d classes", len(cat), NClasses, len(Classes()))
+	}
+	colours := map[string]Class{}
+	for i, ci := range cat {
+		if ci.Class != Classes()[i] {
+			t.Errorf("entry %d is %s, Classes()[%d] is %s", i, ci.Class, i, Classes()[i])
+		}
+		if ci.Label == "" || ci.Meaning == "" {
+			t.Errorf("%s: label %q, meaning %q", ci.Class, ci.Label, ci.Meaning)
+		}
+		var r, g, b uint8
+		if n, err := fmt.Sscanf(ci.Colour, "#%02x%02x%02x", &r, &g, &b); n != 3 || err != nil || len(ci.Colour) != 7 {
+			t.Errorf("%s: colour %q is not #rrggbb", ci.Class, ci.Colour)
+		}
+		if other, ok := colours[ci.Colour]; ok {
+			t.Errorf("%s and %s share the colour %s", other, ci.Class, ci.Colour)
+		}
+		colours[ci.Colour] = ci.Class
+		if Info(ci.Class) != ci {
+			t.Errorf("Info(%s) = %+v, want %+v", ci.Class, Info(ci.Class), ci)
+		}
+		if ci.Race && !ci.Class.Failed() {
+			t.Errorf("%s is a race class and not a failure", ci.Class)
+		}
+	}
+	if ci := Info("418"); ci.Label != "418" || ci.Colour != "#000000" || ci.Race {
+		t.Errorf("Info of an unknown class: %+v", ci)
+	}
+	cat[0].Colour = "changed"
+	if Catalogue()[0].Colour == "changed" {
+		t.Error("Catalogue() returned the package's own table")
 	}
 }
 

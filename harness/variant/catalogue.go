@@ -44,8 +44,8 @@ const (
 // SIGTERM (it takes --drain-delay, which counts against the grace period).
 func (s Shutdown) Drains() bool { return s == ShutdownDrain || s == ShutdownDrainClose }
 
-// Info describes one built-in variant: how it is built and what a run is
-// expected to show, in the chapter's terms.
+// Info describes one built-in variant: how it is built, what a run is
+// expected to show and why.
 type Info struct {
 	Name       string
 	PreStop    PreStop
@@ -53,43 +53,93 @@ type Info struct {
 	Distroless bool // the image has no /bin/sleep
 	Summary    string
 	Expect     string
+	// Drops says whether the variant's rollouts are expected to drop
+	// requests: it loses the SIGTERM/endpoint race. The others are fixes,
+	// expected to drop nothing.
+	Drops bool
+	// Why explains, in a paragraph, why the variant behaves as Expect
+	// says: what the report says of every row that measured it.
+	Why string
 }
+
+// CustomWhy is said of a custom app, whose shutdown droprun does not
+// know: how to read its failure classes instead.
+const CustomWhy = "A custom app: droprun does not know how it shuts down, so read the classes. Refused connections, resets " +
+	"and EOFs during a rollout mean the process stopped listening while traffic was still routed to it, the SIGTERM/endpoint " +
+	"race; 502s are the same race seen through a proxy; timeouts alone point at connections sent to an address that no " +
+	"longer answered. A pod that keeps serving until its endpoint removal has reached every node (a preStop wait, or a " +
+	"drain in the app) drops nothing."
 
 var catalogue = []Info{
 	{
 		Name: NoPreStop, Shutdown: ShutdownNone,
 		Summary: "bare ListenAndServe, no preStop hook",
 		Expect:  "drops in every rollout: SIGTERM closes the listener while kube-proxy rules still point at the pod (000: connection refused, then timeouts)",
+		Drops:   true,
+		Why: "No preStop hook, and an app that does not handle SIGTERM. Pod deletion is concurrent, not ordered: " +
+			"when the Deployment deletes an old pod, the kubelet sends SIGTERM at once while the endpoint controller removes the pod " +
+			"from the Service's EndpointSlice, a change that still has to reach every node's kube-proxy. The kill is a local kill(2); " +
+			"the removal is a distributed update, and nothing makes the first wait for the second. So the process dies and its " +
+			"listener closes while some node's rules still send new connections to it. Refused connections (000:refused) are that " +
+			"race; resets and EOFs are connections the dying process cut; timeouts are connections sent to a pod address that no " +
+			"longer answers at all. kubectl reports a successful rollout throughout.",
 	},
 	{
 		Name: PreStopSleep, PreStop: PreStopExec, Shutdown: ShutdownNone,
 		Summary: "exec preStop hook `sleep N`, app unchanged",
 		Expect:  "no drops (or a rare single timeout): the pod keeps serving while the endpoint removal reaches every node",
+		Why: "An exec preStop hook runs sleep before the kubelet sends SIGTERM. The app is unchanged, but its " +
+			"listener stays open and keeps answering while the endpoint removal reaches every node; when SIGTERM lands, no rule " +
+			"anywhere points at the pod, so nothing is sent to it. The sleep is spent inside terminationGracePeriodSeconds, not on " +
+			"top of it. This is the fix for code you cannot change.",
 	},
 	{
 		Name: PreStopSleepAction, PreStop: PreStopAction, Shutdown: ShutdownNone,
 		Summary: "native lifecycle.preStop.sleep, no binary needed",
 		Expect:  "no drops, like prestop-sleep, and it works on images without a shell",
+		Why: "The same wait as prestop-sleep, with the native lifecycle.preStop.sleep action: the kubelet " +
+			"does the sleeping, so the image needs no sleep binary, and the hook works on distroless and scratch images too. " +
+			"The listener stays open until the endpoint removal has reached every node, then SIGTERM lands on a pod nobody routes to.",
 	},
 	{
 		Name: GracefulDrain, Shutdown: ShutdownDrain,
 		Summary: "app catches SIGTERM, fails readiness, keeps serving for the drain delay, then Shutdown",
 		Expect:  "no drops: the preStop sleep moved inside the process",
+		Why: "The fix for code you can change: on SIGTERM the app fails its readiness probe, keeps serving for " +
+			"the drain delay, then stops accepting and drains the requests in flight (Shutdown) and exits well inside the grace " +
+			"period. Keeping on serving is the preStop sleep moved inside the process: the gap is a propagation delay in someone " +
+			"else's control loop, and the only remedy is to outlive it.",
 	},
 	{
 		Name: GracefulDrainClose, Shutdown: ShutdownDrainClose,
 		Summary: "graceful-drain for kept-alive clients: while draining, every response says Connection: close; idle connections stay open until the drain is over",
 		Expect:  "no drops, with keep-alive traffic too: graceful-drain switches keep-alives off at SIGTERM, which closes idle connections under clients sending on them (000:eof, 000:reset); here each client leaves its connection after a response and reconnects through the updated routes",
+		Why: "graceful-drain for clients that keep their connections alive. On SIGTERM the app fails its readiness " +
+			"probe and keeps serving for the drain delay, as graceful-drain does, but it leaves keep-alives on: every response " +
+			"during the drain says Connection: close, so each client leaves its connection right after its next response and " +
+			"reconnects through the updated routes, to a pod that is not going away, and the idle connections stay open until the " +
+			"drain is over. graceful-drain switches keep-alives off instead, which closes every idle connection at once, under " +
+			"clients that may be sending on one (000:eof, 000:reset). Then Shutdown drains the requests in flight and the app " +
+			"exits inside the grace period.",
 	},
 	{
 		Name: NaiveShutdown, Shutdown: ShutdownNaive,
 		Summary: "app calls server.Shutdown() on SIGTERM",
 		Expect:  "drops like no-prestop: Shutdown closes the listener first and only drains requests already inside",
+		Drops:   true,
+		Why: "The app catches SIGTERM and calls server.Shutdown() at once. Shutdown closes the listening socket " +
+			"immediately and only then waits for the requests in flight: it carefully drains the requests that had already arrived " +
+			"while refusing the ones still being routed to the pod. Closing the listener first is the very behaviour that drops " +
+			"requests, so this graceful shutdown does not help.",
 	},
 	{
 		Name: PreStopExecDistroless, PreStop: PreStopExec, Shutdown: ShutdownNone, Distroless: true,
 		Summary: "exec preStop `sleep N` in an image that has no sleep binary",
 		Expect:  "drops like no-prestop: the hook fails (FailedPreStopHook event) and SIGTERM follows at once",
+		Drops:   true,
+		Why: "An exec preStop hook that runs sleep, in a distroless image with no sleep binary. The hook " +
+			"fails outright (a FailedPreStopHook event) and the kubelet proceeds to SIGTERM immediately: the no-prestop race, now " +
+			"with an event log entry. The native sleep action (prestop-sleep-action), an httpGet hook or a wait in code avoids it.",
 	},
 }
 
