@@ -204,7 +204,7 @@ func (r *Recorder) record(events ...timeline.Event) {
 // Stop. Called with r.mu held, which keeps the file in clock order.
 func (r *Recorder) write(e timeline.Event) { r.w.Write(e) }
 
-// Mark records a caller event (rollout.start, window.open, ...) on the same
+// Mark records a caller event (rollout.start, window.close, ...) on the same
 // clock and in the same file as the cluster's events. detail is copied.
 // Marks after Stop are dropped.
 func (r *Recorder) Mark(kind timeline.Kind, detail map[string]string) {

@@ -216,7 +216,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 // rollouts drop at least 100 times less than no-prestop; naive-shutdown
 // drops; prestop-exec-distroless drops and its failed hook is reported; the
 // trap's first rollout drops. It takes about 15 minutes and runs wherever
-// a cluster can be made, so the chapter's claims are checked on every
+// a cluster can be made, so the README's claims are checked on every
 // landing; DROPRUN_E2E_ALL=0 skips it for a quick local round, and
 // DROPRUN_E2E_DIR=DIR keeps its run directory.
 func TestIntegrationRunAllVariants(t *testing.T) {

@@ -38,7 +38,7 @@ const (
 )
 
 // builtinWorkload is what a variant gets when neither it nor the scenario's
-// defaults set a field: the chapter's Deployment (2 replicas, 25%/25%, a
+// defaults set a field: the classic demo Deployment (2 replicas, 25%/25%, a
 // 30 s grace period, a 5 s preStop sleep) with a quick readiness probe.
 func builtinWorkload() Workload {
 	return Workload{

@@ -83,7 +83,7 @@ type KindCluster struct {
 	// Name of the kind cluster. Default "droprun".
 	Name string `json:"name,omitempty"`
 	// Nodes is the total node count: 1 control plane plus Nodes-1 workers.
-	// Default 3, like the chapter's cluster.
+	// Default 3: a control plane and 2 workers.
 	Nodes int `json:"nodes,omitempty"`
 	// KubeProxyMode is iptables (default), nftables or ipvs. ipvs needs
 	// the ip_vs module in the host kernel the kind nodes share: validate
@@ -233,7 +233,7 @@ type Workload struct {
 	MinReadySeconds               *int32              `json:"minReadySeconds,omitempty"`
 	TerminationGracePeriodSeconds *int64              `json:"terminationGracePeriodSeconds,omitempty"`
 	// PreStopSeconds is the length of the preStop sleep for the variants
-	// that have one. Default 5, as in the chapter.
+	// that have one. Default 5.
 	PreStopSeconds *int64 `json:"preStopSeconds,omitempty"`
 	// DrainDelay is how long the graceful-drain app keeps serving after
 	// SIGTERM. Default 5s.

@@ -73,7 +73,7 @@ func (s *Scenario) validateCluster(v *validator) {
 	}
 	if k := c.Kind; k != nil {
 		if k.Nodes < 1 || k.Nodes > 10 {
-			v.add("cluster.kind.nodes", fmt.Sprintf("is %d", k.Nodes), "use 1 (control plane only) to 10; 3 is the chapter's cluster")
+			v.add("cluster.kind.nodes", fmt.Sprintf("is %d", k.Nodes), "use 1 (control plane only) to 10; 3 (the default) is a control plane and 2 workers")
 		}
 		switch k.KubeProxyMode {
 		case "iptables", "nftables", "ipvs":
@@ -365,7 +365,7 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 	}
 	d := s.Defaults
 	if *w.Replicas < 1 {
-		v.add(at("replicas", vr.Replicas != nil, d.Replicas != nil), fmt.Sprintf("is %d", *w.Replicas), "use 1 or more; the chapter used 2")
+		v.add(at("replicas", vr.Replicas != nil, d.Replicas != nil), fmt.Sprintf("is %d", *w.Replicas), "use 1 or more; the default is 2")
 	}
 	surge, errS := intstr.GetScaledValueFromIntOrPercent(w.MaxSurge, int(*w.Replicas), true)
 	unavail, errU := intstr.GetScaledValueFromIntOrPercent(w.MaxUnavailable, int(*w.Replicas), false)
