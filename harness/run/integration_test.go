@@ -218,7 +218,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 // trap's first rollout drops. It takes about 15 minutes and runs wherever
 // a cluster can be made, so the README's claims are checked on every
 // landing; DROPRUN_E2E_ALL=0 skips it for a quick local round, and
-// DROPRUN_E2E_DIR=DIR keeps its run directory.
+// DROPRUN_E2E_DIR=DIR keeps its run directory (DIR/TestIntegrationRunAllVariants).
 func TestIntegrationRunAllVariants(t *testing.T) {
 	if os.Getenv("DROPRUN_E2E_ALL") == "0" {
 		t.Skip("DROPRUN_E2E_ALL=0: every variant end to end (~15 minutes) skipped")
@@ -242,7 +242,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	rollouts := *sc.Rollouts
 	dir := filepath.Join(t.TempDir(), "run")
 	if d := os.Getenv("DROPRUN_E2E_DIR"); d != "" {
-		dir = d
+		dir = filepath.Join(d, t.Name()) // one run directory per test
 	}
 	metricsAddr := freeAddr(t)
 	pushed := make(chan string, 1)
