@@ -240,10 +240,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	defer cancel()
 	needCluster(t, ctx)
 	rollouts := *sc.Rollouts
-	dir := filepath.Join(t.TempDir(), "run")
-	if d := os.Getenv("DROPRUN_E2E_DIR"); d != "" {
-		dir = filepath.Join(d, t.Name()) // one run directory per test
-	}
+	dir := runDir(t)
 	metricsAddr := freeAddr(t)
 	pushed := make(chan string, 1)
 	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -550,7 +547,7 @@ variants:
 rollouts: 1
 traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 `)
-	a, err := Run(ctx, sc, Options{Dir: filepath.Join(t.TempDir(), "run"), Log: testWriter{t}, Keep: true,
+	a, err := Run(ctx, sc, Options{Dir: runDir(t), Log: testWriter{t}, Keep: true,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	if a != nil {
 		itCreated = true
@@ -569,6 +566,15 @@ traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 	} else {
 		t.Logf("gateway no-prestop: %d of %d drops explained (%.1f%%)", e.Explained, v.Drops, 100*float64(e.Explained)/float64(v.Drops))
 	}
+}
+
+// runDir is a test's run directory: a temporary one, or DIR/<test name>
+// with DROPRUN_E2E_DIR=DIR, kept for a look afterwards.
+func runDir(t *testing.T) string {
+	if d := os.Getenv("DROPRUN_E2E_DIR"); d != "" {
+		return filepath.Join(d, t.Name())
+	}
+	return filepath.Join(t.TempDir(), "run")
 }
 
 // windowsOf returns the window tallies of v's rollouts.

@@ -64,10 +64,7 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 	sc.Cluster, sc.Namespace = it.Cluster, it.Namespace
 	rollouts := *sc.Rollouts
 
-	dir := filepath.Join(t.TempDir(), "run")
-	if d := os.Getenv("DROPRUN_E2E_DIR"); d != "" {
-		dir = d
-	}
+	dir := runDir(t)
 	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test"})
 	if a != nil {
 		itCreated = true // Run created or reused it; the package deletes it

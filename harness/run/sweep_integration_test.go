@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -43,10 +42,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "run")
-	if d := os.Getenv("DROPRUN_E2E_DIR"); d != "" {
-		dir = d
-	}
+	dir := runDir(t)
 	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: false, Version: "test",
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	t.Cleanup(func() {
