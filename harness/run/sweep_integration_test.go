@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
