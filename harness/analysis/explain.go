@@ -118,16 +118,20 @@ func podPlaces(events []timeline.Event) (ips, nodes map[string]string) {
 // race windows of its rollouts.
 type explainer struct {
 	routes    routeIndex
-	gaps      []RouteGap         // every rollout's pairs
-	byRollout map[int][]int      // rollout → indexes into gaps
-	explained map[int]*Explained // rollout → its split
+	gaps      []RouteGap             // every rollout's pairs
+	byRollout map[int][]int          // rollout → indexes into gaps
+	explained map[int]*Explained     // rollout → its split
+	flushed   map[int]map[string]int // rollout → stale SYN_SENT entries cleared after it, per node
 }
 
 // newExplainer measures the (pod, node) pairs of every rollout: each pod
 // the rollout deleted, on each node, when that node stopped routing to it,
 // beside the pod's own SIGTERM and listener close.
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
-	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}}
+	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}}
+	for _, rs := range rollouts {
+		ex.flushed[rs.N] = rs.ConntrackFlushed
+	}
 	ips, _ := podPlaces(in.events)
 	times := podTimes(in.app)
 	nodes := ex.routes.nodes()
@@ -257,10 +261,39 @@ func (ex *explainer) explain(n int, node string, noProxyPod bool, rec traffic.Re
 		g.Drops[rec.Class]++
 	case noClose:
 		unexplained(WhyNoListenerClose)
+	case ex.staleConntrack(n, node, rec):
+		e.Conntrack++
 	default:
 		unexplained(WhyOutside)
 	}
 }
+
+// staleConntrack reports whether a failure of rollout n routed by node,
+// outside every race window, is one a stale conntrack entry left (see
+// Explained.Conntrack): a class that gets no answer, sent after node had
+// stopped routing to every pod the rollout deleted, on a node whose flush
+// after the rollout cleared stale entries.
+func (ex *explainer) staleConntrack(n int, node string, rec traffic.Record) bool {
+	if rec.Class != traffic.ClassTimeout && rec.Class != traffic.Class502 {
+		return false
+	}
+	if ex.flushed[n][node] == 0 {
+		return false
+	}
+	var last time.Time
+	for _, i := range ex.byRollout[n] {
+		g := &ex.gaps[i]
+		if g.Node != node || g.Source != RouteSourceDataPlane {
+			continue
+		}
+		if g.Unrouted < 0 {
+			return false // a pod whose route on node was never seen to go
+		}
+		last = later(last, g.Deleted.Add(seconds(g.Unrouted)))
+	}
+	return !last.IsZero() && rec.Time.After(last.Add(inFlightSlack))
+}
+
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
@@ -279,6 +312,7 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 				total = &Explained{}
 			}
 			total.Explained += e.Explained
+			total.Conntrack += e.Conntrack
 			total.Unexplained += e.Unexplained
 			for why, c := range e.Why {
 				if total.Why == nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
@@ -18,8 +19,10 @@ import (
 // pod. old-a1 (10.0.0.1) is deleted at 4.0 s and closes its listener at
 // 4.1 s; n1 stops routing to it at 4.2 s, n2 only at 4.8 s. The gateway
 // answers 502 to the requests sent in [4.3, 4.7) s, and two requests at
-// 4.25 s got no answer at all (no proxy pod named).
-func gatewayRun(t *testing.T) string {
+// 4.25 s got no answer at all (no proxy pod named). Ten more 502s come at
+// 6.5 s, long after n2 stopped routing to old-a1; the conntrack flush
+// after the rollout cleared flushed stale entries on n2.
+func gatewayRun(t *testing.T, flushed int) string {
 	const sc = `apiVersion: droprun/v1alpha1
 kind: Scenario
 metadata: {name: synthetic}
@@ -53,11 +56,14 @@ variants:
 		analysistest.Pod(6.0, timeline.KindPodGone, "old-a1"),
 		analysistest.Mark(7, timeline.KindRolloutComplete, "alpha", 1),
 		analysistest.Mark(9, timeline.KindWindowClose, "alpha", 1, "phase", "rollout"),
+		{T: 9.1, Event: timeline.Event{Kind: timeline.KindConntrackFlushed, Detail: map[string]string{"variant": "alpha", "rollout": "1"},
+			Flushed: map[string]int{"n1": 0, "n2": flushed}}},
 		{T: 10, Event: timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": "alpha"}}},
 	}
 	failures := []analysistest.Failure{
 		{From: 4.25, To: 4.27, Err: analysistest.Timeout},
 		{From: 4.3, To: 4.7, Code: 502, Err: "502 Bad Gateway", Via: "gw-1"},
+		{From: 6.5, To: 6.6, Code: 502, Err: "502 Bad Gateway", Via: "gw-1", Latency: 500 * time.Millisecond},
 	}
 	return analysistest.Write(t, analysistest.Run{Scenario: sc, RunJSON: runJSON, Events: events, Failures: failures,
 		Traffic: map[string][2]float64{"alpha": {0, 10}}, Targets: []string{"http://127.0.0.1:30081/version"},
@@ -80,11 +86,11 @@ variants:
 // requests charged to their entry node would be all but unexplained.
 func TestGatewayAttribution(t *testing.T) {
 	var failures []analysis.Failure
-	a := analyze(t, gatewayRun(t), analysis.Options{Failure: func(f analysis.Failure) error { failures = append(failures, f); return nil }})
+	a := analyze(t, gatewayRun(t, 7), analysis.Options{Failure: func(f analysis.Failure) error { failures = append(failures, f); return nil }})
 	row := rows(a)["alpha"]
 	e := row.Explained
-	if row.Drops != 42 || e == nil || e.Explained != 40 || e.Unexplained != 2 || e.Why[analysis.WhyNoProxyPod] != 2 {
-		t.Fatalf("drops %d, explained %+v; want 42 drops: the 40 502s explained, 2 failed before the gateway", row.Drops, e)
+	if row.Drops != 52 || e == nil || e.Explained != 40 || e.Conntrack != 10 || e.Unexplained != 2 || e.Why[analysis.WhyNoProxyPod] != 2 {
+		t.Fatalf("drops %d, explained %+v; want 52 drops: 40 502s in n2's race window, 10 late ones by stale conntrack entries, 2 failed before the gateway", row.Drops, e)
 	}
 	for _, g := range row.Routes {
 		want := map[string]int{"n1": 0, "n2": 40}[g.Node]
@@ -99,5 +105,15 @@ func TestGatewayAttribution(t *testing.T) {
 		if f.Code == 0 && (f.Via != "" || f.RoutedBy != "") {
 			t.Fatalf("failure %+v: no proxy pod, no routing node", f)
 		}
+	}
+}
+
+// TestStaleConntrackNeedsEvidence: the late 502s are put down to stale
+// conntrack entries only when the flush after the rollout found some on
+// the node that routed them; without that they stay unexplained.
+func TestStaleConntrackNeedsEvidence(t *testing.T) {
+	e := rows(analyze(t, gatewayRun(t, 0), analysis.Options{}))["alpha"].Explained
+	if e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 10 {
+		t.Fatalf("explained %+v; want the 10 late 502s outside every race window, none by conntrack", e)
 	}
 }

@@ -63,6 +63,15 @@ type Explained struct {
 	// Explained drops fell, through their entry node, inside the race
 	// window of a pod that node still routed to after its listener closed.
 	Explained uint64 `json:"explained"`
+	// Conntrack drops were left by a stale conntrack entry: sent after
+	// the node that routed them had stopped routing to every pod the
+	// rollout deleted, of a class that gets no answer (a timeout; through
+	// a proxy, a 502 after its dial to the dead pod timed out), on a node
+	// whose conntrack flush after the rollout cleared stale SYN_SENT
+	// entries. A new connection that reuses the source port of an earlier
+	// one to a dead pod matches that entry and goes to the dead pod again,
+	// whatever the rules say. Counted apart from Explained.
+	Conntrack uint64 `json:"conntrack,omitempty"`
 	// Unexplained drops found no such window; Why counts their reasons
 	// (the Why* constants).
 	Unexplained uint64            `json:"unexplained"`

@@ -19,11 +19,15 @@ func ExplainedText(e *analysis.Explained) string {
 	if e == nil {
 		return ""
 	}
-	total := e.Explained + e.Unexplained
+	total := e.Explained + e.Conntrack + e.Unexplained
 	if total == 0 {
 		return "no drops to explain"
 	}
 	s := fmt.Sprintf("%d of %d drops explained by a (pod, node) race window (%.1f%%)", e.Explained, total, 100*float64(e.Explained)/float64(total))
+	if e.Conntrack > 0 {
+		s += fmt.Sprintf(", %d by stale conntrack entries on the node that routed them (%.1f%%: sent after it stopped routing to the deleted pods, on a node whose flush after the rollout cleared stale entries)",
+			e.Conntrack, 100*float64(e.Conntrack)/float64(total))
+	}
 	if e.Unexplained == 0 {
 		return s
 	}

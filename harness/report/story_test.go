@@ -54,3 +54,14 @@ func TestExplainedText(t *testing.T) {
 		t.Errorf("ExplainedText = %q, want %q", s, want)
 	}
 }
+
+// TestExplainedTextConntrack: drops put down to stale conntrack entries are
+// said apart from those a race window explains.
+func TestExplainedTextConntrack(t *testing.T) {
+	got := ExplainedText(&analysis.Explained{Explained: 90, Conntrack: 8, Unexplained: 2, Why: map[string]uint64{analysis.WhyOutside: 2}})
+	for _, want := range []string{"90 of 100 drops explained by a (pod, node) race window (90.0%)", "8 by stale conntrack entries", "2 unexplained"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ExplainedText = %q, want it to say %q", got, want)
+		}
+	}
+}

@@ -560,11 +560,15 @@ traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 	if v.Classes[traffic.Class502] == 0 {
 		t.Errorf("no 502 through the gateway: classes %v", v.Classes)
 	}
+	// The gateway's dials reuse source ports: after its dial to a dead pod
+	// timed out, a later dial can match the stale conntrack entry and go
+	// there again, after the rules changed; the flush after the rollout
+	// counts those entries, and the analysis puts such drops down to them.
 	e := v.Explained
-	if e == nil || v.Drops == 0 || float64(e.Explained) < 0.95*float64(v.Drops) {
-		t.Errorf("gateway no-prestop: %d drops, explained %+v; want at least 95%% explained by the gateway pod's node's race windows", v.Drops, e)
+	if e == nil || v.Drops == 0 || float64(e.Explained+e.Conntrack) < 0.95*float64(v.Drops) {
+		t.Errorf("gateway no-prestop: %d drops, explained %+v; want at least 95%% explained by the gateway pod's node's race windows or its stale conntrack entries", v.Drops, e)
 	} else {
-		t.Logf("gateway no-prestop: %d of %d drops explained (%.1f%%)", e.Explained, v.Drops, 100*float64(e.Explained)/float64(v.Drops))
+		t.Logf("gateway no-prestop: %d of %d drops explained by a race window, %d by stale conntrack entries", e.Explained, v.Drops, e.Conntrack)
 	}
 }
 
