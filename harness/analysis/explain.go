@@ -294,7 +294,6 @@ func (ex *explainer) staleConntrack(n int, node string, rec traffic.Record) bool
 	return !last.IsZero() && rec.Time.After(last.Add(inFlightSlack))
 }
 
-
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // rowRoutes returns the pairs and the drop split of the given rollouts.
