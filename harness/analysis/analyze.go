@@ -419,7 +419,9 @@ func (ps *pass) record(rec traffic.Record) error {
 // race window (or not), and binned by time since the latest deletion d.
 func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletion, found bool) {
 	rs := &ps.rollouts[k]
-	if rec.Class == traffic.ClassTimeout {
+	// The stalls are the host client's (its pacing in the rig samples):
+	// they excuse its own requests only.
+	if rec.Class == traffic.ClassTimeout && (rec.Origin == traffic.HostOrigin || rec.Origin == "") {
 		if lag, stalled := ps.in.stalls.during(rec.Time, rec.End()); stalled {
 			fl.Excused = true
 			rs.Excused++
@@ -427,7 +429,7 @@ func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletio
 		}
 	}
 	if !fl.Excused {
-		ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil && rec.Via == "", rec)
+		ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil, rec)
 	}
 	if found && !d.t.Before(rs.Start) {
 		ps.since[k].Add(rec.Time.Sub(d.t), rec.Class)

@@ -14,10 +14,13 @@ import (
 // Why a drop is left unexplained (Explained.Why keys).
 const (
 	WhyNoEntryNode = "entry node not known"
-	// WhyNoProxyPod: through a proxy, a failure with no proxy pod named
-	// (no response at all) failed between the client and the proxy, not
-	// on the proxy's way to a web pod.
-	WhyNoProxyPod      = "no response from the proxy: failed before it"
+	// WhyNoProxyPod: through a proxy, a failure with no response names no
+	// proxy pod, so the node whose rules chose its web pod is not known
+	// (it failed before the proxy, or the client gave up while the proxy
+	// still waited on its upstream).
+	WhyNoProxyPod = "no proxy pod named (no response): the node that routed it is not known"
+	// WhyNoProxyNode: the proxy pod named is not in the timeline.
+	WhyNoProxyNode     = "the proxy pod's node not known"
 	WhyNoRoutes        = "no route data for the node that routed it"
 	WhyNoListenerClose = "the app did not record its listener close"
 	WhyOutside         = "outside every (pod, node) race window"
@@ -191,11 +194,11 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 // rules chose (the entry node on a direct path, the proxy pod's node
 // through a proxy: path.RoutingNode; "" when not known): to the pair whose
 // race window holds its send time, or to a reason it cannot be explained.
-// noProxyPod says the request went through a proxy that named no pod.
+// proxied says the request went through a proxy (path.Path.Proxy).
 //
 // A run without route data (recorded before droprun watched the nodes, or
 // on a cluster it cannot look inside) explains nothing and says nothing.
-func (ex *explainer) explain(n int, node string, noProxyPod bool, rec traffic.Record) {
+func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Record) {
 	if len(ex.routes.watched) == 0 {
 		return
 	}
@@ -212,8 +215,11 @@ func (ex *explainer) explain(n int, node string, noProxyPod bool, rec traffic.Re
 		e.Why[why]++
 	}
 	switch {
-	case noProxyPod:
+	case proxied && rec.Via == "":
 		unexplained(WhyNoProxyPod)
+		return
+	case proxied && node == "":
+		unexplained(WhyNoProxyNode)
 		return
 	case node == "":
 		unexplained(WhyNoEntryNode)
@@ -261,7 +267,7 @@ func (ex *explainer) explain(n int, node string, noProxyPod bool, rec traffic.Re
 		g.Drops[rec.Class]++
 	case noClose:
 		unexplained(WhyNoListenerClose)
-	case ex.staleConntrack(n, node, rec):
+	case ex.staleConntrack(n, node, proxied, rec):
 		e.Conntrack++
 	default:
 		unexplained(WhyOutside)
@@ -270,17 +276,21 @@ func (ex *explainer) explain(n int, node string, noProxyPod bool, rec traffic.Re
 
 // staleConntrack reports whether a failure of rollout n routed by node,
 // outside every race window, is one a stale conntrack entry left (see
-// Explained.Conntrack): a class that gets no answer, sent after node had
-// stopped routing to every pod the rollout deleted, on a node whose flush
-// after the rollout cleared stale entries.
-func (ex *explainer) staleConntrack(n int, node string, rec traffic.Record) bool {
-	if rec.Class != traffic.ClassTimeout && rec.Class != traffic.Class502 {
+// Explained.Conntrack). All of it must hold: a class that gets no answer
+// (a timeout; through a proxy, a 502); node held a race window open for a
+// pod the rollout deleted, so connections went to a dead pod and could
+// leave SYN_SENT entries; the request was sent after node stopped routing
+// to every such pod; and the flush after the rollout cleared stale entries
+// on node.
+func (ex *explainer) staleConntrack(n int, node string, proxied bool, rec traffic.Record) bool {
+	if rec.Class != traffic.ClassTimeout && !(proxied && rec.Class == traffic.Class502) {
 		return false
 	}
 	if ex.flushed[n][node] == 0 {
 		return false
 	}
 	var last time.Time
+	raced := false
 	for _, i := range ex.byRollout[n] {
 		g := &ex.gaps[i]
 		if g.Node != node || g.Source != RouteSourceDataPlane {
@@ -289,9 +299,10 @@ func (ex *explainer) staleConntrack(n int, node string, rec traffic.Record) bool
 		if g.Unrouted < 0 {
 			return false // a pod whose route on node was never seen to go
 		}
+		raced = raced || g.Known() && g.Window > 0
 		last = later(last, g.Deleted.Add(seconds(g.Unrouted)))
 	}
-	return !last.IsZero() && rec.Time.After(last.Add(inFlightSlack))
+	return raced && rec.Time.After(last.Add(inFlightSlack))
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -113,3 +113,51 @@ func TestExplainPicksThePodItMet(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleConntrack: a late failure outside every window is put down to a
+// stale conntrack entry only with all the evidence: a class that got no
+// answer (a 502 only through a proxy), a race window its node held open,
+// and stale entries the flush after the rollout found on that node.
+func TestStaleConntrack(t *testing.T) {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	events := []timeline.Event{
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "a"},
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "b"},
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(50), Kind: timeline.KindRouteRemoved, Node: "b", IP: "10.0.0.1"},  // before the close: no race on b
+		{Time: at(700), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"}, // a raced 600 ms
+	}
+	in := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{{
+		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
+	}}}
+	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(9000), ConntrackFlushed: map[string]int{"a": 4, "b": 4}}}
+	late := func(class traffic.Class) traffic.Record {
+		return traffic.Record{Time: at(3000), Class: class, Latency: 500 * time.Millisecond}
+	}
+	for _, tc := range []struct {
+		name    string
+		node    string
+		proxied bool
+		rec     traffic.Record
+		want    bool
+	}{
+		{"a timeout on a raced node", "a", false, late(traffic.ClassTimeout), true},
+		{"a 502 through a proxy", "a", true, func() traffic.Record { r := late(traffic.Class502); r.Via = "gw-1"; return r }(), true},
+		{"a 502 on the direct path", "a", false, late(traffic.Class502), false},
+		{"a refusal", "a", false, late(traffic.ClassRefused), false},
+		{"a node that never raced", "b", false, late(traffic.ClassTimeout), false},
+	} {
+		ex := in.newExplainer(rs)
+		ex.explain(1, tc.node, tc.proxied, tc.rec)
+		if got := ex.explained[1].Conntrack == 1; got != tc.want {
+			t.Errorf("%s: conntrack %v, want %v (%+v)", tc.name, got, tc.want, ex.explained[1])
+		}
+	}
+	noFlush := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(9000)}}
+	ex := in.newExplainer(noFlush)
+	ex.explain(1, "a", false, late(traffic.ClassTimeout))
+	if e := ex.explained[1]; e.Conntrack != 0 || e.Why[WhyOutside] != 1 {
+		t.Errorf("no stale entries found: %+v, want it outside every window", e)
+	}
+}

@@ -31,8 +31,10 @@ const (
 func ResultsFile(variant string) string { return "results-" + variant + ".bin" }
 
 // ResultsFileOf is the raw results of one variant from the load source
-// named origin: results-VARIANT+ORIGIN.bin (variant names never hold a
-// '+'), or ResultsFile for the host client.
+// named origin: results-VARIANT+ORIGIN.bin, or ResultsFile for the host
+// client. Origins are droprun's own names (host, pod-N), so a variant whose
+// name holds a '+' (a sweep value such as +5s) cannot be taken for another
+// variant's source: no valid sweep value is another one plus "+pod-N".
 func ResultsFileOf(variant, origin string) string {
 	if origin == traffic.HostOrigin {
 		return ResultsFile(variant)

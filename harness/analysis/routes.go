@@ -60,8 +60,10 @@ func (g RouteGap) Known() bool { return g.Unrouted >= 0 && g.AppTimes }
 // Explained is how a rollout's drops split between the (pod, node) race
 // windows that account for them and the rest.
 type Explained struct {
-	// Explained drops fell, through their entry node, inside the race
-	// window of a pod that node still routed to after its listener closed.
+	// Explained drops fell inside the race window of a pod that the node
+	// routing them (path.RoutingNode: the entry node directly, the proxy
+	// pod's node through a proxy) still routed to after its listener
+	// closed.
 	Explained uint64 `json:"explained"`
 	// Conntrack drops were left by a stale conntrack entry: sent after
 	// the node that routed them had stopped routing to every pod the

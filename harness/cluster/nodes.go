@@ -15,7 +15,8 @@ type ExecFunc func(ctx context.Context, node string, stdin io.Reader, stdout io.
 // nodes are not droprun's to enter). A run asks for it before each thing
 // that needs it: clearing stale conntrack entries between rollouts,
 // watching each node's rules (harness/dataplane), sampling each node's CPU
-// and lowering its weight (harness/rig), loading images.
+// (harness/rig), loading images; a run lowers the nodes' CPU weight only
+// where it has them (their containers share this machine's cores).
 type Nodes interface {
 	// FlushConntrack deletes the TCP conntrack entries stuck in SYN_SENT
 	// in every node and returns how many, per node.

@@ -24,19 +24,14 @@ type Source interface {
 	// Pacing is how far behind schedule its latest request went out and
 	// how many requests are in flight: the rig's saturation evidence.
 	Pacing() (lag time.Duration, inFlight uint64)
-	// Done is closed when the load has ended and every result is written.
-	Done() <-chan struct{}
 	// Stop ends the load, waits for the requests in flight, and returns
 	// the source's account of what it sent (Stats: asked and achieved
 	// rate, classes, its own CPU, why it is suspect).
 	Stop() (Stats, error)
 }
 
-// StartFunc starts a Source of cfg's load writing to out and calling
-// observe for every request; Start is the host client's.
-type StartFunc func(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (Source, error)
-
-// StartHost starts the host client as a Source.
+// StartHost starts the host client as a Source: cfg's load, every result
+// written to out, observe called for every request.
 func StartHost(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (Source, error) {
 	a, err := Start(ctx, cfg, out, observe)
 	if err != nil {
@@ -44,8 +39,6 @@ func StartHost(ctx context.Context, cfg Config, out io.Writer, observe func(Reco
 	}
 	return a, nil
 }
-
-var _ StartFunc = StartHost
 
 // Origin is HostOrigin: an Attack is the host client.
 func (a *Attack) Origin() string { return HostOrigin }
