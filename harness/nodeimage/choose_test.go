@@ -186,16 +186,3 @@ func TestPublishedImagePinned(t *testing.T) {
 		t.Errorf("CheckRef(PublishedImage): %v", err)
 	}
 }
-
-func TestCheckRef(t *testing.T) {
-	for _, ok := range []string{Auto, DefaultImage, PublishedImage, "127.0.0.1:5000/mirror/node:v1.37.2"} {
-		if err := CheckRef(ok); err != nil {
-			t.Errorf("CheckRef(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"kindest/node", "kindest/node:latest", "127.0.0.1:5000/mirror/node", "upper/Case:v1", ""} {
-		if err := CheckRef(bad); err == nil {
-			t.Errorf("CheckRef(%q): want an error", bad)
-		}
-	}
-}
