@@ -32,7 +32,8 @@ type Path struct {
 	// when the node port is the web Service's own.
 	Proxy *Proxy
 	// Drop is what the client sees of a request a dead pod dropped:
-	// "000" (no response) direct, "502" through a proxy.
+	// "000" (no response) direct, "502" through a proxy; validation's
+	// advice names it.
 	Drop string
 }
 

@@ -244,7 +244,12 @@ func (s *Scenario) validateTraffic(v *validator) {
 			fmt.Sprintf("use a rate between 1 and %d; this project's 2-core machines hold about 3000 new connections/s", MaxRate))
 	}
 	if _, ok := path.Lookup(t.Target); !ok {
-		v.add("traffic.target", fmt.Sprintf("%q is not a target", t.Target), "use nodeport (direct: drops show as 000) or gateway (through a proxy: drops show as 502)")
+		var uses []string
+		for _, name := range path.Names() {
+			p, _ := path.Lookup(name)
+			uses = append(uses, fmt.Sprintf("%s (drops show as %s)", p.Name, p.Drop))
+		}
+		v.add("traffic.target", fmt.Sprintf("%q is not a target", t.Target), "use "+strings.Join(uses, " or "))
 	}
 	if t.Path == "" || t.Path[0] != '/' {
 		v.add("traffic.path", fmt.Sprintf("%q does not start with /", t.Path), "use an absolute path such as /version")
