@@ -156,9 +156,9 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", RunFile, target, strings.Join(path.Names(), ", "))
 	}
-	_, podNodes := podPlaces(events)
+	podIPs, podNodes := podPlaces(events)
 	in := &input{sc: sc, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
-		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podNodes: podNodes, failure: o.Failure}
+		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podIPs: podIPs, podNodes: podNodes, failure: o.Failure}
 	for _, v := range sc.Variants {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
@@ -273,6 +273,7 @@ type input struct {
 	app       []appmetrics.Record
 	nodes     map[string]string // target URL → entry node
 	path      path.Path         // the way the requests took
+	podIPs    map[string]string // pod → IP
 	podNodes  map[string]string // pod → node
 	failure   func(Failure) error
 }

@@ -135,7 +135,7 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
-	ips, _ := podPlaces(in.events)
+	ips := in.podIPs
 	times := podTimes(in.app)
 	nodes := ex.routes.nodes()
 	for _, rs := range rollouts {

@@ -30,7 +30,7 @@ func TestExplain(t *testing.T) {
 		ev(50, timeline.KindRouteRemoved, "b", "10.0.0.1"),
 		ev(700, timeline.KindRouteRemoved, "a", "10.0.0.1"),
 	}
-	in := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{{
+	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 	}}}
 	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
@@ -39,7 +39,7 @@ func TestExplain(t *testing.T) {
 	}
 	// The app's SIGTERM and listener close precede droprun's sight of the
 	// deletion when the kubelet is quicker than the watch: still known.
-	late := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{{
+	late := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(-30), ListenerClosedAt: at(-29),
 	}}}
 	if g := late.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}}).gaps[0]; !g.Known() || g.ListenerClosed >= 0 {
@@ -98,7 +98,7 @@ func TestExplainPicksThePodItMet(t *testing.T) {
 		{Time: at(3000), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"},
 		{Time: at(3000), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.2"},
 	}
-	in := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{
+	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{
 		// web-1 closes 50 ms after its deletion, web-2 10 ms after its own:
 		// relative to their own deletions web-1 closed "later".
 		{Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(4000), SignalAt: at(40), ListenerClosedAt: at(50)},
@@ -128,7 +128,7 @@ func TestStaleConntrack(t *testing.T) {
 		{Time: at(50), Kind: timeline.KindRouteRemoved, Node: "b", IP: "10.0.0.1"},  // before the close: no race on b
 		{Time: at(700), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"}, // a raced 600 ms
 	}
-	in := &input{events: events, deletions: deletionsOf(events), app: []appmetrics.Record{{
+	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 	}}}
 	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(9000), ConntrackFlushed: map[string]int{"a": 4, "b": 4}}}
@@ -160,4 +160,10 @@ func TestStaleConntrack(t *testing.T) {
 	if e := ex.explained[1]; e.Conntrack != 0 || e.Why[WhyOutside] != 1 {
 		t.Errorf("no stale entries found: %+v, want it outside every window", e)
 	}
+}
+
+// podIPsOf is each pod's IP, as Analyze gives the input.
+func podIPsOf(events []timeline.Event) map[string]string {
+	ips, _ := podPlaces(events)
+	return ips
 }

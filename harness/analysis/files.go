@@ -135,13 +135,10 @@ type TrafficInfo struct {
 // ProtocolOf returns how the client talked to the targets, from Protocol
 // or, in a run recorded before it, from KeepAlive.
 func (t TrafficInfo) ProtocolOf() traffic.Protocol {
-	switch {
-	case t.Protocol != "":
+	if t.Protocol != "" {
 		return t.Protocol
-	case t.KeepAlive:
-		return traffic.ProtocolKeepAlive
 	}
-	return traffic.ProtocolNewConnection
+	return traffic.HTTP1(t.KeepAlive)
 }
 
 // RigSettings say whether the machine settings a run changed for its

@@ -45,8 +45,7 @@ func (n kindNodes) ContainerIDs(ctx context.Context) (map[string]string, error) 
 }
 
 func (n kindNodes) Exec() ([]string, ExecFunc, error) {
-	names, exec, err := n.k.NodeExec(n.name)
-	return names, exec, err
+	return n.k.NodeExec(n.name)
 }
 
 func (n kindNodes) LoadImageArchive(ctx context.Context, archive string) error {

@@ -314,7 +314,7 @@ func (r *runner) startAppMetrics(ctx context.Context) (func() error, error) {
 	selector, opts, ok := r.appMetricsOptions()
 	if !ok {
 		fmt.Fprintf(r.log, "%s\n", analysis.NoCustomMetrics)
-		return func() error { return nil }, nil
+		return noStop, nil
 	}
 	app, err := observe.StartAppMetrics(ctx, r.tb.Cluster.Client, r.sc.Namespace, selector, r.out.App, opts)
 	if err != nil {

@@ -61,7 +61,7 @@ func TestTunedParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := render.BookshopParams(s, 1, s.Variants[1].Variant, "v2")
+	p, err := render.Of(s, 1).Params(s.Variants[1].Variant, "v2")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -310,12 +310,7 @@ func (s *Scenario) Index(name string) int {
 
 // Protocol is how the client talks to the targets: HTTP/1.1 over a new
 // connection per request, or over kept-alive connections (keepAlive).
-func (t Traffic) Protocol() traffic.Protocol {
-	if t.KeepAlive {
-		return traffic.ProtocolKeepAlive
-	}
-	return traffic.ProtocolNewConnection
-}
+func (t Traffic) Protocol() traffic.Protocol { return traffic.HTTP1(t.KeepAlive) }
 
 // Path is the way the scenario's requests take (traffic.target); NodePort
 // for a target validation would refuse.

@@ -269,7 +269,7 @@ func TestKeepAliveAndMethod(t *testing.T) {
 			srv.Start()
 			defer srv.Close()
 
-			_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 100, Protocol: protocolOf(tt.keepAlive), Method: tt.method}, 20)
+			_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 100, Protocol: HTTP1(tt.keepAlive), Method: tt.method}, 20)
 			n := stats.Requests
 			if stats.ByClass[Class2xx] != n {
 				t.Fatalf("ByClass = %v", stats.ByClass)

@@ -199,7 +199,7 @@ func liveHeap() (alloc, inuse uint64) {
 //   - failed, exhausted (1 = workers exhausted), file-B/result.
 func BenchmarkAttackLoopback(b *testing.B) {
 	url := startBenchServer(b)
-	cfg := Config{URL: url, Rate: *benchRate, Protocol: protocolOf(*benchKeepAlive), Name: "bench"}
+	cfg := Config{URL: url, Rate: *benchRate, Protocol: HTTP1(*benchKeepAlive), Name: "bench"}
 	var last Stats
 	var retainedPerM, inusePerM, peakHeap, peakGoroutines, fileB float64
 	for i := 0; i < b.N; i++ {

@@ -53,6 +53,15 @@ func (p Protocol) Info() (ProtocolInfo, bool) {
 	return protocols[i], true
 }
 
+// HTTP1 is HTTP/1.1 with kept-alive connections or a new one per request:
+// how a scenario's keepAlive, and an older run.json's, name a protocol.
+func HTTP1(keepAlive bool) Protocol {
+	if keepAlive {
+		return ProtocolKeepAlive
+	}
+	return ProtocolNewConnection
+}
+
 // ReusesConnections reports whether p keeps connections alive.
 func (p Protocol) ReusesConnections() bool {
 	info, _ := p.Info()

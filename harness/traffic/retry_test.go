@@ -108,7 +108,7 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 			if dial == nil {
 				dial = (&net.Dialer{}).DialContext
 			}
-			cfg := Config{URL: tt.server(t), Rate: 100, Protocol: protocolOf(tt.keepAlive), Method: tt.method, Name: "hidden"}
+			cfg := Config{URL: tt.server(t), Rate: 100, Protocol: HTTP1(tt.keepAlive), Method: tt.method, Name: "hidden"}
 			recs, stats, file := attackWith(t, cfg, 20, dial)
 
 			var masked, drops uint64
@@ -179,12 +179,4 @@ func TestHiddenHeaderFromServerIsIgnored(t *testing.T) {
 	if stats.Masked != 0 || stats.Retried != 0 {
 		t.Errorf("Stats: Masked %d, Retried %d", stats.Masked, stats.Retried)
 	}
-}
-
-// protocolOf is the HTTP/1.1 protocol with or without kept-alive connections.
-func protocolOf(keepAlive bool) Protocol {
-	if keepAlive {
-		return ProtocolKeepAlive
-	}
-	return ProtocolNewConnection
 }

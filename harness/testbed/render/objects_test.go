@@ -43,7 +43,7 @@ func renderYAML(t *testing.T, name string) []byte {
 	if i < 0 {
 		t.Fatalf("compare-all has no variant %q", name)
 	}
-	p, err := render.BookshopParams(s, i, s.Variants[i].Variant, "v1")
+	p, err := render.Of(s, i).Params(s.Variants[i].Variant, "v1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,15 +38,11 @@ func Variants(s *scenario.Scenario) []Variant {
 	return out
 }
 
-// BookshopParams returns what Deployment needs for bookshop variant i of s
-// at version, with every default applied. kind is the built-in variant to
-// render: the variant's own, or its From variant for the state before the
-// first rollout.
-func BookshopParams(s *scenario.Scenario, i int, kind, version string) (Params, error) {
-	return Of(s, i).params(kind, version)
-}
-
-func (v Variant) params(kind, version string) (Params, error) {
+// Params returns what Deployment needs for bookshop variant v at version,
+// with every default applied. kind is the built-in variant to render: the
+// variant's own, or its From variant for the state before the first
+// rollout.
+func (v Variant) Params(kind, version string) (Params, error) {
 	s := v.sc
 	info, ok := variant.Lookup(kind)
 	if !ok {
@@ -149,7 +145,7 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 		if initial && v.Entry.From != "" {
 			kind = v.Entry.From
 		}
-		p, err := v.params(kind, scenario.Versions[version])
+		p, err := v.Params(kind, scenario.Versions[version])
 		if err != nil {
 			return o, err
 		}
