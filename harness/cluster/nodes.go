@@ -17,6 +17,9 @@ type ExecFunc func(ctx context.Context, node string, stdin io.Reader, stdout io.
 // watching each node's rules (harness/dataplane), sampling each node's CPU
 // (harness/rig), loading images; a run lowers the nodes' CPU weight only
 // where it has them (their containers share this machine's cores).
+// kindNodes is the one implementation; the second it is built for is a
+// real cluster's nodes reached through a privileged pod on each node (a
+// DaemonSet), which load from inside the cluster and real fronts need.
 type Nodes interface {
 	// FlushConntrack deletes the TCP conntrack entries stuck in SYN_SENT
 	// in every node and returns how many, per node.
