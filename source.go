@@ -5,8 +5,9 @@
 //
 //   - Source: go.mod, go.sum and the programs droprun runs in the cluster:
 //     the bookshop app with its sleep program, which harness/image
-//     compiles into the demo images, and the pod network's CNI plugin
-//     (apps/cni) that the offline node image carries;
+//     compiles into the demo images, the pod network's CNI plugin
+//     (apps/cni) that the offline node image carries, and the
+//     listener-close prober (apps/closeprobe) a run puts in a node;
 //   - Scenarios: the shipped scenario files, reachable by name
 //     (`droprun run demo`).
 //
@@ -27,7 +28,7 @@ import (
 // module files and the in-cluster main packages. Test files are embedded
 // too (a pattern cannot exclude them) and filtered out by Source.
 //
-//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go
 var source embed.FS
 
 // scenarios are the shipped scenario files with their README and the
@@ -37,7 +38,7 @@ var source embed.FS
 var scenarios embed.FS
 
 // Source returns the embedded module subset: go.mod, go.sum,
-// apps/bookshop, apps/bookshop/sleep and apps/cni, without test files, at
+// apps/bookshop, apps/bookshop/sleep, apps/cni and apps/closeprobe, without test files, at
 // the same paths as in the source tree.
 func Source() fs.FS {
 	return noTests{source}

@@ -81,8 +81,11 @@
 // bookshop_http_requests_total over every handler, probes and /metrics
 // scrapes included, and byHandler is that counter by handler and code (left
 // out should the line not fit). The reading is sealed: no response is counted
-// or sent after it, so the counts are exactly the responses the process let
-// out ("sealed":true), and inFlight counts the requests it cut unanswered.
+// or sent after it, and the process waits (up to a second) until every
+// response counted before it is written whole to its connection, so the
+// counts are exactly the responses the process let out ("sealed":true), and
+// inFlight counts the requests it cut unanswered. A wait that times out
+// writes "sealed":false: a counted response may not have left.
 // The file must exist (Kubernetes creates it; nothing is created in /dev
 // elsewhere); a failure to write it is logged and the exit goes on.
 //

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,20 +15,21 @@ import (
 // (two Prometheus metrics read one after the other can miss a request
 // that ends between the two reads).
 //
-// A response is counted after its handler returns and before net/http
-// sends it (a handler's response is buffered until then). Once sealed, no
-// response is counted and none is sent: a request that ends, or starts,
-// after the seal is aborted (http.ErrAbortHandler, the connection closes
-// with nothing written). So the sealed totals are exactly the responses
-// the process let out, and its in-flight count the requests it cut.
+// A handler's response is held in a buffer until it is counted, then
+// written whole (with its Content-Length) and flushed to the connection.
+// Counting and the seal take the same lock, and a response counted but not
+// yet written is "sending": once sealed, no response is counted and none
+// is written (a request that ends, or starts, after the seal is aborted,
+// http.ErrAbortHandler, and its connection closes with nothing written),
+// and waitSent waits until nothing is sending. So the sealed totals are
+// exactly the responses the process let out, by construction, and its
+// in-flight count the requests it cut.
 type tally struct {
-	// running is the handlers running now, sealed or not: a connection
-	// busy without one is sending a counted response.
-	running atomic.Int64
-
 	mu       sync.Mutex
 	sealed   bool
 	inFlight int
+	sending  int           // counted, not yet written to the connection
+	sent     chan struct{} // closed and replaced when sending falls to 0
 	answered map[handlerCode]int
 }
 
@@ -42,18 +44,20 @@ func newTally() *tally { return &tally{answered: map[handlerCode]int{}} }
 
 // wrap counts h's responses under handler=name, and its requests in flight
 // when inFlight is set (not for /metrics, whose gauge would always read 1).
+// A handler that writes nothing gets net/http's empty 200, and is counted
+// as that.
 func (t *tally) wrap(name string, inFlight bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t.running.Add(1)
-		defer t.running.Add(-1)
 		if !t.begin(inFlight) {
 			panic(http.ErrAbortHandler)
 		}
-		cw := &codeWriter{ResponseWriter: w}
-		h.ServeHTTP(cw, r)
-		if !t.end(inFlight, handlerCode{name, strconv.Itoa(cw.status())}) {
+		bw := &bufferedWriter{ResponseWriter: w}
+		h.ServeHTTP(bw, r)
+		if !t.end(inFlight, handlerCode{name, strconv.Itoa(bw.status())}) {
 			panic(http.ErrAbortHandler)
 		}
+		defer t.written()
+		bw.send()
 	})
 }
 
@@ -69,6 +73,7 @@ func (t *tally) begin(inFlight bool) bool {
 	return true
 }
 
+// end counts a response and marks it sending, unless sealed.
 func (t *tally) end(inFlight bool, k handlerCode) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -79,7 +84,44 @@ func (t *tally) end(inFlight bool, k handlerCode) bool {
 		t.inFlight--
 	}
 	t.answered[k]++
+	t.sending++
 	return true
+}
+
+// written marks a counted response written to its connection (or failed:
+// the client went away; it was let out either way).
+func (t *tally) written() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sending--
+	if t.sending == 0 && t.sent != nil {
+		close(t.sent)
+		t.sent = nil
+	}
+}
+
+// waitSent waits, after the seal, until every counted response is
+// written, or for timeout; it reports whether they all were.
+func (t *tally) waitSent(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		t.mu.Lock()
+		if t.sending == 0 {
+			t.mu.Unlock()
+			return true
+		}
+		if t.sent == nil {
+			t.sent = make(chan struct{})
+		}
+		sent := t.sent
+		t.mu.Unlock()
+		select {
+		case <-sent:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // read returns one reading; seal makes it the last.
@@ -116,32 +158,50 @@ func (t *tally) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(r.inFlight))
 }
 
-// codeWriter records the status code a handler wrote. Unwrap lets
-// http.ResponseController reach the connection's Flusher and deadlines.
-type codeWriter struct {
+// bufferedWriter holds a handler's response until it is counted: the
+// headers stay in the map, the status and body in the writer. Unwrap lets
+// http.ResponseController reach the connection's deadlines; a flush from
+// the handler does nothing (FlushError).
+type bufferedWriter struct {
 	http.ResponseWriter
 	code int
+	body bytes.Buffer
 }
 
-func (w *codeWriter) WriteHeader(code int) {
+func (w *bufferedWriter) WriteHeader(code int) {
 	if w.code == 0 {
 		w.code = code
 	}
-	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *codeWriter) Write(b []byte) (int, error) {
+func (w *bufferedWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	return w.body.Write(b)
 }
 
-func (w *codeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-func (w *codeWriter) status() int {
+// FlushError keeps a handler's flush (the gateway's ReverseProxy flushes
+// a response of unknown length at once) from sending the held response
+// before it is counted: http.ResponseController finds it before Unwrap.
+func (w *bufferedWriter) FlushError() error { return nil }
+
+func (w *bufferedWriter) status() int {
 	if w.code == 0 {
 		return http.StatusOK
 	}
 	return w.code
+}
+
+// send writes the held response whole, with its Content-Length, and
+// flushes it to the connection.
+func (w *bufferedWriter) send() {
+	if w.ResponseWriter.Header().Get("Content-Length") == "" && w.status() != http.StatusNoContent && w.status() != http.StatusNotModified {
+		w.ResponseWriter.Header().Set("Content-Length", strconv.Itoa(w.body.Len()))
+	}
+	w.ResponseWriter.WriteHeader(w.status())
+	w.ResponseWriter.Write(w.body.Bytes())
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }

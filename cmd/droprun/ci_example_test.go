@@ -113,6 +113,12 @@ func TestCheckOnExampleRun(t *testing.T) {
 		{"not worse than itself", []string{"--variant", "no-prestop", "--baseline", exampleRun}, 0, "0 failed, 0 inconclusive"},
 		{"a typo", []string{"--variant", "graceful-dran", "--max-drops-per-rollout", "0"}, 2, ""},
 		{"NaN", []string{"--max-drop-rate", "nan"}, 2, ""},
+		// docs/ci.md's numbers: 0 in 5,134 over 4 rollouts, bounded at
+		// 0.0014 with no-prestop's bursts.
+		{"docs/ci.md: 0.001 is too small to show", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.001"}, 3, "at most 0.0014 over rollouts, for drops as bursty as this run's"},
+		{"docs/ci.md: 0.002 is shown", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.002"}, 0, "0 failed, 0 inconclusive"},
+		{"a confidence below 0.5", []string{"--variant", "no-prestop", "--max-drop-rate", "0.064", "--confidence", "0.2"}, 2, ""},
+		{"a rate limit of 1", []string{"--variant", "no-prestop", "--max-drop-rate", "1"}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := runCLI(t, append([]string{"check", exampleRun}, tc.args...)...)
@@ -120,5 +126,23 @@ func TestCheckOnExampleRun(t *testing.T) {
 				t.Errorf("exit %d, want %d; stdout:\n%s\nwant it to contain %q; stderr:\n%s", code, tc.code, out, tc.out, errOut)
 			}
 		})
+	}
+}
+
+// The README's commands on the shipped run: the report explains every drop
+// beside its chance baselines, and advise bounds the delay from the run's
+// (pod, node) pairs.
+func TestREADMEOnExampleRun(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	if err := os.CopyFS(run, os.DirFS(exampleRun)); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "report", run, "--no-files")
+	if code != 0 || !strings.Contains(out, "no-prestop: 179 of 179 drops explained by a (pod, node) race window (100.0%) against 96.3% by chance") {
+		t.Errorf("report: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "advise", run)
+	if code != 0 || !strings.Contains(out, "48 (pod, node) pairs from 8 rollouts") || !strings.Contains(out, "48 seen in the node's own rules") {
+		t.Errorf("advise: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

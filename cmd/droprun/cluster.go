@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/scenario"
 )
 
@@ -64,6 +66,13 @@ func (f *clusterFlags) config() (cluster.Config, error) {
 			return cluster.Config{}, usageError("%s uses an existing cluster, not a kind cluster", f.file)
 		}
 		k = *sc.Cluster.Kind
+		// A node image the file names runs privileged as every node: one
+		// other than droprun's or kind's needs the user's word, given as
+		// --node-image on the command line.
+		if f.kind.NodeImage == "" && !imageref.KnownNode(k.NodeImage) {
+			return cluster.Config{}, usageError("%s names the node image %s, neither droprun's (%s:…) nor kind's (%s:…); a node image runs privileged on this host: if you trust it, pass --node-image %s",
+				f.file, k.NodeImage, imageref.DroprunNodeRepo, imageref.KindNodeRepo, k.NodeImage)
+		}
 	}
 	override(&k.Name, f.kind.Name)
 	override(&k.Nodes, f.kind.Nodes)
@@ -134,15 +143,33 @@ Examples:
 
 func newClusterDownCmd(s streams) *cobra.Command {
 	var f clusterFlags
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Delete the kind cluster and its kubeconfig",
-		Args:  cobra.NoArgs,
+		Long: `Delete droprun's kind cluster and the kubeconfig droprun keeps for it.
+
+Only a cluster droprun created is deleted: its control plane carries the
+` + cluster.LabelConfig + ` node label. Another kind cluster of that name
+(yours, made with 'kind create cluster') is refused unless --force.
+
+Examples:
+  droprun cluster down
+  droprun cluster down --name solo`,
+		Args: cobra.NoArgs,
 		RunE: f.withKind(s, func(cmd *cobra.Command, k *cluster.Kind, cfg cluster.Config) error {
+			if !force {
+				if err := k.CheckOwned(cmd.Context(), cfg.Name); errors.Is(err, cluster.ErrNotDroprun) {
+					return fmt.Errorf("%w; droprun deletes only its own clusters: pass --force to delete it anyway", err)
+				} else if err != nil {
+					return err
+				}
+			}
 			return k.Down(cmd.Context(), cfg.Name)
 		}),
 	}
 	f.register(cmd.Flags(), false)
+	cmd.Flags().BoolVar(&force, "force", false, "delete the kind cluster even if droprun did not create it")
 	return cmd
 }
 

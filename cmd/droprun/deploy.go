@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/testbed/render"
@@ -15,7 +17,8 @@ import (
 func newDeployCmd(s streams) *cobra.Command {
 	var (
 		name, ver, allow string
-		create           bool
+		nodeImage        string
+		create, trust    bool
 		allowTargets     []string
 	)
 	cmd := &cobra.Command{
@@ -42,14 +45,20 @@ Examples:
 			if err != nil {
 				return err
 			}
+			trustKubeconfig(sc, trust)
+			if err := allowNodeImage(sc, nodeImage); err != nil {
+				return err
+			}
 			checked, err := testbed.Check(sc, allowed)
 			if err != nil {
 				return badInput(err)
 			}
-			tb, err := testbed.Prepare(cmd.Context(), checked, testbed.Options{Log: s.Err, AllowContext: allow, CreateCluster: create})
+			tb, err := testbed.Prepare(cmd.Context(), checked, testbed.Options{Log: s.Err, AllowContext: allow, CreateCluster: create,
+				Owner: kube.NewOwner("deploy-" + time.Now().UTC().Format("20060102-150405"))})
 			if err != nil {
 				return err
 			}
+			defer tb.Release(context.WithoutCancel(cmd.Context()))
 			if err := tb.Deploy(cmd.Context(), render.Of(sc, i), version, false); err != nil {
 				return err
 			}
@@ -66,6 +75,8 @@ Examples:
 	cmd.Flags().StringVar(&allow, "allow-context", "", "allow this non-kind context of an existing cluster")
 	cmd.Flags().StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow requests to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
 	cmd.Flags().BoolVar(&create, "create", false, "create the kind cluster if it does not exist")
+	cmd.Flags().BoolVar(&trust, "trust-kubeconfig", false, trustKubeconfigUsage)
+	cmd.Flags().StringVar(&nodeImage, "allow-node-image", "", allowNodeImageUsage)
 	return cmd
 }
 

@@ -25,16 +25,42 @@ What it configures, and why (see ../shared/ENVIRONMENT.md):
     traffic to 127.0.0.1:30080 reaches the NodePort through kernel DNAT; the
     userland proxy cost ~20% of a core at 1,000 req/s and turned resets into
     EOFs, which would blur the failure classes droprun measures;
+  - beside route_localnet, always, the localnet guard: an iptables raw-table
+    rule that drops packets to 127.0.0.0/8 arriving on any interface but lo,
+    so no neighbour reaches what listens on 127.0.0.1 (CVE-2020-8558's
+    pattern). route_localnet is set now, never at boot, where the guard
+    would be missing: after a reboot, run setup again;
   - only where the host lacks CAP_SYS_RESOURCE in its capability bounding
     set: a runc wrapper (droprun-runc) that drops that capability from each
     container's spec, because every kind node runs privileged and runc
-    otherwise fails with "unable to apply caps: operation not permitted".`,
+    otherwise fails with "unable to apply caps: operation not permitted".
+    A default-runtime of your own in daemon.json is refused, not overwritten.
+
+Each change is recorded before it is made (` + engine.DefaultRecord + `);
+'droprun engine teardown' undoes them all.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return engine.Setup(cmd.Context(), engine.SetupOptions{Out: s.Err})
 		},
 	}
-	cmd.AddCommand(setup)
+	var td engine.TeardownOptions
+	teardown := &cobra.Command{
+		Use:   "teardown",
+		Short: "Undo every change 'engine setup' made to this host (as root)",
+		Long: `Undo every change 'droprun engine setup' made, from the record it wrote
+before each change (` + engine.DefaultRecord + `): route_localnet back to its
+value, then the localnet guard removed, dockerd's configuration put back (and
+dockerd restarted on it), the runc wrapper removed. The packages setup
+installed stay unless --remove-packages. It refuses while kind nodes run
+(delete their clusters first). 'droprun doctor' lists the recorded changes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			td.Out = s.Err
+			return engine.Teardown(cmd.Context(), td)
+		},
+	}
+	teardown.Flags().BoolVar(&td.RemovePackages, "remove-packages", false, "also apt-get remove the packages setup installed (docker.io, iptables)")
+	cmd.AddCommand(setup, teardown)
 	return cmd
 }
 

@@ -57,6 +57,12 @@ func exitCases(t *testing.T) map[string]commandCases {
 		"cluster: {existing: {kubeconfig: /nonexistent, url: \"https://shop.example.com\"}}\nvariants: [{variant: no-prestop}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A node image other than droprun's or kind's.
+	evilNode := filepath.Join(t.TempDir(), "node.yaml")
+	if err := os.WriteFile(evilNode, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: node}\n"+
+		"cluster: {kind: {nodeImage: \"127.0.0.1:5000/other/node:v1.37.2\"}}\nvariants: [{variant: no-prestop}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const scenarioFile = "../../scenarios/control.yaml"
 	// A custom app whose image archive is missing, and Deployments for
 	// init: one with two containers, and a Service.
@@ -204,6 +210,9 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "--allow-target naming another host", args: []string{"run", "--allow-target", "shop.example.org", lbScenario}, code: 2, hint: "droprun run", err: "--allow-target shop.example.org does not name cluster.existing.url"},
 				{name: "--allow-target with a scheme", args: []string{"run", "--allow-target", "https://shop.example.com", lbScenario}, code: 2, hint: "droprun run", err: "is not a host (no scheme, path or user)"},
 				{name: "--allow-target on kind", args: []string{"run", "--allow-target", "shop.example.com", scenarioFile}, code: 2, hint: "droprun run", err: "applies to an existing cluster's url only"},
+				// A node image runs privileged: a scenario alone cannot pick one.
+				{name: "a node image nobody allowed", args: []string{"run", evilNode}, code: 2, hint: "droprun run", err: "pass --allow-node-image 127.0.0.1:5000/other/node:v1.37.2"},
+				{name: "--allow-node-image naming another image", args: []string{"run", "--allow-node-image", "127.0.0.1:5000/other/node:v2", evilNode}, code: 2, hint: "droprun run", err: "does not name the scenario's node image"},
 			},
 		},
 		"deploy": {
@@ -225,9 +234,16 @@ func exitCases(t *testing.T) map[string]commandCases {
 			tooMany: []string{"cluster", "up", "x"},
 			more: []exitCase{
 				{name: "bad flag value", args: []string{"cluster", "up", "--nodes", "three"}, code: 2, hint: "droprun cluster up"},
+				{name: "a node image from a file", args: []string{"cluster", "up", "-f", evilNode}, code: 2, hint: "droprun cluster up", err: "pass --node-image 127.0.0.1:5000/other/node:v1.37.2"},
 			},
 		},
-		"cluster down":   {tooMany: []string{"cluster", "down", "x"}},
+		"cluster down": {
+			tooMany: []string{"cluster", "down", "x"},
+			more: []exitCase{
+				// A name that is a path never reaches kind or the file system.
+				{name: "a cluster name that is a path", args: []string{"cluster", "down", "--name", "x/../../../elsewhere/a"}, code: 2, hint: "droprun cluster down", err: "is not a kind cluster name"},
+			},
+		},
 		"cluster status": {tooMany: []string{"cluster", "status", "x"}},
 		"image":          {tooFew: []string{"image"}, tooMany: []string{"image", "nope"}},
 		"image build": {
@@ -246,8 +262,9 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "latest", args: []string{"image", "build-go", "example.com/app@v1", "--tag", "app:latest", "--out", "x.tar"}, code: 1, err: "pulls :latest"},
 			},
 		},
-		"engine":       {tooFew: []string{"engine"}, tooMany: []string{"engine", "nope"}},
-		"engine setup": {tooMany: []string{"engine", "setup", "x"}},
+		"engine":          {tooFew: []string{"engine"}, tooMany: []string{"engine", "nope"}},
+		"engine setup":    {tooMany: []string{"engine", "setup", "x"}},
+		"engine teardown": {tooMany: []string{"engine", "teardown", "x"}},
 		"doctor": {
 			tooMany: []string{"doctor", "x"},
 			more: []exitCase{

@@ -14,8 +14,13 @@ import (
 // version is stamped at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// stopSignals end a command the way Ctrl-C does: a run stops its traffic,
+// keeps what it recorded, restores the host and cleans up its cluster.
+// SIGHUP is among them: closing the terminal of a run must not skip that.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	err := newRootCmd(streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
 	os.Exit(exitCode(os.Stderr, err))

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -129,5 +135,43 @@ func TestInterruptedRunExits130(t *testing.T) {
 	}
 	if err := interrupted(ctx, nil, "/tmp/r"); err != nil {
 		t.Errorf("a run that completed became %v", err)
+	}
+}
+
+// TestStopSignals: SIGHUP (the terminal closed), SIGTERM and SIGINT each
+// cancel the command's context, as Ctrl-C does, in a child process that
+// waits on it; nothing kills it outright.
+func TestStopSignals(t *testing.T) {
+	if os.Getenv("DROPRUN_SIGNAL_CHILD") == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+		defer stop()
+		fmt.Println("ready")
+		<-ctx.Done()
+		fmt.Println("stopped")
+		os.Exit(exitInterrupted)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStopSignals$")
+		cmd.Env = append(os.Environ(), "DROPRUN_SIGNAL_CHILD=1")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(stdout)
+		if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("child said %q (%v)", line, err)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(r)
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted || string(rest) != "stopped\n" {
+			t.Errorf("%v: child ended with %v, said %q; want it to stop through its context, exit %d", sig, err, rest, exitInterrupted)
+		}
 	}
 }

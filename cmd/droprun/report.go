@@ -66,11 +66,13 @@ func newReportCmd(s streams) *cobra.Command {
 		Long: `Re-analyse a run directory from its raw data (results-*.bin, events.jsonl,
 app-metrics.jsonl, run.json, scenario.yaml; each read once) and print one row per variant: rollouts, rollouts that dropped
 anything, requests inside rollout windows, drops, the drop rate with its 95%
-Wilson interval, the control window's failures and the floor they predict, the
-tail, and the achieved/asked rate. A variant that dropped nothing gets the
-bound its data supports ("0 in 45,000 requests: rate < 6.7e-5 at 95%"), not
-a bare zero. With several variants, each is compared with the first (rate
-ratio, Fisher's exact test).
+interval over rollouts (drops come in bursts, one per rollout, so the
+rollout is the sample; docs/statistics.md), the control window's failures
+and the floor they predict, the tail, and the achieved/asked rate. A variant
+that dropped nothing gets the bound its data supports ("0 in 41,151 requests:
+rate < 0.0016 at 95% over rollouts"), not a bare zero. With several
+variants, each is compared with the first (the test over rollouts decides;
+the rate ratio and Fisher's exact test per request are shown beside it).
 
 Formats: table (default), markdown, csv, json.
 
@@ -140,23 +142,31 @@ func newCheckCmd(s streams) *cobra.Command {
 and the exit code is the worst of them:
 
   0  pass: the data shows every limit is met
-  1  fail: a limit is broken, or the run is not whole (interrupted, errored,
-     killed, a variant missing, fewer rollouts than asked)
+  1  fail: a limit is broken, the run or the baseline is not whole
+     (interrupted, errored, killed, a variant missing, fewer rollouts than
+     asked), or a --variant the scenario asks for was never measured
   2  bad usage: an unknown --variant, a NaN, infinite or negative limit, a
+     --max-drop-rate of 1 or more, a --confidence outside [0.5, 1), a
      baseline without the row, a directory that is not a run
   3  inconclusive: the run is too small to show a limit is met (it says how
-     many requests or rollouts it would take), or its measurement is suspect
-     (a control window that was not clean, a client that could not hold its
+     many rollouts it would take), or the run or baseline is suspect (a
+     control window that was not clean, a client that could not hold its
      rate)
 
-  --max-drop-rate R          the drop rate's upper bound at --confidence must be
-                             at most R (0 drops in 14,657 requests bounds the
-                             rate at 2.1e-4, not 0); with drops, the bound over
-                             rollouts counts too, as drops come in bursts
+Drops come in bursts, one per rollout, so the rollout is the unit
+(docs/statistics.md), and every limit counts the drops connection reuse
+masked with those the client saw.
+
+  --max-drop-rate R          the drop rate's upper bound over rollouts at
+                             --confidence must be at most R (0 drops in 5,134
+                             requests over 4 rollouts, with the run's bursts,
+                             bound the rate at 0.0014, not 0); when no rollout
+                             of the run dropped, the bound assumes a rollout
+                             drops all or nothing
   --max-drops-per-rollout N  no rollout may drop more than N requests
-  --baseline RUN_DIR         fail a row that drops significantly more per
-                             rollout than the same row in the baseline run
-                             (one-sided permutation test over rollouts)
+  --baseline RUN_DIR         fail a row that drops significantly more than
+                             the same row in the baseline run (one-sided test
+                             over rollouts)
   --junit FILE               also write the results as JUnit XML, one test
                              case per row and limit
 
@@ -237,12 +247,13 @@ func newCompareCmd(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
 		Short: "Compare two runs variant by variant, per rollout (and per request, labelled)",
-		Long: `Compare each row present in both runs: a permutation test over rollouts
-decides (drops come in bursts, one per rollout, so requests are not independent
-trials), and the rate ratio with Fisher's exact test per request is shown
-beside it, labelled. When no difference is found, it says how many rollouts
-would detect a 2x difference, or that there are too few for any test over
-rollouts to decide (at least 4 per run at 95%).`,
+		Long: `Compare each row present in both runs: the test over rollouts decides
+(drops come in bursts, one per rollout, so requests are not independent
+trials: the quasi-binomial test charges the requests for the bursts the
+rollouts show; docs/statistics.md), and the rate ratio with Fisher's exact
+test per request is shown beside it, labelled. When no difference is found,
+it says how many rollouts would detect a 2x difference; when no side dropped
+in two or more rollouts, that the bursts cannot be measured.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
 			a, err := loadRun(args[0], s.Err)

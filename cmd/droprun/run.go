@@ -19,6 +19,8 @@ func newRunCmd(s streams) *cobra.Command {
 	var (
 		o                   run.Options
 		kubeconfig, context string
+		trust               bool
+		nodeImage           string
 		allowTargets        []string
 	)
 	cmd := &cobra.Command{
@@ -78,7 +80,7 @@ exactly: droprun sends load nowhere else.
 Exit status: 0 when the run completed, 1 on error (the results recorded so far
 are kept), 2 on bad usage or bad input (a scenario that does not validate, an
 image archive that is missing, cut short or without the images named: found
-before any cluster work), 130 when interrupted (Ctrl-C or SIGTERM: traffic
+before any cluster work), 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: traffic
 stops, everything recorded so far is flushed and reported, the cluster is
 cleaned up as without the interruption).`,
 		Args: cobra.ExactArgs(1),
@@ -91,6 +93,10 @@ cleaned up as without the interruption).`,
 				overrideCluster(sc, kubeconfig, context)
 			} else if context != "" {
 				return usageError("--context needs --kubeconfig")
+			}
+			trustKubeconfig(sc, trust)
+			if err := allowNodeImage(sc, nodeImage); err != nil {
+				return err
 			}
 			if o.AllowTargets, err = parseAllowTargets(allowTargets); err != nil {
 				return err
@@ -122,6 +128,8 @@ cleaned up as without the interruption).`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of the scenario's (its cluster.existing.url is kept)")
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
+	f.BoolVar(&trust, "trust-kubeconfig", false, trustKubeconfigUsage)
+	f.StringVar(&nodeImage, "allow-node-image", "", allowNodeImageUsage)
 	f.StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow load to go to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address during the run, e.g. 127.0.0.1:9464")
 	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))
@@ -129,11 +137,44 @@ cleaned up as without the interruption).`,
 	return cmd
 }
 
+// trustKubeconfigUsage is --trust-kubeconfig's help.
+const trustKubeconfigUsage = "let the kubeconfig the scenario names run its credential plugin (users[].user.exec) and send a token file from outside its directory; a kubeconfig given with --kubeconfig is trusted already"
+
+// trustKubeconfig marks the scenario's existing cluster's kubeconfig as
+// vouched for (--trust-kubeconfig).
+func trustKubeconfig(sc *scenario.Scenario, trust bool) {
+	if e := sc.Cluster.Existing; e != nil && trust {
+		e.Trusted = true
+	}
+}
+
+// allowNodeImageUsage is --allow-node-image's help.
+const allowNodeImageUsage = "let the scenario's cluster.kind.nodeImage be this image, though it is neither droprun's node image nor kind's (a node image runs privileged on this host)"
+
+// allowNodeImage records --allow-node-image ref as the user's consent to
+// the scenario's node image, which it must name exactly.
+func allowNodeImage(sc *scenario.Scenario, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	k := sc.Cluster.Kind
+	if k == nil || k.NodeImage != ref {
+		have := "no kind cluster"
+		if k != nil {
+			have = "cluster.kind.nodeImage " + k.NodeImage
+		}
+		return usageError("--allow-node-image %s does not name the scenario's node image (%s): name exactly the image it uses, or leave it out", ref, have)
+	}
+	k.NodeImageAllowed = true
+	return nil
+}
+
 // overrideCluster points sc at the existing cluster of --kubeconfig and
-// --context. The scenario's cluster.existing.url is kept: the flags choose
-// the cluster, not where its traffic enters.
+// --context, which the user named and so vouches for. The scenario's
+// cluster.existing.url is kept: the flags choose the cluster, not where
+// its traffic enters.
 func overrideCluster(sc *scenario.Scenario, kubeconfig, context string) {
-	e := &scenario.ExistingCluster{Kubeconfig: kubeconfig, Context: context}
+	e := &scenario.ExistingCluster{Kubeconfig: kubeconfig, Context: context, Trusted: true}
 	if old := sc.Cluster.Existing; old != nil {
 		e.URL = old.URL
 	}
@@ -152,7 +193,7 @@ func badInput(err error) error {
 	return err
 }
 
-// exitInterrupted is the exit status of a run ended by Ctrl-C or SIGTERM,
+// exitInterrupted is the exit status of a run ended by a stop signal,
 // as a shell reports a command killed by SIGINT.
 const exitInterrupted = 130
 

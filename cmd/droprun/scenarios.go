@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -111,16 +112,37 @@ func exportScenario(w io.Writer, name, dir string) error {
 			return usageError("--export %s: %s exists; droprun overwrites nothing: remove it or export into another directory", dir, dst)
 		}
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Every write goes through dir as an os.Root and creates its file
+	// exclusively: a symlink planted under dir (even one made after the
+	// check above) is neither followed out of dir nor written through.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, f := range files {
 		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(f))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+		if d := path.Dir(f); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("--export %s: %w", dir, err)
+			}
 		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
+		dst := filepath.Join(dir, filepath.FromSlash(f))
+		out, err := root.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("--export %s: %w (droprun overwrites nothing and follows no link out of the directory)", dir, err)
+		}
+		_, err = out.Write(data)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintln(w, dst)

@@ -73,3 +73,29 @@ func TestScenariosExport(t *testing.T) {
 		t.Errorf("a second --export: exit %d, want 2 naming the existing file:\n%s", code, errOut)
 	}
 }
+
+// TestScenariosExportFollowsNoLink: a symlink planted under the export
+// directory, pointing out of it, is not written through: the export fails
+// and nothing lands where the link points.
+func TestScenariosExportFollowsNoLink(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.MkdirAll("mine", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir("elsewhere", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../elsewhere", filepath.Join("mine", "examples")); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, "scenarios", "custom-app", "--export", "mine")
+	if code == 0 {
+		t.Errorf("--export through a planted link: exit 0, want a failure")
+	}
+	if !strings.Contains(errOut, "follows no link out of the directory") && !strings.Contains(errOut, "escapes") {
+		t.Errorf("--export through a planted link: stderr does not say why:\n%s", errOut)
+	}
+	if got, _ := os.ReadDir("elsewhere"); len(got) != 0 {
+		t.Errorf("--export wrote %d file(s) through the link into elsewhere/", len(got))
+	}
+}

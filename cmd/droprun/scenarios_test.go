@@ -67,7 +67,7 @@ func TestScenariosCommand(t *testing.T) {
 		t.Fatalf("droprun scenarios exited %d", code)
 	}
 	// One line each, name then description.
-	if !regexp.MustCompile(`\ndemo +no-prestop against graceful-drain, two rollouts each at 500 requests/s\.\n`).MatchString(out) {
+	if !regexp.MustCompile(`\ndemo +no-prestop against graceful-drain, four rollouts each at 500 requests/s\.\n`).MatchString(out) {
 		t.Errorf("droprun scenarios lacks demo's line:\n%s", out)
 	}
 	for _, n := range shippedNames() {

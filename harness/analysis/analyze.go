@@ -185,6 +185,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 			}
 		}
 	}
+	SetIntervals(sum)
 	return a, nil
 }
 
@@ -430,7 +431,7 @@ func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletio
 		}
 	}
 	if !fl.Excused {
-		ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil, rec)
+		fl.Explained, fl.RacePod = ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil, rec)
 	}
 	if found && !d.t.Before(rs.Start) {
 		ps.since[k].Add(rec.Time.Sub(d.t), rec.Class)
@@ -440,16 +441,26 @@ func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletio
 }
 
 // addServerView sets the pods' own view on every row, and flags the 2xx
-// the pods answered that the client never received.
+// the pods answered that the client never received beyond what the race
+// accounts for: an answer can hide behind a timeout, reset or EOF that a
+// race window explains (a request delayed or cut by the rollout), but
+// answers beyond those came while the client (or the rig under it) gave
+// up for no reason of the rollout's.
 func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 	server := in.serverView(p, tl)
+	var raced uint64 // the variant's race-explained timeouts, resets and EOFs
+	for _, row := range rows {
+		if row.Explained != nil {
+			raced += row.Explained.Answerable
+		}
+	}
 	for k := range rows {
 		rows[k].Server = server
 		if c := in.custom(); server == nil && c != nil && c.Metrics == nil {
 			rows[k].NoServerView = NoCustomMetrics
 		}
-		if server != nil && server.Exact() && server.Lost > 0 {
-			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received (the client gave up on them)", server.Lost))
+		if server != nil && server.Exact() && server.Lost > raced {
+			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received, more than the %d timeouts, resets and EOFs a race window explains (the client gave up on answers that came)", server.Lost, raced))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 func TestPodTimes(t *testing.T) {
@@ -55,5 +56,31 @@ func TestPodTimes(t *testing.T) {
 	}
 	if n := len(podTimes(nil)); n != 0 {
 		t.Errorf("podTimes(nil) has %d pods", n)
+	}
+}
+
+// TestAgreeProbe: a close inside the prober's bracket agrees, one 10 ms
+// outside does not, and a pod closed before the probing began is late.
+func TestAgreeProbe(t *testing.T) {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	probe := func(pod string, open, closed int) timeline.Event {
+		d := map[string]string{timeline.DetailProbeClosed: at(closed).Format(time.RFC3339Nano), "how": "refused"}
+		if open >= 0 {
+			d[timeline.DetailProbeOpen] = at(open).Format(time.RFC3339Nano)
+		}
+		return timeline.Event{Kind: timeline.KindListenerProbed, Pod: pod, Detail: d}
+	}
+	events := []timeline.Event{
+		{Kind: timeline.KindPodDeletionRequested, Pod: "a"}, {Kind: timeline.KindPodDeletionRequested, Pod: "b"},
+		{Kind: timeline.KindPodDeletionRequested, Pod: "c"}, {Kind: timeline.KindPodDeletionRequested, Pod: "d"},
+		probe("a", 10, 16), probe("b", 10, 16), probe("c", -1, 30),
+	}
+	own := func(pod string, ms int) appmetrics.Record {
+		return appmetrics.Record{Source: appmetrics.SourceTermination, Pod: pod, ListenerClosedAt: at(ms)}
+	}
+	got := AgreeProbe(events, []appmetrics.Record{own("a", 13), own("b", 26), own("c", 20)})
+	want := ProbeAgreement{Deleted: 4, Probed: 3, Bracketed: 2, Outside: 1, Widest: 6 * time.Millisecond, Furthest: 10 * time.Millisecond, Late: 1}
+	if got != want {
+		t.Errorf("AgreeProbe = %+v, want %+v", got, want)
 	}
 }

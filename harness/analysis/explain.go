@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -20,10 +21,17 @@ const (
 	// still waited on its upstream).
 	WhyNoProxyPod = "no proxy pod named (no response): the node that routed it is not known"
 	// WhyNoProxyNode: the proxy pod named is not in the timeline.
-	WhyNoProxyNode     = "the proxy pod's node not known"
-	WhyNoRoutes        = "no route data for the node that routed it"
-	WhyNoListenerClose = "the app did not record its listener close"
-	WhyOutside         = "outside every (pod, node) race window"
+	WhyNoProxyNode = "the proxy pod's node not known"
+	WhyNoRoutes    = "no route data for the node that routed it"
+	// WhyNoListenerClose: for the node that routed it, no pod the rollout
+	// deleted has a known listener close (the app records none, and
+	// nothing outside saw it), so no race window can be drawn.
+	WhyNoListenerClose = "the app's listener close is unknown"
+	// WhyNoUnroute: the node that routed it was watched, but it was never
+	// seen to stop routing to any pod the rollout deleted (their routes
+	// never showed in its rules), so no race window can be drawn.
+	WhyNoUnroute = "the node was not seen to stop routing to the deleted pods"
+	WhyOutside   = "outside every (pod, node) race window"
 )
 
 // inFlightSlack is how far before a pod's listener closed a request may
@@ -33,11 +41,20 @@ const (
 // for the clocks' read-out) and before the node stopped routing.
 const inFlightSlack = 50 * time.Millisecond
 
-// routeStep is one node's route to one IP appearing or disappearing.
+// routeStep is one node's route to one IP appearing or disappearing (or
+// present when the watch started: snapshot).
 type routeStep struct {
-	t       time.Time
-	removed bool
+	t                 time.Time
+	removed, snapshot bool
 }
+
+// unrouteAfterGone bounds how long after a pod is gone a node's removal of
+// a route to its IP still counts as the removal of that pod's route; past
+// it the IP may well be another pod's.
+const unrouteAfterGone = 10 * time.Second
+
+// unrouteWithout is the bound when the pod's end was not seen.
+const unrouteWithout = 2 * time.Minute
 
 // routeIndex is what the data-plane watch saw: per node, per IP, the
 // changes in time order, and which nodes were watched.
@@ -63,7 +80,7 @@ func indexRoutes(events []timeline.Event) routeIndex {
 			if ix.steps[e.Node] == nil {
 				ix.steps[e.Node] = map[string][]routeStep{}
 			}
-			ix.steps[e.Node][e.IP] = append(ix.steps[e.Node][e.IP], routeStep{e.Time, e.Kind == timeline.KindRouteRemoved})
+			ix.steps[e.Node][e.IP] = append(ix.steps[e.Node][e.IP], routeStep{e.Time, e.Kind == timeline.KindRouteRemoved, e.Kind == timeline.KindRouteSnapshot})
 		}
 	}
 	return ix
@@ -89,15 +106,36 @@ func (ix routeIndex) watching(node string, t time.Time) bool {
 	return !failed || t.Before(f)
 }
 
-// removedAfter returns the first time at or after t that node stopped
-// routing to ip.
-func (ix routeIndex) removedAfter(node, ip string, t time.Time) (time.Time, bool) {
+// removedAfter returns the first time at or after t, and no later than
+// until (the end of the pod's life, plus a margin), that node stopped
+// routing to ip. A route to ip added after t first means the IP was given
+// to another pod before node was seen to drop this one: not found.
+func (ix routeIndex) removedAfter(node, ip string, t, until time.Time) (time.Time, bool) {
 	for _, s := range ix.steps[node][ip] {
-		if s.removed && !s.t.Before(t) {
+		switch {
+		case s.t.Before(t):
+		case s.t.After(until):
+			return time.Time{}, false
+		case s.removed:
 			return s.t, true
+		case !s.snapshot:
+			return time.Time{}, false // re-added: the IP is another pod's now
 		}
 	}
 	return time.Time{}, false
+}
+
+// podsGone returns when each pod was gone from the API.
+func podsGone(events []timeline.Event) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, e := range events {
+		if e.Kind == timeline.KindPodGone && e.Pod != "" {
+			if _, ok := out[e.Pod]; !ok {
+				out[e.Pod] = e.Time
+			}
+		}
+	}
+	return out
 }
 
 // podPlaces returns each pod's IP and node, from its own pod events.
@@ -125,18 +163,29 @@ type explainer struct {
 	byRollout map[int][]int          // rollout → indexes into gaps
 	explained map[int]*Explained     // rollout → its split
 	flushed   map[int]map[string]int // rollout → stale SYN_SENT entries cleared after it, per node
+	tried     map[int][]attempt      // rollout → the failures matched against its windows
+}
+
+// attempt is one failure matched against a rollout's race windows: the
+// node that routed it and the request. The chance baselines match them
+// again with the nodes shuffled or the times shifted.
+type attempt struct {
+	node string
+	rec  traffic.Record
 }
 
 // newExplainer measures the (pod, node) pairs of every rollout: each pod
 // the rollout deleted, on each node, when that node stopped routing to it,
 // beside the pod's own SIGTERM and listener close.
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
-	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}}
+	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{}}
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
 	ips := in.podIPs
 	times := podTimes(in.app)
+	probed := probedCloses(in.events)
+	gone := podsGone(in.events)
 	nodes := ex.routes.nodes()
 	for _, rs := range rollouts {
 		end := rs.WindowEnd
@@ -171,11 +220,18 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1, SIGTERM: -1, ListenerClosed: -1, Exited: -1}
 				if !pt.Signal.IsZero() && !pt.ListenerClosed.IsZero() {
 					g.AppTimes, g.SIGTERM, g.ListenerClosed, g.Exited = true, since(pt.Signal), since(pt.ListenerClosed), since(pt.Finished)
+					g.CloseSource = CloseFromApp
+				} else if pc, ok := probed[d.pod]; ok {
+					g.ListenerClosed, g.CloseSource, g.CloseResolution = since(pc.closed), CloseFromProbe, pc.resolution.Seconds()
 				}
 				if synced != nil {
 					g.Unrouted, g.Source = synced[node], RouteSourceKubeProxy
 				} else if g.IP != "" {
-					if t, ok := ex.routes.removedAfter(node, g.IP, d.t); ok {
+					until := d.t.Add(unrouteWithout)
+					if end, ok := gone[d.pod]; ok {
+						until = end.Add(unrouteAfterGone)
+					}
+					if t, ok := ex.routes.removedAfter(node, g.IP, d.t, until); ok {
 						g.Unrouted, g.Source = since(t), RouteSourceDataPlane
 					}
 				}
@@ -190,59 +246,112 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	return ex
 }
 
+// How explain accounted for a failure (Failure.Explained); an
+// unexplained one says why (the Why* constants).
+const (
+	AccountedRace      = "race window"
+	AccountedCut       = "cut by the close"
+	AccountedConntrack = "stale conntrack entry"
+)
+
 // explain attributes one failed request of rollout n whose web pod node's
 // rules chose (the entry node on a direct path, the proxy pod's node
 // through a proxy: path.RoutingNode; "" when not known): to the pair whose
 // race window holds its send time, or to a reason it cannot be explained.
-// proxied says the request went through a proxy (path.Path.Proxy).
+// proxied says the request went through a proxy (path.Path.Proxy). It
+// returns how it accounted for it (an Accounted* constant or a Why*
+// reason) and, for a race window, the pod.
 //
 // A run without route data (recorded before droprun watched the nodes, or
 // on a cluster it cannot look inside) explains nothing and says nothing.
-func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Record) {
+func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Record) (how, pod string) {
 	if len(ex.routes.watched) == 0 {
-		return
+		return "", ""
 	}
 	e := ex.explained[n]
 	if e == nil {
 		e = &Explained{}
 		ex.explained[n] = e
 	}
-	unexplained := func(why string) {
+	unexplained := func(why string) (string, string) {
 		e.Unexplained++
 		if e.Why == nil {
 			e.Why = map[string]uint64{}
 		}
 		e.Why[why]++
+		return why, ""
 	}
 	switch {
 	case proxied && rec.Via == "":
-		unexplained(WhyNoProxyPod)
-		return
+		return unexplained(WhyNoProxyPod)
 	case proxied && node == "":
-		unexplained(WhyNoProxyNode)
-		return
+		return unexplained(WhyNoProxyNode)
 	case node == "":
-		unexplained(WhyNoEntryNode)
-		return
+		return unexplained(WhyNoEntryNode)
 	}
 	if !ex.routes.watching(node, rec.Time) {
-		unexplained(WhyNoRoutes)
-		return
+		return unexplained(WhyNoRoutes)
 	}
+	ex.tried[n] = append(ex.tried[n], attempt{node, rec})
+	best, cut, noClose, noUnroute := ex.match(n, node, rec)
+	switch {
+	case best >= 0 && cut:
+		e.Cut++
+		how, pod = AccountedCut, ex.gaps[best].Pod
+	case best >= 0:
+		e.Explained++
+		g := &ex.gaps[best]
+		if g.Drops == nil {
+			g.Drops = map[traffic.Class]uint64{}
+		}
+		g.Drops[rec.Class]++
+		how, pod = AccountedRace, g.Pod
+	case noClose:
+		return unexplained(WhyNoListenerClose)
+	case noUnroute:
+		return unexplained(WhyNoUnroute)
+	case ex.staleConntrack(n, node, proxied, rec):
+		e.Conntrack++
+		how = AccountedConntrack
+	default:
+		return unexplained(WhyOutside)
+	}
+	switch rec.Class {
+	case traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF:
+		e.Answerable++
+	}
+	return how, pod
+}
+
+// match finds the pair of rollout n, on node, whose race window holds
+// rec: its index in ex.gaps, or -1. cut says rec was a reset or EOF sent
+// before that pod's listener closed: a request in flight cut by the close,
+// not one routing sent to a closed listener. noClose says no window could
+// be drawn on node because no pod the rollout deleted has a known listener
+// close; noUnroute that none had a known close and a seen stop of routing
+// on node. It changes nothing (the chance baselines call it too).
+func (ex *explainer) match(n int, node string, rec traffic.Record) (best int, cut, noClose, noUnroute bool) {
 	// Of several open windows, the pod whose listener closed last at or
 	// before the send is the one the request most likely met; one that
 	// closed after it (a request in flight at the close) only when no
 	// window was open at the send.
-	best, bestClosed, bestOpen, noClose := -1, time.Time{}, false, false
+	best = -1
+	var bestClosed time.Time
+	bestOpen, anyClose, anyPod, anyUnrouted := false, false, false, false
 	for _, i := range ex.byRollout[n] {
 		g := &ex.gaps[i]
-		if g.Node != node || g.Source != RouteSourceDataPlane || g.Unrouted < 0 {
+		if g.Node != node {
 			continue
 		}
-		if !g.AppTimes {
-			noClose = true
+		anyPod = true
+		if !g.CloseKnown() {
 			continue
 		}
+		anyClose = true
+		if g.Source != RouteSourceDataPlane || g.Unrouted < 0 {
+			continue
+		}
+		anyUnrouted = true
 		closed := g.Deleted.Add(seconds(g.ListenerClosed))
 		unrouted := g.Deleted.Add(seconds(g.Unrouted))
 		from := closed.Add(-inFlightSlack)
@@ -257,21 +366,56 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 			best, bestClosed, bestOpen = i, closed, open
 		}
 	}
-	switch {
-	case best >= 0:
-		e.Explained++
-		g := &ex.gaps[best]
-		if g.Drops == nil {
-			g.Drops = map[traffic.Class]uint64{}
-		}
-		g.Drops[rec.Class]++
-	case noClose:
-		unexplained(WhyNoListenerClose)
-	case ex.staleConntrack(n, node, proxied, rec):
-		e.Conntrack++
-	default:
-		unexplained(WhyOutside)
+	cut = best >= 0 && !bestOpen && (rec.Class == traffic.ClassReset || rec.Class == traffic.ClassEOF)
+	return best, cut, anyPod && !anyClose, anyClose && !anyUnrouted
+}
+
+// chanceSeed fixes the chance baselines' draws: the same run gives the
+// same numbers every time it is analysed.
+const chanceSeed = 19
+
+// chanceDraws is how many shuffles (and shifts) each baseline averages.
+const chanceDraws = 20
+
+// chance sets rollout n's chance baselines (Explained.Chance): how many of
+// the failures matched against its windows a race window would explain
+// with the routing nodes shuffled among them, and with every send time
+// shifted by one random offset of 0.5–5 s either way, each the mean of
+// chanceDraws draws. A real explanation beats both by far.
+func (ex *explainer) chance(n int, e *Explained) {
+	tried := ex.tried[n]
+	if len(tried) == 0 {
+		return
 	}
+	rng := rand.New(rand.NewPCG(chanceSeed, uint64(n)))
+	explains := func(node string, rec traffic.Record) bool {
+		best, cut, _, _ := ex.match(n, node, rec)
+		return best >= 0 && !cut
+	}
+	nodes := make([]string, len(tried))
+	var permuted, shifted int
+	for range chanceDraws {
+		for i, a := range tried {
+			nodes[i] = a.node
+		}
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		off := time.Duration((0.5 + 4.5*rng.Float64()) * float64(time.Second))
+		if rng.IntN(2) == 0 {
+			off = -off
+		}
+		for i, a := range tried {
+			if explains(nodes[i], a.rec) {
+				permuted++
+			}
+			moved := a.rec
+			moved.Time = moved.Time.Add(off)
+			if explains(a.node, moved) {
+				shifted++
+			}
+		}
+	}
+	e.Chance = &Chance{Tried: uint64(len(tried)),
+		NodesShuffled: float64(permuted) / chanceDraws, TimesShifted: float64(shifted) / chanceDraws}
 }
 
 // staleConntrack reports whether a failure of rollout n routed by node,
@@ -317,13 +461,24 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 			gaps = append(gaps, ex.gaps[i])
 		}
 		if e := ex.explained[n]; e != nil {
+			ex.chance(n, e)
 			rollouts[k].Explained = e
 			if total == nil {
 				total = &Explained{}
 			}
 			total.Explained += e.Explained
 			total.Conntrack += e.Conntrack
+			total.Cut += e.Cut
+			total.Answerable += e.Answerable
 			total.Unexplained += e.Unexplained
+			if c := e.Chance; c != nil {
+				if total.Chance == nil {
+					total.Chance = &Chance{}
+				}
+				total.Chance.Tried += c.Tried
+				total.Chance.NodesShuffled += c.NodesShuffled
+				total.Chance.TimesShifted += c.TimesShifted
+			}
 			for why, c := range e.Why {
 				if total.Why == nil {
 					total.Why = map[string]uint64{}

@@ -5,60 +5,96 @@ import "github.com/droprun/droprun/harness/stats"
 // IntervalMethod names how an interval's bounds are computed.
 type IntervalMethod string
 
-// The methods of the intervals droprun shows.
+// The method of the intervals droprun shows.
 const (
-	// MethodWilson is the Wilson score interval of a proportion
-	// (stats.Wilson).
-	MethodWilson IntervalMethod = "wilson"
-	// MethodPoisson is the exact (Garwood) interval of a Poisson rate
-	// (stats.PoissonRate).
-	MethodPoisson IntervalMethod = "poisson"
-	// MethodClopperPearson is the exact (Clopper–Pearson) one-sided upper
-	// bound on a proportion after no events (stats.UpperBoundZero).
-	MethodClopperPearson IntervalMethod = "clopper-pearson"
+	// MethodOverRollouts treats the rollout, not the request, as the
+	// independent sample: the quasi-binomial Wilson interval with the
+	// dispersion its rollouts (or the run's) measured, and for a row
+	// without drops the beta-binomial bound with the run's ρ
+	// (stats.RateOverRollouts, docs/statistics.md).
+	MethodOverRollouts IntervalMethod = "over-rollouts"
 )
 
 // RateInterval is a rate with the confidence interval the views show for
-// it: Method says how its bounds were computed, at Confidence.
+// it: Method says how its bounds were computed, at Confidence, and Source
+// which rollouts measured the bursts (stats.FromNothing: none did, so the
+// interval is per request and must say so).
 type RateInterval struct {
 	Method     IntervalMethod
 	Confidence float64
 	stats.Interval
+	Source stats.DispersionSource
 }
+
+// PerRequest reports that no rollout measured the bursts, so the interval
+// treats requests as independent.
+func (r RateInterval) PerRequest() bool { return r.Source == stats.FromNothing }
 
 // RowIntervals are a row's rates with their intervals, as every view
 // shows them (the report's tables and page, the figures, the sweeps).
 type RowIntervals struct {
-	// DropRate is Drops per window request (Drops / WindowRequests),
-	// Wilson; Empty without window requests.
+	// DropRate is Drops per window request (Drops / WindowRequests), over
+	// rollouts; Empty without window requests.
 	DropRate RateInterval
-	// PerRollout is Drops per rollout, exact Poisson; Empty without
-	// rollouts.
+	// PerRollout is Drops per rollout: DropRate's interval times the mean
+	// window requests per rollout. Empty without rollouts.
 	PerRollout RateInterval
 	// Measurable is the measurable drop rate (Measurable.Failures /
-	// Measurable.Requests, the excused timeouts left out), Wilson: a
-	// sweep point's rate.
+	// Measurable.Requests, the excused timeouts left out), over rollouts:
+	// a sweep point's rate.
 	Measurable RateInterval
 	// ZeroBound is, for a row that dropped nothing in its window
-	// requests, the exact one-sided upper bound on its drop rate (Hi; Lo
-	// and Point are 0): the rate its zero cannot rule out. Nil for a row
-	// with drops or without window requests.
+	// requests, the one-sided upper bound over rollouts on its drop rate
+	// (Hi; Lo and Point are 0): the rate its zero cannot rule out. Nil for
+	// a row with drops or without window requests.
 	ZeroBound *RateInterval
 }
 
-// IntervalsOf computes the intervals row v shows, from its tallies, at
-// stats.DefaultConfidence. It is the one place they are computed: the
-// rows carry them in VariantSummary.Intervals and the views only format
-// them.
-func IntervalsOf(v *VariantSummary) RowIntervals {
+// Dispersion is how bursty the run's drops are: stats.DispersionOf over
+// the rollouts of every row that dropped and is not suspect (a client
+// stall is the rig's burst, not the race's). A row that cannot measure its
+// own (no drops, or one rollout) borrows it.
+func (s *Summary) Dispersion() stats.Dispersion {
+	groups := make([][]stats.Rollout, 0, len(s.Variants))
+	for _, v := range s.Variants {
+		if len(v.Suspect) == 0 {
+			groups = append(groups, v.PerRollout())
+		}
+	}
+	return stats.DispersionOf(groups...)
+}
+
+// SetIntervals computes every row's intervals (VariantSummary.Intervals)
+// with the run's dispersion. Analyze calls it; a summary read from
+// summary.json needs it before a view formats its rows.
+func SetIntervals(s *Summary) {
+	run := s.Dispersion()
+	for k := range s.Variants {
+		s.Variants[k].Intervals = IntervalsOf(&s.Variants[k], run)
+	}
+}
+
+// IntervalsOf computes the intervals row v shows, from its rollouts' tallies
+// and the run's dispersion, at stats.DefaultConfidence. It is the one place
+// they are computed: the rows carry them in VariantSummary.Intervals and
+// the views only format them.
+func IntervalsOf(v *VariantSummary, run stats.Dispersion) RowIntervals {
 	conf := stats.DefaultConfidence
-	out := RowIntervals{
-		DropRate:   RateInterval{MethodWilson, conf, stats.Wilson(v.Drops, v.WindowRequests, conf)},
-		PerRollout: RateInterval{MethodPoisson, conf, stats.PoissonRate(v.Drops, float64(len(v.Rollouts)), conf)},
-		Measurable: RateInterval{MethodWilson, conf, stats.Wilson(v.Measurable.Failures, v.Measurable.Requests, conf)},
+	over := func(rs []stats.Rollout) RateInterval {
+		r := stats.RateOverRollouts(rs, conf, run)
+		return RateInterval{MethodOverRollouts, conf, r.Interval, r.Source}
+	}
+	out := RowIntervals{DropRate: over(v.PerRollout()), Measurable: over(v.perRolloutMeasurable())}
+	out.PerRollout = out.DropRate
+	if n := len(v.Rollouts); n > 0 && !out.DropRate.Empty {
+		per := float64(v.WindowRequests) / float64(n)
+		out.PerRollout.Point, out.PerRollout.Lo, out.PerRollout.Hi = out.DropRate.Point*per, out.DropRate.Lo*per, out.DropRate.Hi*per
+	} else {
+		out.PerRollout.Interval = stats.Interval{Empty: true, Hi: 1, Point: out.DropRate.Point}
 	}
 	if v.Drops == 0 && v.WindowRequests > 0 {
-		out.ZeroBound = &RateInterval{MethodClopperPearson, conf, stats.Interval{Hi: stats.UpperBoundZero(v.WindowRequests, conf)}}
+		_, hi, r := stats.BoundsOverRollouts(v.PerRollout(), conf, run)
+		out.ZeroBound = &RateInterval{MethodOverRollouts, conf, stats.Interval{Hi: hi}, r.Source}
 	}
 	return out
 }

@@ -9,53 +9,72 @@ import (
 	"github.com/droprun/droprun/harness/stats"
 )
 
-// TestIntervalsOf: each rate's method and bounds, and the zero bound only
-// for a row that measured something and dropped nothing.
+// TestIntervalsOf: each rate is over rollouts, a row that cannot measure
+// its bursts borrows the run's, and the zero bound comes only for a row
+// that measured something and dropped nothing.
 func TestIntervalsOf(t *testing.T) {
 	conf := stats.DefaultConfidence
-	v := VariantSummary{Drops: 30, WindowRequests: 15000, Rollouts: make([]RolloutSummary, 3),
-		Measurable: Tally{Failures: 20, Requests: 14990}}
-	iv := IntervalsOf(&v)
-	if want := (RateInterval{MethodWilson, conf, stats.Wilson(30, 15000, conf)}); iv.DropRate != want {
+	v := VariantSummary{Drops: 1500, WindowRequests: 30000, Measurable: Tally{Failures: 1490, Requests: 29990}}
+	for k, d := range []uint64{300, 500, 700} {
+		ro := RolloutSummary{N: k + 1}
+		ro.Window.Failures, ro.Window.Requests = d, 10000
+		if k == 0 {
+			ro.Excused = 10
+		}
+		v.Rollouts = append(v.Rollouts, ro)
+	}
+	iv := IntervalsOf(&v, stats.Dispersion{})
+	if want := stats.RateOverRollouts(v.PerRollout(), conf, stats.Dispersion{}); iv.DropRate.Interval != want.Interval || iv.DropRate.Source != stats.FromRow || iv.DropRate.Method != MethodOverRollouts {
 		t.Errorf("drop rate %+v, want %+v", iv.DropRate, want)
 	}
-	if want := (RateInterval{MethodPoisson, conf, stats.PoissonRate(30, 3, conf)}); iv.PerRollout != want || iv.PerRollout.Point != 10 {
-		t.Errorf("per rollout %+v, want %+v", iv.PerRollout, want)
+	if w := stats.Wilson(1500, 30000, conf); iv.DropRate.Hi-iv.DropRate.Lo < 5*(w.Hi-w.Lo) {
+		t.Errorf("bursty drops, interval %+v no wider than per-request Wilson %+v", iv.DropRate, w)
 	}
-	if want := (RateInterval{MethodWilson, conf, stats.Wilson(20, 14990, conf)}); iv.Measurable != want {
-		t.Errorf("measurable %+v, want %+v", iv.Measurable, want)
+	if iv.PerRollout.Point != 500 || !nearRel(iv.PerRollout.Hi, iv.DropRate.Hi*10000) {
+		t.Errorf("per rollout %+v", iv.PerRollout)
+	}
+	m := stats.RateOverRollouts([]stats.Rollout{{Drops: 290, Requests: 9990}, {Drops: 500, Requests: 10000}, {Drops: 700, Requests: 10000}}, conf, stats.Dispersion{})
+	if iv.Measurable.Interval != m.Interval {
+		t.Errorf("measurable %+v, want %+v", iv.Measurable, m)
 	}
 	if iv.ZeroBound != nil {
 		t.Errorf("a row with drops has a zero bound: %+v", iv.ZeroBound)
 	}
 
-	clean := VariantSummary{WindowRequests: 45000, Rollouts: make([]RolloutSummary, 3)}
-	zb := IntervalsOf(&clean).ZeroBound
-	if zb == nil || zb.Method != MethodClopperPearson || zb.Hi != stats.UpperBoundZero(45000, conf) || zb.Lo != 0 || zb.Point != 0 {
-		t.Errorf("zero bound %+v", zb)
+	clean := VariantSummary{WindowRequests: 45000}
+	for k := range 3 {
+		ro := RolloutSummary{N: k + 1}
+		ro.Window.Requests = 15000
+		clean.Rollouts = append(clean.Rollouts, ro)
 	}
-	if got := stats.FormatZeroBound(45000, zb.Hi, zb.Confidence); got != "0 in 45,000 requests: rate < 6.7e-5 at 95%" {
-		t.Errorf("zero bound worded %q", got)
+	zb := IntervalsOf(&clean, stats.Dispersion{}).ZeroBound
+	if zb == nil || !zb.PerRequest() || !nearRel(zb.Hi, stats.UpperBoundZero(45000, conf)) || zb.Lo != 0 || zb.Point != 0 {
+		t.Errorf("zero bound, nothing measured the bursts: %+v", zb)
+	}
+	run := stats.DispersionOf(v.PerRollout())
+	zb = IntervalsOf(&clean, run).ZeroBound
+	if zb == nil || zb.Source != stats.FromRun || zb.Hi < 10*stats.UpperBoundZero(45000, conf) {
+		t.Errorf("zero bound with the run's bursts: %+v", zb)
 	}
 
-	empty := IntervalsOf(&VariantSummary{})
+	empty := IntervalsOf(&VariantSummary{}, run)
 	if !empty.DropRate.Empty || !empty.PerRollout.Empty || !empty.Measurable.Empty || empty.ZeroBound != nil {
 		t.Errorf("a row without requests or rollouts: %+v", empty)
 	}
-	if !math.IsInf(empty.PerRollout.Hi, 1) {
-		t.Errorf("per rollout without rollouts: %+v", empty.PerRollout)
-	}
 }
 
+func nearRel(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+
 // TestRowsCarryIntervals: every row Analyze returns has its intervals,
-// computed from its own tallies.
+// computed from its own tallies and the run's dispersion.
 func TestRowsCarryIntervals(t *testing.T) {
 	a, err := Analyze(analysistest.Write(t, analysistest.Run{}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	run := a.Summary.Dispersion()
 	for _, v := range a.Summary.Variants {
-		if want := IntervalsOf(&v); !reflect.DeepEqual(v.Intervals, want) || v.Intervals.DropRate.Method != MethodWilson {
+		if want := IntervalsOf(&v, run); !reflect.DeepEqual(v.Intervals, want) || v.Intervals.DropRate.Method != MethodOverRollouts {
 			t.Errorf("%s: intervals %+v, want %+v", v.Variant, v.Intervals, want)
 		}
 	}

@@ -2,6 +2,7 @@ package analysis_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,6 +99,7 @@ func TestGatewayAttribution(t *testing.T) {
 			t.Errorf("node %s's pair holds %d 502s, want %d (%s)", g.Node, got, want, g.RaceText())
 		}
 	}
+	accounted := map[string]int{}
 	for _, f := range failures {
 		if f.Code == 502 && (f.Node != "n1" || f.Via != "gw-1" || f.RoutedBy != "n2") {
 			t.Fatalf("failure %+v: want entry node n1, via gw-1, routed by n2", f)
@@ -105,6 +107,14 @@ func TestGatewayAttribution(t *testing.T) {
 		if f.Code == 0 && (f.Via != "" || f.RoutedBy != "") {
 			t.Fatalf("failure %+v: no proxy pod, no routing node", f)
 		}
+		if f.Explained == analysis.AccountedRace && f.RacePod != "old-a1" {
+			t.Errorf("failure %+v: in a race window but not old-a1's", f)
+		}
+		accounted[f.Explained]++
+	}
+	// Each failure says how it was accounted for, as the row counts them.
+	if want := map[string]int{analysis.AccountedRace: 40, analysis.AccountedConntrack: 10, analysis.WhyNoProxyPod: 2}; !maps.Equal(accounted, want) {
+		t.Errorf("failures accounted %v, want %v", accounted, want)
 	}
 }
 

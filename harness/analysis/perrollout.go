@@ -3,11 +3,24 @@ package analysis
 import "github.com/droprun/droprun/harness/stats"
 
 // PerRollout is each rollout's window drops and requests, the unit the
-// comparisons over rollouts test (stats.PermutationTest).
+// intervals and comparisons over rollouts take (stats.RateOverRollouts,
+// stats.CompareRollouts).
 func (v VariantSummary) PerRollout() []stats.Rollout {
 	out := make([]stats.Rollout, 0, len(v.Rollouts))
 	for _, ro := range v.Rollouts {
 		out = append(out, stats.Rollout{Drops: ro.Window.Failures, Requests: ro.Window.Requests})
+	}
+	return out
+}
+
+// perRolloutMeasurable is PerRollout without the excused timeouts (the
+// measurable tally's rollouts).
+func (v VariantSummary) perRolloutMeasurable() []stats.Rollout {
+	out := v.PerRollout()
+	for k, ro := range v.Rollouts {
+		x := min(ro.Excused, out[k].Drops)
+		out[k].Drops -= x
+		out[k].Requests -= x
 	}
 	return out
 }

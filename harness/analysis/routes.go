@@ -44,6 +44,13 @@ type RouteGap struct {
 	// seconds): with SIGTERM, how long the app took to exit. Set with
 	// AppTimes, -1 otherwise.
 	Exited float64 `json:"exitedSeconds"`
+	// CloseSource says where ListenerClosed comes from: CloseFromApp (the
+	// app's own record) or CloseFromProbe (droprun's prober, from outside,
+	// for an app that records none; CloseResolution is then how long
+	// before the first failed connect one last succeeded, 0 when none
+	// did). Empty when the close is not known.
+	CloseSource     string  `json:"closeSource,omitempty"`
+	CloseResolution float64 `json:"closeResolutionSeconds,omitempty"`
 	// Window is Unrouted − ListenerClosed: how long the node still sent
 	// new connections to a closed listener. Negative: the margin that kept
 	// the pair safe. Only meaningful when both are seen (Known).
@@ -53,9 +60,19 @@ type RouteGap struct {
 	Drops map[traffic.Class]uint64 `json:"drops,omitempty"`
 }
 
+// Where a pair's listener close was seen (RouteGap.CloseSource).
+const (
+	CloseFromApp   = "app"
+	CloseFromProbe = "probe"
+)
+
+// CloseKnown reports whether the pod's listener close is known, from the
+// app or from outside.
+func (g RouteGap) CloseKnown() bool { return g.AppTimes || g.CloseSource != "" }
+
 // Known reports whether the pair's race window is measured: both the
 // node's stop of routing and the pod's listener close were seen.
-func (g RouteGap) Known() bool { return g.Unrouted >= 0 && g.AppTimes }
+func (g RouteGap) Known() bool { return g.Unrouted >= 0 && g.CloseKnown() }
 
 // Explained is how a rollout's drops split between the (pod, node) race
 // windows that account for them and the rest.
@@ -74,10 +91,33 @@ type Explained struct {
 	// one to a dead pod matches that entry and goes to the dead pod again,
 	// whatever the rules say. Counted apart from Explained.
 	Conntrack uint64 `json:"conntrack,omitempty"`
+	// Cut drops were resets or EOFs of requests sent before a pod's
+	// listener closed, inside its race window: in flight when the close
+	// (or the process's exit) cut them, not sent to a closed listener by
+	// a node's stale rules. Counted apart from Explained.
+	Cut uint64 `json:"cut,omitempty"`
+	// Answerable counts the Explained, Conntrack and Cut drops of a class
+	// a pod's answer can hide behind (a timeout, reset or EOF): the race
+	// may have let the pod answer them as the client gave up.
+	Answerable uint64 `json:"answerable,omitempty"`
 	// Unexplained drops found no such window; Why counts their reasons
 	// (the Why* constants).
 	Unexplained uint64            `json:"unexplained"`
 	Why         map[string]uint64 `json:"why,omitempty"`
+	// Chance is what race windows would explain by chance; nil when no
+	// failure was matched against a window.
+	Chance *Chance `json:"chance,omitempty"`
+}
+
+// Chance is the explained share's chance baselines: of the Tried failures
+// matched against race windows, how many (the mean over draws) a window
+// would explain with the routing nodes shuffled among them, and with
+// their send times shifted by a random 0.5–5 s. Windows that explain
+// drops for a reason explain far fewer of these.
+type Chance struct {
+	Tried         uint64  `json:"tried"`
+	NodesShuffled float64 `json:"nodesShuffled"`
+	TimesShifted  float64 `json:"timesShifted"`
 }
 
 // SweepPoint says which value of a swept workload field a row measured.

@@ -113,7 +113,6 @@ func (sh rowShared) row(name, expected string, rs []RolloutSummary) VariantSumma
 		vs.Suspect = append(vs.Suspect, "no control window: nothing to compare the rollout windows with")
 	}
 	vs.Suspect = append(vs.Suspect, sh.client.Suspect...)
-	vs.Intervals = IntervalsOf(&vs)
 	return vs
 }
 
@@ -238,7 +237,9 @@ func (in *input) serverView(p *plan, tl *Timeline) *ServerView {
 		v.Counter = CounterOf(c.Metrics).String()
 		v.Scrapes, v.CounterMissing, v.ScrapeError = t.Scrapes, t.NoCounter, t.LastError
 	}
+	v.Unread = t.ScrapeErrors
 	for _, pod := range t.Pods {
+		v.Unread -= pod.ScrapeErrors // read at least once: its last reading holds all
 		if pod.Answered == 0 {
 			continue // another variant's pod, idle over this range
 		}

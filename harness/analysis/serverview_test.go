@@ -45,3 +45,63 @@ func TestServerViewSealedExitIsExact(t *testing.T) {
 		})
 	}
 }
+
+// A failed scrape of a pod that was read, or that left its exit totals,
+// costs the count nothing; one of a pod never read leaves its answers out.
+func TestServerViewFailedScrapes(t *testing.T) {
+	final := appmetrics.Record{Time: analysistest.At(5), Started: analysistest.At(1), Pod: "web-a", Source: appmetrics.SourceTermination,
+		Requests: 10, ByHandler: appmetrics.Counts{"version": {"200": 10}}, Sealed: true, Exit: "killed"}
+	failed := func(pod string) appmetrics.Record {
+		return appmetrics.Record{Time: analysistest.At(3), Pod: pod, Source: appmetrics.SourceScrapeErrors, Errors: 1}
+	}
+	p := &plan{attackStart: analysistest.At(0), appScraped: analysistest.At(10)}
+	tl := &Timeline{Outside: Tally{Requests: 10, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10}}}
+	read := (&input{app: []appmetrics.Record{final, failed("web-a")}}).serverView(p, tl)
+	if !read.Exact() || read.ScrapeErrors != 1 || read.Unread != 0 {
+		t.Errorf("a failed scrape of a pod with exit totals: %+v, want exact", *read)
+	}
+	unread := (&input{app: []appmetrics.Record{final, failed("web-b")}}).serverView(p, tl)
+	if unread.Exact() || unread.Unread != 1 {
+		t.Errorf("a failed scrape of a pod never read: %+v, want not exact, 1 unread", *unread)
+	}
+}
+
+// Answers the pods sent that the client never received flag the row only
+// beyond the timeouts, resets and EOFs a race window explains: a request
+// the race delayed or cut may have been answered as the client gave up,
+// but a surplus the race does not account for is the client's own (a
+// starved rig).
+func TestLostAnswersBeyondTheRace(t *testing.T) {
+	in := &input{app: []appmetrics.Record{{
+		Time: analysistest.At(5), Started: analysistest.At(1), Pod: "web-a", Source: appmetrics.SourceTermination,
+		Requests: 15, ByHandler: appmetrics.Counts{"version": {"200": 15}}, Sealed: true, Exit: "killed",
+	}}}
+	p := &plan{attackStart: analysistest.At(0), appScraped: analysistest.At(10)}
+	tl := &Timeline{Outside: Tally{Requests: 15, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10, traffic.ClassTimeout: 5}}}
+	for _, tc := range []struct {
+		answerable  []uint64 // per row of the variant
+		wantSuspect bool
+	}{
+		{[]uint64{5}, false},
+		{[]uint64{3, 2}, false},
+		{[]uint64{4}, true},
+		{nil, true},
+	} {
+		var rows []VariantSummary
+		for _, a := range tc.answerable {
+			rows = append(rows, VariantSummary{Variant: "v", Explained: &Explained{Answerable: a}})
+		}
+		if rows == nil {
+			rows = []VariantSummary{{Variant: "v"}}
+		}
+		in.addServerView(rows, p, tl)
+		if rows[0].Server == nil || rows[0].Server.Lost != 5 {
+			t.Fatalf("pods' view %+v, want 5 lost", rows[0].Server)
+		}
+		for _, row := range rows {
+			if got := len(row.Suspect) > 0; got != tc.wantSuspect {
+				t.Errorf("race-explained %v: suspect %q, want suspect %v", tc.answerable, row.Suspect, tc.wantSuspect)
+			}
+		}
+	}
+}

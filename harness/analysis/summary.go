@@ -134,6 +134,11 @@ type ServerView struct {
 	PodsFinal    int `json:"podsFinal"`
 	Uncertain    int `json:"uncertain"`
 	ScrapeErrors int `json:"scrapeErrors"`
+	// Unread is the failed scrapes of pods droprun never read at all: what
+	// they answered is missing from the count. A failed scrape of a pod
+	// read before or after it costs nothing: its counters only grow, and
+	// its last reading (or its exit totals) holds everything.
+	Unread int `json:"unread,omitempty"`
 	// Counter is, for a custom app, the counter the pods were counted by
 	// (app.custom.metrics), e.g. http_requests_total{path="version"}; ""
 	// for bookshop, counted by its own metrics and exit totals.
@@ -160,10 +165,10 @@ type ServerView struct {
 
 // Exact reports whether the pods' count is exact: every pod's count
 // either ends with its exit totals or with a scrape after traffic stopped
-// (no LowerBound), no scrape failed, and every pod that exited sealed its
-// totals or had nothing in flight.
+// (no LowerBound), every pod was read (no Unread), and every pod that
+// exited sealed its totals or had nothing in flight.
 func (s *ServerView) Exact() bool {
-	return s != nil && s.Uncertain == 0 && s.ScrapeErrors == 0 && s.InFlightAtExit == 0 && s.LowerBound == 0
+	return s != nil && s.Uncertain == 0 && s.Unread == 0 && s.InFlightAtExit == 0 && s.LowerBound == 0
 }
 
 // RolloutSummary is one rollout.
@@ -270,6 +275,13 @@ type Failure struct {
 	RoutedBy string `json:"routedBy,omitempty"`
 	// Excused is true for a timeout sent while the client was stalled.
 	Excused bool `json:"excused,omitempty"`
+	// Explained is how a rollout window's failure was accounted for: a
+	// race window (RacePod's, on RoutedBy), cut by a close, a stale
+	// conntrack entry (the Accounted* constants), or why it is not (the
+	// Why* reasons); empty when it was not tried (excused, or a run
+	// without route data).
+	Explained string `json:"explained,omitempty"`
+	RacePod   string `json:"racePod,omitempty"`
 	// NearestDeletion is the last pod deletion requested before the
 	// request was sent, and SinceDeletion how long before.
 	NearestDeletion string  `json:"nearestDeletion,omitempty"`

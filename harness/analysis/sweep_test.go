@@ -8,20 +8,30 @@ import (
 )
 
 // sweepRow is a synthetic row of the sweep g over preStopSeconds.
+// Its drops and requests are split over three rollouts, the first taking
+// what does not divide.
 func sweepRow(value string, number float64, drops, requests uint64, floor float64) VariantSummary {
-	return VariantSummary{
+	v := VariantSummary{
 		Variant:       scenario.SweepName("g", "preStopSeconds", value),
 		Sweep:         &SweepPoint{Field: "preStopSeconds", Value: value, Number: number, Group: "g"},
 		Measurable:    Tally{Failures: drops, Requests: requests},
 		ExpectedFloor: floor,
 	}
+	for k := range 3 {
+		ro := RolloutSummary{N: k + 1}
+		ro.Window.Failures, ro.Window.Requests = drops/3, requests/3
+		if k == 0 {
+			ro.Window.Failures += drops % 3
+			ro.Window.Requests += requests % 3
+		}
+		v.Rollouts = append(v.Rollouts, ro)
+	}
+	return v
 }
 
 // withIntervals fills in hand-built rows' intervals, as rows does.
 func withIntervals(rows []VariantSummary) []VariantSummary {
-	for k := range rows {
-		rows[k].Intervals = IntervalsOf(&rows[k])
-	}
+	SetIntervals(&Summary{Variants: rows})
 	return rows
 }
 

@@ -68,7 +68,7 @@ func TestClientRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	existing, _, err := connectExisting(kc, "")
+	existing, _, err := connectExisting(kc, "", true)
 	if err != nil {
 		t.Fatal(err)
 	}

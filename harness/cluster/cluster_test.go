@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -238,5 +239,26 @@ func TestParseConntrackDeleted(t *testing.T) {
 	}
 	if _, ok := parseConntrackDeleted("conntrack: command not found"); ok {
 		t.Error("parsed an error as a count")
+	}
+}
+
+// TestCheckOwned: a kind cluster is droprun's when a node carries
+// LabelConfig; one without it, or one whose API fails, is not shown to be
+// and is refused (cluster down needs --force).
+func TestCheckOwned(t *testing.T) {
+	ctx := context.Background()
+	if err := checkOwned(ctx, fake.NewClientset(labelled("t-control-plane", "abc"), labelled("t-worker", "")), "t"); err != nil {
+		t.Errorf("droprun's cluster: %v, want nil", err)
+	}
+	err := checkOwned(ctx, fake.NewClientset(labelled("t-control-plane", ""), labelled("t-worker", "")), "t")
+	if !errors.Is(err, ErrNotDroprun) || !strings.Contains(err.Error(), LabelConfig) {
+		t.Errorf("a cluster without the label: %v, want ErrNotDroprun naming %s", err, LabelConfig)
+	}
+	broken := fake.NewClientset()
+	broken.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	if err := checkOwned(ctx, broken, "t"); !errors.Is(err, ErrNotDroprun) || !strings.Contains(err.Error(), "does not answer") {
+		t.Errorf("a cluster whose API fails: %v, want ErrNotDroprun saying it does not answer", err)
 	}
 }

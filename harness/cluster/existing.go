@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -37,8 +40,8 @@ const KindProviderIDPrefix = "kind://"
 // tunnel to a real cluster. The nodes are listed before anything is
 // written, within ReachTimeout; an unreachable API server is reported with
 // its address and what to check.
-func Existing(ctx context.Context, kubeconfig, kubeContext, allowContext string) (*Cluster, error) {
-	cl, server, err := connectExisting(kubeconfig, kubeContext)
+func Existing(ctx context.Context, kubeconfig, kubeContext, allowContext string, trusted bool) (*Cluster, error) {
+	cl, server, err := connectExisting(kubeconfig, kubeContext, trusted)
 	if err != nil {
 		return nil, err
 	}
@@ -50,11 +53,23 @@ func Existing(ctx context.Context, kubeconfig, kubeContext, allowContext string)
 
 // connectExisting builds the client of kubeconfig's context (the current
 // one when context is empty) and returns it with the context's API server
-// address. It does not talk to the server.
-func connectExisting(kubeconfig, kubeContext string) (*Cluster, string, error) {
+// address. It does not talk to the server. An untrusted kubeconfig (named
+// by a scenario) must pass CheckKubeconfig, and client-go is told to run
+// no credential plugin of it either.
+func connectExisting(kubeconfig, kubeContext string, trusted bool) (*Cluster, string, error) {
 	raw, err := loadKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, "", err
+	}
+	if !trusted {
+		if err := checkKubeconfig(kubeconfig, raw); err != nil {
+			return nil, "", err
+		}
+		for _, a := range raw.AuthInfos {
+			if a.Exec != nil {
+				a.Exec.PluginPolicy = clientcmdapi.PluginPolicy{PolicyType: clientcmdapi.PluginPolicyDenyAll}
+			}
+		}
 	}
 	if kubeContext == "" {
 		kubeContext = raw.CurrentContext
@@ -139,6 +154,59 @@ func KindNodes(nodes []corev1.Node) string {
 		}
 	}
 	return ""
+}
+
+// ErrUntrustedKubeconfig says a kubeconfig a scenario names would make
+// droprun run a command or send a file: a scenario is data, so that
+// needs the user's word (the kubeconfig on the command line, or
+// --trust-kubeconfig).
+var ErrUntrustedKubeconfig = errors.New("a kubeconfig named by a scenario may not run commands or send files")
+
+// CheckKubeconfig refuses a kubeconfig, named by a scenario, that would
+// make droprun run a command (a users[].user.exec credential plugin) or
+// send a file outside the kubeconfig's own directory as a bearer token
+// (tokenFile). It reads the file and talks to no server; its error wraps
+// ErrUntrustedKubeconfig and lists every such user.
+func CheckKubeconfig(path string) error {
+	raw, err := loadKubeconfig(path)
+	if err != nil {
+		return err
+	}
+	return checkKubeconfig(path, raw)
+}
+
+func checkKubeconfig(path string, raw *clientcmdapi.Config) error {
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(raw.AuthInfos)) {
+		a := raw.AuthInfos[name]
+		if a.Exec != nil {
+			problems = append(problems, fmt.Sprintf("user %q runs the credential plugin %q", name, strings.Join(append([]string{a.Exec.Command}, a.Exec.Args...), " ")))
+		}
+		if a.TokenFile != "" && !inside(dir, a.TokenFile) {
+			problems = append(problems, fmt.Sprintf("user %q sends %s as its token, outside the kubeconfig's directory %s", name, a.TokenFile, dir))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("kubeconfig %s: %w: %s; if you trust it, name it on the command line (--kubeconfig %s) or pass --trust-kubeconfig",
+		path, ErrUntrustedKubeconfig, strings.Join(problems, "; "), path)
+}
+
+// inside reports whether file (links resolved) lies under dir.
+func inside(dir, file string) bool {
+	if f, err := filepath.EvalSymlinks(file); err == nil {
+		file = f
+	}
+	rel, err := filepath.Rel(dir, file)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // loadKubeconfig reads a user's kubeconfig, at most scenario.MaxFileSize

@@ -32,11 +32,11 @@ func TestExistingKubeconfigRead(t *testing.T) {
 	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), 2<<20/10), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Existing(t.Context(), big, "", ""); err == nil || !strings.Contains(err.Error(), big+" is larger than 1 MiB, the most droprun reads from a kubeconfig") {
+	if _, err := Existing(t.Context(), big, "", "", false); err == nil || !strings.Contains(err.Error(), big+" is larger than 1 MiB, the most droprun reads from a kubeconfig") {
 		t.Errorf("2 MiB kubeconfig: err = %v", err)
 	}
 	if _, err := os.Stat("/dev/zero"); err == nil {
-		if _, err := Existing(t.Context(), "/dev/zero", "", ""); err == nil || !strings.Contains(err.Error(), "is larger than 1 MiB") {
+		if _, err := Existing(t.Context(), "/dev/zero", "", "", false); err == nil || !strings.Contains(err.Error(), "is larger than 1 MiB") {
 			t.Errorf("/dev/zero: err = %v", err)
 		}
 	}
@@ -57,7 +57,7 @@ users:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Existing(t.Context(), kc, "", ""); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "ca.crt")) {
+	if _, err := Existing(t.Context(), kc, "", "", false); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "ca.crt")) {
 		t.Errorf("missing ca.crt beside the kubeconfig: err = %v, want it to name %s", err, filepath.Join(dir, "ca.crt"))
 	}
 }
@@ -162,16 +162,16 @@ func TestExistingOverHTTP(t *testing.T) {
 	}
 	cloud := serve(providerNode("ip-10-0-1-5", "aws:///eu-west-1a/i-0abc"))
 	defer cloud.Close()
-	if _, err := Existing(t.Context(), writeKubeconfig(t, cloud.URL), "", ""); err == nil ||
+	if _, err := Existing(t.Context(), writeKubeconfig(t, cloud.URL), "", "", false); err == nil ||
 		!strings.Contains(err.Error(), `context "kind-test" (server `+cloud.URL+`) is not a kind cluster: node "ip-10-0-1-5"`) {
 		t.Errorf("kind-named context on cloud nodes: err = %v", err)
 	}
 	kind := serve(providerNode("test-control-plane", "kind://docker/test/test-control-plane"))
 	defer kind.Close()
-	if cl, err := Existing(t.Context(), writeKubeconfig(t, kind.URL), "", ""); err != nil || cl.Name != "kind-test" {
+	if cl, err := Existing(t.Context(), writeKubeconfig(t, kind.URL), "", "", false); err != nil || cl.Name != "kind-test" {
 		t.Errorf("kind nodes: %+v, %v", cl, err)
 	}
-	if _, err := Existing(t.Context(), writeKubeconfig(t, kind.URL), "nope", ""); err == nil || !strings.Contains(err.Error(), `no context "nope" (it has: kind-test)`) {
+	if _, err := Existing(t.Context(), writeKubeconfig(t, kind.URL), "nope", "", false); err == nil || !strings.Contains(err.Error(), `no context "nope" (it has: kind-test)`) {
 		t.Errorf("missing context: %v", err)
 	}
 
@@ -179,7 +179,7 @@ func TestExistingOverHTTP(t *testing.T) {
 	down := serve()
 	downURL := down.URL
 	down.Close()
-	_, err := Existing(t.Context(), writeKubeconfig(t, downURL), "", "kind-test")
+	_, err := Existing(t.Context(), writeKubeconfig(t, downURL), "", "kind-test", false)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the API server "+downURL+` of context "kind-test"`) ||
 		!strings.Contains(err.Error(), "kubectl --kubeconfig") {
 		t.Errorf("API server down, context allowed: err = %v", err)
@@ -203,11 +203,54 @@ func TestExistingOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = Existing(ctx, writeKubeconfig(t, "http://"+l.Addr().String()), "", "")
+	_, err = Existing(ctx, writeKubeconfig(t, "http://"+l.Addr().String()), "", "", false)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the API server http://"+l.Addr().String()) {
 		t.Errorf("hanging API server: err = %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("a hanging API server held Existing for %s, past its context's 300ms", d)
+	}
+}
+
+// TestCheckKubeconfig: a token file beside the kubeconfig is fine, one
+// outside it or a credential plugin is refused unless trusted.
+func TestCheckKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("token", "t\n")
+	outside := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(outside, []byte("t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := func(user string) string {
+		return "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"http://127.0.0.1:1\"}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\nusers: [{name: u, user: " + user + "}]\n"
+	}
+	beside := write("beside.kubeconfig", kc("{tokenFile: token}"))
+	far := write("far.kubeconfig", kc("{tokenFile: "+outside+"}"))
+	plugin := write("exec.kubeconfig", kc("{exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true, interactiveMode: Never}}"))
+	// A link beside the kubeconfig to a file outside it is outside.
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	linked := write("link.kubeconfig", kc("{tokenFile: link}"))
+	if err := CheckKubeconfig(beside); err != nil {
+		t.Errorf("a token file beside the kubeconfig: %v", err)
+	}
+	for _, p := range []string{far, plugin, linked} {
+		if err := CheckKubeconfig(p); !errors.Is(err, ErrUntrustedKubeconfig) {
+			t.Errorf("%s: %v, want ErrUntrustedKubeconfig", filepath.Base(p), err)
+		}
+		if _, _, err := connectExisting(p, "", false); !errors.Is(err, ErrUntrustedKubeconfig) {
+			t.Errorf("%s, untrusted: connect = %v, want ErrUntrustedKubeconfig", filepath.Base(p), err)
+		}
+		if _, _, err := connectExisting(p, "", true); err != nil {
+			t.Errorf("%s, trusted: connect = %v", filepath.Base(p), err)
+		}
 	}
 }

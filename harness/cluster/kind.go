@@ -350,6 +350,40 @@ func checkMatches(ctx context.Context, client kubernetes.Interface, c Config) er
 	return nil
 }
 
+// ErrNotDroprun says a kind cluster was not created by droprun.
+var ErrNotDroprun = errors.New("not created by droprun")
+
+// CheckOwned returns nil when kind cluster name does not exist or droprun
+// created it (its control plane carries LabelConfig, which droprun's kind
+// config sets), and an error wrapping ErrNotDroprun otherwise: a cluster
+// whose nodes lack the label, or whose API does not answer within 20 s
+// to show it, may be someone else's.
+func (k *Kind) CheckOwned(ctx context.Context, name string) error {
+	exists, err := k.exists(ctx, name)
+	if err != nil || !exists {
+		return err
+	}
+	cl, err := k.connect(name)
+	if err != nil {
+		return fmt.Errorf("kind cluster %q: %w: %v", name, ErrNotDroprun, err)
+	}
+	return checkOwned(ctx, cl.Client, name)
+}
+
+// checkOwned is CheckOwned on the cluster client answers for.
+func checkOwned(ctx context.Context, client kubernetes.Interface, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelConfig})
+	switch {
+	case err != nil:
+		return fmt.Errorf("kind cluster %q: its API does not answer (%v), so droprun cannot tell whether it created it: %w", name, err, ErrNotDroprun)
+	case len(nodes.Items) == 0:
+		return fmt.Errorf("kind cluster %q: %w (no node carries the %s label droprun's clusters have)", name, ErrNotDroprun, LabelConfig)
+	}
+	return nil
+}
+
 // Down deletes the cluster and its kubeconfig. Deleting a cluster that does
 // not exist is not an error.
 func (k *Kind) Down(ctx context.Context, name string) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/internal/citest"
 )
 
 // registryModule is the CNCF distribution registry, built from the Go
@@ -36,10 +37,10 @@ func TestIntegrationNodeImageFromRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	if _, err := engine.DockerInfo(ctx); err != nil {
-		t.Skipf("no container engine here (%v): run `droprun engine setup` to run this test", err)
+		citest.Missing(t, "no container engine here (%v): run `droprun engine setup` to run this test", err)
 	}
 	if ok, err := nodeimage.Exists(ctx, nodeimage.DefaultImage); err != nil || !ok {
-		t.Skipf("node image %s not built (%v): run `droprun node-image build` to run this test", nodeimage.DefaultImage, err)
+		citest.Missing(t, "node image %s not built (%v): run `droprun node-image build` to run this test", nodeimage.DefaultImage, err)
 	}
 
 	addr := serveRegistry(ctx, t)

@@ -42,6 +42,11 @@ func mergeDaemonConfig(existing []byte, s daemonSettings) (out []byte, changed [
 	}
 	set("userland-proxy", false)
 	if s.wrapperPath != "" {
+		// Someone's own default runtime is theirs: refused, never
+		// overwritten.
+		if d, ok := cfg["default-runtime"]; ok && d != WrapperRuntime {
+			return nil, nil, fmt.Errorf("sets \"default-runtime\": %v; privileged containers on this host (no CAP_SYS_RESOURCE) need droprun's runc wrapper as the default runtime, and droprun overwrites no one's setting: remove the key (or set it to %q) if nothing else needs it", d, WrapperRuntime)
+		}
 		runtimes, _ := cfg["runtimes"].(map[string]any)
 		merged := map[string]any{}
 		for k, v := range runtimes {

@@ -42,6 +42,7 @@ type DoctorOptions struct {
 	CacheDir     string // default os.UserCacheDir()/droprun
 	WeightMarker string // default rig.DefaultMarker
 	CgroupRoot   string // default /sys/fs/cgroup
+	Record       string // default DefaultRecord
 
 	// GatewayHostPort defaults to HostPort+1 (the default layout) and
 	// Nodes to DefaultNodes. Node k uses HostPort+2k and
@@ -131,7 +132,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	add(cgroupVersionCheck(info))
 	// a CPU weight left lowered by a killed run
 	add(cpuWeightCheck(opts.WeightMarker, opts.CgroupRoot))
-	add(routeLocalnetCheck())
+	add(routeLocalnetCheck(ctx))
+	add(hostChangesCheck(opts.Record))
 	add(userlandProxyCheck(opts.DaemonConfig))
 	// host ports, a web and a gateway one per node
 	add(hostPortsCheck(ctx, opts.HostPort, opts.GatewayHostPort, opts.Nodes, info != nil))
@@ -170,6 +172,9 @@ func (o DoctorOptions) withDefaults() DoctorOptions {
 	}
 	if o.WeightMarker == "" {
 		o.WeightMarker = rig.DefaultMarker
+	}
+	if o.Record == "" {
+		o.Record = DefaultRecord
 	}
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/sys/fs/cgroup"
@@ -260,18 +265,36 @@ func cgroupVersionCheck(info *Info) Check {
 }
 
 // routeLocalnetCheck wants net.ipv4.conf.all.route_localnet=1, without
-// which 127.0.0.1:<port> does not reach a NodePort.
-func routeLocalnetCheck() Check {
+// which 127.0.0.1:<port> does not reach a NodePort, and the localnet guard
+// beside it, without which a neighbour could reach 127.0.0.1's ports.
+func routeLocalnetCheck(ctx context.Context) Check {
 	v, err := os.ReadFile(routeLocalnetProc)
 	switch {
 	case err != nil:
-		return Check{Name: "route_localnet", Detail: err.Error(), Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1"}
+		return Check{Name: "route_localnet", Detail: err.Error(), Fix: "droprun engine setup (it sets route_localnet=1 with its guard)"}
 	case strings.TrimSpace(string(v)) != "1":
-		return Check{Name: "route_localnet", Detail: "net.ipv4.conf.all.route_localnet=0: 127.0.0.1:<port> does not reach a NodePort through docker's DNAT",
-			Fix: "sysctl -w net.ipv4.conf.all.route_localnet=1 (droprun engine setup sets it and persists it in " + sysctlFile + ")"}
+		return Check{Name: "route_localnet", Detail: "net.ipv4.conf.all.route_localnet=0: 127.0.0.1:<port> does not reach a NodePort through docker's DNAT (droprun sets it at run time only, so it is 0 after a reboot)",
+			Fix: "droprun engine setup (it sets route_localnet=1 with its guard)"}
+	case !guardPresent(ctx):
+		return Check{Name: "route_localnet", Detail: "net.ipv4.conf.all.route_localnet=1 without droprun's localnet guard: a neighbour on this network can reach what listens or is DNATed on 127.0.0.1",
+			Fix: "droprun engine setup adds the guard (iptables -t raw -I " + strings.Join(guardRule, " ") + ")"}
 	default:
-		return Check{Name: "route_localnet", OK: true, Detail: "net.ipv4.conf.all.route_localnet=1"}
+		return Check{Name: "route_localnet", OK: true, Detail: "net.ipv4.conf.all.route_localnet=1, with the localnet guard (raw PREROUTING drops packets to 127.0.0.0/8 from any interface but lo)"}
 	}
+}
+
+// hostChangesCheck lists what engine setup changed on this host, as its
+// record says; informational (always OK).
+func hostChangesCheck(path string) Check {
+	rec, err := ReadRecord(path)
+	if err != nil {
+		return Check{Name: "host changes", Detail: err.Error(), Fix: "fix or remove " + path}
+	}
+	c := rec.Changes()
+	if len(c) == 0 {
+		return Check{Name: "host changes", OK: true, Detail: "none recorded by droprun engine setup"}
+	}
+	return Check{Name: "host changes", OK: true, Detail: "droprun engine setup " + strings.Join(c, "; ") + " (droprun engine teardown undoes them)"}
 }
 
 // chooseNodeImageCheck asks the node image selector which image a cluster

@@ -3,6 +3,9 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,6 +123,71 @@ func TestMergeDaemonConfig(t *testing.T) {
 	}
 	if _, _, err := mergeDaemonConfig([]byte("{broken"), wrapper); err == nil {
 		t.Error("invalid daemon.json: want an error, not a clobbered file")
+	}
+	// Someone's own default runtime is refused, never overwritten.
+	for _, own := range []string{"crun", "runc"} {
+		if _, _, err := mergeDaemonConfig([]byte(`{"default-runtime": "`+own+`"}`), wrapper); err == nil || !strings.Contains(err.Error(), `"default-runtime": `+own) {
+			t.Errorf("default-runtime %s with the wrapper needed: %v, want refused naming it", own, err)
+		}
+	}
+}
+
+// TestWriteDaemonConfigRecordsFirst: the file as it was reaches the
+// record before it changes, whether it existed or not, and an unchanged
+// file records nothing.
+func TestWriteDaemonConfigRecordsFirst(t *testing.T) {
+	for _, existing := range []string{"", `{"log-driver": "json-file"}`} {
+		path := filepath.Join(t.TempDir(), "daemon.json")
+		if existing != "" {
+			if err := os.WriteFile(path, []byte(existing), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []FileBefore
+		record := func(f FileBefore) error {
+			b, _ := os.ReadFile(path)
+			if string(b) != existing {
+				t.Errorf("the file changed before it was recorded: %q", b)
+			}
+			got = append(got, f)
+			return nil
+		}
+		if _, err := writeDaemonConfig(io.Discard, path, daemonSettings{}, record); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Path != path || got[0].Existed != (existing != "") || got[0].Content != existing {
+			t.Errorf("recorded %+v for a file that existed %v with %q", got, existing != "", existing)
+		}
+		got = nil
+		if _, err := writeDaemonConfig(io.Discard, path, daemonSettings{}, record); err != nil || len(got) != 0 {
+			t.Errorf("an unchanged file: recorded %+v (%v), want nothing", got, err)
+		}
+	}
+}
+
+// TestRestoreFile puts a recorded file back, or removes one that did not
+// exist; the record lists what setup changed.
+func TestRestoreFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "daemon.json")
+	if err := os.WriteFile(p, []byte(`{"userland-proxy": false}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreFile(FileBefore{Path: p, Existed: true, Content: "{}\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{}\n" {
+		t.Errorf("restored %q, want {}", b)
+	}
+	if err := restoreFile(FileBefore{Path: p}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("a file that did not exist before is still there (%v)", err)
+	}
+	r := &HostRecord{Packages: []string{"docker.io"}, DaemonConfig: &FileBefore{Path: p}, RouteLocalnet: "0", LocalnetGuard: true}
+	if c := strings.Join(r.Changes(), "; "); !strings.Contains(c, "installed docker.io") || !strings.Contains(c, "created "+p) || !strings.Contains(c, "route_localnet=1 (was 0)") || !strings.Contains(c, "raw-table drop") {
+		t.Errorf("changes: %s", c)
 	}
 }
 

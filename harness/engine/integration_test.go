@@ -101,3 +101,58 @@ func TestIntegrationDoctor(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationTeardown: setup, then teardown puts every setting it
+// recorded back as it was before droprun (route_localnet, the localnet
+// guard, dockerd's configuration, the runc wrapper), and setup again
+// leaves the engine ready: only with DROPRUN_ENGINE_SETUP=1, as root, on
+// Debian, with no kind cluster running.
+func TestIntegrationTeardown(t *testing.T) {
+	if os.Getenv("DROPRUN_ENGINE_SETUP") != "1" {
+		t.Skip("set DROPRUN_ENGINE_SETUP=1 to set up, tear down and set up again the docker engine on this machine (root, Debian)")
+	}
+	ctx := context.Background()
+	var out bytes.Buffer
+	if err := Setup(ctx, SetupOptions{Out: &out}); err != nil {
+		t.Fatalf("Setup: %v\n%s", err, out.String())
+	}
+	if v, _ := os.ReadFile(routeLocalnetProc); strings.TrimSpace(string(v)) != "1" || !guardPresent(ctx) {
+		t.Fatalf("after setup: route_localnet %q, guard %v; want 1 with the guard", v, guardPresent(ctx))
+	}
+	rec, err := ReadRecord(DefaultRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded: %s", strings.Join(rec.Changes(), "; "))
+	out.Reset()
+	if err := Teardown(ctx, TeardownOptions{Out: &out}); err != nil {
+		t.Fatalf("Teardown: %v\n%s", err, out.String())
+	}
+	t.Logf("teardown:\n%s", out.String())
+	if rec.RouteLocalnet != "" {
+		if v, _ := os.ReadFile(routeLocalnetProc); strings.TrimSpace(string(v)) != rec.RouteLocalnet {
+			t.Errorf("route_localnet %q after teardown, was %q", v, rec.RouteLocalnet)
+		}
+	}
+	if rec.LocalnetGuard && guardPresent(ctx) {
+		t.Error("the localnet guard is still there after teardown")
+	}
+	if d := rec.DaemonConfig; d != nil {
+		b, err := os.ReadFile(d.Path)
+		if d.Existed && string(b) != d.Content || !d.Existed && err == nil {
+			t.Errorf("%s after teardown: %q (%v); before setup it existed %v with %q", d.Path, b, err, d.Existed, d.Content)
+		}
+	}
+	if rec.Wrapper != "" {
+		if _, err := os.Stat(rec.Wrapper); err == nil {
+			t.Errorf("%s is still there after teardown", rec.Wrapper)
+		}
+	}
+	out.Reset()
+	if err := Setup(ctx, SetupOptions{Out: &out}); err != nil {
+		t.Fatalf("Setup after teardown: %v\n%s", err, out.String())
+	}
+	if v, _ := os.ReadFile(routeLocalnetProc); strings.TrimSpace(string(v)) != "1" || !guardPresent(ctx) {
+		t.Errorf("after setup again: route_localnet %q, guard %v", v, guardPresent(ctx))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,9 @@ type SetupOptions struct {
 	LogPath string
 	// Timeout bounds the wait for the engine to answer. Default: 60s.
 	Timeout time.Duration
+	// Record is where setup records each change it makes, before making
+	// it, for Teardown. Default: DefaultRecord.
+	Record string
 }
 
 func (o *SetupOptions) defaults() {
@@ -55,12 +59,14 @@ func (o *SetupOptions) defaults() {
 	if o.Timeout == 0 {
 		o.Timeout = 60 * time.Second
 	}
+	if o.Record == "" {
+		o.Record = DefaultRecord
+	}
 }
 
 const (
 	routeLocalnetProc = "/proc/sys/net/ipv4/conf/all/route_localnet"
 	sysctlFile        = "/etc/sysctl.d/99-droprun.conf"
-	sysctlContent     = "# droprun: loopback traffic reaches NodePorts through dockerd's DNAT\n# (dockerd runs with \"userland-proxy\": false)\nnet.ipv4.conf.all.route_localnet = 1\n"
 	dockerPidFile     = "/var/run/docker.pid"
 )
 
@@ -75,8 +81,27 @@ func Setup(ctx context.Context, opts SetupOptions) error {
 		return errors.New("engine setup needs root (it installs packages and configures dockerd): run it with sudo")
 	}
 
+	rec, err := ReadRecord(opts.Record)
+	if err != nil {
+		return err
+	}
+	// record saves rec before the change it describes.
+	record := func() error {
+		if err := rec.write(opts.Record); err != nil {
+			return fmt.Errorf("recording the host change in %s before making it: %w", opts.Record, err)
+		}
+		return nil
+	}
+
 	// 1. Packages.
-	if err := installPackages(ctx, out); err != nil {
+	if err := installPackages(ctx, out, func(pkgs []string) error {
+		for _, p := range pkgs {
+			if !slices.Contains(rec.Packages, p) {
+				rec.Packages = append(rec.Packages, p)
+			}
+		}
+		return record()
+	}); err != nil {
 		return err
 	}
 
@@ -87,20 +112,29 @@ func Setup(ctx context.Context, opts SetupOptions) error {
 	}
 	settings := daemonSettings{}
 	if needWrapper {
-		if err := installWrapper(ctx, out, opts.WrapperPath, bnd); err != nil {
+		if err := installWrapper(ctx, out, opts.WrapperPath, bnd, func() error {
+			rec.Wrapper = opts.WrapperPath
+			return record()
+		}); err != nil {
 			return err
 		}
 		settings.wrapperPath = opts.WrapperPath
 	}
 
 	// 3. daemon.json, merged.
-	changed, err := writeDaemonConfig(out, opts.DaemonConfig, settings)
+	changed, err := writeDaemonConfig(out, opts.DaemonConfig, settings, func(before FileBefore) error {
+		if rec.DaemonConfig == nil {
+			rec.DaemonConfig = &before
+		}
+		return record()
+	})
 	if err != nil {
 		return err
 	}
 
-	// 4. route_localnet, now and at boot.
-	if err := enableRouteLocalnet(out); err != nil {
+	// 4. route_localnet, guarded, now (never at boot, where the guard
+	// would be missing).
+	if err := enableRouteLocalnet(ctx, out, rec, record); err != nil {
 		return err
 	}
 
@@ -123,19 +157,24 @@ func Setup(ctx context.Context, opts SetupOptions) error {
 }
 
 // writeDaemonConfig merges settings into dockerd's configuration file at
-// path and returns the keys it changed. Before its first change to an
-// existing file it keeps a copy in path.droprun-backup.
-func writeDaemonConfig(out io.Writer, path string, settings daemonSettings) ([]string, error) {
+// path and returns the keys it changed. Before it changes the file it
+// hands what was there to record (and keeps a copy of an existing file in
+// path.droprun-backup).
+func writeDaemonConfig(out io.Writer, path string, settings daemonSettings, record func(FileBefore) error) ([]string, error) {
 	existing, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
+	existed := err == nil
 	merged, changed, err := mergeDaemonConfig(existing, settings)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (fix the file by hand, then run setup again)", path, err)
 	}
 	if len(changed) == 0 {
 		return nil, nil
+	}
+	if err := record(FileBefore{Path: path, Existed: existed, Content: string(existing)}); err != nil {
+		return nil, err
 	}
 	if len(existing) > 0 {
 		backup := path + ".droprun-backup"
@@ -202,8 +241,9 @@ func waitEngineReady(ctx context.Context, opts SetupOptions, needWrapper bool) (
 }
 
 // installPackages installs docker.io (with runc and containerd) and
-// iptables from Debian when dockerd or runc is missing.
-func installPackages(ctx context.Context, out io.Writer) error {
+// iptables from Debian when dockerd or runc is missing, after handing the
+// packages to record.
+func installPackages(ctx context.Context, out io.Writer, record func([]string) error) error {
 	var missing []string
 	for _, bin := range []string{"dockerd", "runc", "iptables"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -217,6 +257,9 @@ func installPackages(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("%s missing and this is not Debian: install Docker (engine, runc, iptables) with your distribution's packages, then run setup again", strings.Join(missing, ", "))
 	}
 	fmt.Fprintf(out, "engine: %s missing: apt-get install docker.io iptables\n", strings.Join(missing, ", "))
+	if err := record([]string{"docker.io", "iptables"}); err != nil {
+		return err
+	}
 	// Keep the package's maintainer scripts from starting dockerd before
 	// it is configured (Debian's policy-rc.d convention); Setup starts it.
 	const policy = "/usr/sbin/policy-rc.d"
@@ -278,7 +321,7 @@ func installedWrapperHash(ctx context.Context, path string) string {
 // installWrapper builds the runc wrapper from its embedded source with the
 // local Go toolchain and installs it at path, unless the same version is
 // there already.
-func installWrapper(ctx context.Context, out io.Writer, path string, bnd uint64) error {
+func installWrapper(ctx context.Context, out io.Writer, path string, bnd uint64, record func() error) error {
 	want := wrapperSourceHash()
 	if installedWrapperHash(ctx, path) == want {
 		return nil
@@ -327,6 +370,9 @@ func installWrapper(ctx context.Context, out io.Writer, path string, bnd uint64)
 	if err != nil {
 		return err
 	}
+	if err := record(); err != nil {
+		return err
+	}
 	if err := writeFileAtomic(path, data, 0o755); err != nil {
 		return err
 	}
@@ -334,23 +380,48 @@ func installWrapper(ctx context.Context, out io.Writer, path string, bnd uint64)
 	return nil
 }
 
-// enableRouteLocalnet sets net.ipv4.conf.all.route_localnet=1 now and in
-// /etc/sysctl.d for the next boot.
-func enableRouteLocalnet(out io.Writer) error {
+// enableRouteLocalnet sets net.ipv4.conf.all.route_localnet=1, after the
+// localnet guard is in place, recording each change first. Only now: a
+// boot-time sysctl file an earlier droprun wrote is removed, since at boot
+// the guard would be missing.
+func enableRouteLocalnet(ctx context.Context, out io.Writer, rec *HostRecord, record func() error) error {
 	cur, err := os.ReadFile(routeLocalnetProc)
 	if err != nil {
 		return fmt.Errorf("read route_localnet: %w", err)
 	}
-	if strings.TrimSpace(string(cur)) != "1" {
+	if !guardPresent(ctx) {
+		rec.LocalnetGuard = true
+		if err := record(); err != nil {
+			return err
+		}
+		if err := addGuard(ctx); err != nil {
+			return fmt.Errorf("adding the localnet guard (route_localnet needs it): %w", err)
+		}
+		fmt.Fprintln(out, "engine: iptables -t raw: drop packets to 127.0.0.0/8 from any interface but lo (the localnet guard)")
+	}
+	if v := strings.TrimSpace(string(cur)); v != "1" {
+		if rec.RouteLocalnet == "" {
+			rec.RouteLocalnet = v
+		}
+		if err := record(); err != nil {
+			return err
+		}
 		if err := os.WriteFile(routeLocalnetProc, []byte("1\n"), 0o644); err != nil {
 			return fmt.Errorf("sysctl -w net.ipv4.conf.all.route_localnet=1: %w", err)
 		}
 		fmt.Fprintln(out, "engine: sysctl net.ipv4.conf.all.route_localnet=1")
 	}
-	if old, err := os.ReadFile(sysctlFile); err != nil || string(old) != sysctlContent {
-		if err := writeFileAtomic(sysctlFile, []byte(sysctlContent), 0o644); err != nil {
+	if old, err := os.ReadFile(sysctlFile); err == nil {
+		if rec.SysctlFile == nil {
+			rec.SysctlFile = &FileBefore{Path: sysctlFile, Existed: true, Content: string(old)}
+		}
+		if err := record(); err != nil {
 			return err
 		}
+		if err := os.Remove(sysctlFile); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "engine: removed %s (route_localnet is set with its guard, never at boot without it)\n", sysctlFile)
 	}
 	return nil
 }

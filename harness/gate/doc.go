@@ -12,14 +12,21 @@
 //     for the limit, a suspect measurement). The result says what it would
 //     take: the requests or rollouts needed, or what made it suspect.
 //
-// Bad limits (NaN, infinite, negative), an unknown row or a baseline that
-// lacks a row are a *UsageError before anything is checked.
+// Bad limits (NaN, infinite, negative, a rate of 1 or more, a confidence
+// outside [0.5, 1)), an unknown row or a baseline that lacks a row are a
+// *UsageError before anything is checked. A row the scenario asks for but
+// the run never measured is a failure. A baseline that is not whole fails,
+// and a suspect one cannot pass.
 //
-// Drops come in bursts, one per rollout, so the rollout is the unit a
-// comparison with a baseline tests (stats.PermutationTest); the
-// per-request numbers are shown beside it, labelled. A rate limit is
-// tested per request (stats.OneSided) and, once there are drops, per
-// rollout too; the larger bound decides.
+// Drops come in bursts, one per rollout, so the rollout is the unit: a
+// rate limit is tested against the bounds over rollouts
+// (stats.BoundsOverRollouts), with the run's own burstiness for a row
+// that cannot measure its own, and assuming nothing about bursts (a
+// rollout drops all or nothing) when no rollout of the run dropped; a
+// comparison with a baseline is the one-sided test over rollouts
+// (stats.CompareRollouts). Every limit counts the drops connection reuse
+// masked with those the client saw. TestCheckNeverPassesABrokenLimit
+// checks thousands of generated runs and limits against these rules.
 //
 // Check returns a Report; Report.JUnit writes it as JUnit XML, one test
 // case per row and limit.

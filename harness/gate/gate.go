@@ -43,12 +43,13 @@ const (
 // Limits are what a run is held to. A nil limit is not checked.
 type Limits struct {
 	// MaxDropRate is the highest drop rate (drops / rollout-window
-	// requests) allowed, tested against its upper confidence bound.
+	// requests) allowed, tested against its upper confidence bound over
+	// rollouts.
 	MaxDropRate *float64
 	// MaxDropsPerRollout is the most any single rollout may drop.
 	MaxDropsPerRollout *int64
-	// Confidence is the confidence of every bound and test (0 means
-	// stats.DefaultConfidence).
+	// Confidence is the confidence of every bound and test, in [0.5, 1)
+	// (stats.DefaultConfidence is the usual one).
 	Confidence float64
 	// Rows limits the check to these rows (variant names, or
 	// "NAME/introducing"); empty means every row.
@@ -93,20 +94,17 @@ func (r *Report) add(row, check string, v Verdict, format string, a ...any) {
 	r.Results = append(r.Results, Result{Row: row, Check: check, Verdict: v, Outcome: v.String(), Message: fmt.Sprintf(format, a...)})
 }
 
-// Validate checks the limits themselves: finite, non-negative, a
-// confidence in (0, 1), and at least one limit.
+// Validate checks the limits themselves: finite, non-negative, a rate
+// below 1, a confidence in [0.5, 1), and at least one limit.
 func (l *Limits) Validate() error {
-	if l.Confidence == 0 {
-		l.Confidence = stats.DefaultConfidence
-	}
-	if !(l.Confidence > 0 && l.Confidence < 1) {
-		return usage("--confidence %v: give a confidence between 0 and 1, e.g. 0.95", l.Confidence)
+	if !(l.Confidence >= 0.5 && l.Confidence < 1) {
+		return usage("--confidence %v: give a confidence of at least 0.5 and below 1, e.g. 0.95 (below 0.5 an upper bound falls below the rate it bounds)", l.Confidence)
 	}
 	if l.MaxDropRate == nil && l.MaxDropsPerRollout == nil && l.Baseline == nil {
 		return usage("give at least one of --max-drop-rate, --max-drops-per-rollout, --baseline")
 	}
-	if r := l.MaxDropRate; r != nil && !(*r >= 0 && *r <= 1) {
-		return usage("--max-drop-rate %v: give a rate between 0 and 1, e.g. 0.0001 (NaN, infinite and negative limits check nothing)", *r)
+	if r := l.MaxDropRate; r != nil && !(*r >= 0 && *r < 1) {
+		return usage("--max-drop-rate %v: give a rate of 0 or more and below 1, e.g. 0.0001 (a limit of 1 lets every request fail; NaN, infinite and negative limits check nothing)", *r)
 	}
 	if n := l.MaxDropsPerRollout; n != nil && *n < 0 {
 		return usage("--max-drops-per-rollout %d: give a count of 0 or more", *n)
@@ -115,13 +113,16 @@ func (l *Limits) Validate() error {
 }
 
 // Check holds the run a to l. It returns a *UsageError, and no report,
-// for bad limits, a row a does not have, or a row the baseline lacks.
+// for bad limits, a row neither the run nor its scenario has, or a row the
+// baseline lacks. Every limit counts a row's drops with those connection
+// reuse masked (a retry on a new connection hid them from the client; the
+// pod still refused them).
 func Check(a *analysis.Analysis, l Limits) (*Report, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	sum := a.Summary
-	rows, err := pick(sum, l.Rows)
+	rows, unmeasured, err := pick(a, l.Rows)
 	if err != nil {
 		return nil, err
 	}
@@ -143,42 +144,53 @@ func Check(a *analysis.Analysis, l Limits) (*Report, error) {
 	}
 	r := &Report{}
 	checkRun(r, a)
+	if l.Baseline != nil {
+		checkBaselineRun(r, l.Baseline)
+	}
+	for _, n := range unmeasured {
+		r.add(n, CheckMeasured, Fail, "the scenario asks for %s but the run never measured it; rerun it", n)
+	}
+	run := sum.Dispersion()
 	for _, v := range rows {
-		checkRow(r, sum, v, l, base)
+		checkRow(r, sum, v, l, base, run)
 	}
 	return r, nil
 }
 
-// pick returns the rows named, or every row; an unknown name is a usage
-// error that lists the rows there are.
-func pick(sum *analysis.Summary, names []string) ([]analysis.VariantSummary, error) {
+// pick returns the rows named, or every row. A name the scenario has but
+// the run never measured is returned in unmeasured (a failure, not bad
+// usage); any other unknown name is a usage error that lists the rows
+// there are.
+func pick(a *analysis.Analysis, names []string) (rows []analysis.VariantSummary, unmeasured []string, err error) {
+	sum := a.Summary
 	if len(names) == 0 {
-		return sum.Variants, nil
+		return sum.Variants, nil, nil
 	}
-	var out []analysis.VariantSummary
+	asked := map[string]bool{}
+	if a.Scenario != nil {
+		for _, v := range a.Scenario.Variants {
+			asked[v.Name] = true
+		}
+	}
 	for _, n := range names {
 		i := slices.IndexFunc(sum.Variants, func(v analysis.VariantSummary) bool { return v.Variant == n })
-		if i < 0 {
-			return nil, usage("--variant %q: the run has no such row; its rows are %s", n, quoteList(rowNames(sum)))
+		switch {
+		case i >= 0:
+			rows = append(rows, sum.Variants[i])
+		case asked[analysis.RowVariant(n)]:
+			unmeasured = append(unmeasured, n)
+		default:
+			return nil, nil, usage("--variant %q: the run has no such row; its rows are %s", n, quoteList(rowNames(sum)))
 		}
-		out = append(out, sum.Variants[i])
 	}
-	return out, nil
+	return rows, unmeasured, nil
 }
 
 // checkRun fails a run that is not whole: interrupted, errored, killed,
 // a variant missing or fewer rollouts than asked.
 func checkRun(r *Report, a *analysis.Analysis) {
 	sum := a.Summary
-	var problems []string
-	switch {
-	case sum.Interrupted:
-		problems = append(problems, "the run was interrupted")
-	case sum.Error != "":
-		problems = append(problems, "the run ended in an error: "+sum.Error)
-	case sum.Finished.IsZero():
-		problems = append(problems, "the run never finished (killed, or still running)")
-	}
+	problems := unfinished(sum, "the run")
 	asked := sum.Traffic.Rollouts
 	got := map[string]int{}
 	for _, v := range sum.Variants {
@@ -203,8 +215,53 @@ func checkRun(r *Report, a *analysis.Analysis) {
 	r.add("", CheckRun, Pass, "%d variant(s), %d rollout(s) each, finished", len(names), asked)
 }
 
-// checkRow runs every limit on row v.
-func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Limits, base map[string]analysis.VariantSummary) {
+// unfinished says how a run (named who) did not finish, or nil.
+func unfinished(sum *analysis.Summary, who string) []string {
+	switch {
+	case sum.Interrupted:
+		return []string{who + " was interrupted"}
+	case sum.Error != "":
+		return []string{who + " ended in an error: " + sum.Error}
+	case sum.Finished.IsZero():
+		return []string{who + " never finished (killed, or still running)"}
+	}
+	return nil
+}
+
+// checkBaselineRun fails a baseline that is not whole (a run cut short
+// drops what it likes, and anything is "not worse" than it) and holds a
+// suspect one inconclusive.
+func checkBaselineRun(r *Report, b *analysis.Summary) {
+	problems := unfinished(b, "the baseline")
+	asked := b.Traffic.Rollouts
+	for _, v := range b.Variants {
+		if asked > 0 && !strings.HasSuffix(v.Variant, "/introducing") && len(v.Rollouts) < asked {
+			problems = append(problems, fmt.Sprintf("its %s has %d of the %d rollouts asked for", v.Variant, len(v.Rollouts), asked))
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		r.add("", CheckBaseline, Fail, "not a whole baseline: %s; compare with a whole run", strings.Join(problems, "; "))
+	case len(b.Suspect) > 0:
+		r.add("", CheckBaseline, Inconclusive, "suspect baseline: %s; rerun it on a quiet machine before comparing with it", strings.Join(b.Suspect, "; "))
+	default:
+		r.add("", CheckBaseline, Pass, "the baseline is a whole run, measured cleanly")
+	}
+}
+
+// counted is a row's rollouts as the limits count them: the drops the
+// client saw and those connection reuse masked.
+func counted(v analysis.VariantSummary) []stats.Rollout {
+	out := v.PerRollout()
+	for k, ro := range v.Rollouts {
+		out[k].Drops += ro.Window.Masked
+	}
+	return out
+}
+
+// checkRow runs every limit on row v; run is the dispersion of the run's
+// drops, which a row that cannot measure its own borrows.
+func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Limits, base map[string]analysis.VariantSummary, run stats.Dispersion) {
 	row := v.Variant
 	if v.WindowRequests == 0 || len(v.Rollouts) == 0 {
 		r.add(row, CheckMeasured, Fail, "no requests in any rollout window: nothing was measured")
@@ -218,7 +275,7 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 		r.add(row, CheckMeasured, Pass, "%s requests in %d rollout window(s), control window clean", stats.FormatCount(v.WindowRequests), len(v.Rollouts))
 	}
 	if l.MaxDropRate != nil {
-		dropRate(r, v, *l.MaxDropRate, l.Confidence)
+		dropRate(r, v, *l.MaxDropRate, l.Confidence, run)
 	}
 	if l.MaxDropsPerRollout != nil {
 		perRollout(r, v, *l.MaxDropsPerRollout, l.Confidence)
@@ -228,126 +285,193 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 	}
 }
 
-// dropRate tests the row's drop rate against limit: pass when its upper
-// bound is at or below it, fail when its lower bound is above, otherwise
-// inconclusive with the requests (and rollouts) it would take. With drops,
-// the bound over rollouts (a one-sided t bound on the mean per-rollout
-// rate) is tested too, and the larger upper bound decides: drops in bursts
-// make the per-request bound too narrow.
-func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64) {
-	k, n := v.Drops, v.WindowRequests
+// dropRate tests the row's drop rate against limit with its one-sided
+// bounds over rollouts (stats.BoundsOverRollouts): pass when the upper
+// bound is at or below it, fail when the lower bound is above, otherwise
+// inconclusive with the rollouts it would take. A row without drops in a
+// run where no rollout dropped cannot tell how bursty a drop would be, so
+// its upper bound assumes the worst (a rollout drops all or nothing).
+func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run stats.Dispersion) {
+	rs := counted(v)
+	var k, n uint64
+	for _, ro := range rs {
+		k, n = k+ro.Drops, n+ro.Requests
+	}
 	rate := float64(k) / float64(n)
-	lo, hi := stats.OneSided(k, n, conf)
+	lo, hi, est := stats.BoundsOverRollouts(rs, conf, run)
 	pct := percent(conf)
-	how := fmt.Sprintf("drop rate %s (%s in %s requests); at %s it is at most %s per request",
-		stats.FormatSig(rate, 2), stats.FormatCount(k), stats.FormatCount(n), pct, stats.FormatSigUp(hi, 2))
-	if rhi, ok := rolloutUpper(v, conf); ok && rhi > hi {
-		hi = rhi
-		how += fmt.Sprintf(", %s over its %d rollouts (drops come in bursts)", stats.FormatSigUp(rhi, 2), len(v.Rollouts))
+	how := fmt.Sprintf("drop rate %s (%s in %s requests over %d rollouts%s); at %s it is at most %s",
+		stats.FormatSig(rate, 2), stats.FormatCount(k), stats.FormatCount(n), len(rs), maskedNote(v), pct, stats.FormatSigUp(hi, 2))
+	decide := est.Dispersion
+	switch {
+	case k > 0 && est.Independent():
+		how += " (per request: no rollout of this run measured how bursty its drops are)"
+	case k > 0:
+		how += fmt.Sprintf(" over rollouts (drops %sx as bursty as independent requests)", stats.FormatSig(math.Max(1, est.Dispersion.Phi), 2))
+	case est.Independent():
+		perRequest := hi
+		sizes := make([]float64, len(rs))
+		for i, ro := range rs {
+			sizes[i] = float64(ro.Requests)
+		}
+		hi = stats.ZeroBoundOverRollouts(sizes, 1, conf)
+		decide = stats.Dispersion{Phi: 1, Rho: 1}
+		how = fmt.Sprintf("0 drops in %s requests over %d rollouts; per request the rate is at most %s at %s, but no rollout of this run dropped, so it cannot tell how bursty a drop would be: assuming nothing about bursts, at most %s",
+			stats.FormatCount(n), len(rs), stats.FormatSigUp(perRequest, 2), pct, stats.FormatSigUp(hi, 2))
+	default:
+		how += " over rollouts, for drops as bursty as this run's"
 	}
 	lim := stats.FormatSig(limit, 2)
 	switch {
-	case hi <= limit:
+	case math.IsNaN(lo) || math.IsNaN(hi):
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the bounds could not be computed, so nothing is shown", how)
+	case hi <= limit && rate <= limit:
 		r.add(v.Variant, CheckDropRate, Pass, "%s: within the limit %s", how, lim)
+	case lo > limit && !provenAbove(v, rs, limit, conf, run):
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with the drops of rollouts the rig was short of CPU for, which the rig, not the variant, may have dropped (counting only theirs inside race windows, the limit is not shown broken); rerun on a quiet machine (or at a lower rate)",
+			how, stats.FormatSig(lo, 2), lim)
 	case lo > limit:
 		r.add(v.Variant, CheckDropRate, Fail, "%s, and at least %s: above the limit %s", how, stats.FormatSig(lo, 2), lim)
 	case rate > limit:
-		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the observed rate is above the limit %s, but not by enough to show the limit broken; %s", how, lim, need(rate, limit, conf, v))
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the observed rate is above the limit %s, but not by enough to show the limit broken; %s", how, lim, need(rate, limit, conf, v, decide))
 	default:
-		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: above the limit %s, so this run cannot show the limit is met; %s", how, lim, need(rate, limit, conf, v))
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: above the limit %s, so this run cannot show the limit is met; %s", how, lim, need(rate, limit, conf, v, decide))
 	}
 }
 
-// need says how much traffic would decide a rate limit, at the rate seen.
-func need(rate, limit, conf float64, v analysis.VariantSummary) string {
-	n := stats.TrialsToDecide(rate, limit, conf)
+// provenAbove reports whether the row's drop rate is shown above limit
+// with each starved rollout's drops cut to those proven the variant's
+// (rs is counted(v)).
+func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, run stats.Dispersion) bool {
+	cut := slices.Clone(rs)
+	for k, ro := range v.Rollouts {
+		if starved(ro) {
+			cut[k].Drops = min(cut[k].Drops, proven(ro))
+		}
+	}
+	lo, _, _ := stats.BoundsOverRollouts(cut, conf, run)
+	return lo > limit
+}
+
+// maskedNote says how many of a row's counted drops connection reuse
+// masked, or "".
+func maskedNote(v analysis.VariantSummary) string {
+	if v.Masked == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s of them masked by connection reuse", stats.FormatCount(v.Masked))
+}
+
+// need says how many rollouts would decide a rate limit, at the rate seen
+// and with the dispersion d the bound used.
+func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersion) string {
+	perRollout := float64(v.WindowRequests) / float64(len(v.Rollouts))
+	n := stats.RolloutsToDecide(rate, limit, conf, perRollout, d)
+	more := ""
+	if d.Rho >= 1 {
+		more = ", or far fewer with a variant in the scenario that drops (the run then measures how bursty drops are), or gate on --max-drops-per-rollout 0"
+	}
 	switch {
 	case limit == 0:
 		return "a limit of 0 is met only by a bound of 0, which no finite run shows; use --max-drops-per-rollout 0 to forbid any drop"
 	case n < 0:
-		return "no number of requests decides a rate equal to the limit"
+		return "no number of rollouts decides a rate equal to the limit"
 	case n == math.MaxInt:
-		return "it would take more than 1e15 requests"
+		return "it would take more than a million rollouts" + more
 	}
-	perRollout := float64(v.WindowRequests) / float64(len(v.Rollouts))
-	rollouts := int(math.Ceil(float64(n) / perRollout))
-	return fmt.Sprintf("at that rate it would take about %s window requests, about %d rollouts at this run's %s requests per rollout (raise traffic.rollouts or traffic.rate)",
-		stats.FormatCount(uint64(n)), rollouts, stats.FormatCount(uint64(perRollout)))
-}
-
-// rolloutUpper is the one-sided upper bound at conf on the mean per-rollout
-// drop rate (mean + t·s/√R); ok is false without drops or with fewer than
-// two rollouts, where it says nothing the per-request bound does not.
-func rolloutUpper(v analysis.VariantSummary, conf float64) (float64, bool) {
-	rates := rolloutRates(v)
-	if v.Drops == 0 || len(rates) < 2 {
-		return 0, false
-	}
-	mean, ss := 0.0, 0.0
-	for _, x := range rates {
-		mean += x
-	}
-	mean /= float64(len(rates))
-	for _, x := range rates {
-		ss += (x - mean) * (x - mean)
-	}
-	sd := math.Sqrt(ss / float64(len(rates)-1))
-	t := stats.StudentTQuantile(conf, float64(len(rates)-1))
-	return math.Min(1, mean+t*sd/math.Sqrt(float64(len(rates)))), true
-}
-
-func rolloutRates(v analysis.VariantSummary) []float64 {
-	var out []float64
-	for _, ro := range v.PerRollout() {
-		if ro.Requests > 0 {
-			out = append(out, ro.Rate())
-		}
-	}
-	return out
+	return fmt.Sprintf("at that rate it would take about %s rollouts at this run's %s window requests per rollout (raise traffic.rollouts)%s",
+		stats.FormatCount(uint64(n)), stats.FormatCount(uint64(perRollout)), more)
 }
 
 // perRollout fails a row one of whose rollouts dropped more than limit.
-// A pass says how often a rollout could still break it, at conf.
+// A pass says how often a rollout could still break it, at conf. A
+// rollout the rig starved (starved) breaks it only with drops of the
+// variant's beyond doubt (proven); otherwise its breach is inconclusive:
+// the rig, not the variant, may have dropped them.
 func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64) {
-	var over []string
+	var over, unsure []string
 	worst := uint64(0)
-	for _, ro := range v.Rollouts {
-		worst = max(worst, ro.Window.Failures)
-		if int64(ro.Window.Failures) > limit {
-			over = append(over, fmt.Sprintf("rollout %d dropped %s", ro.N, stats.FormatCount(ro.Window.Failures)))
+	for k, ro := range counted(v) {
+		rs := v.Rollouts[k]
+		worst = max(worst, ro.Drops)
+		switch {
+		case int64(ro.Drops) <= limit:
+		case !starved(rs):
+			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, stats.FormatCount(ro.Drops)))
+		case int64(proven(rs)) > limit:
+			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s inside race windows, while the rig was short of CPU)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(proven(rs))))
+		default:
+			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s while the rig was short of CPU (%s), %s of them inside a race window", rs.N, stats.FormatCount(ro.Drops), starvedWhy(rs), stats.FormatCount(proven(rs))))
 		}
 	}
-	if len(over) > 0 {
+	switch {
+	case len(over) > 0:
 		r.add(v.Variant, CheckPerRollout, Fail, "%s: above the limit %d per rollout (%d of %d rollouts)", strings.Join(over, ", "), limit, len(over), len(v.Rollouts))
-		return
+	case len(unsure) > 0:
+		r.add(v.Variant, CheckPerRollout, Inconclusive, "%s: above the limit %d per rollout, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, ", "), limit)
+	default:
+		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
+		r.add(v.Variant, CheckPerRollout, Pass, "the most any of %d rollouts dropped is %s: within the limit %d; at %s, up to %s of rollouts could still break it",
+			len(v.Rollouts), stats.FormatCount(worst), limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
 	}
-	_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
-	r.add(v.Variant, CheckPerRollout, Pass, "the most any of %d rollouts dropped is %s: within the limit %d; at %s, up to %s of rollouts could still break it",
-		len(v.Rollouts), stats.FormatCount(worst), limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+}
+
+// starved reports whether the rig was short of CPU during rollout ro: a
+// rig sample saw the client stall, or timeouts were excused as its stall.
+// Then a drop outside every race window may be the rig's.
+func starved(ro analysis.RolloutSummary) bool {
+	return ro.Excused > 0 || ro.Rig != nil && ro.Rig.Saturated
+}
+
+// starvedWhy says what showed rollout ro starved.
+func starvedWhy(ro analysis.RolloutSummary) string {
+	var why []string
+	if ro.Rig != nil && ro.Rig.Saturated {
+		why = append(why, ro.Rig.String())
+	}
+	if ro.Excused > 0 {
+		why = append(why, fmt.Sprintf("%s timeouts excused as the client's stall", stats.FormatCount(ro.Excused)))
+	}
+	return strings.Join(why, "; ")
+}
+
+// proven is how many of rollout ro's drops are the variant's beyond the
+// rig's doubt: inside a (pod, node) race window, or cut by a pod's close.
+// 0 without route data.
+func proven(ro analysis.RolloutSummary) uint64 {
+	if e := ro.Explained; e != nil {
+		return e.Explained + e.Cut
+	}
+	return 0
 }
 
 // baseline fails a row that drops significantly more than the baseline's,
-// per rollout (one-sided permutation test); a test that cannot reach conf
-// with these rollouts is inconclusive.
+// over rollouts (the one-sided test over rollouts, stats.CompareRollouts);
+// when the rollouts cannot measure how bursty the drops are, it is
+// inconclusive.
 func baseline(r *Report, v, b analysis.VariantSummary, conf float64) {
-	c := stats.Compare(stats.Counts{Name: v.Variant + " (this run)", Drops: v.Drops, Requests: v.WindowRequests, PerRollout: v.PerRollout()},
-		stats.Counts{Name: v.Variant + " (baseline)", Drops: b.Drops, Requests: b.WindowRequests, PerRollout: b.PerRollout()}, conf)
-	alpha := 1 - conf
-	p := c.Permutation
+	this, then := counted(v), counted(b)
+	t := stats.CompareRollouts(this, then)
+	rates := fmt.Sprintf("this run %s per request over %d rollouts, the baseline %s over %d", stats.FormatSig(rateOf(this), 2), len(this), stats.FormatSig(rateOf(then), 2), len(then))
 	switch {
-	case v.Drops == 0:
-		r.add(v.Variant, CheckBaseline, Pass, "no drops in this run: not worse than the baseline (%s)", c.Verdict)
-	case p == nil:
-		r.add(v.Variant, CheckBaseline, Inconclusive, "cannot compare with the baseline: %s", c.Verdict)
-	case p.Diff > 0 && p.Greater < alpha:
-		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline: one-sided permutation test over rollouts %s; %s", stats.FormatP(p.Greater), c.Verdict)
-	case p.MinP/2 >= alpha:
-		// The test could not have failed: a pass would check nothing.
-		r.add(v.Variant, CheckBaseline, Inconclusive, "%d and %d rollouts are too few for any test over rollouts to show this run worse than the baseline at %s: run at least %d rollouts in each; %s",
-			len(v.Rollouts), len(b.Rollouts), percent(conf), stats.RolloutsForPermutation(alpha*2), c.Verdict)
+	case v.Drops+v.Masked == 0:
+		r.add(v.Variant, CheckBaseline, Pass, "no drops in this run: not worse than the baseline (%s)", rates)
+	case math.IsNaN(t.Greater):
+		r.add(v.Variant, CheckBaseline, Inconclusive, "cannot compare with the baseline over rollouts (%s): neither run dropped in two or more rollouts, so neither shows how bursty the drops are; run at least 2 rollouts", rates)
+	case t.Greater < 1-conf:
+		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline: %s; one-sided test over rollouts %s, drops %sx as bursty as independent requests", rates, stats.FormatP(t.Greater), stats.FormatSig(math.Max(1, t.Dispersion.Phi), 2))
 	default:
-		r.add(v.Variant, CheckBaseline, Pass, "not significantly worse than the baseline (one-sided permutation test over rollouts %s); %s", stats.FormatP(p.Greater), c.Verdict)
+		r.add(v.Variant, CheckBaseline, Pass, "not significantly worse than the baseline: %s; one-sided test over rollouts %s", rates, stats.FormatP(t.Greater))
 	}
+}
+
+// rateOf is rollouts' drops over their requests.
+func rateOf(rs []stats.Rollout) float64 {
+	var k, n uint64
+	for _, r := range rs {
+		k, n = k+r.Drops, n+r.Requests
+	}
+	return float64(k) / float64(n)
 }
 
 func rowNames(sum *analysis.Summary) []string {

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -191,6 +192,37 @@ const (
 // only hashed.
 const keepLimit = 1 << 20
 
+// Inspect's bounds on what it holds at once: the bytes of small files it
+// keeps (an image's manifests and configs take kilobytes; small layers
+// count too) and the files it lists. An archive beyond them is refused.
+var (
+	keepBudget = 64 << 20
+	maxEntries = 100_000
+)
+
+// inspection is the files Inspect read so far, within its bounds.
+type inspection struct {
+	path  string
+	files map[string]*archiveEntry
+	kept  int
+}
+
+// add reads one file into in, or fails at a bound.
+func (in *inspection) add(name string, r io.Reader) error {
+	if len(in.files) >= maxEntries {
+		return archiveErr(in.path, fixMake, "holds more than %d files: not an image archive droprun reads", maxEntries)
+	}
+	e, err := readEntry(r)
+	if err != nil {
+		return archiveErr(in.path, fixTruncated, "is truncated or corrupt: reading %s: %v", name, err)
+	}
+	if in.kept += len(e.data); in.kept > keepBudget {
+		return archiveErr(in.path, fixMake, "has files under %d MiB each (manifests, configs, small layers) that add up to more than the %d MiB droprun holds while it reads: not an image archive droprun reads", keepLimit>>20, keepBudget>>20)
+	}
+	in.files[name] = e
+	return nil
+}
+
 // archiveEntry is one file of an archive as Inspect read it.
 type archiveEntry struct {
 	size   int64
@@ -213,9 +245,12 @@ func Inspect(p string) (*Archive, error) {
 		return nil, archiveErr(p, "", "%v", err)
 	}
 	var files map[string]*archiveEntry
-	if st.IsDir() {
+	switch {
+	case st.IsDir():
 		files, err = readLayoutDir(p)
-	} else {
+	case !st.Mode().IsRegular():
+		return nil, archiveErr(p, fixMake, "is not a regular file (%s)", st.Mode().Type())
+	default:
 		files, err = readArchiveTar(p)
 	}
 	if err != nil {
@@ -252,19 +287,11 @@ var hexName = regexp.MustCompile(`^(?:blobs/sha256/|sha256:)?([0-9a-f]{64})(?:\.
 
 // readArchiveTar reads every regular file of the tar at p, hashing each.
 func readArchiveTar(p string) (map[string]*archiveEntry, error) {
-	files := map[string]*archiveEntry{}
-	err := eachTarFile(context.Background(), p, func(name string, r io.Reader) error {
-		e, err := readEntry(r)
-		if err != nil {
-			return archiveErr(p, fixTruncated, "is truncated or corrupt: reading %s: %v", name, err)
-		}
-		files[name] = e
-		return nil
-	})
-	if err != nil {
+	in := &inspection{path: p, files: map[string]*archiveEntry{}}
+	if err := eachTarFile(context.Background(), p, in.add); err != nil {
 		return nil, err
 	}
-	return files, nil
+	return in.files, nil
 }
 
 // eachTarFile calls fn with every regular file of the tar at p, by its
@@ -309,9 +336,10 @@ func eachTarFile(ctx context.Context, p string, fn func(name string, r io.Reader
 }
 
 // readLayoutDir reads an OCI layout directory's files (oci-layout,
-// index.json and blobs/), hashing each.
+// index.json and blobs/), hashing each. Each must be a regular file: a
+// link, FIFO or device in their place is refused, never opened.
 func readLayoutDir(dir string) (map[string]*archiveEntry, error) {
-	files := map[string]*archiveEntry{}
+	in := &inspection{path: dir, files: map[string]*archiveEntry{}}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -321,22 +349,43 @@ func readLayoutDir(dir string) (map[string]*archiveEntry, error) {
 		if d.IsDir() || (rel != "index.json" && rel != "oci-layout" && !strings.HasPrefix(rel, "blobs/")) {
 			return nil
 		}
-		f, err := os.Open(p)
+		f, err := openRegular(p)
 		if err != nil {
-			return err
+			return archiveErr(dir, "an OCI layout holds regular files only: "+fixMake, "%s: %v", rel, err)
 		}
 		defer f.Close()
-		e, err := readEntry(f)
-		if err != nil {
-			return err
-		}
-		files[rel] = e
-		return nil
+		return in.add(rel, f)
 	})
+	var ae *ArchiveError
+	if errors.As(err, &ae) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, archiveErr(dir, "", "reading the OCI layout: %v", err)
 	}
-	return files, nil
+	return in.files, nil
+}
+
+// openRegular opens p for reading only if it is a regular file: it
+// follows no link and never blocks on a FIFO (O_NONBLOCK), and checks the
+// file it opened.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("is a symbolic link, not a regular file")
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("is not a regular file (%s)", st.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 func readEntry(r io.Reader) (*archiveEntry, error) {

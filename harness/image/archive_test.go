@@ -6,12 +6,14 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -273,6 +275,63 @@ func TestInspectOCILayout(t *testing.T) {
 	}
 	if _, err := Inspect(dir); err == nil || !strings.Contains(err.Error(), "is incomplete") {
 		t.Errorf("layout without a layer: Inspect = %v, want incomplete", err)
+	}
+}
+
+// TestInspectRefusesNonRegular: a FIFO, device or link where an archive
+// or a layout's blob should be is refused at once, never opened (a FIFO
+// would hang the read).
+func TestInspectRefusesNonRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "images.tar")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Inspect(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+		t.Errorf("a FIFO as the archive: %v", err)
+	}
+	for _, plant := range []string{"fifo", "link"} {
+		dir, _ := ociLayout(t)
+		var blob string
+		filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && blob == "" {
+				blob = p
+			}
+			return err
+		})
+		os.Remove(blob)
+		var err error
+		if plant == "fifo" {
+			err = syscall.Mkfifo(blob, 0o644)
+		} else {
+			err = os.Symlink("/etc/hostname", blob)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Inspect(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a %s in blobs/: %v, want refused", plant, err)
+		}
+	}
+}
+
+// TestInspectBounds: an archive with more files, or more small files'
+// bytes, than Inspect holds at once is refused, named.
+func TestInspectBounds(t *testing.T) {
+	defer func(n, b int) { maxEntries, keepBudget = n, b }(maxEntries, keepBudget)
+	maxEntries, keepBudget = 10, 4<<10
+	files := map[string][]byte{}
+	for i := range 11 {
+		files[fmt.Sprintf("f%02d", i)] = nil
+	}
+	p := filepath.Join(t.TempDir(), "many.tar")
+	os.WriteFile(p, tarOf(t, files), 0o644)
+	if _, err := Inspect(p); err == nil || !strings.Contains(err.Error(), "holds more than 10 files") {
+		t.Errorf("11 files: %v", err)
+	}
+	files = map[string][]byte{"a": bytes.Repeat([]byte("x"), 3<<10), "b": bytes.Repeat([]byte("y"), 3<<10)}
+	os.WriteFile(p, tarOf(t, files), 0o644)
+	if _, err := Inspect(p); err == nil || !strings.Contains(err.Error(), "that add up to more than") {
+		t.Errorf("6 KiB of small files past a 4 KiB budget: %v", err)
 	}
 }
 

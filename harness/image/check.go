@@ -3,6 +3,7 @@ package image
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Problem is one thing wrong with a set of archives and the images they
@@ -51,6 +52,29 @@ func CheckArchives(paths, images []string) ([]*Archive, []Problem) {
 		if _, err := FindIn(archives, ref); err != nil {
 			problems = append(problems, Problem{field, err.Error(),
 				"name one of the images app.custom.imageArchives hold, or add the archive that holds it (docker save IMAGE -o FILE.tar)"})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	// An archive is loaded whole into every node: a name beyond the app's
+	// images could replace one of the node's own (kube-proxy's, say).
+	want := map[string]bool{}
+	for _, ref := range images {
+		full, _ := FullName(ref)
+		want[full] = true
+	}
+	for i, a := range archives {
+		var extra []string
+		for _, ref := range a.Refs() {
+			if !want[ref] {
+				extra = append(extra, ref)
+			}
+		}
+		if len(extra) > 0 {
+			problems = append(problems, Problem{fmt.Sprintf("imageArchives[%d]", i),
+				fmt.Sprintf("%s holds images app.custom.images does not name: %s (an archive is loaded whole into every node, so an extra name could replace one of the node's own images)", a.Path, strings.Join(extra, ", ")),
+				"save only the app's images into it (docker save IMAGE_A IMAGE_B -o FILE.tar), or name them in app.custom.images"})
 		}
 	}
 	if len(problems) > 0 {

@@ -44,3 +44,24 @@ func CheckNode(ref string) error {
 	}
 	return nil
 }
+
+// Known node image repositories: droprun's own build and kind's published
+// images. Any other node image runs privileged on the host as every node
+// of the cluster, so a scenario that names one needs the user's consent.
+const (
+	DroprunNodeRepo = "docker.io/droprun/node"
+	KindNodeRepo    = "docker.io/kindest/node"
+)
+
+// KnownNode reports whether ref is Auto or an image of droprun's or kind's
+// node repository.
+func KnownNode(ref string) bool {
+	if ref == Auto {
+		return true
+	}
+	r, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return false
+	}
+	return r.Name() == DroprunNodeRepo || r.Name() == KindNodeRepo
+}

@@ -15,3 +15,18 @@ func TestCheckNode(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownNode: droprun's and kind's node images (by tag or digest) are
+// known; a mirror, a look-alike name or another repository is not.
+func TestKnownNode(t *testing.T) {
+	for ref, want := range map[string]bool{
+		Auto: true, DefaultNodeImage: true, "docker.io/droprun/node:v1.36.0": true, "kindest/node:v1.37.0": true,
+		"kindest/node@sha256:0000000000000000000000000000000000000000000000000000000000000000": true,
+		"127.0.0.1:5000/mirror/node:v1.37.2":                                                   false, "kindest/node-evil:v1.37.0": false, "evil/kindest/node:v1.37.0": false,
+		"ghcr.io/kindest/node:v1.37.0": false, "": false,
+	} {
+		if got := KnownNode(ref); got != want {
+			t.Errorf("KnownNode(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}

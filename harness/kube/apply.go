@@ -3,12 +3,14 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -20,34 +22,47 @@ import (
 // FieldManager is the one field manager droprun applies with.
 const FieldManager = "droprun"
 
+// applyOpts force droprun's field manager over others' on droprun's own
+// objects (a field someone set with kubectl is taken back); Apply never
+// reaches an object droprun did not create.
 var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
-// EnsureNamespace creates droprun's namespace, or adopts it when droprun
-// created it before. A namespace of that name that droprun does not manage
-// is an error: droprun deletes its namespace afterwards and must never
-// delete someone else's.
-func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
+// EnsureNamespace creates droprun's namespace, marked as created by
+// owner's run, or uses it when it carries droprun's managed-by label.
+// created reports whether droprun created it (now or in an earlier run):
+// only such a namespace is ever deleted (DeleteNamespace). A namespace
+// without the label is someone else's and an error.
+func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string, owner Owner) (created bool, err error) {
 	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading namespace %s: %w", name, err)
-	case ns.Labels[variant.LabelManagedBy] != variant.ManagedBy:
-		return fmt.Errorf("namespace %q exists and is not droprun's (no %s=%s label): droprun deletes its namespace after a run, so choose another one with namespace: in the scenario", name, variant.LabelManagedBy, variant.ManagedBy)
+		return false, fmt.Errorf("reading namespace %s: %w", name, err)
+	case !Ours(ns.Labels):
+		return false, fmt.Errorf("namespace %q exists and %w (no %s=%s label): droprun works only in a namespace of its own, so choose another one with namespace: in the scenario", name, ErrNotOurs, variant.LabelManagedBy, variant.ManagedBy)
 	case ns.DeletionTimestamp != nil:
 		if err := WaitNamespaceGone(ctx, c, name, 2*time.Minute); err != nil {
-			return err
+			return false, err
 		}
+	default:
+		return ns.Annotations[AnnotationCreated] != "", nil
 	}
-	_, err = c.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(name).
-		WithLabels(map[string]string{variant.LabelManagedBy: variant.ManagedBy}), applyOpts)
+	annotations := owner.ownAnnotations()
+	annotations[AnnotationCreated] = owner.RunID
+	_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: owner.ownLabels(), Annotations: annotations}}, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return EnsureNamespace(ctx, c, name, owner) // another run created it in between
+	}
 	if err != nil {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
+		return false, fmt.Errorf("creating namespace %s: %w", name, err)
 	}
-	return nil
+	return true, nil
 }
 
-// DeleteNamespace deletes droprun's namespace and waits until it is gone.
+// DeleteNamespace deletes a namespace droprun created (AnnotationCreated)
+// and waits until it is gone; the delete carries its UID as a
+// precondition. Any other namespace is refused.
 func DeleteNamespace(ctx context.Context, c kubernetes.Interface, name string, timeout time.Duration) error {
 	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -56,10 +71,12 @@ func DeleteNamespace(ctx context.Context, c kubernetes.Interface, name string, t
 	if err != nil {
 		return err
 	}
-	if ns.Labels[variant.LabelManagedBy] != variant.ManagedBy {
-		return fmt.Errorf("refusing to delete namespace %q: it is not droprun's", name)
+	if !Ours(ns.Labels) || ns.Annotations[AnnotationCreated] == "" {
+		return fmt.Errorf("refusing to delete namespace %q: droprun did not create it (no %s annotation)", name, AnnotationCreated)
 	}
-	if err := c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	uid := ns.UID
+	err = c.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting namespace %s: %w", name, err)
 	}
 	return WaitNamespaceGone(ctx, c, name, timeout)
@@ -80,27 +97,109 @@ func WaitNamespaceGone(ctx context.Context, c kubernetes.Interface, name string,
 	return nil
 }
 
-// Apply server-side applies objects (Deployments and Services) in order and
-// returns the applied Deployments by name.
-func Apply(ctx context.Context, c kubernetes.Interface, objects ...any) (map[string]*appsv1.Deployment, error) {
+// Apply server-side applies objects (Deployments and Services) in order,
+// each marked as owner's (managed-by and run labels, owner annotation),
+// and returns the applied Deployments by name and every object applied.
+// An object of the same name that droprun did not create is refused
+// (ErrNotOurs), never overwritten.
+func Apply(ctx context.Context, c kubernetes.Interface, owner Owner, objects ...any) (map[string]*appsv1.Deployment, []Ref, error) {
 	deps := map[string]*appsv1.Deployment{}
+	var refs []Ref
 	for _, o := range objects {
 		switch o := o.(type) {
 		case *appsv1ac.DeploymentApplyConfiguration:
-			d, err := c.AppsV1().Deployments(*o.Namespace).Apply(ctx, o, applyOpts)
+			ns, name := *o.Namespace, *o.Name
+			cur, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			if err := refuseTheirs("Deployment", ns, name, cur, err); err != nil {
+				return nil, nil, err
+			}
+			d, err := c.AppsV1().Deployments(ns).Apply(ctx, o.WithLabels(owner.ownLabels()).WithAnnotations(owner.ownAnnotations()), applyOpts)
 			if err != nil {
-				return nil, fmt.Errorf("applying deployment %s: %w", *o.Name, err)
+				return nil, nil, fmt.Errorf("applying deployment %s: %w", name, err)
 			}
 			deps[d.Name] = d
+			refs = append(refs, Ref{"Deployment", ns, name, d.UID})
 		case *corev1ac.ServiceApplyConfiguration:
-			if _, err := c.CoreV1().Services(*o.Namespace).Apply(ctx, o, applyOpts); err != nil {
-				return nil, fmt.Errorf("applying service %s: %w", *o.Name, err)
+			ns, name := *o.Namespace, *o.Name
+			cur, err := c.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+			if err := refuseTheirs("Service", ns, name, cur, err); err != nil {
+				return nil, nil, err
 			}
+			s, err := c.CoreV1().Services(ns).Apply(ctx, o.WithLabels(owner.ownLabels()).WithAnnotations(owner.ownAnnotations()), applyOpts)
+			if err != nil {
+				return nil, nil, fmt.Errorf("applying service %s: %w", name, err)
+			}
+			refs = append(refs, Ref{"Service", ns, name, s.UID})
 		default:
-			return nil, fmt.Errorf("cannot apply %T", o)
+			return nil, nil, fmt.Errorf("cannot apply %T", o)
 		}
 	}
-	return deps, nil
+	return deps, refs, nil
+}
+
+// refuseTheirs is Apply's check of what a Get of kind ns/name returned:
+// nothing there, or droprun's own, is fine; an object droprun did not
+// create is ErrNotOurs.
+func refuseTheirs[T metav1.Object](kind, ns, name string, cur T, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading %s %s/%s: %w", strings.ToLower(kind), ns, name, err)
+	case !Ours(cur.GetLabels()):
+		return notOurs(kind, ns, name)
+	}
+	return nil
+}
+
+// DeleteOurs deletes the objects refs names (Deployments with their
+// ReplicaSets and pods), each only while it still has the UID droprun
+// applied it with, and waits until they are gone.
+func DeleteOurs(ctx context.Context, c kubernetes.Interface, refs []Ref, timeout time.Duration) error {
+	fg := metav1.DeletePropagationForeground
+	for _, r := range refs {
+		uid := r.UID
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+		var err error
+		switch r.Kind {
+		case "Deployment":
+			opts.PropagationPolicy = &fg
+			err = c.AppsV1().Deployments(r.Namespace).Delete(ctx, r.Name, opts)
+		case "Service":
+			err = c.CoreV1().Services(r.Namespace).Delete(ctx, r.Name, opts)
+		default:
+			return fmt.Errorf("cannot delete a %s", r.Kind)
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting %s: %w", r, err)
+		}
+	}
+	for _, r := range refs {
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+			var uid types.UID
+			var err error
+			switch r.Kind {
+			case "Deployment":
+				var d *appsv1.Deployment
+				if d, err = c.AppsV1().Deployments(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+					uid = d.UID
+				}
+			case "Service":
+				var s *corev1.Service
+				if s, err = c.CoreV1().Services(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
+					uid = s.UID
+				}
+			}
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return err == nil && uid != r.UID, err // recreated by someone else: not droprun's to wait for
+		})
+		if err != nil {
+			return fmt.Errorf("%s still there %s after deleting it: %w", r, timeout, err)
+		}
+	}
+	return nil
 }
 
 // RolloutComplete reports whether d's rollout is done the way `kubectl

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,12 +13,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+// DiagnoseTimeout bounds one Diagnose.
+var DiagnoseTimeout = 10 * time.Second
+
 // Diagnose says, for the pods matching selector that are not Ready, at
 // which stage from apply to routed they stopped (scheduled, pulled,
 // started, ready) and why, in one line per group of pods, e.g.
 // "2 pods Pending: FailedScheduling: Insufficient cpu". It returns "" when
 // there is nothing to say, and never fails: it is used to explain errors.
+// It gives up after DiagnoseTimeout (it runs after a cancel too, to say
+// why a wait failed).
 func Diagnose(ctx context.Context, c kubernetes.Interface, namespace string, selector map[string]string) string {
+	ctx, cancel := context.WithTimeout(ctx, DiagnoseTimeout)
+	defer cancel()
 	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
 	if err != nil {
 		return ""

@@ -2,15 +2,25 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
@@ -53,25 +63,63 @@ func TestRolloutComplete(t *testing.T) {
 	}
 }
 
+var testOwner = Owner{RunID: "20261202-130000-test", Host: "h", PID: 7}
+
+// TestEnsureNamespace: a namespace without droprun's label is refused;
+// one droprun creates carries the run that created it, and only such a
+// namespace is deleted; one the user labelled is used but never deleted.
 func TestEnsureNamespace(t *testing.T) {
 	ctx := context.Background()
-	c := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}})
-	if err := EnsureNamespace(ctx, c, "theirs"); err == nil || !strings.Contains(err.Error(), "is not droprun's") {
+	lent := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lent", Labels: map[string]string{variant.LabelManagedBy: variant.ManagedBy}}}
+	c := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}}, lent)
+	if _, err := EnsureNamespace(ctx, c, "theirs", testOwner); !errors.Is(err, ErrNotOurs) {
 		t.Errorf("foreign namespace adopted: %v", err)
 	}
 	if err := DeleteNamespace(ctx, c, "theirs", 0); err == nil {
 		t.Error("foreign namespace deleted")
 	}
-	if err := EnsureNamespace(ctx, c, "droprun"); err != nil {
-		t.Fatal(err)
+	created, err := EnsureNamespace(ctx, c, "droprun", testOwner)
+	if err != nil || !created {
+		t.Fatalf("EnsureNamespace of a new namespace = %v, %v; want created", created, err)
 	}
 	ns, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{})
-	if err != nil || ns.Labels[variant.LabelManagedBy] != variant.ManagedBy {
-		t.Fatalf("namespace %v %v", ns, err)
+	if err != nil || !Ours(ns.Labels) || ns.Labels[LabelRun] != testOwner.RunID || ns.Annotations[AnnotationCreated] != testOwner.RunID ||
+		ns.Annotations[AnnotationOwner] != "droprun run 20261202-130000-test on h (pid 7)" {
+		t.Fatalf("namespace %+v %v", ns.ObjectMeta, err)
 	}
-	if err := EnsureNamespace(ctx, c, "droprun"); err != nil {
-		t.Errorf("own namespace not adopted: %v", err)
+	if created, err := EnsureNamespace(ctx, c, "droprun", Owner{RunID: "later"}); err != nil || !created {
+		t.Errorf("droprun's namespace from an earlier run = %v, %v; want created", created, err)
 	}
+	if created, err := EnsureNamespace(ctx, c, "lent", testOwner); err != nil || created {
+		t.Errorf("a namespace the user labelled = %v, %v; want used, not created", created, err)
+	}
+	if err := DeleteNamespace(ctx, c, "lent", 0); err == nil || !strings.Contains(err.Error(), "did not create it") {
+		t.Errorf("a namespace droprun did not create was deleted: %v", err)
+	}
+	enforceUID(c)
+	if err := DeleteNamespace(ctx, c, "droprun", time.Second); err != nil {
+		t.Errorf("deleting droprun's namespace: %v", err)
+	}
+}
+
+// enforceUID makes the fake API server honour a delete's UID
+// precondition, as a real one does.
+func enforceUID(c *fake.Clientset) {
+	c.PrependReactor("delete", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		p := d.GetDeleteOptions().Preconditions
+		if p == nil || p.UID == nil {
+			return false, nil, nil
+		}
+		o, err := c.Tracker().Get(d.GetResource(), d.GetNamespace(), d.GetName())
+		if err != nil {
+			return false, nil, nil
+		}
+		if m, err := meta.Accessor(o); err == nil && m.GetUID() != *p.UID {
+			return true, nil, apierrors.NewConflict(d.GetResource().GroupResource(), d.GetName(), fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, m.GetUID()))
+		}
+		return false, nil, nil
+	})
 }
 
 func TestApply(t *testing.T) {
@@ -81,18 +129,112 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps, err := Apply(ctx, c, d, render.WebService("ns"))
+	deps, refs, err := Apply(ctx, c, testOwner, d, render.WebService("ns"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if deps["web"] == nil || deps["web"].Spec.Template.Spec.Containers[0].Lifecycle == nil {
 		t.Fatalf("applied deployment %+v", deps)
 	}
-	if _, err := c.CoreV1().Services("ns").Get(ctx, "web", metav1.GetOptions{}); err != nil {
-		t.Errorf("service not applied: %v", err)
+	if len(refs) != 2 || refs[0].String() != "deployment ns/web" || refs[1].String() != "service ns/web" {
+		t.Errorf("refs %v", refs)
 	}
-	if _, err := Apply(ctx, c, "not an object"); err == nil {
+	svc, err := c.CoreV1().Services("ns").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("service not applied: %v", err)
+	}
+	for _, m := range []metav1.ObjectMeta{deps["web"].ObjectMeta, svc.ObjectMeta} {
+		if !Ours(m.Labels) || m.Labels[LabelRun] != testOwner.RunID || m.Annotations[AnnotationOwner] != testOwner.Identity() {
+			t.Errorf("%s: labels %v, annotations %v: want droprun's, the run's and the owner's", m.Name, m.Labels, m.Annotations)
+		}
+	}
+	if _, _, err := Apply(ctx, c, testOwner, "not an object"); err == nil {
 		t.Error("applied a string")
+	}
+}
+
+// TestApplyRefusesTheirs: a Deployment or Service of the same name that
+// droprun did not create is refused, named, and left as it was.
+func TestApplyRefusesTheirs(t *testing.T) {
+	ctx := context.Background()
+	theirs := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Labels: map[string]string{"app": "shop"}},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "shop", Image: "shop:1"}}}}}}
+	theirSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "other"}}
+	c := fake.NewClientset(theirs, theirSvc)
+	d, err := render.Deployment(render.Params{Namespace: "ns", Name: "x", Info: mustLookup(t, variant.PreStopSleep), Image: "bookshop:v1", Replicas: 2, PreStopSeconds: 5, TerminationGracePeriodSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Apply(ctx, c, testOwner, d); !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "Deployment ns/web") {
+		t.Errorf("applied over the user's Deployment: %v", err)
+	}
+	got, err := c.AppsV1().Deployments("ns").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || got.Spec.Template.Spec.Containers[0].Image != "shop:1" || Ours(got.Labels) {
+		t.Errorf("the user's Deployment changed: %+v, %v", got, err)
+	}
+	if _, _, err := Apply(ctx, c, testOwner, render.WebService("other")); !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "Service other/web") {
+		t.Errorf("applied over the user's Service: %v", err)
+	}
+}
+
+// TestDeleteOurs: deletes carry the UID droprun applied with, so an object
+// recreated under the same name (someone else's now) survives.
+func TestDeleteOurs(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "ours"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "recreated"}})
+	enforceUID(c)
+	refs := []Ref{{"Deployment", "ns", "web", "ours"}, {"Service", "ns", "web", "ours-too"}}
+	if err := DeleteOurs(ctx, c, refs, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppsV1().Deployments("ns").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("droprun's Deployment not deleted: %v", err)
+	}
+	if _, err := c.CoreV1().Services("ns").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Errorf("a Service recreated under droprun's name was deleted: %v", err)
+	}
+}
+
+// TestLease: a second run in a namespace is refused with the first's
+// identity; a Lease left unrenewed by a run that died is taken over; a
+// released Lease lets the next run in.
+func TestLease(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	first, err := AcquireLease(ctx, c, "ns", testOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := Owner{RunID: "second", Host: "h", PID: 8}
+	if _, err := AcquireLease(ctx, c, "ns", second); !errors.Is(err, ErrNamespaceBusy) || !strings.Contains(err.Error(), testOwner.Identity()) {
+		t.Errorf("second run in the namespace: %v; want refused naming %q", err, testOwner.Identity())
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := AcquireLease(ctx, c, "ns", second)
+	if err != nil {
+		t.Fatalf("after the first released it: %v", err)
+	}
+	defer l.Release(ctx)
+	// A holder that stopped renewing two minutes ago has died.
+	dead := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName, Namespace: "ns2"}}
+	old := metav1.NewMicroTime(time.Now().Add(-2 * time.Minute))
+	holder, secs := "droprun run gone on h (pid 1)", int32(60)
+	dead.Spec = coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &old}
+	if _, err := c.CoordinationV1().Leases("ns2").Create(ctx, dead, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := AcquireLease(ctx, c, "ns2", testOwner)
+	if err != nil {
+		t.Fatalf("an expired lease was not taken over: %v", err)
+	}
+	defer l2.Release(ctx)
+	got, err := c.CoordinationV1().Leases("ns2").Get(ctx, LeaseName, metav1.GetOptions{})
+	if err != nil || *got.Spec.HolderIdentity != testOwner.Identity() {
+		t.Errorf("lease after the take-over: %+v, %v", got, err)
 	}
 }
 
@@ -226,5 +368,36 @@ func TestLivePod(t *testing.T) {
 	}
 	if _, _, err := LivePod(ctx, fake.NewClientset(), ns, "web"); err == nil {
 		t.Error("LivePod without the Deployment: no error")
+	}
+}
+
+// TestDiagnoseGivesUp: an API server that never answers holds Diagnose
+// no longer than DiagnoseTimeout, even on a context without a deadline
+// (a wait's diagnosis after Ctrl-C).
+func TestDiagnoseGivesUp(t *testing.T) {
+	hung := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hung)
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { DiagnoseTimeout = d }(DiagnoseTimeout)
+	DiagnoseTimeout = 100 * time.Millisecond
+	done := make(chan string)
+	go func() { done <- Diagnose(context.Background(), c, "ns", map[string]string{"app": "web"}) }()
+	select {
+	case got := <-done:
+		if got != "" {
+			t.Errorf("Diagnose against a hung API server = %q, want nothing", got)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Diagnose still waiting on a hung API server a minute later")
 	}
 }

@@ -6,18 +6,20 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/droprun/droprun/internal/citest"
 )
 
 // dockerRunning skips the test when no docker engine answers.
 func dockerRunning(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("no docker CLI: install an engine (droprun engine setup on Debian) to run this test")
+		citest.Missing(t, "no docker CLI: install an engine (droprun engine setup on Debian) to run this test")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := exec.CommandContext(ctx, "docker", "info").Run(); err != nil {
-		t.Skip("docker engine not running (start it with droprun engine setup): skipping")
+		citest.Missing(t, "docker engine not running (start it with droprun engine setup)")
 	}
 }
 

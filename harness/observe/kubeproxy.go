@@ -159,7 +159,7 @@ func newKubeProxyPoller(r *Recorder, client kubernetes.Interface, opts KubeProxy
 // proxyFetch reads a kube-proxy's metrics through the API server's pod
 // proxy (kube-proxy is hostNetwork: the pod IP is the node's).
 func (p *kubeProxyPoller) proxyFetch(ctx context.Context, pod *corev1.Pod, port int) ([]byte, error) {
-	b, err := p.client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil).DoRaw(ctx)
+	b, err := readBounded(ctx, p.client.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, strconv.Itoa(port), "/metrics", nil))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s/%s:%d/metrics through the API server: %w", pod.Namespace, pod.Name, port, err)
 	}

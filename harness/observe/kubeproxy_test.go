@@ -201,7 +201,7 @@ func TestKubeProxyPoller(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := StartRecorder(ctx, client, "droprun", &out, RecorderOptions{KubeProxy: KubeProxyOptions{Interval: 5 * time.Millisecond}})
+	r, err := StartRecorder(ctx, client, "droprun", &out, RecorderOptions{Keep: true, KubeProxy: KubeProxyOptions{Interval: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestKubeProxyPollerNoPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fetched := make(chan struct{}, 1)
-	r, err := StartRecorder(ctx, fake.NewClientset(), "droprun", &out, RecorderOptions{KubeProxy: KubeProxyOptions{
+	r, err := StartRecorder(ctx, fake.NewClientset(), "droprun", &out, RecorderOptions{Keep: true, KubeProxy: KubeProxyOptions{
 		Interval: 5 * time.Millisecond,
 		Fetch: func(context.Context, *corev1.Pod, int) ([]byte, error) {
 			fetched <- struct{}{}

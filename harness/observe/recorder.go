@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,19 +35,25 @@ type RecorderOptions struct {
 	// Now is the clock events are stamped with; nil means time.Now. Stamps
 	// are stored in UTC.
 	Now func() time.Time
+	// Keep keeps every event in memory too, for Events (tests). Without it
+	// the events go to the file only, and a long run's memory does not
+	// grow with them: read them back from the file (Flush first).
+	Keep bool
 }
 
 // Recorder writes the transitions of one namespace's Pods, ReplicaSets,
 // EndpointSlices, Deployments and Warning pod Events, plus the caller's
-// marks, to one timeline. It keeps every event in memory too. Its methods
-// are safe for concurrent use.
+// marks, to one timeline, written as they come (in memory too only with
+// RecorderOptions.Keep). Its methods are safe for concurrent use.
 type Recorder struct {
 	now func() time.Time
 
 	mu      sync.Mutex
 	w       *jsonl.Writer
+	keep    bool
 	events  []timeline.Event
 	stopped bool
+	notify  []func(timeline.Event)
 
 	cancel    context.CancelFunc
 	factories []informers.SharedInformerFactory
@@ -74,7 +81,7 @@ func StartRecorder(ctx context.Context, client kubernetes.Interface, namespace s
 		now = time.Now
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	r := &Recorder{now: now, w: jsonl.NewWriter(out, "events.jsonl"), cancel: cancel}
+	r := &Recorder{now: now, w: jsonl.NewWriter(out, "events.jsonl"), keep: opts.Keep, cancel: cancel}
 
 	objects := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	warnings := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
@@ -188,16 +195,34 @@ func (r *Recorder) record(events ...timeline.Event) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stopped {
+		r.mu.Unlock()
 		return
 	}
 	t := r.now().UTC()
-	for _, e := range events {
-		e.Time = t
-		r.events = append(r.events, e)
-		r.write(e)
+	for k := range events {
+		events[k].Time = t
+		if r.keep {
+			r.events = append(r.events, events[k])
+		}
+		r.write(events[k])
 	}
+	notify := r.notify
+	r.mu.Unlock()
+	for _, fn := range notify {
+		for _, e := range events {
+			fn(e)
+		}
+	}
+}
+
+// OnEvent calls fn with every event recorded from now on, in order, after
+// it is written (outside the recorder's lock: fn may record). fn must not
+// block: it runs on the informer's goroutine.
+func (r *Recorder) OnEvent(fn func(timeline.Event)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notify = append(slices.Clip(r.notify), fn)
 }
 
 // write encodes e as one line; the first error sticks and is returned by
@@ -218,8 +243,16 @@ func (r *Recorder) Record(e timeline.Event) {
 	r.record(e)
 }
 
+// Flush writes out what the file's buffer holds: after it the file has
+// every event recorded so far, for a reader such as analysis.Analyze.
+func (r *Recorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.w.Flush()
+}
+
 // Events returns a copy of every event recorded so far, in the order
-// recorded (which is clock order).
+// recorded (which is clock order); nil without RecorderOptions.Keep.
 func (r *Recorder) Events() []timeline.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +87,7 @@ func TestRecorderFollowsARollout(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := StartRecorder(ctx, client, ns, &out, RecorderOptions{Now: clk.now})
+	r, err := StartRecorder(ctx, client, ns, &out, RecorderOptions{Now: clk.now, Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestRecorderFlushesWithinASecond(t *testing.T) {
 	out := &lockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := StartRecorder(ctx, fake.NewClientset(), ns, out, RecorderOptions{})
+	r, err := StartRecorder(ctx, fake.NewClientset(), ns, out, RecorderOptions{Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,6 +315,32 @@ func TestRecorderFlushesWithinASecond(t *testing.T) {
 			t.Fatalf("a mark was not flushed within %v", 3*jsonl.FlushEvery)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRecorderSpills: without Keep the recorder holds no event in
+// memory; after Flush the file has every one recorded so far.
+func TestRecorderSpills(t *testing.T) {
+	out := &lockedBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := StartRecorder(ctx, fake.NewClientset(), ns, out, RecorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	for i := range 1000 {
+		r.Mark(timeline.KindWindowClose, map[string]string{"window": strconv.Itoa(i)})
+	}
+	if n := len(r.Events()); n != 0 {
+		t.Errorf("%d events held in memory without Keep", n)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	events, err := timeline.ReadEvents(strings.NewReader(out.String()))
+	if err != nil || len(events) != 1000 || events[999].Detail["window"] != "999" {
+		t.Errorf("the file after Flush: %d events (%v), want all 1000", len(events), err)
 	}
 }
 
@@ -344,7 +371,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
 func TestRecorderReportsWriteErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := StartRecorder(ctx, fake.NewClientset(), ns, failingWriter{}, RecorderOptions{})
+	r, err := StartRecorder(ctx, fake.NewClientset(), ns, failingWriter{}, RecorderOptions{Keep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +394,7 @@ func TestStartGivesUpWhenCachesCannotSync(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	r, err := StartRecorder(ctx, client, ns, &bytes.Buffer{}, RecorderOptions{})
+	r, err := StartRecorder(ctx, client, ns, &bytes.Buffer{}, RecorderOptions{Keep: true})
 	if err == nil {
 		r.Stop()
 		t.Fatal("Start succeeded without listing pods")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/droprun/droprun/harness/appmetrics"
 )
@@ -45,9 +47,30 @@ func (s ProxyScraper) Scrape(ctx context.Context, pod *corev1.Pod) ([]byte, erro
 	if resp == nil { // a fake clientset without a proxy reactor
 		return nil, errors.New("the client returned no proxy response")
 	}
-	b, err := resp.DoRaw(ctx)
+	b, err := readBounded(ctx, resp)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s/%s:%d%s through the API server: %w", pod.Namespace, pod.Name, s.Port, s.Path, err)
+	}
+	return b, nil
+}
+
+// MaxScrape bounds one metrics scrape: a pod that answers more is an
+// error, not a process that runs out of memory.
+const MaxScrape = 16 << 20
+
+// readBounded reads a pod-proxy response, streamed through MaxScrape.
+func readBounded(ctx context.Context, resp restclient.ResponseWrapper) ([]byte, error) {
+	rc, err := resp.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, MaxScrape+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxScrape {
+		return nil, fmt.Errorf("the metrics exceed %d MiB: droprun reads no more of them", MaxScrape>>20)
 	}
 	return b, nil
 }

@@ -146,3 +146,34 @@ func TestProxyScraper(t *testing.T) {
 		t.Errorf("proxy requests %q, want %q", got, want)
 	}
 }
+
+// stream is a pod-proxy response of n bytes of metrics text.
+type stream struct{ n int64 }
+
+func (s stream) DoRaw(context.Context) ([]byte, error) {
+	return nil, errors.New("DoRaw reads it whole")
+}
+func (s stream) Stream(context.Context) (io.ReadCloser, error) {
+	return io.NopCloser(io.LimitReader(repeat('#'), s.n)), nil
+}
+
+type repeat byte
+
+func (r repeat) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// TestReadBounded: a scrape up to MaxScrape is read whole; one byte more
+// is an error, read no further than the limit.
+func TestReadBounded(t *testing.T) {
+	b, err := readBounded(t.Context(), stream{MaxScrape})
+	if err != nil || len(b) != MaxScrape {
+		t.Fatalf("a scrape of exactly %d bytes: %d bytes, %v", MaxScrape, len(b), err)
+	}
+	if _, err := readBounded(t.Context(), stream{1 << 40}); err == nil || !strings.Contains(err.Error(), "exceed 16 MiB") {
+		t.Errorf("an endless scrape: %v, want the limit's error", err)
+	}
+}

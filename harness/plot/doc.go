@@ -26,7 +26,7 @@
 // In the order Build returns them:
 //
 //   - "variants": the drop rate of every variant row (failed share of its
-//     rollout-window requests) with its 95% Wilson interval, on a log axis;
+//     rollout-window requests) with its 95% interval over rollouts, on a log axis;
 //     a row with no drops shows the interval's upper bound as a dashed bar
 //     with an arrow towards zero, since zero has no place on a log axis.
 //   - "deletion-gaps": per row, one dot per deleted pod at its delay from

@@ -295,11 +295,9 @@ func TestTimelineFigureImages(t *testing.T) {
 }
 
 // derived fills in what the analysis derives from a hand-built
-// summary's tallies: every row's intervals (analysis.IntervalsOf).
+// summary's tallies: every row's intervals (analysis.SetIntervals).
 func derived(sum *analysis.Summary) *analysis.Summary {
-	for k := range sum.Variants {
-		sum.Variants[k].Intervals = analysis.IntervalsOf(&sum.Variants[k])
-	}
+	analysis.SetIntervals(sum)
 	return sum
 }
 

@@ -88,12 +88,12 @@ func (percentTicks) Ticks(min, max float64) []gplot.Tick {
 }
 
 // variantsFigure compares the drop rates of all rows, with their 95%
-// Wilson intervals, on a log axis.
+// intervals over rollouts, on a log axis.
 func variantsFigure(sum *analysis.Summary) (Figure, error) {
 	fig := Figure{
 		Name:  "variants",
 		Title: "Drop rate per variant: failed share of the rollout-window requests",
-		Caption: "Each row is a variant row: the dot is the share of its rollout-window requests that failed and the bar its 95% Wilson interval, on a log scale; " +
+		Caption: "Each row is a variant row: the dot is the share of its rollout-window requests that failed and the bar its 95% interval over rollouts (drops come in bursts, one per rollout), on a log scale; " +
 			"a row with no failures has no dot (zero has no place on a log axis): its dashed bar ends at the interval's upper bound, the rate the data cannot rule out. " +
 			"Failures come in bursts, not one by one, so the intervals understate the real uncertainty.",
 	}
@@ -122,7 +122,7 @@ func variantsFigure(sum *analysis.Summary) (Figure, error) {
 	// The x label is drawn by paint: gonum/plot centres an axis label at
 	// the arithmetic middle of the range, which on a log axis pads the
 	// data area to a fraction of the width.
-	xlabel := "share of rollout-window requests that failed (log scale): dot = rate, bar = 95% Wilson interval"
+	xlabel := "share of rollout-window requests that failed (log scale): dot = rate, bar = 95% interval over rollouts"
 	p := newPlot(fig.Title, "", "")
 	p.X.Scale = gplot.LogScale{}
 	p.X.Tick.Marker = percentTicks{}

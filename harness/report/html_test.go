@@ -35,6 +35,7 @@ import (
 	"github.com/droprun/droprun/harness/plot"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
+	"github.com/droprun/droprun/internal/citest"
 )
 
 var (
@@ -388,7 +389,7 @@ func TestHTMLParsesAndHasEverything(t *testing.T) {
 		"never clean (waited 30s)", "droprun-worker 2",
 		"median 2.7 s, 1.6–3.8 s over 2 pods",
 		"apiVersion: droprun/v1alpha1",
-		"graceful-drain dropped less than no-prestop in these rollouts",
+		"graceful-drain drops less than no-prestop (test over 3 rollouts",
 		"Rig during the control", "client up to 0.01s behind schedule, its goroutines up to",
 		"in 1 of 3 rollouts; 3,793 timeouts sent while the client itself stalled were excused (counted apart); refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had 0 failures in 56,207 requests",
 		"short of CPU client up to 2.39s behind schedule",
@@ -414,7 +415,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	for name, wants := range map[string][]string{
 		"no-prestop": {"It dropped 2,250 of 48,000 requests", "in 3 of 3 rollouts, at most 800 in one", "mostly 000:refused (93%)",
 			"That is the expected result: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
-		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: rate < 5e-5 at 95%)", "That is what the fix predicts", "fails its readiness probe", "graceful-drain dropped less than no-prestop in these rollouts"},
+		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: rate < 0.0002 at 95% over rollouts, for drops as bursty as this run's)", "That is what the fix predicts", "fails its readiness probe", "graceful-drain drops less than no-prestop (test over 3 rollouts"},
 		"prestop-sleep": {"It dropped 3,793 of 60,000 requests", "in 1 of 3 rollouts; all 000:timeout", "The fix predicts no drops, and this row dropped anyway", "Every drop is a timeout", "flagged suspect",
 			"3,793 timeouts were sent while the client itself stalled and are excused; without them the windows dropped 0 of 56,207 requests."},
 		"prestop-exec-distroless": {"mostly 000:timeout (65%)", "though most drops here are timeouts", "FailedPreStopHook"},
@@ -646,7 +647,7 @@ func TestIntegrationHTMLChromium(t *testing.T) {
 	}
 	chromium, err := findChromium()
 	if err != nil {
-		if os.Getenv("CI") != "" {
+		if citest.InCI() {
 			t.Fatalf("CI is set and Chromium is missing: %v", err)
 		}
 		t.Skipf("Chromium is missing, skipping (install the chromium package; with CI set this fails): %v", err)

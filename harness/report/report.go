@@ -33,10 +33,13 @@ type Row struct {
 	WindowRequests     uint64  `json:"windowRequests"`
 	Drops              uint64  `json:"drops"`
 	DropRate           float64 `json:"dropRate"`
-	// DropRateLo and DropRateHi are the 95% Wilson interval of DropRate.
+	// DropRateLo and DropRateHi are the 95% interval of DropRate over
+	// rollouts (analysis.MethodOverRollouts); PerRequest says no rollout
+	// of the run measured the bursts, so it is per request.
 	DropRateLo float64 `json:"dropRateLo"`
 	DropRateHi float64 `json:"dropRateHi"`
-	// DropsPerRollout with its exact Poisson 95% interval.
+	PerRequest bool    `json:"perRequest,omitempty"`
+	// DropsPerRollout with its 95% interval over rollouts.
 	DropsPerRollout   float64 `json:"dropsPerRollout"`
 	DropsPerRolloutHi float64 `json:"dropsPerRolloutHi"`
 	// MaxRolloutDrops is the most any single rollout dropped.
@@ -65,16 +68,38 @@ func Rows(sum *analysis.Summary) []Row {
 			SaturatedRollouts: v.SaturatedRollouts, Excused: v.Excused, MeasurableDrops: v.Measurable.Failures, MeasurableRequests: v.Measurable.Requests}
 		w, p := v.Intervals.DropRate, v.Intervals.PerRollout
 		r.DropRate, r.DropRateLo, r.DropRateHi = finite(w.Point), finite(w.Lo), finite(w.Hi)
+		r.PerRequest = !w.Empty && w.PerRequest()
 		r.DropsPerRollout, r.DropsPerRolloutHi = finite(p.Point), finite(p.Hi)
 		for _, ro := range v.Rollouts {
 			r.MaxRolloutDrops = max(r.MaxRolloutDrops, ro.Window.Failures)
 		}
 		if zb := v.Intervals.ZeroBound; zb != nil {
-			r.Bound = stats.FormatZeroBound(v.WindowRequests, zb.Hi, zb.Confidence)
+			r.Bound = zeroBound(v.WindowRequests, zb)
 		}
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// zeroBound words a clean row's bound and what it rests on.
+func zeroBound(requests uint64, zb *analysis.RateInterval) string {
+	s := stats.FormatZeroBound(requests, zb.Hi, zb.Confidence)
+	if zb.PerRequest() {
+		return s + " per request (no rollout of this run dropped, so it cannot say how bursty drops are)"
+	}
+	return s + " over rollouts, for drops as bursty as this run's"
+}
+
+// IntervalNote says, under a table, what its intervals are; with a row
+// marked "*", that those are per request.
+func IntervalNote(rows []Row) string {
+	s := "drop rate: 95% interval over rollouts (drops come in bursts, one per rollout; docs/statistics.md)"
+	for _, r := range rows {
+		if r.PerRequest {
+			return s + "; * per request, as if requests failed independently: no rollout of this run measured how bursty its drops are"
+		}
+	}
+	return s
 }
 
 func finite(x float64) float64 {
@@ -98,6 +123,7 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, IntervalNote(rows))
 	if err := SweepTables(w, sum); err != nil {
 		return err
 	}
@@ -179,7 +205,7 @@ func ServerText(sv *analysis.ServerView) string {
 	s := fmt.Sprintf("the pods answered %d 2xx (%d pods, %d with exit totals)", sv.PodsAnswered2xx, sv.Pods, sv.PodsFinal)
 	switch {
 	case !sv.Exact():
-		s += fmt.Sprintf("; not exact: %d pods uncertain, %d failed scrapes, %d requests in flight when pods exited", sv.Uncertain, sv.ScrapeErrors, sv.InFlightAtExit)
+		s += fmt.Sprintf("; not exact: %d pods uncertain, %d failed scrapes of pods never read, %d read last before the traffic stopped, %d requests in flight when pods exited unsealed", sv.Uncertain, sv.Unread, sv.LowerBound, sv.InFlightAtExit)
 	case sv.Lost > 0:
 		s += fmt.Sprintf("; %d answered by the pods, never received by the client", sv.Lost)
 	case uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx:
@@ -280,7 +306,11 @@ func rateCI(r Row) string {
 	if r.WindowRequests == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%s–%s)", stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2))
+	mark := ""
+	if r.PerRequest {
+		mark = "*"
+	}
+	return fmt.Sprintf("%s (%s–%s)%s", stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), mark)
 }
 
 // classList lists the failed classes with counts, in the stable order.
@@ -298,11 +328,13 @@ func classList(m map[traffic.Class]uint64) string {
 func Markdown(w io.Writer, sum *analysis.Summary) error {
 	fmt.Fprintf(w, "| variant | rollouts | with drops | short of CPU | window requests | drops | drop rate (95%% CI) | failed classes | control | floor | tail | rate |\n")
 	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|\n")
-	for _, r := range Rows(sum) {
+	rows := Rows(sum)
+	for _, r := range rows {
 		c := r.cells()
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Variant, c.Rollouts, c.WithDrops, c.Saturated,
 			c.WindowRequests, c.Drops, c.RateCI, c.Outcome, c.Control, c.Floor, c.Tail, c.Rate)
 	}
+	fmt.Fprintf(w, "\n%s\n", IntervalNote(rows))
 	for _, s := range sum.Suspect {
 		fmt.Fprintf(w, "\n- **suspect:** %s", s)
 	}

@@ -15,7 +15,7 @@ func sweepSummary() *analysis.Summary {
 	row := func(value string, n float64, drops, requests uint64, floor float64) analysis.VariantSummary {
 		return analysis.VariantSummary{Variant: "g@preStopSeconds=" + value,
 			Sweep: &analysis.SweepPoint{Field: "preStopSeconds", Value: value, Number: n, Group: "g"},
-			Drops: drops, WindowRequests: requests, ExpectedFloor: floor,
+			Drops: drops, WindowRequests: requests, ExpectedFloor: floor, Rollouts: split(drops, requests),
 			Measurable: analysis.Tally{Failures: drops, Requests: requests},
 			Control:    analysis.Tally{Requests: 10000}}
 	}
@@ -23,6 +23,21 @@ func sweepSummary() *analysis.Summary {
 		{Variant: "no-prestop", Drops: 90, WindowRequests: 30000},
 		row("3", 3, 0, 30000, 0), row("0", 0, 150, 30000, 0), row("1", 1, 12, 30000, 0), row("2", 2, 1, 30000, 1.5),
 	}})
+}
+
+// split spreads drops and requests over three rollouts, the first taking
+// what does not divide.
+func split(drops, requests uint64) []analysis.RolloutSummary {
+	var rs []analysis.RolloutSummary
+	for k := range 3 {
+		w := analysis.Tally{Failures: drops / 3, Requests: requests / 3}
+		if k == 0 {
+			w.Failures += drops % 3
+			w.Requests += requests % 3
+		}
+		rs = append(rs, analysis.RolloutSummary{N: k + 1, Window: w})
+	}
+	return rs
 }
 
 func TestSweepTable(t *testing.T) {

@@ -230,15 +230,34 @@ func (d DockerCPU) SetMarked(shares int, path string) (int, error) {
 	return v, nil
 }
 
-// RestoreMarked is Restore, then removes the marker at path.
-func (d DockerCPU) RestoreMarked(path string) error {
-	if err := d.Restore(); err != nil {
+// ErrWeightChanged says the weight file no longer holds the value droprun
+// set: someone else (another tool, a user) changed it since, and droprun
+// leaves their value alone rather than write its recorded original over
+// it.
+var ErrWeightChanged = errors.New("the CPU weight was changed since droprun set it")
+
+// RestoreMarked is Restore, when the file still holds set (the value
+// SetMarked wrote), then removes the marker at path. A file that holds
+// anything else is left alone, with an error wrapping ErrWeightChanged.
+func (d DockerCPU) RestoreMarked(path string, set int) error {
+	cur, err := readWeight(d.File)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// docker's cgroup was recreated: nothing to put back.
+	case err != nil:
+		return err
+	case cur != set:
+		err = fmt.Errorf("%w: %s is %d, not the %d droprun set; left alone (it was %d before droprun)", ErrWeightChanged, d.File, cur, set, d.Old)
+	default:
+		err = d.Restore()
+	}
+	if err != nil && !errors.Is(err, ErrWeightChanged) {
 		return err
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing the CPU weight marker (the weight is restored): %w", err)
+	if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		return fmt.Errorf("removing the CPU weight marker: %w", rerr)
 	}
-	return nil
+	return err
 }
 
 // Leftover is a weight a killed run left lowered, as RestoreLeftover found
@@ -249,9 +268,11 @@ type Leftover struct {
 	Found bool
 	// Current is the file's value before the restore; Gone is true when the
 	// file no longer exists (docker's cgroup was recreated), so there was
-	// nothing to write back.
+	// nothing to write back; Changed is true when it held another value
+	// than the run set (someone changed it since), which is left alone.
 	Current int
 	Gone    bool
+	Changed bool
 }
 
 // String says what was restored, for the run's log.
@@ -263,12 +284,17 @@ func (l Leftover) String() string {
 	if l.Gone {
 		return fmt.Sprintf("%s, lowered to %d %s, no longer exists: nothing to restore", l.File, l.Set, who)
 	}
+	if l.Changed {
+		return fmt.Sprintf("%s was lowered to %d %s, which ended before restoring it, and is %d now: changed since, so left alone (its original was %d)",
+			l.File, l.Set, who, l.Current, l.Original)
+	}
 	return fmt.Sprintf("%s was lowered to %d %s, which ended before restoring it; restored its original %d (it was %d)",
 		l.File, l.Set, who, l.Original, l.Current)
 }
 
-// RestoreLeftover puts back the weight recorded in the marker at path,
-// whatever the current value, and removes the marker. Without a marker it
+// RestoreLeftover puts back the weight recorded in the marker at path when
+// the file still holds the value the run set (another value is someone
+// else's since, left alone: Changed), and removes the marker. Without a marker it
 // does nothing and returns Found false. A marker whose run is still alive
 // is left alone with ErrRunInProgress. A corrupt marker is a *MarkerError
 // and is left in place.
@@ -288,6 +314,8 @@ func RestoreLeftover(path string) (Leftover, error) {
 		l.Gone = true
 	case err != nil:
 		return l, fmt.Errorf("restoring the CPU weight recorded in %s: %w", path, err)
+	case cur != m.Set:
+		l.Current, l.Changed = cur, true
 	default:
 		l.Current = cur
 		d := DockerCPU{File: m.File, Old: m.Original}

@@ -146,7 +146,7 @@ func TestKilledRunIsRestoredFromTheMarker(t *testing.T) {
 	if _, err := d.SetMarked(DefaultClusterShares, marker); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.RestoreMarked(marker); err != nil {
+	if err := d.RestoreMarked(marker, 256); err != nil {
 		t.Fatal(err)
 	}
 	if got := readInt(t, f); got != "1024" {
@@ -162,9 +162,10 @@ func TestKilledRunIsRestoredFromTheMarker(t *testing.T) {
 	}
 }
 
-// The marker's original wins whatever the file holds now: someone (or a
-// later run with another setting) changed it since.
-func TestLeftoverRestoredWhateverTheCurrentValue(t *testing.T) {
+// The marker's original goes back only over the value the run set: a
+// file holding anything else was changed since (by someone, or a later
+// run with another setting) and is left alone, and the marker cleared.
+func TestLeftoverChangedSinceIsLeftAlone(t *testing.T) {
 	root := t.TempDir()
 	f := filepath.Join(root, "docker", "cpu.weight")
 	marker := filepath.Join(root, "marker.json")
@@ -175,14 +176,34 @@ func TestLeftoverRestoredWhateverTheCurrentValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Current != 40 || l.Original != 90 || l.Set != 25 || l.PID != pid {
-		t.Errorf("leftover = %+v", l)
+	if !l.Changed || l.Current != 40 || l.Original != 90 || l.Set != 25 || l.PID != pid {
+		t.Errorf("leftover = %+v, want changed from 25 to 40", l)
 	}
-	if got := readInt(t, f); got != "90" {
-		t.Errorf("cpu.weight = %s, want the recorded original 90", got)
+	if got := readInt(t, f); got != "40" {
+		t.Errorf("cpu.weight = %s, want 40 left alone", got)
 	}
-	if s := l.String(); !strings.Contains(s, fmt.Sprintf("pid %d", pid)) || !strings.Contains(s, "(it was 40)") {
+	if s := l.String(); !strings.Contains(s, fmt.Sprintf("pid %d", pid)) || !strings.Contains(s, "is 40 now: changed since, so left alone") {
 		t.Errorf("leftover says %q", s)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("marker still there (%v)", err)
+	}
+	// The live run's own restore leaves a changed value alone too.
+	writeFile(t, f, "90\n")
+	d, err := FindDockerCPU(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.SetMarked(DefaultClusterShares, marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f, "77\n")
+	if err := d.RestoreMarked(marker, v); !errors.Is(err, ErrWeightChanged) {
+		t.Errorf("RestoreMarked over a changed value = %v, want ErrWeightChanged", err)
+	}
+	if got := readInt(t, f); got != "77" {
+		t.Errorf("cpu.weight = %s, want 77 left alone", got)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/testbed"
 )
@@ -65,6 +67,7 @@ traffic: {rate: %d, control: 10s, between: 5s, settle: 5s}
 				verdict = "not clean: " + strings.Join(why, "; ")
 			}
 			fmt.Fprintf(os.Stdout, "clean rate: %5d req/s: %s\n", rate, verdict)
+			fmt.Fprintf(os.Stdout, "  host conntrack after it: %s\n", hostConntrack())
 			for _, v := range a.Summary.Variants {
 				fmt.Fprintf(os.Stdout, "  %-15s drops %d / %d, control %d/%d, excused %d, saturated %d, rate %.0f/%.0f\n",
 					v.Variant, v.Drops, v.WindowRequests, v.Control.Failures, v.Control.Requests, v.Excused, v.SaturatedRollouts, v.Client.AchievedRate, v.Client.AskedRate)
@@ -76,6 +79,30 @@ traffic: {rate: %d, control: 10s, between: 5s, settle: 5s}
 		}
 		b.ReportMetric(float64(best), "clean-req/s")
 	}
+}
+
+// hostConntrack says how full the host's conntrack table is, and how
+// many entries it dropped or evicted (the clean rate's known ceiling: every
+// request leaves a TIME_WAIT entry for 120 s).
+func hostConntrack() string {
+	read := func(name string) string {
+		b, err := os.ReadFile("/proc/sys/net/netfilter/" + name)
+		if err != nil {
+			return "?"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	s := fmt.Sprintf("%s of %s entries", read("nf_conntrack_count"), read("nf_conntrack_max"))
+	if fs, err := procfs.NewFS("/proc"); err == nil {
+		if st, err := fs.ConntrackStat(); err == nil {
+			var drop, early, full uint64
+			for _, c := range st {
+				drop, early, full = drop+c.Drop, early+c.EarlyDrop, full+c.InsertFailed
+			}
+			s += fmt.Sprintf(", since boot %d dropped, %d early-dropped, %d inserts failed", drop, early, full)
+		}
+	}
+	return s
 }
 
 // unclean lists why a no-prestop/graceful-drain run did not measure clean.

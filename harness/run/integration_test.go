@@ -23,6 +23,7 @@ import (
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/nodeimage"
+	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
@@ -30,6 +31,7 @@ import (
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
+	"github.com/droprun/droprun/internal/citest"
 )
 
 // The integration tests share one kind cluster, created by the first test
@@ -58,17 +60,17 @@ func TestMain(m *testing.M) {
 }
 
 // needCluster skips t where no engine or node image exists, saying how to
-// get them.
+// get them (in CI it fails t: citest.Missing).
 func needCluster(t testing.TB, ctx context.Context) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
 	}
 	if _, err := engine.DockerInfo(ctx); err != nil {
-		t.Skipf("no container engine here (%v): run `droprun engine setup` to run this test", err)
+		citest.Missing(t, "no container engine here (%v): run `droprun engine setup` to run this test", err)
 	}
 	if ok, err := nodeimage.Exists(ctx, nodeimage.DefaultImage); err != nil || !ok {
-		t.Skipf("node image %s not built (%v): run `droprun node-image build` to run this test", nodeimage.DefaultImage, err)
+		citest.Missing(t, "node image %s not built (%v): run `droprun node-image build` to run this test", nodeimage.DefaultImage, err)
 	}
 }
 
@@ -162,6 +164,9 @@ func TestIntegrationClusterBookshop(t *testing.T) {
 	if err := tb.Teardown(ctx); err != nil {
 		t.Errorf("teardown: %v", err)
 	}
+	if err := tb.Release(ctx); err != nil {
+		t.Errorf("releasing the namespace: %v", err)
+	}
 	if _, err := tb.Cluster.Client.CoreV1().Namespaces().Get(ctx, sc.Namespace, metav1.GetOptions{}); err == nil {
 		t.Error("namespace still exists after teardown")
 	}
@@ -175,7 +180,7 @@ func TestIntegrationConnectMissingCluster(t *testing.T) {
 		t.Skip("integration test: skipped with -short")
 	}
 	if _, err := engine.DockerInfo(ctx); err != nil {
-		t.Skipf("no container engine here (%v)", err)
+		citest.Missing(t, "no container engine here (%v): run `droprun engine setup` to run this test", err)
 	}
 	k, err := cluster.NewKind(testWriter{t})
 	if err != nil {
@@ -195,16 +200,17 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // TestIntegrationRun is the end-to-end proof of droprun run on a real
-// cluster with real traffic (2 rollouts each, 500 req/s): no-prestop drops
-// in every rollout, graceful-drain at least 100 times less, the control
-// windows are clean, and every recorded file reads back to the summary's
-// counts and to the same numbers when re-analysed.
+// cluster with real traffic (4 rollouts each, 500 req/s, as the demo):
+// no-prestop drops in every rollout, graceful-drain at least 100 times
+// less, decided over the rollouts, the control windows are clean, and
+// every recorded file reads back to the summary's counts and to the same
+// numbers when re-analysed.
 func TestIntegrationRun(t *testing.T) {
 	testRun(t, itScenario(t, `metadata: {name: e2e}
 variants:
   - variant: no-prestop
   - variant: graceful-drain
-rollouts: 2
+rollouts: 4
 traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 `))
 }
@@ -337,7 +343,33 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	for _, v := range sum.Variants {
 		checkPairs(t, v)
 	}
-	checkExplained(t, bad)
+	checkExplained(t, dir, bad)
+	checkProbedCloses(t, dir)
+	// What the scenario exists to show, over its rollouts: every fix drops
+	// less than no-prestop (the test over rollouts, 95 %). With 4
+	// rollouts a side (the demo) the test decides in 99 % of runs shaped
+	// like the demo's (TestDemoRollouts), so it must; with 3 (compare-all)
+	// in 95.4 % of runs as bursty as compare-all's (TestRolloutTestLevel),
+	// so there an undecided verdict that says what it would take is
+	// accepted, and logged (one CI run: no-prestop dropped about 252, 629
+	// and 358, 190x as bursty as independent requests, p = 0.07). A fix
+	// is never found to drop more.
+	if len(sum.Variants) > 1 && sum.Variants[0].Variant == "no-prestop" {
+		for k, c := range report.CompareVariants(sum) {
+			v := sum.Variants[k+1]
+			if _, fix := map[string]bool{"prestop-sleep": true, "prestop-sleep-action": true, "graceful-drain": true, "the-trap": true}[v.Variant]; !fix {
+				continue
+			}
+			undecided := strings.HasPrefix(c, "no difference detected between "+v.Variant+" and no-prestop") && strings.Contains(c, "would detect")
+			switch {
+			case strings.HasPrefix(c, v.Variant+" drops less than no-prestop (test over"):
+			case undecided && len(bad.Rollouts) < 4:
+				t.Logf("%s against no-prestop is undecided over %d rollouts: %s", v.Variant, len(bad.Rollouts), c)
+			default:
+				t.Errorf("%s against no-prestop is not decided: %s", v.Variant, c)
+			}
+		}
+	}
 	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
 		for _, g := range rows[name].Routes {
 			if g.Known() && g.Window >= 0 {
@@ -356,6 +388,14 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	for _, v := range sum.Variants {
 		if v.Control.Failures != 0 || v.Control.Requests == 0 {
 			t.Errorf("%s control window: %d failures in %d requests", v.Variant, v.Control.Failures, v.Control.Requests)
+		}
+		// The README's claims rest on clean rows: none suspect, and every
+		// request inside a window (the catch-all Outside bucket empty).
+		for _, why := range v.Suspect {
+			t.Errorf("%s is suspect: %s", v.Variant, why)
+		}
+		if v.Outside.Requests != 0 {
+			t.Errorf("%s: %d requests outside every window", v.Variant, v.Outside.Requests)
 		}
 		expected := v.Builtin
 		if v.Variant == "the-trap/introducing" {
@@ -433,9 +473,8 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	if len(bad.Gaps) == 0 {
 		t.Error("no deletion→endpoint-removal gaps measured")
 	}
-	// The pods' own counts equal the client's 2xx when every scrape
-	// succeeded; a failed scrape can only leave the pods' count short, and
-	// is named. The deleted pods left their exit totals.
+	// The pods' own counts are exact and equal the client's 2xx in every
+	// row. The deleted pods left their exit totals.
 	for _, v := range sum.Variants {
 		sv := v.Server
 		if sv == nil {
@@ -466,16 +505,21 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 				lossy += tl.Classes[traffic.ClassTimeout] + tl.Classes[traffic.ClassReset] + tl.Classes[traffic.ClassEOF]
 			}
 		}
-		// Bookshop seals its exit totals (every response it sent is
-		// counted), so a killed pod's count is exact too.
-		allowed := uint64(sv.InFlightAtExit)
+		// Bookshop seals its exit totals exactly (every response it
+		// counted was written whole before it exited, and none after), so
+		// the pods' view is exact and equal to the client's 2xx. A surplus
+		// is only allowed up to the timeouts, resets and EOFs the client
+		// saw (an answer written as the client gave up), and is logged.
+		if !sv.Exact() {
+			t.Errorf("%s: the pods' view is not exact: %s", v.Variant, report.ServerText(sv))
+		}
 		switch {
-		case got < sv.ClientGot2xx && sv.Uncertain == 0 && sv.ScrapeErrors == 0 && sv.ClientGot2xx-got > allowed:
-			t.Errorf("%s: the pods answered %d 2xx, the client got %d: every scrape succeeded, %d requests were in flight when pods exited unsealed", v.Variant, got, sv.ClientGot2xx, sv.InFlightAtExit)
 		case got < sv.ClientGot2xx:
-			t.Logf("%s: the pods' count is %d short: %d pods uncertain, %d failed scrapes, %d requests in flight when pods exited", v.Variant, sv.ClientGot2xx-got, sv.Uncertain, sv.ScrapeErrors, sv.InFlightAtExit)
+			t.Errorf("%s: the pods answered %d 2xx, the client got %d: %s", v.Variant, got, sv.ClientGot2xx, report.ServerText(sv))
 		case got-sv.ClientGot2xx > lossy:
 			t.Errorf("%s: the pods answered %d 2xx, %d more than the client got, but the client saw only %d timeouts, resets or EOFs", v.Variant, got, got-sv.ClientGot2xx, lossy)
+		case got > sv.ClientGot2xx:
+			t.Logf("%s: the pods answered %d 2xx the client never received (it saw %d timeouts, resets or EOFs)", v.Variant, got-sv.ClientGot2xx, lossy)
 		}
 		if sv.PodsFinal < 2*rollouts {
 			t.Errorf("%s: %d pods left their exit totals, want at least %d", v.Variant, sv.PodsFinal, 2*rollouts)
@@ -565,10 +609,10 @@ traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 	// there again, after the rules changed; the flush after the rollout
 	// counts those entries, and the analysis puts such drops down to them.
 	e := v.Explained
-	if e == nil || v.Drops == 0 || float64(e.Explained+e.Conntrack) < 0.95*float64(v.Drops) {
+	if e == nil || v.Drops == 0 || float64(e.Explained+e.Conntrack+e.Cut) < 0.95*float64(v.Drops) {
 		t.Errorf("gateway no-prestop: %d drops, explained %+v; want at least 95%% explained by the gateway pod's node's race windows or its stale conntrack entries", v.Drops, e)
 	} else {
-		t.Logf("gateway no-prestop: %d of %d drops explained by a race window, %d by stale conntrack entries", e.Explained, v.Drops, e.Conntrack)
+		t.Logf("gateway no-prestop: %d of %d drops explained by a race window, %d by stale conntrack entries, %d cut by the close", e.Explained, v.Drops, e.Conntrack, e.Cut)
 	}
 }
 

@@ -1,7 +1,9 @@
 package run
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -26,43 +28,72 @@ type Output struct {
 }
 
 // CreateOutput creates the run directory and records the scenario in it. It
-// refuses a directory that already holds anything: recorded results are
-// never overwritten.
+// refuses a directory that already holds anything, or that is a link:
+// recorded results are never overwritten. The scenario file is created
+// exclusively first and claims the directory, so two runs started at once
+// (in the same second, with the same default directory) never share one:
+// the second is refused. Every file of the run is created exclusively.
 func CreateOutput(dir string, sc *scenario.Scenario) (*Output, error) {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return nil, fmt.Errorf("output directory %s is not empty: droprun never overwrites recorded results; choose another --output-dir", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	if fi, err := os.Lstat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("output directory %s is not a directory (%s): choose another --output-dir", dir, fi.Mode().Type())
+	}
+	if entries, err := os.ReadDir(dir); err != nil {
+		return nil, err
+	} else if len(entries) > 0 {
+		return nil, fmt.Errorf("output directory %s is not empty: droprun never overwrites recorded results; choose another --output-dir", dir)
 	}
 	y, err := yaml.Marshal(sc)
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, analysis.ScenarioFile), y); err != nil {
+	claim, err := createNew(dir, analysis.ScenarioFile)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("output directory %s was just claimed by another run (started at the same moment): choose another --output-dir, or start again", dir)
+	} else if err != nil {
+		return nil, err
+	}
+	if _, err := claim.Write(y); err != nil {
+		claim.Close()
+		return nil, err
+	}
+	if err := claim.Close(); err != nil {
 		return nil, err
 	}
 	o := &Output{Dir: dir}
-	if o.Events, err = os.Create(filepath.Join(dir, analysis.EventsFile)); err != nil {
+	if o.Events, err = createNew(dir, analysis.EventsFile); err != nil {
 		return nil, err
 	}
-	if o.Log, err = os.Create(filepath.Join(dir, analysis.LogFile)); err != nil {
+	if o.Log, err = createNew(dir, analysis.LogFile); err != nil {
 		return nil, err
 	}
-	if o.App, err = os.Create(filepath.Join(dir, analysis.AppFile)); err != nil {
+	if o.App, err = createNew(dir, analysis.AppFile); err != nil {
 		return nil, err
 	}
-	if o.failures, err = os.Create(filepath.Join(dir, analysis.FailuresFile)); err != nil {
+	if o.failures, err = createNew(dir, analysis.FailuresFile); err != nil {
 		return nil, err
 	}
 	o.fw = jsonl.NewWriter(o.failures, analysis.FailuresFile)
 	return o, nil
 }
 
+// createNew creates file name in dir, failing if anything (a link
+// included) is already there.
+func createNew(dir, name string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
 // Results creates the raw results file of a variant's load from the
 // source named origin (analysis.ResultsFileOf).
 func (o *Output) Results(variant, origin string) (*os.File, error) {
-	return os.Create(filepath.Join(o.Dir, analysis.ResultsFileOf(variant, origin)))
+	return createNew(o.Dir, analysis.ResultsFileOf(variant, origin))
 }
 
 // WriteFailure appends one failed request to failures.jsonl.

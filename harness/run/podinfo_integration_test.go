@@ -83,6 +83,15 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 	if bad := rows["podinfo-debug"]; bad.RolloutsWithDrops != rollouts || bad.Drops == 0 {
 		t.Errorf("podinfo-debug dropped in %d of %d rollouts (%d drops): the race was not reproduced", bad.RolloutsWithDrops, rollouts, bad.Drops)
 	}
+	// podinfo records no listener close of its own: the race windows come
+	// from droprun's prober alone, and still explain the drops.
+	bad := rows["podinfo-debug"]
+	for _, g := range bad.Routes {
+		if g.AppTimes || (g.CloseSource != "" && g.CloseSource != analysis.CloseFromProbe) {
+			t.Errorf("podinfo-debug rollout %d, pod %s: a close from %q, want only the prober's", g.Rollout, g.Pod, g.CloseSource)
+		}
+	}
+	checkExplained(t, dir, bad)
 	// The good configurations keep serving for a while after the deletion
 	// request: podinfo's own 3 s wait, or the 5 s preStop sleep. They hold
 	// only while every node's kube-proxy drops the pod within that time; a

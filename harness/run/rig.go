@@ -82,7 +82,7 @@ func (r *runner) favorClient() (restore func()) {
 	r.cpuWeight = fmt.Sprintf("%s %d→%d", d.File, d.Old, v)
 	fmt.Fprintf(r.log, "rig: the kind nodes' CPU weight is %d instead of %d while the run lasts (%s), so a node starting a pod does not starve the client\n", v, d.Old, d.File)
 	return func() {
-		if err := d.RestoreMarked(rig.DefaultMarker); err != nil {
+		if err := d.RestoreMarked(rig.DefaultMarker, v); err != nil {
 			fmt.Fprintf(r.log, "warning: %v\n", err)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/droprun/droprun/harness/dataplane"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -26,6 +27,15 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error)
 		return noStop, nil
 	}
 	svc := dataplane.Service{Namespace: r.sc.Namespace, Name: variant.WebName, Ports: []string{variant.ServicePortName}}
+	if c := r.sc.App.Custom; c != nil && c.Service == "" {
+		// droprun's Service for a custom app is named after its Deployment.
+		name, err := r.customServiceName()
+		if err != nil {
+			fmt.Fprintf(r.log, "warning: not watching the nodes' routes: %v\n", err)
+			return noStop, nil
+		}
+		svc.Name = name
+	}
 	if c := r.sc.App.Custom; c != nil && c.Service != "" {
 		svc.Name, svc.Ports = c.Service, nil
 		s, err := r.tb.Cluster.Client.CoreV1().Services(r.sc.Namespace).Get(ctx, c.Service, metav1.GetOptions{})
@@ -56,3 +66,29 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error)
 
 // noStop is the stop of an observer with nothing to watch.
 func noStop() error { return nil }
+
+// customServiceName is the name of the Service droprun renders for a custom
+// app (its Deployment's name). The route watch follows one Service, so
+// variants whose manifests name different Deployments are refused here.
+func (r *runner) customServiceName() (string, error) {
+	var name string
+	for _, v := range render.Variants(r.sc) {
+		o, err := v.Objects(0, true, "")
+		if err != nil {
+			return "", err
+		}
+		if o.Service == nil || o.Service.Name == nil {
+			continue
+		}
+		switch n := *o.Service.Name; {
+		case name == "":
+			name = n
+		case n != name:
+			return "", fmt.Errorf("the variants' Deployments have different names (%s, %s): the route watch follows one Service", name, n)
+		}
+	}
+	if name == "" {
+		return "", fmt.Errorf("no variant renders a Service")
+	}
+	return name, nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,9 +43,13 @@ type Options struct {
 	// --allow-target: an existing cluster's URL may be on one of them
 	// (testbed.CheckAllow).
 	AllowTargets []traffic.AllowTarget
+	// HostLock is the lock file that keeps to one run per host (default
+	// rig.DefaultLock; where /run is not writable, one in the temporary
+	// directory).
+	HostLock string
 	// Keep leaves a kind cluster that the run created running after the
-	// run (a cluster that existed before is never deleted; the namespace
-	// is always deleted).
+	// run, or after its preparation failed (a cluster that existed before
+	// is never deleted; droprun's objects in the namespace always are).
 	Keep bool
 	// BaselineQuiet is how long the traffic must be failure-free before a
 	// rollout starts. Default 2s.
@@ -112,6 +117,20 @@ func (o *Options) defaults(sc *scenario.Scenario) {
 	}
 }
 
+// lockHost takes the host lock at path, or at rig.DefaultLock, falling
+// back to one in the temporary directory where /run is not writable (not
+// root): runs of one user still exclude each other.
+func lockHost(path string, h rig.Holder) (*rig.HostLock, error) {
+	if path != "" {
+		return rig.LockHost(path, h)
+	}
+	l, err := rig.LockHost(rig.DefaultLock, h)
+	if errors.Is(err, fs.ErrPermission) {
+		l, err = rig.LockHost(filepath.Join(os.TempDir(), "droprun-run.lock"), h)
+	}
+	return l, err
+}
+
 // appScrapeEvery is how often the pods' own counters are scraped, and
 // appScrapeTimeout how long one scrape may take: on a busy machine the API
 // server's proxy can take over a second, and a failed last scrape leaves a
@@ -164,6 +183,13 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 	if err != nil {
 		return nil, err
 	}
+	// One run per host, from before the run directory, the cluster or the
+	// host is touched until all are put back.
+	lock, err := lockHost(o.HostLock, rig.Holder{PID: os.Getpid(), Scenario: sc.Metadata.Name, Dir: o.Dir, Time: time.Now().UTC()})
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	out, err := CreateOutput(o.Dir, sc)
 	if err != nil {
 		return nil, err
@@ -241,11 +267,21 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 
 func (r *runner) run(ctx context.Context) (err error) {
 	sc := r.sc
-	tb, err := testbed.Prepare(ctx, r.checked, r.o.Testbed)
+	to := r.o.Testbed
+	to.Keep, to.Owner = r.o.Keep, kube.NewOwner(filepath.Base(r.out.Dir))
+	tb, err := testbed.Prepare(ctx, r.checked, to)
 	if err != nil {
 		return err
 	}
 	r.tb = tb
+	defer func() {
+		// Clean up even when cancelled, but not forever.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		if cerr := tb.Close(cctx, r.o.Keep); cerr != nil {
+			fmt.Fprintf(r.log, "warning: %v\n", cerr)
+		}
+	}()
 	switch {
 	case tb.Cluster.Nodes != nil && r.o.ClusterShares > 0:
 		defer r.favorClient()()
@@ -263,18 +299,11 @@ func (r *runner) run(ctx context.Context) (err error) {
 	if err := r.out.WriteRunInfo(r.info); err != nil {
 		return err
 	}
-	defer func() {
-		// Clean up even when cancelled, but not forever.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-		defer cancel()
-		if cerr := tb.Close(cctx, r.o.Keep); cerr != nil {
-			fmt.Fprintf(r.log, "warning: %v\n", cerr)
-		}
-	}()
 
 	stopObservers, err := observe.StartAll(ctx, []observe.Observer{
 		{Name: "the timeline watches", Start: r.startTimeline}, // first: the others write through it
 		{Name: "the rule watch", Start: r.watchRoutes},
+		{Name: "the listener-close prober", Start: r.startCloseProbe},
 		{Name: "the rig sampler", Start: r.startRigSampler},
 		{Name: "the pods' metrics collection", Start: r.startAppMetrics},
 	})
@@ -395,7 +424,10 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	}
 	// What this variant's rows show so far, for the log; the run's
 	// summary comes from the whole directory at the end.
-	a, aerr := analysis.Analyze(r.out.Dir, analysis.Options{Events: r.rec.Events(), Variants: []string{v.Name}})
+	if ferr := r.rec.Flush(); ferr != nil && runErr == nil {
+		runErr = ferr
+	}
+	a, aerr := analysis.Analyze(r.out.Dir, analysis.Options{Variants: []string{v.Name}})
 	if aerr != nil {
 		fmt.Fprintf(r.log, "warning: analysing %s: %v\n", v.Name, aerr)
 		return runErr

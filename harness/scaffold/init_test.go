@@ -232,6 +232,7 @@ func TestInitBadInput(t *testing.T) {
 		"svc.yaml":     "apiVersion: v1\nkind: Service\nmetadata: {name: podinfo}\n",
 		"both.yaml":    strings.ReplaceAll(podinfo, "%GRACE%", "30") + "---\napiVersion: v1\nkind: Service\nmetadata: {name: podinfo}\n",
 		"typo.yaml":    strings.Replace(strings.ReplaceAll(podinfo, "%GRACE%", "30"), "replicas:", "replica:", 1),
+		"path.yaml":    strings.Replace(strings.ReplaceAll(podinfo, "%GRACE%", "30"), "name: podinfo\n", "name: ../../x\n", 1),
 	})
 	archive(t, filepath.Join(dir, "images.tar"), "podinfo:t1", "podinfo:t2")
 	images := []string{"podinfo:t1", "podinfo:t2"}
@@ -252,6 +253,9 @@ func TestInitBadInput(t *testing.T) {
 		{"image not in archive", Options{Manifest: in("podinfo.yaml"), Images: []string{"podinfo:t1", "podinfo:t3"}, Archives: []string{in("images.tar")}}, "--image podinfo:t3 (docker.io/library/podinfo:t3) is in none of the archives: " + in("images.tar") + " holds docker.io/library/podinfo:t1, docker.io/library/podinfo:t2"},
 		{"bad archive", Options{Manifest: in("podinfo.yaml"), Images: images, Archives: []string{in("podinfo.yaml")}}, "--archive " + in("podinfo.yaml") + ": is not a tar archive"},
 		{"bad port", Options{Manifest: in("podinfo.yaml"), Images: images, Port: 70000}, "--port 70000 is not a port"},
+		// The prestop-sleep manifest is named after the Deployment: a name
+		// that is a path would write it outside the scenario's directory.
+		{"a Deployment name that is a path", Options{Manifest: in("path.yaml"), Images: images}, `metadata.name "../../x" is not a Kubernetes name`},
 	}
 	for _, tc := range tests {
 		tc.o.Out = in("out/" + strings.ReplaceAll(tc.name, " ", "-") + ".yaml")
@@ -262,5 +266,8 @@ func TestInitBadInput(t *testing.T) {
 		if _, serr := os.Stat(filepath.Dir(tc.o.Out)); serr == nil {
 			t.Errorf("%s: bad input wrote into %s", tc.name, filepath.Dir(tc.o.Out))
 		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "x-*")); len(m) > 0 {
+		t.Errorf("a Deployment name that is a path wrote %v", m)
 	}
 }

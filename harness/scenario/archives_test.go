@@ -28,11 +28,11 @@ spec:
 // archiveScenario writes a custom-app scenario, its Deployment and a
 // docker-save archive holding svc:1 and svc:2 into a folder and returns
 // the scenario's path. app is the app.custom mapping.
-func archiveScenario(t *testing.T, app string) string {
+func archiveScenario(t *testing.T, app string, extraTags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	refs := map[name.Reference]v1.Image{}
-	for _, s := range []string{"svc:1", "svc:2"} {
+	for _, s := range append([]string{"svc:1", "svc:2"}, extraTags...) {
 		img, err := random.Image(256, 1)
 		if err != nil {
 			t.Fatal(err)

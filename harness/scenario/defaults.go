@@ -108,7 +108,7 @@ func (s *Scenario) Default() {
 	setDefault(&t.Between, D(DefaultBetween))
 	setDefault(&t.Settle, D(DefaultSettle))
 	if t.MaxWorkers == 0 {
-		t.MaxWorkers = max(100, int(2*float64(t.Rate)*t.Timeout.Seconds()))
+		t.MaxWorkers = int(traffic.DefaultWorkers(t.Rate, t.Timeout.Duration))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -155,6 +156,14 @@ func decodeDeployment(path string, data []byte) (*appsv1.Deployment, error) {
 	}
 	if d.APIVersion != "apps/v1" || d.Kind != "Deployment" {
 		return nil, fmt.Errorf("%s holds %s %s, not an apps/v1 Deployment", path, d.APIVersion, d.Kind)
+	}
+	// The name names files droprun writes (droprun init's prestop-sleep
+	// manifest) and objects it applies: Kubernetes' own rule keeps it a
+	// plain name, never a path.
+	if d.Name != "" {
+		if msgs := validation.IsDNS1123Subdomain(d.Name); len(msgs) > 0 {
+			return nil, fmt.Errorf("%s: the Deployment's metadata.name %q is not a Kubernetes name: %s", path, d.Name, msgs[0])
+		}
 	}
 	return &d, nil
 }

@@ -30,9 +30,11 @@ type Scenario struct {
 	// creates, or an existing cluster the user names explicitly.
 	Cluster Cluster `json:"cluster"`
 
-	// Namespace is the only namespace droprun writes to. It is created
-	// before the run and deleted afterwards, except with
-	// app.custom.service (kept, see CustomApp.Service). Default "droprun".
+	// Namespace is the only namespace droprun writes to. Droprun creates
+	// it before the run and deletes it afterwards, except with
+	// app.custom.service (kept, see CustomApp.Service); a namespace the
+	// user created and labelled for droprun is kept, and only droprun's
+	// objects in it are deleted. Default "droprun".
 	Namespace string `json:"namespace,omitempty"`
 
 	// App is the application under test: bookshop (the default) or the
@@ -95,6 +97,12 @@ type KindCluster struct {
 	// built offline. An image reference (explicit tag or digest) is used as
 	// given, pulled when missing.
 	NodeImage string `json:"nodeImage,omitempty"`
+	// NodeImageAllowed says the user consented to NodeImage on the
+	// command line (--allow-node-image, or cluster up's --node-image).
+	// Never read from a file: an image other than droprun's or kind's
+	// (imageref.KnownNode) runs privileged as every node, so a scenario
+	// alone cannot choose one.
+	NodeImageAllowed bool `json:"-"`
 	// HostPort is the port on 127.0.0.1 mapped to the web Service's
 	// NodePort 30080 on the control plane; node k (1 = first worker) gets
 	// HostPort+2k, so traffic can enter through every node. Default 30080.
@@ -119,6 +127,12 @@ type ExistingCluster struct {
 	// which droprun sends load to only when the run names its host with
 	// --allow-target HOST[:PORT]. Default http://127.0.0.1:30080.
 	URL string `json:"url,omitempty"`
+	// Trusted says the user vouches for the kubeconfig: they named it on
+	// the command line (--kubeconfig) or passed --trust-kubeconfig. Never
+	// read from a file: a kubeconfig a scenario names may not run a
+	// credential plugin or send a file outside its directory as a token
+	// (cluster.CheckKubeconfig).
+	Trusted bool `json:"-"`
 }
 
 // App is the application under test. With Custom unset it is bookshop.
@@ -291,7 +305,7 @@ type Traffic struct {
 	// Default 5s.
 	Settle *Duration `json:"settle,omitempty"`
 	// MaxWorkers bounds vegeta's concurrent requests. Default 2×rate×timeout,
-	// at least 100.
+	// at least 100, at most traffic.WorkerCap (10,000; more is an error).
 	MaxWorkers int `json:"maxWorkers,omitempty"`
 }
 

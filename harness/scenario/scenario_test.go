@@ -131,13 +131,13 @@ kind: Scenario
 metadata: {name: Bad_Name}
 variants:
   - variant: nope
-traffic: {rate: 0, path: version}
+traffic: {rate: 0, path: version, maxWorkers: 10001}
 `))
 	e, ok := AsErrors(err)
 	if !ok {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"metadata.name", "variants[0].variant", "traffic.path"} {
+	for _, want := range []string{"metadata.name", "variants[0].variant", "traffic.path", "traffic.maxWorkers: is 10001 (fix: leave it out for the default, or give a bound from 1 to 10000"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
 		}

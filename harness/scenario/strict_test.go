@@ -115,7 +115,7 @@ func TestProblemsTogether(t *testing.T) {
 kind: Scenario
 metadata: {name: Bad_Name}
 cluster:
-  kind: {nodes: lots, kubeProxyMode: userspace}
+  kind: {name: "x/../../a", nodes: lots, kubeProxyMode: userspace}
 variants:
   - variant: nope
     preStopSeconds: 1.5
@@ -139,6 +139,7 @@ traffic:
 		"traffic.Rate: unknown field: field names are case-sensitive (fix: write rate)",
 		"metadata.name: \"Bad_Name\" is not a DNS label",
 		"cluster.kind.kubeProxyMode: \"userspace\" is not a kube-proxy mode",
+		"cluster.kind.name: \"x/../../a\" is not a kind cluster name",
 		"variants[0].variant: \"nope\" is not a variant",
 	}
 	for _, w := range want {

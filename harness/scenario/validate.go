@@ -60,6 +60,11 @@ func (s *Scenario) Validate() []FieldError {
 	return dedupe(v.errs)
 }
 
+// kindNameRE is kind's own rule for a cluster name
+// (sigs.k8s.io/kind/pkg/internal/apis/config): the name becomes container
+// and file names, so it holds no '/'.
+var kindNameRE = regexp.MustCompile(`^[a-z0-9.-]+$`)
+
 type validator struct{ errs []FieldError }
 
 func (v *validator) add(path, msg, fix string) {
@@ -72,6 +77,9 @@ func (s *Scenario) validateCluster(v *validator) {
 		v.add("cluster", "sets both kind and existing", "choose one: a kind cluster droprun manages, or an existing cluster")
 	}
 	if k := c.Kind; k != nil {
+		if !kindNameRE.MatchString(k.Name) {
+			v.add("cluster.kind.name", fmt.Sprintf("%q is not a kind cluster name", k.Name), "use lower-case letters, digits, '.' and '-' (kind's rule), e.g. "+DefaultClusterName)
+		}
 		if k.Nodes < 1 || k.Nodes > 10 {
 			v.add("cluster.kind.nodes", fmt.Sprintf("is %d", k.Nodes), "use 1 (control plane only) to 10; 3 (the default) is a control plane and 2 workers")
 		}
@@ -272,8 +280,8 @@ func (s *Scenario) validateTraffic(v *validator) {
 		v.add("traffic.control", fmt.Sprintf("%s is shorter than traffic.timeout (%s)", t.Control, t.Timeout),
 			"a control window must outlast one request timeout to say anything; use at least 5s")
 	}
-	if t.MaxWorkers < 1 {
-		v.add("traffic.maxWorkers", fmt.Sprintf("is %d", t.MaxWorkers), "leave it out for the default, or give a positive bound")
+	if t.MaxWorkers < 1 || t.MaxWorkers > traffic.WorkerCap {
+		v.add("traffic.maxWorkers", fmt.Sprintf("is %d", t.MaxWorkers), fmt.Sprintf("leave it out for the default, or give a bound from 1 to %d (one connection each)", traffic.WorkerCap))
 	}
 	if *s.Rollouts == 0 && s.Traffic.Control.Duration == 0 {
 		v.add("traffic.control", "is 0s in a control run (rollouts: 0)", "a control run measures only the control window: give it a duration")

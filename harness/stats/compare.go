@@ -28,9 +28,9 @@ type Comparison struct {
 	Ratio Interval
 	// FisherP is the two-sided p-value of Fisher's exact test per request.
 	FisherP float64
-	// Permutation is the permutation test over rollouts (PermutationTest);
-	// nil without PerRollout on both sides.
-	Permutation *Permutation
+	// Rollouts is the test over rollouts (CompareRollouts); nil without
+	// PerRollout on both sides.
+	Rollouts *RolloutTest
 	// Test names the test that decided Significant.
 	Test string
 	// Significant reports that a difference was declared: the deciding
@@ -38,34 +38,33 @@ type Comparison struct {
 	Significant bool
 	// RolloutsNeeded is about how many rollouts per variant would detect a
 	// DetectRatio (2x) difference with DetectPower (80%) at the pooled drop
-	// rate (see RolloutsToDetect); -1 when it cannot be estimated (no drops,
-	// or rollouts unknown).
+	// rate (see RolloutsToDetect, times the dispersion over rollouts); -1
+	// when it cannot be estimated (no drops, or rollouts unknown).
 	RolloutsNeeded int
 	// Verdict is a one-line plain-English summary naming the test that
-	// decided, e.g. "graceful-drain drops less than no-prestop per rollout
-	// (permutation test over 10 rollouts p = 1.1e-5); per request, as if
-	// requests failed independently: rate ratio 0.0014 (95% CI
-	// 3.6e-5–0.008), Fisher p < 1e-16".
+	// decided, e.g. "prestop-sleep drops less than no-prestop (test over 3
+	// rollouts p = 0.016, drops 43x as bursty as independent requests); per
+	// request, as if requests failed independently: rate ratio 0 (95% CI
+	// 0–0.0025), Fisher p < 1e-16".
 	Verdict string
 }
 
 // Test names, as verdicts print them.
 const (
-	TestPermutation = "permutation test over rollouts"
-	TestFisher      = "Fisher's exact test per request"
+	TestRollouts = "test over rollouts"
+	TestFisher   = "Fisher's exact test per request"
 )
 
 // Compare compares the drop rates of a and b at confidence conf (0.95 for
 // 95%): the rate ratio a/b with its interval, Fisher's exact test per
-// request and, when both sides give PerRollout, the permutation test over
-// rollouts, and a one-line verdict. Drops come in bursts, one per rollout,
-// so requests are not independent trials and Fisher's p-value is
-// overconfident: with rollouts known, the permutation test decides and
-// Fisher's test is shown beside it, labelled. When no difference is found
-// the verdict says how many rollouts would detect a 2x difference, and
-// when the rollouts are too few for any test over rollouts to decide, it
-// says so. A conf outside (0, 1) yields NaN numbers and a verdict that
-// says so.
+// request and, when both sides give PerRollout, the test over rollouts
+// (CompareRollouts), and a one-line verdict. Drops come in bursts, one
+// per rollout, so requests are not independent trials and Fisher's p-value
+// is overconfident: with rollouts known, the test over rollouts decides
+// and Fisher's test is shown beside it, labelled. When no difference is
+// found the verdict says how many rollouts would detect a 2x difference,
+// and when the rollouts cannot measure how bursty the drops are, it says
+// so. A conf outside (0, 1) yields NaN numbers and a verdict that says so.
 func Compare(a, b Counts, conf float64) Comparison {
 	nameA, nameB := nameOr(a.Name, "A"), nameOr(b.Name, "B")
 	c := Comparison{FisherP: math.NaN(), RolloutsNeeded: -1, Test: TestFisher}
@@ -143,44 +142,44 @@ func rolloutsHad(a, b Counts) string {
 	return had
 }
 
-// decide runs the deciding test, the permutation test over rollouts when
-// both sides give them, else Fisher's, sets c.Test, c.Permutation and
-// c.Significant, and returns the direction the deciding test saw.
+// decide runs the deciding test, the test over rollouts when both sides
+// give them, else Fisher's, sets c.Test, c.Rollouts and c.Significant, and
+// returns the direction a's drops take against b's.
 func (c *Comparison) decide(a, b Counts, alpha float64) (direction string) {
 	direction = "more"
-	if c.Ratio.Point < 1 {
+	if float64(a.Drops)*float64(b.Requests) < float64(b.Drops)*float64(a.Requests) {
 		direction = "less"
 	}
 	c.Significant = c.FisherP < alpha
 	if len(a.PerRollout) == 0 || len(b.PerRollout) == 0 {
 		return direction
 	}
-	pt := PermutationTest(a.PerRollout, b.PerRollout)
-	c.Permutation, c.Test = &pt, TestPermutation
-	c.Significant = pt.TwoSided < alpha
-	if pt.Diff < 0 {
-		return "less"
-	}
-	return "more"
+	rt := CompareRollouts(a.PerRollout, b.PerRollout)
+	c.Rollouts, c.Test = &rt, TestRollouts
+	c.Significant = rt.TwoSided < alpha
+	return direction
 }
 
 // detectionNeed sets c.RolloutsNeeded and says how many rollouts (or,
 // without rollout counts, requests) per variant a 2x difference at the
-// pooled rate would need; with rollouts too few for the permutation test
-// to ever decide, it says that instead.
+// pooled rate would need; when the rollouts cannot measure the dispersion,
+// it says what would.
 func (c *Comparison) detectionNeed(a, b Counts, alpha float64, p phrases) string {
 	requests := a.Requests + b.Requests
 	pooled := float64(a.Drops+b.Drops) / float64(requests)
-	perRollout := c.Permutation != nil
 	switch {
-	case perRollout && c.Permutation.MinP >= alpha:
-		c.RolloutsNeeded = RolloutsForPermutation(alpha)
-		return fmt.Sprintf("%s rollouts are too few for any test over rollouts to reach %s: it needs at least %d per variant", p.had, p.pct, c.RolloutsNeeded)
+	case c.Rollouts != nil && !c.Rollouts.Dispersion.Measured():
+		c.RolloutsNeeded = 2
+		noun := "rollouts"
+		if p.had == "1" {
+			noun = "rollout"
+		}
+		return fmt.Sprintf("no side dropped in two or more rollouts, so %s %s cannot show how bursty the drops are: run at least 2 per variant", p.had, noun)
 	case a.Rollouts > 0 && b.Rollouts > 0:
 		perRolloutReqs := float64(requests) / float64(a.Rollouts+b.Rollouts)
 		c.RolloutsNeeded = RolloutsToDetect(pooled, DetectRatio, perRolloutReqs, alpha, DetectPower)
-		if perRollout {
-			c.RolloutsNeeded = max(c.RolloutsNeeded, RolloutsForPermutation(alpha))
+		if c.Rollouts != nil && c.RolloutsNeeded > 0 {
+			c.RolloutsNeeded = rolloutsWithDispersion(c.RolloutsNeeded, c.Rollouts.Dispersion.At(perRolloutReqs), a.Drops > 0 && b.Drops > 0, alpha)
 		}
 		return fmt.Sprintf("about %s rollouts per variant would detect a 2x difference (this run had %s)",
 			FormatCount(uint64(max(c.RolloutsNeeded, 0))), p.had)
@@ -192,8 +191,37 @@ func (c *Comparison) detectionNeed(a, b Counts, alpha float64, p phrases) string
 	}
 }
 
+// rolloutsWithDispersion turns m, the rollouts per variant a 2x difference
+// needs if requests failed independently, into what the test over
+// rollouts needs: φ times as many (bursts make a rollout worth 1/φ of its
+// requests), and more while the dispersion's few degrees of freedom (m − 1
+// per side that drops) widen Student's t beyond the normal quantile.
+func rolloutsWithDispersion(m int, phi float64, bothDrop bool, alpha float64) int {
+	base := float64(m) * math.Max(1, phi)
+	z, zp := -NormalQuantile(alpha/2), NormalQuantile(DetectPower)
+	for n := 2; n < 1_000_000; n++ {
+		df := float64(n - 1)
+		if bothDrop {
+			df *= 2
+		}
+		grow := (StudentTQuantile(1-alpha/2, df) + zp) / (z + zp)
+		if float64(n) >= math.Ceil(base*grow*grow) {
+			return n
+		}
+	}
+	return math.MaxInt32
+}
+
+// burstiness words a dispersion for a verdict.
+func burstiness(phi float64) string {
+	if phi < 1.05 {
+		return "drops no burstier than independent requests"
+	}
+	return "drops " + FormatSig(phi, 2) + "x as bursty as independent requests"
+}
+
 // verdict words the comparison in one line, naming the deciding test;
-// with the permutation test, the per-request numbers come beside it.
+// with the test over rollouts, the per-request numbers come beside it.
 func (c *Comparison) verdict(a, b Counts, alpha float64, p phrases) string {
 	ratio := fmt.Sprintf("rate ratio %s (%s CI %s–%s)",
 		FormatSig(c.Ratio.Point, 2), p.pct, FormatSig(c.Ratio.Lo, 2), FormatSig(c.Ratio.Hi, 2))
@@ -204,26 +232,23 @@ func (c *Comparison) verdict(a, b Counts, alpha float64, p phrases) string {
 		}
 		return v
 	}
-	pt := c.Permutation
+	rt := c.Rollouts
 	switch {
-	case pt == nil && c.Significant:
+	case rt == nil && c.Significant:
 		return fmt.Sprintf("%s drops %s than %s: %s", p.nameA, p.direction, p.nameB, perRequest)
-	case pt == nil:
+	case rt == nil:
 		return withNeed(fmt.Sprintf("no difference detected between %s and %s (Fisher %s)", p.nameA, p.nameB, FormatP(c.FisherP)))
 	}
-	tested := fmt.Sprintf("permutation test over %s rollouts %s", p.had, FormatP(pt.TwoSided))
 	beside := fmt.Sprintf("per request, as if requests failed independently: %s", perRequest)
-	switch {
-	case c.Significant:
-		return fmt.Sprintf("%s drops %s than %s per rollout (%s); %s", p.nameA, p.direction, p.nameB, tested, beside)
-	case pt.MinP >= alpha && pt.Diff != 0:
-		// The test could not have decided: say what was seen, and why
-		// it is not a verdict.
-		return fmt.Sprintf("%s dropped %s than %s in these rollouts (mean rate per rollout %s against %s), but %s; %s",
+	if !rt.Dispersion.Measured() {
+		return fmt.Sprintf("%s dropped %s than %s in these rollouts (mean rate per rollout %s against %s), but the test over rollouts cannot decide: %s; %s",
 			p.nameA, p.direction, p.nameB, FormatSig(meanRate(a.PerRollout), 2), FormatSig(meanRate(b.PerRollout), 2), p.need, beside)
-	default:
-		return withNeed(fmt.Sprintf("no difference detected between %s and %s per rollout (%s); %s", p.nameA, p.nameB, tested, beside))
 	}
+	tested := fmt.Sprintf("test over %s rollouts %s, %s", p.had, FormatP(rt.TwoSided), burstiness(rt.Dispersion.Phi))
+	if c.Significant {
+		return fmt.Sprintf("%s drops %s than %s (%s); %s", p.nameA, p.direction, p.nameB, tested, beside)
+	}
+	return withNeed(fmt.Sprintf("no difference detected between %s and %s (%s); %s", p.nameA, p.nameB, tested, beside))
 }
 
 // meanRate is the mean of the rollouts' drop rates.

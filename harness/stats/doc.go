@@ -51,21 +51,32 @@
 //     most of the time (80% power), so a reader can tell "no difference"
 //     from "not enough data".
 //   - Compare runs all of the above on two sets of counts and writes a
-//     one-line verdict.
+//     one-line verdict; with rollouts known, CompareRollouts decides.
 //
-// # A caveat about independence
+// # The rollout is the unit
 //
 // Fisher's test and the intervals per request assume that requests fail
 // independently. Rollout drops do not: they come in bursts when a pod is
-// removed while still receiving traffic, so one rollout can drop fifty
-// requests at once. Per-request p-values and intervals therefore overstate
-// certainty; read a tiny p-value as "clearly different", not as a precise
-// probability. PoissonTest does not fix this: it is the same conditional
-// test with rollouts instead of requests as the exposure, so it agrees with
-// Fisher when both variants had the same requests per rollout and differs
-// when their load differed. A comparison that counts each rollout once, and
-// so is immune to bursts, is Fisher's test on rollouts: FisherExact(rollouts
-// of A that dropped anything, clean rollouts of A, the same for B).
+// removed while still receiving traffic, and the size of the burst varies
+// from rollout to rollout far more than independent requests would let it
+// (on this cluster, 40–90 times the binomial variance). Per-request
+// intervals then cover the true rate about a quarter of the time. So the
+// rates droprun shows and gates on are over rollouts:
+//
+//   - DispersionOf measures the bursts: Pearson's φ over the rollouts of
+//     each variant (and ρ, which carries it to rollouts of another size).
+//   - RateOverRollouts is the quasi-binomial Wilson interval (K/φ drops in
+//     N/φ requests, Student's t on φ's degrees of freedom); without drops,
+//     the beta-binomial bound ZeroBoundOverRollouts with the run's ρ.
+//   - BoundsOverRollouts is the one-sided pair a gate tests limits against.
+//   - CompareRollouts is the quasi-binomial likelihood-ratio test: the
+//     deviance between two variants divided by φ, on t with φ's degrees of
+//     freedom. It uses the thousands of requests inside each rollout and
+//     charges them for the bursts, so 3 rollouts against 3 can decide what
+//     no test over 3 rollouts' rates alone can.
+//
+// docs/statistics.md gives the method, its coverage simulation
+// (coverage_test.go) and its limits.
 //
 // # Numbers
 //

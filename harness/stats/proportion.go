@@ -39,10 +39,15 @@ func Wilson(k, n uint64, conf float64) Interval {
 	if n == 0 {
 		return emptyInterval(0, 1)
 	}
-	z := twoSidedZ(conf)
-	nf := float64(n)
-	ph := float64(k) / nf
-	qh := float64(n-k) / nf
+	return wilsonZ(float64(k), float64(n), twoSidedZ(conf))
+}
+
+// wilsonZ is the Wilson score interval of k successes in n trials at the
+// normal (or t) quantile z. k and n may be fractional: the interval over
+// rollouts passes the counts divided by their dispersion.
+func wilsonZ(k, nf, z float64) Interval {
+	ph := k / nf
+	qh := (nf - k) / nf
 	z2n := z * z / nf
 	den := 1 + z2n
 	center := (ph + z2n/2) / den
@@ -161,10 +166,17 @@ func TrialsToDecide(p, limit, conf float64) int {
 		}
 		return lo > limit
 	}
+	return firstDecided(decided, 1e15)
+}
+
+// firstDecided is the smallest n ≥ 1 with decided(n), for decided false
+// below some n and true from it on: found by doubling, then bisection.
+// It returns math.MaxInt when n would pass limit.
+func firstDecided(decided func(n uint64) bool, limit uint64) int {
 	var lo, hi uint64 = 0, 1
 	for !decided(hi) {
 		lo, hi = hi, hi*2
-		if hi > 1e15 {
+		if hi > limit {
 			return math.MaxInt
 		}
 	}

@@ -553,21 +553,37 @@ func TestCompare(t *testing.T) {
 		verdict     string
 	}{
 		{
-			// Exact over C(20,10) = 184,756 splits: only the observed one
-			// and its mirror are as extreme, 2/184,756 = 1.1e-5.
+			// Ten rollouts of 70 against one stray drop: the dispersion
+			// is below 1 (taken as 1), and 18 df decide at once.
 			name:        "graceful-drain against no-prestop",
 			a:           Counts{Name: "graceful-drain", Drops: 1, Requests: 250000, PerRollout: rollouts(25000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0)},
 			b:           Counts{Name: "no-prestop", Drops: 700, Requests: 250000, PerRollout: rollouts(25000, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70)},
 			significant: true,
-			verdict:     "graceful-drain drops less than no-prestop per rollout (permutation test over 10 rollouts p = 1.1e-5); per request, as if requests failed independently: rate ratio 0.0014 (95% CI 3.6e-5–0.008), Fisher p < 1e-16",
+			verdict:     "graceful-drain drops less than no-prestop (test over 10 rollouts p < 1e-16, drops no burstier than independent requests); per request, as if requests failed independently: rate ratio 0.0014 (95% CI 3.6e-5–0.008), Fisher p < 1e-16",
 		},
 		{
 			// Per request the difference is overwhelming; over 2 and 2
-			// rollouts no split can be rarer than 2/6.
+			// rollouts the dispersion has 1 df, and t on 1 df needs more.
 			name:    "too few rollouts",
 			a:       Counts{Name: "a", Drops: 100, Requests: 2000, PerRollout: rollouts(1000, 50, 50)},
 			b:       Counts{Name: "b", Drops: 0, Requests: 2000, PerRollout: rollouts(1000, 0, 0)},
-			verdict: "a dropped more than b in these rollouts (mean rate per rollout 0.05 against 0), but 2 rollouts are too few for any test over rollouts to reach 95%: it needs at least 4 per variant; per request, as if requests failed independently: rate ratio ∞ (95% CI 27–∞), Fisher p < 1e-16",
+			verdict: "no difference detected between a and b (test over 2 rollouts p = 0.053, drops no burstier than independent requests); per request, as if requests failed independently: rate ratio ∞ (95% CI 27–∞), Fisher p < 1e-16; about 4 rollouts per variant would detect a 2x difference (this run had 2)",
+		},
+		{
+			// The shipped compare-all: a fix with 0 drops against drops in
+			// every rollout, decided over 3 rollouts each.
+			name:        "compare-all's prestop-sleep against no-prestop",
+			a:           Counts{Name: "prestop-sleep", Drops: 0, Requests: 41151, PerRollout: []Rollout{{0, 13570}, {0, 13289}, {0, 14292}}},
+			b:           Counts{Name: "no-prestop", Drops: 1492, Requests: 28603, PerRollout: []Rollout{{356, 8780}, {419, 9280}, {717, 10543}}},
+			significant: true,
+			verdict:     "prestop-sleep drops less than no-prestop (test over 3 rollouts p = 0.016, drops 43x as bursty as independent requests); per request, as if requests failed independently: rate ratio 0 (95% CI 0–0.0017), Fisher p < 1e-16",
+		},
+		{
+			// Only single rollouts dropped: nothing measures the bursts.
+			name:    "one rollout each",
+			a:       Counts{Name: "a", Drops: 0, Requests: 10000, PerRollout: rollouts(10000, 0)},
+			b:       Counts{Name: "b", Drops: 700, Requests: 10000, PerRollout: rollouts(10000, 700)},
+			verdict: "a dropped less than b in these rollouts (mean rate per rollout 0 against 0.07), but the test over rollouts cannot decide: no side dropped in two or more rollouts, so 1 rollout cannot show how bursty the drops are: run at least 2 per variant; per request, as if requests failed independently: rate ratio 0 (95% CI 0–0.0053), Fisher p < 1e-16",
 		},
 		{
 			// Pooled 22 drops in 200,000 requests, 10,000 per rollout:
@@ -619,7 +635,7 @@ func TestCompareNumbers(t *testing.T) {
 	got := Compare(a, b, 0.95)
 	want := RateRatio(11, 800, 21, 3011, 0.95)
 	_, _, fisher := FisherExact(11, 789, 21, 2990)
-	if got.Ratio != want || got.FisherP != fisher || got.Permutation != nil || got.Test != TestFisher {
+	if got.Ratio != want || got.FisherP != fisher || got.Rollouts != nil || got.Test != TestFisher {
 		t.Errorf("Compare = %+v", got)
 	}
 	if !strings.HasPrefix(got.Verdict, "no difference detected between a and b") {
@@ -669,29 +685,76 @@ func rollouts(requests uint64, drops ...uint64) []Rollout {
 	return out
 }
 
-func TestPermutationTest(t *testing.T) {
-	// 3 against 3, rates 0.1..0.6: the observed split is the most extreme
-	// of C(6,3) = 20.
-	p := PermutationTest(rollouts(10, 1, 2, 3), rollouts(10, 4, 5, 6))
-	if !p.Exact || !near(p.Diff, -0.3, 1e-12) || !near(p.Less, 1.0/20, 1e-12) || p.Greater != 1 || !near(p.TwoSided, 2.0/20, 1e-12) || !near(p.MinP, 0.1, 1e-12) {
-		t.Errorf("3 against 3: %+v", p)
+func TestCompareRollouts(t *testing.T) {
+	// Reference values computed apart (Python with mpmath): groups with
+	// their own rates, X² = 8.5924 on 4 df, φ = 2.1481; deviance 36.338,
+	// t = √(36.338/2.1481) = 4.1130, P(T₄ > t) = 0.0073483.
+	a, b := rollouts(1000, 50, 30, 40), rollouts(1000, 10, 20, 15)
+	d := DispersionOf(a, b)
+	if d.DF != 4 || !nearRel(d.Phi, 2.148107022, 1e-9) || !nearRel(d.Rho, (d.Phi-1)/999, 1e-12) {
+		t.Errorf("DispersionOf = %+v", d)
 	}
-	// Identical groups: nothing is more extreme than no difference.
-	if p := PermutationTest(rollouts(10, 1, 1), rollouts(10, 1, 1)); p.TwoSided != 1 || p.Diff != 0 {
-		t.Errorf("identical: %+v", p)
+	r := CompareRollouts(a, b)
+	if !nearRel(r.Greater, 0.00734832362, 1e-6) || !nearRel(r.TwoSided, 0.01469664724, 1e-6) || !nearRel(r.Less, 1-0.00734832362, 1e-9) || !near(r.Diff, 0.025, 1e-12) {
+		t.Errorf("TestOverRollouts = %+v", r)
 	}
-	// 12 against 12 is sampled (C(24,12) = 2.7 million): the extreme split
-	// comes out near 2/2.7e6, never 0.
-	zeros := rollouts(1000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-	many := rollouts(1000, 9, 8, 7, 9, 8, 7, 9, 8, 7, 9, 8, 7)
-	if p := PermutationTest(zeros, many); p.Exact || p.Less <= 0 || p.Less > 1e-4 || p.Greater < 0.999 {
-		t.Errorf("12 against 12: %+v", p)
+	// Swapped sides swap the tails.
+	if s := CompareRollouts(b, a); !nearRel(s.Less, r.Greater, 1e-12) {
+		t.Errorf("swapped: %+v", s)
 	}
-	if p := PermutationTest(nil, many); !math.IsNaN(p.TwoSided) {
-		t.Errorf("no rollouts on one side: %+v", p)
+	// A group with no drops, or one rollout, measures nothing.
+	if d := DispersionOf(rollouts(1000, 0, 0, 0), rollouts(1000, 9)); d.Measured() || d.Phi != 1 {
+		t.Errorf("nothing to measure: %+v", d)
 	}
-	if got := RolloutsForPermutation(0.05); got != 4 {
-		t.Errorf("RolloutsForPermutation(0.05) = %d, want 4 (2/70 < 0.05 <= 2/20)", got)
+	if r := CompareRollouts(rollouts(1000, 0, 0), rollouts(1000, 9)); !math.IsNaN(r.TwoSided) {
+		t.Errorf("undecidable: %+v", r)
+	}
+	// Identical rollouts are never less bursty than independent requests.
+	if d := DispersionOf(rollouts(1000, 50, 50)); d.Phi != 1 || d.Rho != 0 || d.DF != 1 {
+		t.Errorf("identical rollouts: %+v", d)
+	}
+}
+
+func TestRateOverRollouts(t *testing.T) {
+	// With φ = 1 and many degrees of freedom it is Wilson's interval.
+	many := rollouts(1000, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10)
+	r := RateOverRollouts(many, 0.95, Dispersion{})
+	w := Wilson(200, 20000, 0.95)
+	if r.Source != FromRow || r.Point != 0.01 || r.Lo >= w.Lo || r.Hi <= w.Hi || !nearRel(r.Hi, w.Hi, 0.01) {
+		t.Errorf("φ 1, 19 df: %+v, Wilson %+v", r, w)
+	}
+	// Bursty: the interval is Wilson's on N/φ with t on 2 df.
+	bursty := rollouts(10000, 300, 500, 700)
+	r = RateOverRollouts(bursty, 0.95, Dispersion{})
+	phi := DispersionOf(bursty).Phi
+	want := wilsonZ(1500/phi, 30000/phi, StudentTQuantile(0.975, 2))
+	if !nearRel(r.Lo, want.Lo, 1e-12) || !nearRel(r.Hi, want.Hi, 1e-12) || r.Point != 0.05 || phi < 20 {
+		t.Errorf("bursty: %+v, want %+v (φ %v)", r, want, phi)
+	}
+	// No drops: the zero bound with the run's ρ; without one, the
+	// per-request bound, and it says so.
+	zero := rollouts(14000, 0, 0, 0)
+	if r := RateOverRollouts(zero, 0.95, Dispersion{}); !r.Independent() || !nearRel(r.Hi, UpperBoundZero(42000, 0.975), 1e-9) {
+		t.Errorf("zero, nothing measured: %+v", r)
+	}
+	run := DispersionOf(bursty)
+	_, hi, zr := BoundsOverRollouts(zero, 0.95, run)
+	if zr.Source != FromRun || hi < 10*UpperBoundZero(42000, 0.95) || hi > 1-math.Pow(0.05, 1.0/3) {
+		t.Errorf("zero, ρ %v borrowed: bound %v (per request %v)", run.Rho, hi, UpperBoundZero(42000, 0.95))
+	}
+	// All or nothing: only rollouts count.
+	if got := ZeroBoundOverRollouts([]float64{1e4, 1e4, 1e4}, 1, 0.95); !nearRel(got, 1-math.Pow(0.05, 1.0/3), 1e-9) {
+		t.Errorf("ρ 1: %v", got)
+	}
+	if got := ZeroBoundOverRollouts([]float64{1e4, 1e4, 1e4}, 0, 0.95); !nearRel(got, UpperBoundZero(30000, 0.95), 1e-12) {
+		t.Errorf("ρ 0: %v", got)
+	}
+	// One rollout with drops borrows the run's dispersion at its size.
+	if r := RateOverRollouts(rollouts(10000, 700), 0.95, run); r.Source != FromRun || r.Hi-r.Lo < Wilson(700, 10000, 0.95).Hi-Wilson(700, 10000, 0.95).Lo {
+		t.Errorf("one rollout: %+v", r)
+	}
+	if r := RateOverRollouts(bursty, 0, run); !math.IsNaN(r.Hi) {
+		t.Errorf("conf 0: %+v", r)
 	}
 }
 

@@ -1,8 +1,13 @@
 package testbed
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -20,7 +25,9 @@ type Checked struct {
 	Allow []traffic.AllowTarget
 }
 
-// AllowError is bad usage of --allow-target (CheckAllow's refusal).
+// AllowError is what the user has not consented to: load beyond 127.0.0.1
+// without --allow-target (CheckAllow's refusal), or a kubeconfig a
+// scenario names that would run a command or send a file. Bad usage.
 type AllowError struct{ Err error }
 
 func (e *AllowError) Error() string { return e.Err.Error() }
@@ -32,6 +39,17 @@ func (e *AllowError) Unwrap() error { return e.Err }
 func Check(sc *scenario.Scenario, allow []traffic.AllowTarget) (*Checked, error) {
 	if err := CheckAllow(sc, allow); err != nil {
 		return nil, &AllowError{err}
+	}
+	if k := sc.Cluster.Kind; k != nil && !k.NodeImageAllowed && !imageref.KnownNode(k.NodeImage) {
+		return nil, &AllowError{fmt.Errorf("cluster.kind.nodeImage %s is neither droprun's node image (%s:…) nor kind's (%s:…); a node image runs privileged on this host as every node of the cluster: if you trust it, pass --allow-node-image %s",
+			k.NodeImage, imageref.DroprunNodeRepo, imageref.KindNodeRepo, k.NodeImage)}
+	}
+	// A kubeconfig the scenario names may not run a command or send a
+	// file unless the user vouches for it.
+	if e := sc.Cluster.Existing; e != nil && !e.Trusted {
+		if err := cluster.CheckKubeconfig(e.Kubeconfig); errors.Is(err, cluster.ErrUntrustedKubeconfig) {
+			return nil, &AllowError{err}
+		}
 	}
 	archives, err := Preflight(sc)
 	if err != nil {

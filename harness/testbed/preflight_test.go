@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,27 @@ func TestPreflightRefusesIPVSWithoutIPVS(t *testing.T) {
 		if wantErr && (!strings.Contains(err.Error(), "cluster.kind.kubeProxyMode") || !strings.Contains(err.Error(), "no ip_vs")) {
 			t.Errorf("%s: error %q does not name the field and the missing ip_vs", mode, err)
 		}
+	}
+}
+
+// TestCheckNodeImageConsent: a kind node image other than droprun's or
+// kind's is refused as not consented to (an *AllowError) until the user
+// allows it on the command line.
+func TestCheckNodeImageConsent(t *testing.T) {
+	sc, err := scenario.Parse("node", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: node}\ncluster: {kind: {nodeImage: \"127.0.0.1:5000/other/node:v1.37.2\"}}\nvariants: [{variant: no-prestop}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *AllowError
+	if _, err := Check(sc, nil); !errors.As(err, &ae) || !strings.Contains(err.Error(), "--allow-node-image 127.0.0.1:5000/other/node:v1.37.2") {
+		t.Errorf("a node image nobody allowed: %v, want an AllowError naming the flag", err)
+	}
+	sc.Cluster.Kind.NodeImageAllowed = true
+	if _, err := Check(sc, nil); err != nil {
+		t.Errorf("the node image allowed: %v", err)
+	}
+	// Parsing never sets the consent: it is not a field of the file.
+	if _, err := scenario.Parse("node", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: node}\ncluster: {kind: {nodeImage: \"127.0.0.1:5000/other/node:v1.37.2\", NodeImageAllowed: true}}\nvariants: [{variant: no-prestop}]\n")); err == nil {
+		t.Error("a scenario setting NodeImageAllowed parsed")
 	}
 }

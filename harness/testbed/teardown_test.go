@@ -14,6 +14,7 @@ import (
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -50,14 +51,16 @@ func customScenario(t *testing.T, service, archive string) *scenario.Scenario {
 	return sc
 }
 
-// teardownCluster is droprun's namespace holding the user's Service, the
-// variants' Deployment and a Deployment droprun did not apply.
+// teardownCluster is droprun's namespace (created by an earlier run)
+// holding the user's Service, the variants' Deployment (droprun's) and a
+// Deployment droprun did not apply.
 func teardownCluster() *fake.Clientset {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "droprun", Labels: map[string]string{variant.LabelManagedBy: variant.ManagedBy}}}
+	ours := map[string]string{variant.LabelManagedBy: variant.ManagedBy}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "droprun", Labels: ours, Annotations: map[string]string{kube.AnnotationCreated: "earlier"}}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "droprun"}}
-	ours := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "droprun"}}
+	shop := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "droprun", Labels: ours, UID: "shop-uid"}}
 	theirs := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "droprun"}}
-	return fake.NewClientset(ns, svc, ours, theirs)
+	return fake.NewClientset(ns, svc, shop, theirs)
 }
 
 // TestTeardownKeepsNamespaceWithOwnService: with app.custom.service the
@@ -66,7 +69,7 @@ func teardownCluster() *fake.Clientset {
 func TestTeardownKeepsNamespaceWithOwnService(t *testing.T) {
 	c := teardownCluster()
 	var log strings.Builder
-	tb := &Testbed{Scenario: customScenario(t, "shop", ""), Cluster: &cluster.Cluster{Client: c}, log: &log}
+	tb := &Testbed{Scenario: customScenario(t, "shop", ""), Cluster: &cluster.Cluster{Client: c}, log: &log, nsCreated: true}
 	if err := tb.Teardown(t.Context()); err != nil {
 		t.Fatalf("Teardown: %v", err)
 	}
@@ -83,17 +86,47 @@ func TestTeardownKeepsNamespaceWithOwnService(t *testing.T) {
 	if _, err := c.AppsV1().Deployments("droprun").Get(ctx, "theirs", metav1.GetOptions{}); err != nil {
 		t.Errorf("Deployment theirs, which no variant names: %v, want it kept", err)
 	}
-	if want := `namespace droprun kept: it holds your app.custom.service "shop", which the next run needs; deleted droprun's Deployment(s) shop there`; !strings.Contains(log.String(), want) {
+	if want := `namespace droprun kept: it holds your app.custom.service "shop", which the next run needs; deleted droprun's objects there: deployment droprun/shop`; !strings.Contains(log.String(), want) {
 		t.Errorf("log %q lacks %q", log.String(), want)
 	}
 
 	c = teardownCluster()
-	tb = &Testbed{Scenario: customScenario(t, "", ""), Cluster: &cluster.Cluster{Client: c}, log: &log}
+	tb = &Testbed{Scenario: customScenario(t, "", ""), Cluster: &cluster.Cluster{Client: c}, log: &log, nsCreated: true}
 	if err := tb.Teardown(t.Context()); err != nil {
 		t.Fatalf("Teardown without app.custom.service: %v", err)
 	}
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("without app.custom.service: namespace droprun: err = %v, want it deleted", err)
+	}
+}
+
+// TestTeardownTouchesOnlyOurs: in a namespace droprun did not create (the
+// user labelled it), Teardown deletes only what droprun applied there and
+// keeps the namespace; a Deployment of the variants' name without
+// droprun's label is left alone.
+func TestTeardownTouchesOnlyOurs(t *testing.T) {
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "droprun", Labels: map[string]string{variant.LabelManagedBy: variant.ManagedBy}}}
+	users := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "droprun", UID: "users"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "droprun", UID: "svc-uid"}}
+	c := fake.NewClientset(ns, users, svc)
+	var log strings.Builder
+	tb := &Testbed{Scenario: customScenario(t, "", ""), Cluster: &cluster.Cluster{Client: c}, log: &log,
+		applied: []kube.Ref{{Kind: "Service", Namespace: "droprun", Name: "web", UID: "svc-uid"}}}
+	if err := tb.Teardown(ctx); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	if _, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{}); err != nil {
+		t.Errorf("a namespace droprun did not create: %v, want it kept", err)
+	}
+	if _, err := c.AppsV1().Deployments("droprun").Get(ctx, "shop", metav1.GetOptions{}); err != nil {
+		t.Errorf("the user's Deployment shop: %v, want it kept", err)
+	}
+	if _, err := c.CoreV1().Services("droprun").Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("droprun's Service web: err = %v, want it deleted", err)
+	}
+	if want := "namespace droprun kept: droprun did not create it"; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
 	}
 }
 
@@ -104,7 +137,7 @@ func TestCloseNeverDeletesExisting(t *testing.T) {
 	c := teardownCluster()
 	var log strings.Builder
 	cl := &cluster.Cluster{Name: "prod", Client: c, Created: true}
-	tb := &Testbed{Scenario: customScenario(t, "", ""), Cluster: cl, log: &log}
+	tb := &Testbed{Scenario: customScenario(t, "", ""), Cluster: cl, log: &log, nsCreated: true}
 	if err := tb.Close(t.Context(), false); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

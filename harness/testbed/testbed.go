@@ -17,7 +17,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/droprun/droprun/harness/cluster"
@@ -45,6 +44,11 @@ type Options struct {
 	// CreateCluster lets Prepare create the kind cluster when it does not
 	// exist; without it a missing cluster is an error.
 	CreateCluster bool
+	// Keep keeps a cluster Prepare created when Prepare then fails.
+	Keep bool
+	// Owner is the run the objects are applied for (kube.Owner). Default:
+	// this process, with a run ID from the time.
+	Owner kube.Owner
 }
 
 // Testbed is a prepared cluster with droprun's namespace in it.
@@ -67,18 +71,46 @@ type Testbed struct {
 	// archives are a custom app's image archives, as Preflight inspected
 	// them.
 	archives []*image.Archive
+	owner    kube.Owner
+	// lease is the run's hold on the namespace; nsCreated says droprun
+	// created the namespace (so Teardown may delete it); applied is every
+	// object this testbed applied, with its UID.
+	lease     *kube.Lease
+	nsCreated bool
+	applied   []kube.Ref
 }
 
 // Prepare brings up (or connects to) the checked scenario's cluster, loads
-// the images, and creates droprun's namespace.
-func Prepare(ctx context.Context, in *Checked, o Options) (*Testbed, error) {
+// the images, creates droprun's namespace and takes its Lease (a second
+// run in the namespace is refused, wrapping kube.ErrNamespaceBusy). A
+// cluster Prepare created is deleted again when a later step fails,
+// unless Options.Keep.
+func Prepare(ctx context.Context, in *Checked, o Options) (_ *Testbed, err error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Owner.RunID == "" {
+		o.Owner = kube.NewOwner(time.Now().UTC().Format("20060102-150405"))
+	}
 	sc := in.Scenario
-	tb := &Testbed{Scenario: sc, log: o.Log, archives: in.Archives, Allow: in.Allow}
+	tb := &Testbed{Scenario: sc, log: o.Log, archives: in.Archives, Allow: in.Allow, owner: o.Owner}
+	defer func() {
+		if err == nil || tb.Cluster == nil || !tb.Cluster.Created || !tb.Cluster.Deletable() {
+			return
+		}
+		if o.Keep {
+			fmt.Fprintf(o.Log, "cluster %q kept (--keep) although preparing it failed; delete it with `droprun cluster down --name %s`\n", tb.Cluster.Name, tb.Cluster.Name)
+			return
+		}
+		fmt.Fprintf(o.Log, "deleting cluster %q: this run created it and preparing it failed (--keep keeps it)\n", tb.Cluster.Name)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if derr := tb.Cluster.Down(dctx); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", tb.Cluster.Name, derr))
+		}
+	}()
 	if e := sc.Cluster.Existing; e != nil {
-		cl, err := cluster.Existing(ctx, e.Kubeconfig, e.Context, o.AllowContext)
+		cl, err := cluster.Existing(ctx, e.Kubeconfig, e.Context, o.AllowContext, e.Trusted)
 		if err != nil {
 			return nil, err
 		}
@@ -109,15 +141,26 @@ func Prepare(ctx context.Context, in *Checked, o Options) (*Testbed, error) {
 			return nil, err
 		}
 	}
-	if err := kube.EnsureNamespace(ctx, tb.Cluster.Client, sc.Namespace); err != nil {
+	if tb.nsCreated, err = kube.EnsureNamespace(ctx, tb.Cluster.Client, sc.Namespace, o.Owner); err != nil {
+		return nil, err
+	}
+	if tb.lease, err = kube.AcquireLease(ctx, tb.Cluster.Client, sc.Namespace, o.Owner); err != nil {
 		return nil, err
 	}
 	if c := sc.App.Custom; c != nil && c.Service != "" {
 		if err := checkOwnService(ctx, tb.Cluster.Client, sc.Namespace, c.Service); err != nil {
-			return nil, err
+			return nil, errors.Join(err, tb.Release(context.WithoutCancel(ctx)))
 		}
 	}
 	return tb, nil
+}
+
+// Release gives up the namespace's Lease (Close does it too): for a
+// command that leaves its objects in place, such as deploy.
+func (tb *Testbed) Release(ctx context.Context) error {
+	err := tb.lease.Release(ctx)
+	tb.lease = nil
+	return err
 }
 
 // loadImages builds (a no-op when cached and unchanged) and loads the
@@ -188,7 +231,8 @@ func (tb *Testbed) Deploy(ctx context.Context, v render.Variant, version int, in
 // measured rollout.
 func (tb *Testbed) Rollout(ctx context.Context, timeout time.Duration, objs ...any) error {
 	c, ns := tb.Cluster.Client, tb.Scenario.Namespace
-	deps, err := kube.Apply(ctx, c, objs...)
+	deps, refs, err := kube.Apply(ctx, c, tb.owner, objs...)
+	tb.remember(refs)
 	if err != nil {
 		return err
 	}
@@ -201,6 +245,21 @@ func (tb *Testbed) Rollout(ctx context.Context, timeout time.Duration, objs ...a
 		}
 	}
 	return nil
+}
+
+// remember adds refs to the objects Teardown deletes (an object applied
+// again keeps one entry, with its latest UID).
+func (tb *Testbed) remember(refs []kube.Ref) {
+	for _, r := range refs {
+		i := slices.IndexFunc(tb.applied, func(a kube.Ref) bool {
+			return a.Kind == r.Kind && a.Namespace == r.Namespace && a.Name == r.Name
+		})
+		if i < 0 {
+			tb.applied = append(tb.applied, r)
+		} else {
+			tb.applied[i] = r
+		}
+	}
 }
 
 // Targets are the URLs traffic is sent to, per the scenario's path (the
@@ -316,14 +375,16 @@ func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {
 	return a, nil
 }
 
-// Close undoes Prepare: it deletes droprun's namespace (Teardown) and,
-// unless keep, the cluster when Prepare created it, and says what it left
-// running. It is the one place a cluster droprun created is deleted.
+// Close undoes Prepare: it deletes what droprun created in the namespace
+// (Teardown), gives up the Lease and, unless keep, deletes the cluster
+// when Prepare created it, and says what it left running. It is the one
+// place a cluster droprun created is deleted after a run.
 func (tb *Testbed) Close(ctx context.Context, keep bool) error {
 	err := tb.Teardown(ctx)
 	if err != nil {
 		err = fmt.Errorf("cleaning up namespace %s: %w", tb.Scenario.Namespace, err)
 	}
+	err = errors.Join(err, tb.Release(ctx))
 	cl := tb.Cluster
 	switch {
 	case !cl.Deletable():
@@ -340,25 +401,60 @@ func (tb *Testbed) Close(ctx context.Context, keep bool) error {
 	return err
 }
 
-// Teardown deletes droprun's namespace. With app.custom.service the
-// namespace holds the user's own Service or Ingress, which the next run
-// needs again: the namespace is kept and only the Deployments the
-// variants apply are deleted (see KeepsNamespace).
+// Teardown deletes droprun's namespace when droprun created it, else only
+// droprun's objects there. With app.custom.service the namespace holds the
+// user's own Service or Ingress, which the next run needs again: the
+// namespace is kept and only droprun's Deployments are deleted (see
+// KeepsNamespace). Every delete carries the UID droprun applied the object
+// with; an object droprun did not create is never deleted.
 func (tb *Testbed) Teardown(ctx context.Context) error {
 	sc := tb.Scenario
-	if !KeepsNamespace(sc) {
+	if tb.nsCreated && !KeepsNamespace(sc) {
 		return kube.DeleteNamespace(ctx, tb.Cluster.Client, sc.Namespace, 2*time.Minute)
 	}
-	names, err := deploymentNames(sc)
+	refs, err := tb.ours(ctx)
 	if err != nil {
 		return err
 	}
-	if err := deleteDeployments(ctx, tb.Cluster.Client, sc.Namespace, names, 2*time.Minute); err != nil {
+	if err := kube.DeleteOurs(ctx, tb.Cluster.Client, refs, 2*time.Minute); err != nil {
 		return err
 	}
-	fmt.Fprintf(tb.log, "namespace %s kept: it holds your app.custom.service %q, which the next run needs; deleted droprun's Deployment(s) %s there\n",
-		sc.Namespace, sc.App.Custom.Service, strings.Join(names, ", "))
+	why := fmt.Sprintf("droprun did not create it (no %s annotation)", kube.AnnotationCreated)
+	if KeepsNamespace(sc) {
+		why = fmt.Sprintf("it holds your app.custom.service %q, which the next run needs", sc.App.Custom.Service)
+	}
+	var names []string
+	for _, r := range refs {
+		names = append(names, r.String())
+	}
+	fmt.Fprintf(tb.log, "namespace %s kept: %s; deleted droprun's objects there: %s\n", sc.Namespace, why, or(strings.Join(names, ", "), "none"))
 	return nil
+}
+
+// ours is what Teardown deletes outside a namespace droprun created: what
+// this testbed applied and, left by an earlier run, any Deployment of the
+// scenario's that carries droprun's label, each with its UID.
+func (tb *Testbed) ours(ctx context.Context) ([]kube.Ref, error) {
+	refs := slices.Clone(tb.applied)
+	names, err := deploymentNames(tb.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	ns := tb.Scenario.Namespace
+	for _, name := range names {
+		if slices.ContainsFunc(refs, func(r kube.Ref) bool { return r.Kind == "Deployment" && r.Name == name }) {
+			continue
+		}
+		d, err := tb.Cluster.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading deployment %s/%s: %w", ns, name, err)
+		case kube.Ours(d.Labels):
+			refs = append(refs, kube.Ref{Kind: "Deployment", Namespace: ns, Name: name, UID: d.UID})
+		}
+	}
+	return refs, nil
 }
 
 // KeepsNamespace reports whether a run leaves droprun's namespace in
@@ -383,31 +479,6 @@ func deploymentNames(sc *scenario.Scenario) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
-}
-
-// deleteDeployments deletes the named Deployments with their ReplicaSets
-// and pods (foreground) and waits until they are gone.
-func deleteDeployments(ctx context.Context, c kubernetes.Interface, namespace string, names []string, timeout time.Duration) error {
-	fg := metav1.DeletePropagationForeground
-	for _, name := range names {
-		err := c.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting deployment %s/%s: %w", namespace, name, err)
-		}
-	}
-	for _, name := range names {
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			_, err := c.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, err
-		})
-		if err != nil {
-			return fmt.Errorf("deployment %s/%s still there %s after deleting it: %w", namespace, name, timeout, err)
-		}
-	}
-	return nil
 }
 
 func or(s, def string) string {

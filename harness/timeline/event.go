@@ -169,6 +169,44 @@ const (
 	KindRouteWatchError Kind = "route.watch_error"
 )
 
+// A pod's listener closing, seen from outside the app
+// (harness/closeprobe): a prober inside a node connected to the pod's IP
+// and port every few milliseconds from its deletion on. Object is
+// pod/NAME, Pod and IP the pod's; Detail open (the last connect that
+// succeeded, RFC 3339; absent when the first one failed), closed (the first
+// that failed; absent when none did before the probe gave up), how
+// (refused, timeout, error, or open: it never closed) and prober (the node
+// it ran in). The event's own time is when droprun heard of it.
+const (
+	KindListenerProbed Kind = "probe.listener_closed"
+)
+
+// The Detail keys of a KindListenerProbed event's times.
+const (
+	DetailProbeOpen   = "open"
+	DetailProbeClosed = "closed"
+)
+
+// ProbedClose reads a KindListenerProbed event: when the listener was last
+// seen open (zero when never) and when a connect first failed; ok is false
+// for another kind of event, a probe that never saw it close, or a time
+// that does not parse.
+func (e Event) ProbedClose() (open, closed time.Time, ok bool) {
+	if e.Kind != KindListenerProbed {
+		return time.Time{}, time.Time{}, false
+	}
+	c, err := time.Parse(time.RFC3339Nano, e.Detail[DetailProbeClosed])
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	if s, has := e.Detail[DetailProbeOpen]; has {
+		if open, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return time.Time{}, time.Time{}, false
+		}
+	}
+	return open, c, true
+}
+
 // Recorder-level events.
 const (
 	// KindWatchError is an informer's watch failing (the API connection

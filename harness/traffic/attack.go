@@ -329,8 +329,12 @@ func suspects(s Stats, numCPU int) []string {
 			s.AchievedRate, s.AskedRate, 100*(1-s.AchievedRate/s.AskedRate)))
 	}
 	if s.WorkersExhausted {
-		why = append(why, fmt.Sprintf("all %d workers were busy while requests were due (peak %d in flight): requests went out late; raise MaxWorkers or lower the rate",
-			s.MaxWorkers, s.PeakInFlight))
+		fix := "raise MaxWorkers or lower the rate"
+		if s.MaxWorkers >= WorkerCap {
+			fix = "that is droprun's cap (traffic.WorkerCap): lower the rate or the timeout"
+		}
+		why = append(why, fmt.Sprintf("all %d workers were busy while requests were due (peak %d in flight): requests went out late; %s",
+			s.MaxWorkers, s.PeakInFlight, fix))
 	}
 	if s.MaxLag > MaxLagTolerance {
 		why = append(why, fmt.Sprintf(LagSuspect+" %s behind schedule (tolerance %s)",

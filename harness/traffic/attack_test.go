@@ -21,6 +21,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/droprun/droprun/internal/citest"
 )
 
 // guard bounds every wait in these tests; nothing waits for it to pass.
@@ -410,6 +412,8 @@ func TestConfigValidate(t *testing.T) {
 		{"rate negative", Config{URL: "http://127.0.0.1:30080/", Rate: -5}, "Config.Rate -5"},
 		{"timeout negative", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Timeout: -time.Second}, "Config.Timeout -1s"},
 		{"method POST", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "POST"}, ""},
+		{"workers at the cap", Config{URL: "http://127.0.0.1:30080/", Rate: 1, MaxWorkers: WorkerCap}, ""},
+		{"workers beyond the cap", Config{URL: "http://127.0.0.1:30080/", Rate: 1, MaxWorkers: WorkerCap + 1}, "Config.MaxWorkers 10001: at most 10000"},
 		{"method lower case", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "get"}, `Config.Method "get": want one of GET, HEAD, POST`},
 		{"method unknown", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "BREW"}, `Config.Method "BREW"`},
 		{"targets", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/version"}, {"w", "http://127.0.0.1:30082/version"}}, Rate: 1}, ""},
@@ -466,6 +470,8 @@ func TestConfigDefaults(t *testing.T) {
 		{Config{Rate: 1000, Timeout: 500 * time.Millisecond, Protocol: ProtocolKeepAlive}, 500 * time.Millisecond, 1000, "GET"},
 		{Config{Rate: 1000, Protocol: ProtocolKeepAlive, Method: "POST"}, 2 * time.Second, 4000, "POST"},
 		{Config{Rate: 1000, MaxWorkers: 7}, 2 * time.Second, 7, "GET"},
+		// 2 × 5,000/s × 30 s would be 300,000 connections in flight.
+		{Config{Rate: 5000, Timeout: 30 * time.Second}, 30 * time.Second, WorkerCap, "GET"},
 	}
 	for _, tt := range tests {
 		got := tt.in.withDefaults()
@@ -726,11 +732,12 @@ func TestTrimKeepsFailureBodiesAndBookshopHeaders(t *testing.T) {
 
 // TestVegetaCLIReadsResults checks that the vegeta binary's own report reads
 // a results file. It skips when no vegeta binary is on PATH (install one
-// with `go install github.com/tsenart/vegeta/v12@v12.13.0`).
+// with `go install github.com/tsenart/vegeta/v12@v12.13.0`, as .ci/run
+// does), and fails so in CI.
 func TestVegetaCLIReadsResults(t *testing.T) {
 	bin, err := exec.LookPath("vegeta")
 	if err != nil {
-		t.Skip("no vegeta binary on PATH")
+		citest.Missing(t, "no vegeta binary on PATH: go install github.com/tsenart/vegeta/v12@v12.13.0")
 	}
 	url := statusServer(t, 200)
 	_, stats, file := attackUntil(t, Config{URL: url, Rate: 100}, 10)

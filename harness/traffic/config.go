@@ -23,6 +23,13 @@ const DefaultTimeout = 2 * time.Second
 // MinMaxWorkers is the smallest default worker bound (see Config.MaxWorkers).
 const MinMaxWorkers = 100
 
+// WorkerCap is the largest worker bound: each worker in flight holds a
+// connection (a file descriptor), and a rate and timeout that would need
+// more (e.g. 5,000 req/s with a 30 s timeout) would exhaust the process's
+// descriptors before measuring anything. Reaching it shows in the attack's
+// stats as exhausted workers (the requests went out late).
+const WorkerCap = 10000
+
 // MaxBody is how many bytes of each response body are kept; the rest is read
 // and discarded so the connection completes normally.
 const MaxBody = 1024
@@ -66,7 +73,8 @@ type Config struct {
 	Timeout time.Duration
 	// MaxWorkers bounds the number of requests in flight (vegeta MaxWorkers).
 	// Zero means 2 × Rate × Timeout in seconds, at least MinMaxWorkers: twice
-	// what a target that times out every request needs to hold the rate.
+	// what a target that times out every request needs to hold the rate;
+	// at most WorkerCap (more is an error).
 	MaxWorkers uint64
 	// Name is the attack name, stored in every result and sent as the
 	// X-Vegeta-Attack request header. May be empty.
@@ -111,6 +119,9 @@ func (c Config) Validate() error {
 	if err := c.Protocol.check(); err != nil {
 		return err
 	}
+	if c.MaxWorkers > WorkerCap {
+		return fmt.Errorf("traffic: Config.MaxWorkers %d: at most %d requests may be in flight (one connection each)", c.MaxWorkers, WorkerCap)
+	}
 	if c.Method != "" && !slices.Contains(methods, c.Method) {
 		return fmt.Errorf("traffic: Config.Method %q: want one of %s (empty means %s)", c.Method, strings.Join(methods, ", "), DefaultMethod)
 	}
@@ -123,12 +134,16 @@ func (c Config) withDefaults() Config {
 		c.Timeout = DefaultTimeout
 	}
 	if c.MaxWorkers == 0 {
-		c.MaxWorkers = uint64(2 * float64(c.Rate) * c.Timeout.Seconds())
-		if c.MaxWorkers < MinMaxWorkers {
-			c.MaxWorkers = MinMaxWorkers
-		}
+		c.MaxWorkers = DefaultWorkers(c.Rate, c.Timeout)
 	}
 	return c
+}
+
+// DefaultWorkers is the worker bound for rate and timeout when none is
+// given: 2 × rate × timeout in seconds, between MinMaxWorkers and
+// WorkerCap.
+func DefaultWorkers(rate int, timeout time.Duration) uint64 {
+	return min(max(uint64(2*float64(rate)*timeout.Seconds()), MinMaxWorkers), WorkerCap)
 }
 
 // errNotLoopback explains why a host is refused.

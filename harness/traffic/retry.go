@@ -101,11 +101,21 @@ func (a *attempts) failures() []string {
 	return a.hidden
 }
 
-// failureOf returns the text of the first error conn returned.
+// failureOf returns the text of the first error conn returned. Under TLS
+// the transport's connection is a *tls.Conn over the errConn: it is
+// unwrapped (NetConn) to reach it.
 func failureOf(conn net.Conn) string {
-	if c, ok := conn.(*errConn); ok {
-		if err := c.firstErr(); err != nil {
-			return err.Error()
+	for conn != nil {
+		switch c := conn.(type) {
+		case *errConn:
+			if err := c.firstErr(); err != nil {
+				return err.Error()
+			}
+			return unseenFailure
+		case interface{ NetConn() net.Conn }:
+			conn = c.NetConn()
+		default:
+			return unseenFailure
 		}
 	}
 	return unseenFailure

@@ -3,6 +3,8 @@ package traffic
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -178,5 +180,26 @@ func TestHiddenHeaderFromServerIsIgnored(t *testing.T) {
 	}
 	if stats.Masked != 0 || stats.Retried != 0 {
 		t.Errorf("Stats: Masked %d, Retried %d", stats.Masked, stats.Retried)
+	}
+}
+
+// Under TLS the transport hands the trace a *tls.Conn over droprun's
+// errConn: the hidden failure's text is still the error the connection
+// returned, not the placeholder.
+func TestHiddenFailureTextUnderTLS(t *testing.T) {
+	client, server := net.Pipe()
+	defer server.Close()
+	ec := &errConn{Conn: client}
+	ec.note(errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"))
+	tc := tls.Client(ec, &tls.Config{InsecureSkipVerify: true})
+	defer tc.Close()
+	if got := failureOf(tc); got != "read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer" {
+		t.Errorf("failureOf(tls.Conn) = %q", got)
+	}
+	if got := failureOf(&errConn{Conn: client}); got != unseenFailure {
+		t.Errorf("a connection without an error: %q", got)
+	}
+	if got := failureOf(client); got != unseenFailure {
+		t.Errorf("a connection droprun did not wrap: %q", got)
 	}
 }

@@ -1,0 +1,14 @@
+// Package closeprobe observes, from outside the app, when each deleted
+// pod's listener closes: the start of its race window, for any app, not
+// only one (like bookshop) that records its own close.
+//
+// A small prober (apps/closeprobe) runs inside one kind node. As the
+// timeline sees each pod's deletion, Watch names the pod's IP and port; the
+// prober connects to it every 5 ms (a TCP connect, closed at once, not a
+// request) until a connect fails. The close lies between the last connect
+// that succeeded and the first that failed: within about 5 ms, plus the
+// connect's own round trip inside the node. A listener that closed before
+// the deletion was seen has no open time: its close is known only to be
+// before the first probe. Each close is one timeline.KindListenerProbed
+// event; the analysis uses it where the app has no record of its own.
+package closeprobe

@@ -1,0 +1,127 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
+)
+
+// shipped reads a shipped example run's summary.json, with its intervals.
+func shipped(t *testing.T, name string) *analysis.Summary {
+	t.Helper()
+	b, err := os.ReadFile("../../results/examples/" + name + "/summary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum analysis.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	analysis.SetIntervals(&sum)
+	return &sum
+}
+
+// The teaching lab's headline comparison decides: in the shipped
+// compare-all (3 rollouts a variant), every fix that dropped nothing is
+// told from no-prestop, which dropped in every rollout, and the variants
+// that drop like it are not.
+func TestShippedCompareAllDecides(t *testing.T) {
+	sum := shipped(t, "compare-all")
+	if sum.Variants[0].Variant != "no-prestop" {
+		t.Fatalf("the first row is %s, not no-prestop", sum.Variants[0].Variant)
+	}
+	fixes := map[string]bool{"prestop-sleep": true, "prestop-sleep-action": true, "graceful-drain": true, "the-trap": true}
+	for k, c := range compareVariants(sum) {
+		v := sum.Variants[k+1]
+		switch {
+		case fixes[v.Variant] && (!c.Significant || !strings.HasPrefix(c.Verdict, v.Variant+" drops less than no-prestop (test over")):
+			t.Errorf("%s (%d drops) against no-prestop is not decided: %s", v.Variant, v.Drops, c.Verdict)
+		case !fixes[v.Variant] && v.Variant != "the-trap/introducing" && c.Significant:
+			t.Errorf("%s drops like no-prestop, yet: %s", v.Variant, c.Verdict)
+		}
+		delete(fixes, v.Variant)
+	}
+	if len(fixes) > 0 {
+		t.Errorf("rows missing from the shipped compare-all: %v", fixes)
+	}
+}
+
+// The repeat runs of results/README.md (naive-shutdown, three runs of 3
+// rollouts on fresh clusters): per request their Wilson intervals do not
+// overlap; with the dispersion the shipped compare-all's naive-shutdown
+// measured (their own rollouts were not kept), over rollouts they do.
+func TestRepeatRunsOverlapOverRollouts(t *testing.T) {
+	sum := shipped(t, "compare-all")
+	var d stats.Dispersion
+	for _, v := range sum.Variants {
+		if v.Variant == "naive-shutdown" {
+			d = stats.DispersionOf(v.PerRollout())
+		}
+	}
+	if !d.Measured() || d.Phi < 10 {
+		t.Fatalf("naive-shutdown's dispersion %+v", d)
+	}
+	runs := []struct{ k, n uint64 }{{2528, 39335}, {1737, 36308}, {1943, 35881}}
+	var wilson, over []stats.Interval
+	for _, r := range runs {
+		wilson = append(wilson, stats.Wilson(r.k, r.n, 0.95))
+		over = append(over, stats.QuasiWilson(r.k, r.n, d.At(float64(r.n)/3), d.DF, 0.95))
+	}
+	overlap := func(a, b stats.Interval) bool { return a.Lo <= b.Hi && b.Lo <= a.Hi }
+	if overlap(wilson[0], wilson[1]) || overlap(wilson[0], wilson[2]) {
+		t.Errorf("per-request Wilson intervals %v overlap; the issue measured them apart", wilson)
+	}
+	for i := range over {
+		for j := i + 1; j < len(over); j++ {
+			if !overlap(over[i], over[j]) {
+				t.Errorf("runs %d and %d: intervals over rollouts %v and %v do not overlap", i+1, j+1, over[i], over[j])
+			}
+		}
+	}
+	t.Logf("φ %.0f on %d df; over rollouts %v; Wilson %v", d.Phi, d.DF, over, wilson)
+}
+
+// The shipped example run carries what the explanation rests on (route
+// events and the prober's listener closes): re-analysed from its raw data,
+// the race windows explain no-prestop's drops, against a small chance
+// baseline with the send times shifted, as docs/advise.md says.
+func TestShippedExampleRunExplained(t *testing.T) {
+	a, err := analysis.Analyze("../../results/examples/example-run", analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad *analysis.VariantSummary
+	for k := range a.Summary.Variants {
+		if a.Summary.Variants[k].Variant == "no-prestop" {
+			bad = &a.Summary.Variants[k]
+		}
+	}
+	if bad == nil || bad.Explained == nil || bad.Explained.Chance == nil {
+		t.Fatalf("no-prestop has no explanation: %+v", bad)
+	}
+	e := bad.Explained
+	total := e.Explained + e.Cut + e.Conntrack + e.Unexplained
+	if total != bad.Drops || (e.Explained+e.Cut)*100 < 95*total {
+		t.Errorf("explained %+v of %d drops: want at least 95%% by race windows and the close", e, bad.Drops)
+	}
+	if shifted := e.Chance.TimesShifted / float64(total); shifted > 0.10 {
+		t.Errorf("with the send times shifted, %.1f%% explained: want at most 10%%", 100*shifted)
+	}
+	t.Logf("%s", ExplainedText(e))
+}
+
+// In the shipped example run the prober's bracket holds bookshop's own
+// close for every pod it saw open and then closed (docs/advise.md).
+func TestShippedExampleRunProbe(t *testing.T) {
+	a, err := analysis.AgreeProbeIn("../../results/examples/example-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Deleted != 18 || a.Probed != 18 || a.Bracketed != 16 || a.Outside != 0 || a.Late != 2 {
+		t.Errorf("%+v: want 18 deleted and probed, 16 bracketed, none outside, 2 closed before the probing began", a)
+	}
+}
