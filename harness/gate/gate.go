@@ -274,11 +274,12 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 	} else {
 		r.add(row, CheckMeasured, Pass, "%s requests in %d rollout window(s), control window clean", stats.FormatCount(v.WindowRequests), len(v.Rollouts))
 	}
+	shared := sum.Cluster.Kind
 	if l.MaxDropRate != nil {
-		dropRate(r, v, *l.MaxDropRate, l.Confidence, run)
+		dropRate(r, v, *l.MaxDropRate, l.Confidence, run, shared)
 	}
 	if l.MaxDropsPerRollout != nil {
-		perRollout(r, v, *l.MaxDropsPerRollout, l.Confidence)
+		perRollout(r, v, *l.MaxDropsPerRollout, l.Confidence, shared)
 	}
 	if b, ok := base[row]; ok {
 		baseline(r, v, b, l.Confidence)
@@ -291,7 +292,7 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 // inconclusive with the rollouts it would take. A row without drops in a
 // run where no rollout dropped cannot tell how bursty a drop would be, so
 // its upper bound assumes the worst (a rollout drops all or nothing).
-func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run stats.Dispersion) {
+func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run stats.Dispersion, shared bool) {
 	rs := counted(v)
 	var k, n uint64
 	for _, ro := range rs {
@@ -327,8 +328,8 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run sta
 		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the bounds could not be computed, so nothing is shown", how)
 	case hi <= limit && rate <= limit:
 		r.add(v.Variant, CheckDropRate, Pass, "%s: within the limit %s", how, lim)
-	case lo > limit && !provenAbove(v, rs, limit, conf, run):
-		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with the drops of rollouts the rig was short of CPU for, which the rig, not the variant, may have dropped (counting only theirs inside race windows, the limit is not shown broken); rerun on a quiet machine (or at a lower rate)",
+	case lo > limit && !provenAbove(v, rs, limit, conf, run, shared):
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with the drops of rollouts the rig was short of CPU for, which the rig, not the variant, may have dropped (counting only theirs the variant's beyond doubt, the limit is not shown broken); rerun on a quiet machine (or at a lower rate)",
 			how, stats.FormatSig(lo, 2), lim)
 	case lo > limit:
 		r.add(v.Variant, CheckDropRate, Fail, "%s, and at least %s: above the limit %s", how, stats.FormatSig(lo, 2), lim)
@@ -341,12 +342,12 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run sta
 
 // provenAbove reports whether the row's drop rate is shown above limit
 // with each starved rollout's drops cut to those proven the variant's
-// (rs is counted(v)).
-func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, run stats.Dispersion) bool {
+// (rs is counted(v); shared as for proven).
+func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, run stats.Dispersion, shared bool) bool {
 	cut := slices.Clone(rs)
 	for k, ro := range v.Rollouts {
 		if starved(ro) {
-			cut[k].Drops = min(cut[k].Drops, proven(ro))
+			cut[k].Drops = min(cut[k].Drops, proven(ro, shared))
 		}
 	}
 	lo, _, _ := stats.BoundsOverRollouts(cut, conf, run)
@@ -386,9 +387,9 @@ func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersi
 // perRollout fails a row one of whose rollouts dropped more than limit.
 // A pass says how often a rollout could still break it, at conf. A
 // rollout the rig starved (starved) breaks it only with drops of the
-// variant's beyond doubt (proven); otherwise its breach is inconclusive:
-// the rig, not the variant, may have dropped them.
-func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64) {
+// variant's beyond doubt (proven; shared as there); otherwise its breach
+// is inconclusive: the rig, not the variant, may have dropped them.
+func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64, shared bool) {
 	var over, unsure []string
 	worst := uint64(0)
 	for k, ro := range counted(v) {
@@ -398,10 +399,10 @@ func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64)
 		case int64(ro.Drops) <= limit:
 		case !starved(rs):
 			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, stats.FormatCount(ro.Drops)))
-		case int64(proven(rs)) > limit:
-			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s inside race windows, while the rig was short of CPU)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(proven(rs))))
+		case int64(proven(rs, shared)) > limit:
+			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s inside race windows, while the rig was short of CPU)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(proven(rs, shared))))
 		default:
-			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s while the rig was short of CPU (%s), %s of them inside a race window", rs.N, stats.FormatCount(ro.Drops), starvedWhy(rs), stats.FormatCount(proven(rs))))
+			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s while the rig was short of CPU (%s), %s of them inside a race window%s", rs.N, stats.FormatCount(ro.Drops), starvedWhy(rs), stats.FormatCount(raced(rs)), sharedNote(shared, raced(rs))))
 		}
 	}
 	switch {
@@ -435,14 +436,35 @@ func starvedWhy(ro analysis.RolloutSummary) string {
 	return strings.Join(why, "; ")
 }
 
-// proven is how many of rollout ro's drops are the variant's beyond the
-// rig's doubt: inside a (pod, node) race window, or cut by a pod's close.
-// 0 without route data.
-func proven(ro analysis.RolloutSummary) uint64 {
+// proven is how many of starved rollout ro's drops are the variant's
+// beyond the rig's doubt: inside a (pod, node) race window, or cut by a
+// pod's close (raced). None when shared: the cluster's nodes share the
+// rig's CPU (a kind cluster on its host), so the starvation slows their
+// kube-proxy too and opens race windows of its own, even for a variant
+// that stops being routed to before it closes.
+func proven(ro analysis.RolloutSummary, shared bool) uint64 {
+	if shared {
+		return 0
+	}
+	return raced(ro)
+}
+
+// raced is how many of rollout ro's drops fell inside a race window or
+// were cut by a pod's close; 0 without route data.
+func raced(ro analysis.RolloutSummary) uint64 {
 	if e := ro.Explained; e != nil {
 		return e.Explained + e.Cut
 	}
 	return 0
+}
+
+// sharedNote says why drops inside race windows did not decide a starved
+// rollout on a cluster sharing the rig's CPU; "" otherwise.
+func sharedNote(shared bool, raced uint64) string {
+	if !shared || raced == 0 {
+		return ""
+	}
+	return " (the kind nodes share the rig's CPU, so a starved rig slows their kube-proxy too and opens race windows of its own)"
 }
 
 // baseline fails a row that drops significantly more than the baseline's,

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,12 +20,15 @@ import (
 
 // TestIntegrationStarvedRig starves the rig on purpose: graceful-drain
 // (which drops nothing) at 1000 req/s, 3 rollouts, with a CPU hog (four
-// busy loops per core) for 10 s from 2 s into rollout 2. That rollout must come out short
-// of CPU with none of its failures inside a race window, the row suspect,
-// and `droprun check --max-drops-per-rollout 5` inconclusive, not failed or
-// passed, counting the drops the table shows; the rollouts without the hog
-// stay clean. (Measured here: the starved rollout dropped 4,795, every one
-// an excused timeout; the others 0.)
+// busy loops per core) for 10 s from 2 s into rollout 2. That rollout must
+// come out short of CPU, the row suspect, and `droprun check
+// --max-drops-per-rollout 5` inconclusive, not failed or passed, counting
+// the drops the table shows; the rollouts without the hog stay clean. The
+// hog starves the kind nodes too, so their kube-proxy can fall behind
+// graceful-drain's drain and open race windows of its own: drops inside
+// them must not fail the gate either. (Measured: one run's starved
+// rollout dropped 4,795, every one an excused timeout; a CI run's 9,351,
+// 2,353 of them inside race windows.)
 func TestIntegrationStarvedRig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -54,8 +58,9 @@ func TestIntegrationStarvedRig(t *testing.T) {
 	if starved.Rig == nil || !starved.Rig.Saturated {
 		t.Errorf("rollout 2, with the hog on every core: rig %s, want it short of CPU", starved.Rig)
 	}
-	if e := starved.Explained; e != nil && e.Explained+e.Cut > 0 {
-		t.Errorf("rollout 2: %d of graceful-drain's drops inside a race window, want none (it stops routing before it closes)", e.Explained+e.Cut)
+	raced := uint64(0)
+	if e := starved.Explained; e != nil {
+		raced = e.Explained + e.Cut
 	}
 	// A cluster that has run many tests drops a few requests of its own
 	// at 1000 req/s (3-6 in 15,000 measured here): the limit allows them.
@@ -83,6 +88,9 @@ func TestIntegrationStarvedRig(t *testing.T) {
 		m := regexp.MustCompile(`rollout 2 dropped ([0-9,]+)`).FindStringSubmatch(res.Message)
 		if want := starved.Window.Failures + starved.Window.Masked; m == nil || parseCount(m[1]) != want {
 			t.Errorf("the gate's count for rollout 2 (%v) is not the table's %d", m, want)
+		}
+		if raced > 0 && !strings.Contains(res.Message, "the kind nodes share the rig's CPU") {
+			t.Errorf("rollout 2 dropped %d inside race windows and the gate does not say why they decide nothing: %q", raced, res.Message)
 		}
 	}
 	switch got := r.Verdict(); {
