@@ -7,8 +7,10 @@
 //	ID OPEN_NS FAIL_NS HOW
 //
 // OPEN_NS is when the last connect that succeeded started and FAIL_NS when
-// the failed one started (Unix nanoseconds; OPEN_NS 0 when the first one
-// failed); the listener closed between them. HOW is refused (connection
+// the failed one returned (Unix nanoseconds; OPEN_NS 0 when the first one
+// failed); the listener closed between them. Not when the failed one
+// started: on a busy node its SYN can leave long after, and the listener
+// may close in between. HOW is refused (connection
 // refused: the socket is gone), timeout (no answer: the pod or its network
 // is gone) or error. An address still open after the probe's limit prints
 // "ID OPEN_NS 0 open". It exits when its stdin closes, printing nothing for
@@ -95,7 +97,7 @@ func watch(ctx context.Context, addr string) string {
 		case errors.As(err, &ne) && ne.Timeout():
 			how = "timeout"
 		}
-		return fmt.Sprintf("%d %d %s", open, start.UnixNano(), how)
+		return fmt.Sprintf("%d %d %s", open, time.Now().UnixNano(), how)
 	}
 	if ctx.Err() != nil {
 		return ""

@@ -442,16 +442,20 @@ func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletio
 
 // addServerView sets the pods' own view on every row, and flags the 2xx
 // the pods answered that the client never received beyond what the race
-// accounts for: an answer can hide behind a timeout, reset or EOF that a
-// race window explains (a request delayed or cut by the rollout), but
-// answers beyond those came while the client (or the rig under it) gave
-// up for no reason of the rollout's.
+// and the tails account for: an answer can hide behind a timeout, reset
+// or EOF that a race window explains (a request delayed or cut by the
+// rollout), or behind one in a tail, which counts toward no drop; answers
+// beyond those came while the client (or the rig under it) gave up inside
+// a window for no reason of the rollout's, so its drops may be overstated.
 func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 	server := in.serverView(p, tl)
-	var raced uint64 // the variant's race-explained timeouts, resets and EOFs
+	var raced, tail uint64 // the variant's race-explained and tail timeouts, resets and EOFs
 	for _, row := range rows {
 		if row.Explained != nil {
 			raced += row.Explained.Answerable
+		}
+		for _, c := range []traffic.Class{traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF} {
+			tail += row.Tail.Classes[c]
 		}
 	}
 	for k := range rows {
@@ -459,8 +463,8 @@ func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 		if c := in.custom(); server == nil && c != nil && c.Metrics == nil {
 			rows[k].NoServerView = NoCustomMetrics
 		}
-		if server != nil && server.Exact() && server.Lost > raced {
-			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received, more than the %d timeouts, resets and EOFs a race window explains (the client gave up on answers that came)", server.Lost, raced))
+		if server != nil && server.Exact() && server.Lost > raced+tail {
+			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received, more than the %d timeouts, resets and EOFs a race window explains and the %d in the tails (the client gave up on answers that came)", server.Lost, raced, tail))
 		}
 	}
 }

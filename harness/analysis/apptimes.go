@@ -69,11 +69,14 @@ type ProbeAgreement struct {
 	// Deleted pods the timeline saw; Probed of them the prober saw close.
 	Deleted, Probed int
 	// Bracketed were seen open, then closed, by the prober, with the app's
-	// own close recorded; Outside of them had the app's close outside the
-	// prober's bracket (by more than 2 ms), the furthest by Furthest;
-	// Widest is the widest bracket.
-	Bracketed, Outside int
-	Widest, Furthest   time.Duration
+	// own close recorded; Widest is the widest bracket. Outside of them
+	// had the app's close after the prober's first refusal (by more than
+	// 2 ms), the furthest by Furthest: the two disagree. Early had it
+	// before the prober's last open connect, by up to Earliest: an app
+	// that stamps its close just before closing (bookshop) can be held
+	// between the two on a busy node.
+	Bracketed, Outside, Early int
+	Widest, Furthest, Earliest time.Duration
 	// Late were closed when the probing began, with the app's own close
 	// recorded: the prober's first refusal is then only an upper bound.
 	Late int
@@ -110,9 +113,13 @@ func AgreeProbe(events []timeline.Event, app []appmetrics.Record) ProbeAgreement
 			a.Late++
 		default:
 			a.Bracketed++
-			if off := max(open.Sub(at), at.Sub(closed)); off > probeSlack {
+			if off := at.Sub(closed); off > probeSlack {
 				a.Outside++
 				a.Furthest = max(a.Furthest, off)
+			}
+			if off := open.Sub(at); off > probeSlack {
+				a.Early++
+				a.Earliest = max(a.Earliest, off)
 			}
 			a.Widest = max(a.Widest, closed.Sub(open))
 		}

@@ -60,7 +60,8 @@ func TestPodTimes(t *testing.T) {
 }
 
 // TestAgreeProbe: a close inside the prober's bracket agrees, one 10 ms
-// outside does not, and a pod closed before the probing began is late.
+// after the first refusal does not, one 5 ms before the last open connect
+// is early, and a pod closed before the probing began is late.
 func TestAgreeProbe(t *testing.T) {
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	probe := func(pod string, open, closed int) timeline.Event {
@@ -73,13 +74,14 @@ func TestAgreeProbe(t *testing.T) {
 	events := []timeline.Event{
 		{Kind: timeline.KindPodDeletionRequested, Pod: "a"}, {Kind: timeline.KindPodDeletionRequested, Pod: "b"},
 		{Kind: timeline.KindPodDeletionRequested, Pod: "c"}, {Kind: timeline.KindPodDeletionRequested, Pod: "d"},
-		probe("a", 10, 16), probe("b", 10, 16), probe("c", -1, 30),
+		{Kind: timeline.KindPodDeletionRequested, Pod: "e"},
+		probe("a", 10, 16), probe("b", 10, 16), probe("c", -1, 30), probe("e", 10, 12),
 	}
 	own := func(pod string, ms int) appmetrics.Record {
 		return appmetrics.Record{Source: appmetrics.SourceTermination, Pod: pod, ListenerClosedAt: at(ms)}
 	}
-	got := AgreeProbe(events, []appmetrics.Record{own("a", 13), own("b", 26), own("c", 20)})
-	want := ProbeAgreement{Deleted: 4, Probed: 3, Bracketed: 2, Outside: 1, Widest: 6 * time.Millisecond, Furthest: 10 * time.Millisecond, Late: 1}
+	got := AgreeProbe(events, []appmetrics.Record{own("a", 13), own("b", 26), own("c", 20), own("e", 5)})
+	want := ProbeAgreement{Deleted: 5, Probed: 4, Bracketed: 3, Outside: 1, Early: 1, Widest: 6 * time.Millisecond, Furthest: 10 * time.Millisecond, Earliest: 5 * time.Millisecond, Late: 1}
 	if got != want {
 		t.Errorf("AgreeProbe = %+v, want %+v", got, want)
 	}

@@ -67,10 +67,10 @@ func TestServerViewFailedScrapes(t *testing.T) {
 }
 
 // Answers the pods sent that the client never received flag the row only
-// beyond the timeouts, resets and EOFs a race window explains: a request
-// the race delayed or cut may have been answered as the client gave up,
-// but a surplus the race does not account for is the client's own (a
-// starved rig).
+// beyond the timeouts, resets and EOFs a race window explains or a tail
+// holds: a request the race delayed or cut may have been answered as the
+// client gave up, and one in a tail counts toward no drop, but a surplus
+// beyond those is the client's own (a starved rig) inside a window.
 func TestLostAnswersBeyondTheRace(t *testing.T) {
 	in := &input{app: []appmetrics.Record{{
 		Time: analysistest.At(5), Started: analysistest.At(1), Pod: "web-a", Source: appmetrics.SourceTermination,
@@ -80,16 +80,23 @@ func TestLostAnswersBeyondTheRace(t *testing.T) {
 	tl := &Timeline{Outside: Tally{Requests: 15, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10, traffic.ClassTimeout: 5}}}
 	for _, tc := range []struct {
 		answerable  []uint64 // per row of the variant
+		tail        uint64   // the first row's tail timeouts
 		wantSuspect bool
 	}{
-		{[]uint64{5}, false},
-		{[]uint64{3, 2}, false},
-		{[]uint64{4}, true},
-		{nil, true},
+		{[]uint64{5}, 0, false},
+		{[]uint64{3, 2}, 0, false},
+		{[]uint64{4}, 0, true},
+		{[]uint64{4}, 1, false},
+		{[]uint64{0}, 4, true},
+		{nil, 0, true},
 	} {
 		var rows []VariantSummary
-		for _, a := range tc.answerable {
-			rows = append(rows, VariantSummary{Variant: "v", Explained: &Explained{Answerable: a}})
+		for i, a := range tc.answerable {
+			row := VariantSummary{Variant: "v", Explained: &Explained{Answerable: a}}
+			if i == 0 {
+				row.Tail = Tally{Failures: tc.tail, Classes: map[traffic.Class]uint64{traffic.ClassTimeout: tc.tail, traffic.ClassRefused: 3}}
+			}
+			rows = append(rows, row)
 		}
 		if rows == nil {
 			rows = []VariantSummary{{Variant: "v"}}
@@ -100,7 +107,7 @@ func TestLostAnswersBeyondTheRace(t *testing.T) {
 		}
 		for _, row := range rows {
 			if got := len(row.Suspect) > 0; got != tc.wantSuspect {
-				t.Errorf("race-explained %v: suspect %q, want suspect %v", tc.answerable, row.Suspect, tc.wantSuspect)
+				t.Errorf("race-explained %v, tail %d: suspect %q, want suspect %v", tc.answerable, tc.tail, row.Suspect, tc.wantSuspect)
 			}
 		}
 	}

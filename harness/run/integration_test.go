@@ -192,10 +192,13 @@ func TestIntegrationConnectMissingCluster(t *testing.T) {
 	}
 }
 
+// testWriter passes a run's log to the test's, each line marked "run> "
+// so that .ci/run can leave the logs out when it prints again what the
+// failing tests said.
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+	w.t.Log("run> " + strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 

@@ -216,13 +216,14 @@ func absDur(d time.Duration) time.Duration {
 }
 
 // checkProbedCloses holds droprun's prober (harness/closeprobe) to
-// bookshop's own record of its listener close: every pod the prober saw
-// open and then closed had bookshop's close inside that bracket
-// (analysis.AgreeProbe) but for at most 1 in 20, none by more than 20 ms
-// (in a compare-all run here one pod of 53 refused the prober 5.5 ms
-// before bookshop stamped its close, which it does just before Close: the
-// refusal came from something else, not yet known), and the prober saw at
-// least 90 % of the deleted pods close.
+// bookshop's own record of its listener close (analysis.AgreeProbe): the
+// prober saw at least 90 % of the deleted pods close, and bookshop's close
+// came after the prober's first refusal for at most 1 in 20 bracketed
+// pods, none by more than 20 ms. Bookshop stamps its close just before
+// Close, and a node at a quarter CPU weight on a busy host can hold it
+// between the two (a CI run: 5 of 51 off by up to 99 ms, direction not
+// recorded), so a stamp before the prober's last open connect is allowed
+// for 1 in 5.
 func checkProbedCloses(t *testing.T, dir string) {
 	t.Helper()
 	a, err := analysis.AgreeProbeIn(dir)
@@ -230,8 +231,8 @@ func checkProbedCloses(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	t.Logf("prober: %+v", a)
-	if a.Deleted == 0 || a.Probed*10 < a.Deleted*9 || a.Bracketed == 0 || a.Outside*20 > a.Bracketed || a.Furthest > 20*time.Millisecond {
-		t.Errorf("the prober saw %d closes of %d deleted pods; %d bracketed against bookshop's record, %d of them outside (the furthest by %s): want at least 90%% seen, some bracketed, at most 1 in 20 outside and none by more than 20ms",
-			a.Probed, a.Deleted, a.Bracketed, a.Outside, a.Furthest)
+	if a.Deleted == 0 || a.Probed*10 < a.Deleted*9 || a.Bracketed == 0 || a.Outside*20 > a.Bracketed || a.Furthest > 20*time.Millisecond || a.Early*5 > a.Bracketed {
+		t.Errorf("the prober saw %d closes of %d deleted pods; %d bracketed against bookshop's record, %d of them closed after its first refusal (the furthest by %s), %d stamped before its last open connect (by up to %s): want at least 90%% seen, some bracketed, at most 1 in 20 after and none by more than 20ms, at most 1 in 5 before",
+			a.Probed, a.Deleted, a.Bracketed, a.Outside, a.Furthest, a.Early, a.Earliest)
 	}
 }
