@@ -75,7 +75,7 @@ type ProbeAgreement struct {
 	// before the prober's last open connect, by up to Earliest: an app
 	// that stamps its close just before closing (bookshop) can be held
 	// between the two on a busy node.
-	Bracketed, Outside, Early int
+	Bracketed, Outside, Early  int
 	Widest, Furthest, Earliest time.Duration
 	// Late were closed when the probing began, with the app's own close
 	// recorded: the prober's first refusal is then only an upper bound.
