@@ -77,6 +77,10 @@ type ProbeAgreement struct {
 	// between the two on a busy node.
 	Bracketed, Outside, Early  int
 	Widest, Furthest, Earliest time.Duration
+	// Unanswered were bracketed by a connect that timed out, not one
+	// refused: no proof the listener had closed (a busy listener's full
+	// backlog drops SYNs too), so not held to the app's close.
+	Unanswered int
 	// Late were closed when the probing began, with the app's own close
 	// recorded: the prober's first refusal is then only an upper bound.
 	Late int
@@ -111,6 +115,8 @@ func AgreeProbe(events []timeline.Event, app []appmetrics.Record) ProbeAgreement
 		case !has:
 		case open.IsZero():
 			a.Late++
+		case e.Detail["how"] != "refused":
+			a.Unanswered++
 		default:
 			a.Bracketed++
 			if off := at.Sub(closed); off > probeSlack {

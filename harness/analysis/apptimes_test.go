@@ -71,17 +71,22 @@ func TestAgreeProbe(t *testing.T) {
 		}
 		return timeline.Event{Kind: timeline.KindListenerProbed, Pod: pod, Detail: d}
 	}
+	probeHow := func(pod string, open, closed int, how string) timeline.Event {
+		e := probe(pod, open, closed)
+		e.Detail["how"] = how
+		return e
+	}
 	events := []timeline.Event{
 		{Kind: timeline.KindPodDeletionRequested, Pod: "a"}, {Kind: timeline.KindPodDeletionRequested, Pod: "b"},
 		{Kind: timeline.KindPodDeletionRequested, Pod: "c"}, {Kind: timeline.KindPodDeletionRequested, Pod: "d"},
 		{Kind: timeline.KindPodDeletionRequested, Pod: "e"},
-		probe("a", 10, 16), probe("b", 10, 16), probe("c", -1, 30), probe("e", 10, 12),
+		probe("a", 10, 16), probe("b", 10, 16), probe("c", -1, 30), probe("e", 10, 12), probeHow("f", 10, 12, "timeout"),
 	}
 	own := func(pod string, ms int) appmetrics.Record {
 		return appmetrics.Record{Source: appmetrics.SourceTermination, Pod: pod, ListenerClosedAt: at(ms)}
 	}
-	got := AgreeProbe(events, []appmetrics.Record{own("a", 13), own("b", 26), own("c", 20), own("e", 5)})
-	want := ProbeAgreement{Deleted: 5, Probed: 4, Bracketed: 3, Outside: 1, Early: 1, Widest: 6 * time.Millisecond, Furthest: 10 * time.Millisecond, Earliest: 5 * time.Millisecond, Late: 1}
+	got := AgreeProbe(events, []appmetrics.Record{own("a", 13), own("b", 26), own("c", 20), own("e", 5), own("f", 3000)})
+	want := ProbeAgreement{Deleted: 5, Probed: 5, Unanswered: 1, Bracketed: 3, Outside: 1, Early: 1, Widest: 6 * time.Millisecond, Furthest: 10 * time.Millisecond, Earliest: 5 * time.Millisecond, Late: 1}
 	if got != want {
 		t.Errorf("AgreeProbe = %+v, want %+v", got, want)
 	}
