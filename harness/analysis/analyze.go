@@ -454,7 +454,7 @@ func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 		if row.Explained != nil {
 			raced += row.Explained.Answerable
 		}
-		for _, c := range []traffic.Class{traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF} {
+		for _, c := range answerable {
 			tail += row.Tail.Classes[c]
 		}
 	}

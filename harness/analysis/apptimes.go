@@ -115,7 +115,7 @@ func AgreeProbe(events []timeline.Event, app []appmetrics.Record) ProbeAgreement
 		case !has:
 		case open.IsZero():
 			a.Late++
-		case e.Detail["how"] != "refused":
+		case e.Detail[timeline.DetailProbeHow] != timeline.ProbeRefused:
 			a.Unanswered++
 		default:
 			a.Bracketed++

@@ -254,6 +254,10 @@ const (
 	AccountedConntrack = "stale conntrack entry"
 )
 
+// answerable are the classes of failure a pod's answer can hide behind:
+// the pod may have answered as the client gave up, or the answer was cut.
+var answerable = []traffic.Class{traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF}
+
 // explain attributes one failed request of rollout n whose web pod node's
 // rules chose (the entry node on a direct path, the proxy pod's node
 // through a proxy: path.RoutingNode; "" when not known): to the pair whose
@@ -316,8 +320,7 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	default:
 		return unexplained(WhyOutside)
 	}
-	switch rec.Class {
-	case traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF:
+	if slices.Contains(answerable, rec.Class) {
 		e.Answerable++
 	}
 	return how, pod

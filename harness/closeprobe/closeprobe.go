@@ -148,7 +148,7 @@ func (p *Prober) parse(line string) (timeline.Event, bool) {
 	p.mu.Lock()
 	ip := p.ips[f[0]]
 	p.mu.Unlock()
-	d := map[string]string{"how": f[3], "prober": p.node}
+	d := map[string]string{timeline.DetailProbeHow: f[3], "prober": p.node}
 	if open > 0 {
 		d[timeline.DetailProbeOpen] = time.Unix(0, open).UTC().Format(time.RFC3339Nano)
 	}

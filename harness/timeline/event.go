@@ -181,10 +181,14 @@ const (
 	KindListenerProbed Kind = "probe.listener_closed"
 )
 
-// The Detail keys of a KindListenerProbed event's times.
+// The Detail keys of a KindListenerProbed event.
 const (
 	DetailProbeOpen   = "open"
 	DetailProbeClosed = "closed"
+	// DetailProbeHow is how the first failed connect failed: ProbeRefused,
+	// "timeout" or "error" (apps/closeprobe's HOW).
+	DetailProbeHow = "how"
+	ProbeRefused   = "refused"
 )
 
 // ProbedClose reads a KindListenerProbed event: when the listener was last
