@@ -279,6 +279,9 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 		a.ByNode = groups(g.byNode)
 	}
 	a.Margins = Margins{DeletionToSIGTERM: distOf(g.sigterm), SIGTERMToListenerClosed: distOf(g.closing), SIGTERMToExit: distOf(g.exiting)}
+	if g.led > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d deleted pods got SIGTERM sooner after the deletion droprun saw than their preStop hook lasts (by up to %s): their kubelet saw the deletion first, and their delays count from its start of the hook", g.led, len(g.dels), short(g.maxLead)))
+	}
 	if n := a.Sources[analysis.RouteSourceKubeProxy]; n > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d pairs were seen through kube-proxy's sync metric, polled (the fallback where droprun cannot watch a node's rules): their times have the poll interval's resolution, not milliseconds", n, a.Pairs))
 	}
@@ -297,6 +300,8 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 type deletion struct {
 	latest  float64
 	missing bool
+	// led says the kubelet began before droprun saw the deletion (lead).
+	led bool
 }
 
 // gaps gathers the runs' route gaps for Advise: each (pod, node) pair
@@ -312,6 +317,10 @@ type gaps struct {
 	// The app's times per deleted pod: deletion → SIGTERM, SIGTERM →
 	// listener closed, SIGTERM → exit.
 	sigterm, closing, exiting []float64
+	// led counts the deleted pods whose kubelet began before droprun saw
+	// the deletion, maxLead the longest such lead, seconds.
+	led     int
+	maxLead float64
 }
 
 func newGaps() *gaps {
@@ -338,16 +347,45 @@ func (c *gaps) collect(a *Advice, runs []Run) {
 		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
 		for _, v := range r.Summary.Variants {
 			for _, g := range v.Routes {
-				c.add(a, r.Dir, v.Variant, mode, g)
+				c.add(a, r.Dir, v.Variant, mode, g, hookSeconds(v, g.Rollout))
 			}
 		}
 	}
 }
 
+// hookSeconds is the known length of the preStop hook of the pods that
+// rollout n of row v deleted (a sleep action's seconds, N for an exec of
+// `sleep N`), 0 with no hook or one of unknown length.
+func hookSeconds(v analysis.VariantSummary, n int) float64 {
+	for _, ro := range v.Rollouts {
+		if ro.N == n && ro.LivePods != nil && ro.LivePods.PreStopSeconds != nil {
+			return float64(*ro.LivePods.PreStopSeconds)
+		}
+	}
+	return 0
+}
+
+// lead is how long before droprun saw g's deletion the kubelet began to
+// shut the pod down, as the app's SIGTERM shows it: the SIGTERM came hook
+// seconds after the kubelet started the preStop hook, so a SIGTERM less
+// than hook seconds after the deletion droprun saw means the kubelet saw
+// it first (the watches lag one another on a busy cluster). 0 without the
+// app's SIGTERM; with a hook of unknown length, only a SIGTERM before the
+// deletion counts.
+func lead(g analysis.RouteGap, hook float64) float64 {
+	if !g.AppTimes {
+		return 0
+	}
+	return max(0, hook-g.SIGTERM)
+}
+
 // add takes one route gap of run's row variant, unless its pair was
 // taken already. A gap whose stop of routing was not seen (Unrouted < 0)
-// is a missing pair, and marks its deletion incomplete.
-func (c *gaps) add(a *Advice, run, variant, mode string, g analysis.RouteGap) {
+// is a missing pair, and marks its deletion incomplete. Its delay counts
+// from the start of the pod's shutdown: the deletion droprun saw, or the
+// kubelet's start of the hook where that came first (lead), since a
+// preStop runs from there.
+func (c *gaps) add(a *Advice, run, variant, mode string, g analysis.RouteGap, hook float64) {
 	key := fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout, "\x00", g.Pod, "\x00", g.Node)
 	if c.seen[key] {
 		return
@@ -370,10 +408,19 @@ func (c *gaps) add(a *Advice, run, variant, mode string, g analysis.RouteGap) {
 		a.Missing = append(a.Missing, Pair{Run: run, Row: variant, RouteGap: g})
 		return
 	}
-	d.latest = max(d.latest, g.Unrouted)
-	c.vals = append(c.vals, g.Unrouted)
-	c.byMode[mode] = append(c.byMode[mode], g.Unrouted)
-	c.byNode[g.Node] = append(c.byNode[g.Node], g.Unrouted)
+	delay := g.Unrouted
+	if l := lead(g, hook); l > 0 {
+		delay += l
+		if !d.led {
+			d.led = true
+			c.led++
+			c.maxLead = max(c.maxLead, l)
+		}
+	}
+	d.latest = max(d.latest, delay)
+	c.vals = append(c.vals, delay)
+	c.byMode[mode] = append(c.byMode[mode], delay)
+	c.byNode[g.Node] = append(c.byNode[g.Node], delay)
 	c.rollouts[fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout)] = true
 	a.Sources[cmp.Or(g.Source, "unknown")]++
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
+	"github.com/droprun/droprun/harness/variant"
 )
 
 var nodes = []string{"droprun-control-plane", "droprun-worker", "droprun-worker2"}
@@ -125,6 +126,50 @@ func TestAdviseEnoughPairs(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "missing") {
 		t.Errorf("no pair is missing, text says:\n%s", out.String())
+	}
+}
+
+// A SIGTERM that came sooner after the deletion droprun saw than the
+// deleted pods' preStop sleep lasts shows that their kubelet began first:
+// the delay a preStop must cover counts from the kubelet's start. The
+// sweep run of the nftables e2e: a 2 s sleep, SIGTERM 1.55 s after the
+// deletion, the last node unrouted at 1.76 s, so the pod needed 2.21 s
+// (and the 2 s sleep dropped requests).
+func TestAdviseKubeletFirst(t *testing.T) {
+	two := int64(2)
+	v := row("v", 300, ramp(900, 1.757))
+	for k := range v.Rollouts {
+		v.Rollouts[k].LivePods = &variant.PodFacts{PreStop: "sleep", PreStopSeconds: &two}
+	}
+	for k := range v.Routes {
+		v.Routes[k].SIGTERM, v.Routes[k].ListenerClosed = 2.01, 2.02
+		if v.Routes[k].Rollout == 300 {
+			v.Routes[k].SIGTERM, v.Routes[k].ListenerClosed = 1.546, 1.547
+		}
+	}
+	a, err := Advise([]Run{{Dir: "runs/a", Summary: summary("nftables", v)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(a.Bound.Seconds-2.211) > 1e-9 || a.Recommendation.PreStopSleepSeconds != 3 {
+		t.Errorf("bound %g s, preStop %d: want 1.757 + 0.454 = 2.211 s, a 3 s sleep", a.Bound.Seconds, a.Recommendation.PreStopSleepSeconds)
+	}
+	if a.All.Max != a.Bound.Seconds || a.Latest.Max != a.Bound.Seconds {
+		t.Errorf("distributions %+v, %+v: want the led delays in them too", a.All, a.Latest)
+	}
+	if want := "1 of 300 deleted pods got SIGTERM sooner after the deletion droprun saw than their preStop hook lasts (by up to 454 ms)"; len(a.Notes) != 1 || !strings.HasPrefix(a.Notes[0], want) {
+		t.Errorf("notes %q, want %q", a.Notes, want)
+	}
+	// Without the hook's length, a SIGTERM after the deletion shows nothing.
+	for k := range v.Rollouts {
+		v.Rollouts[k].LivePods = &variant.PodFacts{PreStop: "httpGet"}
+	}
+	a, err = Advise([]Run{{Dir: "runs/a", Summary: summary("nftables", v)}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Bound.Seconds != 1.757 || len(a.Notes) != 0 {
+		t.Errorf("hook of unknown length: bound %g s, notes %q; want 1.757 s and none", a.Bound.Seconds, a.Notes)
 	}
 }
 
@@ -410,7 +455,7 @@ func TestAdviseSweepAcrossRuns(t *testing.T) {
 func TestAdviceJSON(t *testing.T) {
 	v := row("v", 3, ramp(9, 0.7))
 	for i := range v.Routes {
-		v.Routes[i].SIGTERM, v.Routes[i].ListenerClosed = -1, -1
+		v.Routes[i].AppTimes, v.Routes[i].SIGTERM, v.Routes[i].ListenerClosed = false, -1, -1
 	}
 	a, err := Advise([]Run{{Dir: "runs/a", Summary: summary("ipvs", v)}}, Options{Quantile: 0.9, Confidence: 0.9})
 	if err != nil {

@@ -4,7 +4,9 @@
 // it first.
 //
 // Each pair is one node's stop of routing to one deleted pod
-// (analysis.RouteGap.Unrouted, seconds after the deletion request). The
+// (analysis.RouteGap.Unrouted, seconds after the deletion request, or
+// after the kubelet's start of the preStop hook where the app's SIGTERM
+// shows that came first: see lead). The
 // pairs of one deletion share one EndpointSlice change, so the bound takes
 // one observation per deleted pod: its latest node, the moment every node
 // had stopped. The delay D that advise recommends is a distribution-free
@@ -18,7 +20,7 @@
 //   - preStop.sleep.seconds = ⌈D⌉, the native sleep taking whole seconds;
 //   - a drain delay, D rounded up to 100 ms, for apps that delay their own
 //     listener close after SIGTERM instead (SIGTERM comes at or after the
-//     deletion, so D after SIGTERM covers D after the deletion);
+//     kubelet's start, so D after SIGTERM covers D after that start);
 //   - terminationGracePeriodSeconds = preStop + the larger of the 30 s an
 //     app gets after SIGTERM by default and its longest measured SIGTERM →
 //     exit plus headroom (Kubernetes counts the hook inside the period).

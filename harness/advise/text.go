@@ -42,7 +42,7 @@ type linef func(format string, args ...any)
 // writeMeasured says what was measured: the pairs, by which source, their
 // distributions and the pairs missing.
 func (a *Advice) writeMeasured(p linef) {
-	p("Measured: when each node stopped routing new connections to a pod being deleted, in seconds after the deletion request.")
+	p("Measured: when each node stopped routing new connections to a pod being deleted, in seconds after the deletion request (or the kubelet's start of the preStop hook, where that came first).")
 	p("  %d (pod, node) pairs from %d rollouts (%s pairs per rollout) in %s", a.Pairs, a.Rollouts, stats.FormatSig(a.PairsPerRollout, 3), strings.Join(a.Runs, ", "))
 	// The two known sources first, in this order, then any other by name.
 	for _, src := range []string{analysis.RouteSourceDataPlane, analysis.RouteSourceKubeProxy} {

@@ -581,9 +581,13 @@ func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-cha
 }
 
 // TestIntegrationRunGateway: through the in-cluster proxy, no-prestop's
-// drops show as 502, and at least 95% of them are explained by the race
-// window of the node whose rules routed the gateway's connection: the
-// gateway pod's node, not the entry node.
+// drops show as 502, and at least 95% of those the gateway answered are
+// explained by the race window of the node whose rules routed the
+// gateway's connection: the gateway pod's node, not the entry node. A
+// request the client gave up on names no gateway pod, so no routing node:
+// the data cannot place it, and the analysis must say so (WhyNoProxyPod)
+// rather than count it inside or outside a window. Such requests may not
+// be most of the drops. (A CI run had 80 of 917 drops so, all timeouts.)
 func TestIntegrationRunGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -612,10 +616,14 @@ traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 	// there again, after the rules changed; the flush after the rollout
 	// counts those entries, and the analysis puts such drops down to them.
 	e := v.Explained
-	if e == nil || v.Drops == 0 || float64(e.Explained+e.Conntrack+e.Cut) < 0.95*float64(v.Drops) {
-		t.Errorf("gateway no-prestop: %d drops, explained %+v; want at least 95%% explained by the gateway pod's node's race windows or its stale conntrack entries", v.Drops, e)
+	if e == nil || v.Drops == 0 {
+		t.Fatalf("gateway no-prestop: %d drops, explained %+v; want drops, and an explanation", v.Drops, e)
+	}
+	unnamed := e.Why[analysis.WhyNoProxyPod]
+	if named := v.Drops - unnamed; 2*unnamed > v.Drops || float64(e.Explained+e.Conntrack+e.Cut) < 0.95*float64(named) {
+		t.Errorf("gateway no-prestop: %d drops, %d naming no gateway pod, explained %+v; want at least 95%% of those naming one explained by the gateway pod's node's race windows or its stale conntrack entries, and those naming none less than half", v.Drops, unnamed, e)
 	} else {
-		t.Logf("gateway no-prestop: %d of %d drops explained by a race window, %d by stale conntrack entries, %d cut by the close", e.Explained, v.Drops, e.Conntrack, e.Cut)
+		t.Logf("gateway no-prestop: of %d drops naming the gateway pod, %d explained by a race window, %d by stale conntrack entries, %d cut by the close; %d named none", named, e.Explained, e.Conntrack, e.Cut, unnamed)
 	}
 }
 
