@@ -267,7 +267,13 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 		r.add(row, CheckMeasured, Fail, "no requests in any rollout window: nothing was measured")
 		return
 	}
-	suspect := append(slices.Clone(sum.Suspect), v.Suspect...)
+	// The run's suspect notes repeat each row's own, prefixed with its
+	// name: the row's are said once, unprefixed.
+	suspect := slices.DeleteFunc(slices.Clone(sum.Suspect), func(s string) bool {
+		own, ok := strings.CutPrefix(s, row+": ")
+		return ok && slices.Contains(v.Suspect, own)
+	})
+	suspect = append(suspect, v.Suspect...)
 	if len(suspect) > 0 {
 		// A limit the drops break still fails; one they meet cannot pass.
 		r.add(row, CheckMeasured, Inconclusive, "suspect measurement: %s; rerun on a quiet machine (or at a lower rate) before trusting a pass", strings.Join(suspect, "; "))
