@@ -464,6 +464,7 @@ func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 			rows[k].NoServerView = NoCustomMetrics
 		}
 		if server != nil && server.Exact() && server.Lost > raced+tail {
+			rows[k].Unreceived = server.Lost - raced - tail
 			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received, more than the %d timeouts, resets and EOFs a race window explains and the %d in the tails (the client gave up on answers that came)", server.Lost, raced, tail))
 		}
 	}

@@ -24,3 +24,18 @@ func (v VariantSummary) perRolloutMeasurable() []stats.Rollout {
 	}
 	return out
 }
+
+// Unaccounted is how many of the rollout window's drops are of a class a
+// pod's answer can hide behind (a timeout, reset or EOF) and accounted for
+// by no race window, close or stale conntrack entry: those a row's
+// Unreceived answers may hide behind.
+func (r RolloutSummary) Unaccounted() uint64 {
+	var n uint64
+	for _, c := range answerable {
+		n += r.Window.Classes[c]
+	}
+	if r.Explained != nil {
+		n -= min(n, r.Explained.Answerable)
+	}
+	return n
+}

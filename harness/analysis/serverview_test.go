@@ -82,13 +82,14 @@ func TestLostAnswersBeyondTheRace(t *testing.T) {
 		answerable  []uint64 // per row of the variant
 		tail        uint64   // the first row's tail timeouts
 		wantSuspect bool
+		unreceived  uint64 // the lost answers beyond those, on every row
 	}{
-		{[]uint64{5}, 0, false},
-		{[]uint64{3, 2}, 0, false},
-		{[]uint64{4}, 0, true},
-		{[]uint64{4}, 1, false},
-		{[]uint64{0}, 4, true},
-		{nil, 0, true},
+		{[]uint64{5}, 0, false, 0},
+		{[]uint64{3, 2}, 0, false, 0},
+		{[]uint64{4}, 0, true, 1},
+		{[]uint64{4}, 1, false, 0},
+		{[]uint64{0}, 4, true, 1},
+		{nil, 0, true, 5},
 	} {
 		var rows []VariantSummary
 		for i, a := range tc.answerable {
@@ -108,6 +109,9 @@ func TestLostAnswersBeyondTheRace(t *testing.T) {
 		for _, row := range rows {
 			if got := len(row.Suspect) > 0; got != tc.wantSuspect {
 				t.Errorf("race-explained %v, tail %d: suspect %q, want suspect %v", tc.answerable, tc.tail, row.Suspect, tc.wantSuspect)
+			}
+			if row.Unreceived != tc.unreceived {
+				t.Errorf("race-explained %v, tail %d: %d unreceived, want %d", tc.answerable, tc.tail, row.Unreceived, tc.unreceived)
 			}
 		}
 	}

@@ -91,6 +91,14 @@ type VariantSummary struct {
 	// NoServerView says why there is no Server: a custom app without
 	// app.custom.metrics exports nothing droprun was told to read.
 	NoServerView string `json:"noServerView,omitempty"`
+	// Unreceived is the 2xx the pods answered that the client never
+	// received beyond those a race window or a tail accounts for (Server's
+	// Lost less them; 0 when the pods' count is not exact). They hid behind
+	// timeouts, resets or EOFs of this row's windows outside every race
+	// window: up to that many of those drops may be the rig's (the client,
+	// or the host's path to the cluster, giving up on answers that came),
+	// not the variant's.
+	Unreceived uint64 `json:"unreceived,omitempty"`
 	// Sweep is the value of the swept field this row measured (nil
 	// unless the scenario sweeps one).
 	Sweep *SweepPoint `json:"sweep,omitempty"`

@@ -25,7 +25,11 @@
 // rollout drops all or nothing) when no rollout of the run dropped; a
 // comparison with a baseline is the one-sided test over rollouts
 // (stats.CompareRollouts). Every limit counts the drops connection reuse
-// masked with those the client saw. TestCheckNeverPassesABrokenLimit
+// masked with those the client saw. A limit is broken only by drops the
+// variant's beyond the rig's doubt (see doubt): drops of a rollout the
+// rig was short of CPU for, or behind answers the pods gave that the
+// client never received, leave a breach inconclusive.
+// TestCheckNeverPassesABrokenLimit
 // checks thousands of generated runs and limits against these rules.
 //
 // Check returns a Report; Report.JUnit writes it as JUnit XML, one test

@@ -335,7 +335,7 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run sta
 	case hi <= limit && rate <= limit:
 		r.add(v.Variant, CheckDropRate, Pass, "%s: within the limit %s", how, lim)
 	case lo > limit && !provenAbove(v, rs, limit, conf, run, shared):
-		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with the drops of rollouts the rig was short of CPU for, which the rig, not the variant, may have dropped (counting only theirs the variant's beyond doubt, the limit is not shown broken); rerun on a quiet machine (or at a lower rate)",
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with drops the rig, not the variant, may have dropped (in rollouts it was short of CPU for, or hiding answers the pods gave that the client never received); counting only the variant's beyond doubt, the limit is not shown broken; rerun on a quiet machine (or at a lower rate)",
 			how, stats.FormatSig(lo, 2), lim)
 	case lo > limit:
 		r.add(v.Variant, CheckDropRate, Fail, "%s, and at least %s: above the limit %s", how, stats.FormatSig(lo, 2), lim)
@@ -347,14 +347,13 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run sta
 }
 
 // provenAbove reports whether the row's drop rate is shown above limit
-// with each starved rollout's drops cut to those proven the variant's
-// (rs is counted(v); shared as for proven).
+// with each rollout's drops cut to those the variant's beyond the rig's
+// doubt (rs is counted(v); shared as for doubt).
 func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, run stats.Dispersion, shared bool) bool {
 	cut := slices.Clone(rs)
 	for k, ro := range v.Rollouts {
-		if starved(ro) {
-			cut[k].Drops = min(cut[k].Drops, proven(ro, shared))
-		}
+		d, _ := doubt(v, ro, cut[k].Drops, shared)
+		cut[k].Drops -= d
 	}
 	lo, _, _ := stats.BoundsOverRollouts(cut, conf, run)
 	return lo > limit
@@ -392,35 +391,67 @@ func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersi
 
 // perRollout fails a row one of whose rollouts dropped more than limit.
 // A pass says how often a rollout could still break it, at conf. A
-// rollout the rig starved (starved) breaks it only with drops of the
-// variant's beyond doubt (proven; shared as there); otherwise its breach
-// is inconclusive: the rig, not the variant, may have dropped them.
+// rollout breaks it only with drops of the variant's beyond the rig's
+// doubt (doubt; shared as there); one that breaks it only with drops the
+// rig may have caused is inconclusive.
 func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64, shared bool) {
 	var over, unsure []string
 	worst := uint64(0)
 	for k, ro := range counted(v) {
 		rs := v.Rollouts[k]
 		worst = max(worst, ro.Drops)
+		d, why := doubt(v, rs, ro.Drops, shared)
 		switch {
 		case int64(ro.Drops) <= limit:
-		case !starved(rs):
+		case d == 0:
 			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, stats.FormatCount(ro.Drops)))
-		case int64(proven(rs, shared)) > limit:
-			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s inside race windows, while the rig was short of CPU)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(proven(rs, shared))))
+		case int64(ro.Drops-d) > limit:
+			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s of them the variant's beyond doubt, %s)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(ro.Drops-d), why))
 		default:
-			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s while the rig was short of CPU (%s), %s of them inside a race window%s", rs.N, stats.FormatCount(ro.Drops), starvedWhy(rs), stats.FormatCount(raced(rs)), sharedNote(shared, raced(rs))))
+			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s %s", rs.N, stats.FormatCount(ro.Drops), why))
 		}
 	}
 	switch {
 	case len(over) > 0:
 		r.add(v.Variant, CheckPerRollout, Fail, "%s: above the limit %d per rollout (%d of %d rollouts)", strings.Join(over, ", "), limit, len(over), len(v.Rollouts))
 	case len(unsure) > 0:
-		r.add(v.Variant, CheckPerRollout, Inconclusive, "%s: above the limit %d per rollout, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, ", "), limit)
+		r.add(v.Variant, CheckPerRollout, Inconclusive, "%s: above the limit %d per rollout, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, "; "), limit)
 	default:
 		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
 		r.add(v.Variant, CheckPerRollout, Pass, "the most any of %d rollouts dropped is %s: within the limit %d; at %s, up to %s of rollouts could still break it",
 			len(v.Rollouts), stats.FormatCount(worst), limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
 	}
+}
+
+// doubt is how many of rollout ro's drops (drops, as counted) the rig, not
+// the variant, may have caused, and why. A rollout the rig was short of
+// CPU for (starved) may owe it every drop but the proven ones. A row whose
+// pods answered 2xx the client never received (Unreceived) may owe it up
+// to that many of the rollout's timeouts, resets and EOFs that no race
+// window accounts for: the answers came, the client or the host's path to
+// the cluster lost them. The pods' count is over the whole run, so each
+// rollout is granted all of it. On a cluster that shares the rig's CPU
+// (shared), answers lost so are the host starving the pods or the client,
+// so that rollout's drops inside race windows prove nothing either, as in
+// a starved one; its other drops still count.
+func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, shared bool) (uint64, string) {
+	var n uint64
+	var why []string
+	if starved(ro) {
+		n = drops - min(drops, proven(ro, shared))
+		why = append(why, fmt.Sprintf("while the rig was short of CPU (%s), %s of them inside a race window%s", starvedWhy(ro), stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro))))
+	}
+	if h := min(ro.Unaccounted(), v.Unreceived); h > 0 {
+		w := fmt.Sprintf("while the pods answered %s 2xx the client never received, which %s of its timeouts, resets and EOFs outside every race window may hide",
+			stats.FormatCount(v.Unreceived), stats.FormatCount(ro.Unaccounted()))
+		if shared {
+			h += raced(ro)
+			w += fmt.Sprintf(", %s of them inside a race window%s", stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro)))
+		}
+		n = max(n, h)
+		why = append(why, w)
+	}
+	return min(n, drops), strings.Join(why, ", and ")
 }
 
 // starved reports whether the rig was short of CPU during rollout ro: a

@@ -21,14 +21,16 @@ import (
 // TestIntegrationStarvedRig starves the rig on purpose: graceful-drain
 // (which drops nothing) at 1000 req/s, 3 rollouts, with a CPU hog (four
 // busy loops per core) for 10 s from 2 s into rollout 2. That rollout must
-// come out short of CPU, the row suspect, and `droprun check
+// come out short of CPU (or its drops behind the pods' answers the client
+// never received), the row suspect, and `droprun check
 // --max-drops-per-rollout 5` inconclusive, not failed or passed, counting
 // the drops the table shows; the rollouts without the hog stay clean. The
 // hog starves the kind nodes too, so their kube-proxy can fall behind
 // graceful-drain's drain and open race windows of its own: drops inside
 // them must not fail the gate either. (Measured: one run's starved
 // rollout dropped 4,795, every one an excused timeout; a CI run's 9,351,
-// 2,353 of them inside race windows.)
+// 2,353 of them inside race windows; another CI run's 9,208 timeouts with
+// the client only 0.25 s behind, and the pods answered all of them.)
 func TestIntegrationStarvedRig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -55,8 +57,11 @@ func TestIntegrationStarvedRig(t *testing.T) {
 		t.Logf("rollout %d: %d dropped of %d (excused %d, %s), rig %s, explained %+v", ro.N, ro.Window.Failures, ro.Window.Requests, ro.Excused, ro.ExcusedWhy, ro.Rig, ro.Explained)
 	}
 	starved := v.Rollouts[1]
-	if starved.Rig == nil || !starved.Rig.Saturated {
-		t.Errorf("rollout 2, with the hog on every core: rig %s, want it short of CPU", starved.Rig)
+	// The hog shows as the client short of CPU, or, when it starves the
+	// nodes more than the client (their CPU weight is lowered), as the
+	// pods' answers the client never received behind the drops.
+	if short := starved.Rig != nil && starved.Rig.Saturated; !short && (starved.Window.Failures == 0 || v.Unreceived == 0) {
+		t.Errorf("rollout 2, with the hog on every core: rig %s, %d dropped, %d of the pods' answers never received; want it short of CPU, or its drops behind lost answers", starved.Rig, starved.Window.Failures, v.Unreceived)
 	}
 	raced := uint64(0)
 	if e := starved.Explained; e != nil {
