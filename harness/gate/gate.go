@@ -441,9 +441,10 @@ func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, 
 		n = drops - min(drops, proven(ro, shared))
 		why = append(why, fmt.Sprintf("while the rig was short of CPU (%s), %s of them inside a race window%s", starvedWhy(ro), stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro))))
 	}
-	if h := min(ro.Unaccounted(), v.Unreceived); h > 0 {
+	u := ro.Unaccounted()
+	if h := min(u, v.Unreceived); h > 0 {
 		w := fmt.Sprintf("while the pods answered %s 2xx the client never received, which %s of its timeouts, resets and EOFs outside every race window may hide",
-			stats.FormatCount(v.Unreceived), stats.FormatCount(ro.Unaccounted()))
+			stats.FormatCount(v.Unreceived), stats.FormatCount(u))
 		if shared {
 			h += raced(ro)
 			w += fmt.Sprintf(", %s of them inside a race window%s", stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro)))

@@ -249,6 +249,16 @@ func TestSuspectIsInconclusive(t *testing.T) {
 	}
 }
 
+// doubtCase is a row checked on a cluster of its own (kind or not) and
+// the verdict, with a part of its message, a limit should give it.
+type doubtCase struct {
+	name    string
+	row     analysis.VariantSummary
+	kind    bool
+	verdict Verdict
+	want    string
+}
+
 // TestUnreceivedAnswers: when the pods answered 2xx the client never
 // received (the row's Unreceived), up to that many of a rollout's
 // timeouts, resets and EOFs outside race windows may be the rig's (the
@@ -274,13 +284,7 @@ func TestUnreceivedAnswers(t *testing.T) {
 	ro := &raced.Rollouts[1]
 	ro.Window.Classes[traffic.ClassTimeout], ro.Window.Classes[traffic.ClassRefused] = 7208, 2000
 	ro.Explained = &analysis.Explained{Explained: 2000, Unexplained: 7208, Why: map[string]uint64{analysis.WhyOutside: 7208}}
-	for _, tc := range []struct {
-		name    string
-		row     analysis.VariantSummary
-		kind    bool
-		verdict Verdict
-		want    string
-	}{
+	for _, tc := range []doubtCase{
 		{"refusals in race windows beside lost answers", raced, false, Fail,
 			"rollout 2 dropped 9,208 (2,000 of them the variant's beyond doubt, while the pods answered 7,208 2xx"},
 		{"on kind, refusals in race windows beside lost answers", raced, true, Inconclusive,
@@ -326,13 +330,7 @@ func TestStarvedRollout(t *testing.T) {
 		return v
 	}
 	limits := Limits{Confidence: 0.95, MaxDropsPerRollout: i64(0)}
-	for _, tc := range []struct {
-		name    string
-		row     analysis.VariantSummary
-		kind    bool
-		verdict Verdict
-		want    string
-	}{
+	for _, tc := range []doubtCase{
 		{"starved, nothing in a race window", starve(row("graceful-drain", 15000, 0, 645, 0), 1, 338, 0), false, Inconclusive,
 			"rollout 2 dropped 645 while the rig was short of CPU (client up to 1.20s behind schedule"},
 		{"starved, but drops in race windows", starve(row("no-prestop", 15000, 300, 645, 280), 1, 338, 200), false, Fail,
