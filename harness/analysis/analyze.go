@@ -15,7 +15,6 @@ import (
 	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/scenario"
-	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -304,7 +303,7 @@ func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) 
 	}
 	for k := range ps.rollouts {
 		if ps.rollouts[k].Excused > 0 {
-			ps.rollouts[k].ExcusedWhy = fmt.Sprintf("the client was up to %s behind schedule or waiting for a core while they were in flight", stats.FormatSeconds(ps.excusedWhy[k]))
+			ps.rollouts[k].ExcusedWhy = ps.excusedWhy[k].String()
 		}
 	}
 	rows := in.rows(v, p, ps.tl, ps.rollouts)
@@ -333,14 +332,14 @@ type pass struct {
 	// before it deleted anything, and the worst stall behind its excuses.
 	since      []Sparse
 	noDeletion []uint64
-	excusedWhy []float64
+	excusedWhy []stallWhy
 	ex         *explainer
 }
 
 func (in *input) newPass(v scenario.Variant, p *plan) *pass {
 	ps := &pass{in: in, variant: v.Name, tl: NewTimeline(p.windows()), rollouts: p.rollouts, byN: map[int]int{}}
 	n := len(ps.rollouts)
-	ps.series, ps.since, ps.noDeletion, ps.excusedWhy = make([]*RolloutSeries, n), make([]Sparse, n), make([]uint64, n), make([]float64, n)
+	ps.series, ps.since, ps.noDeletion, ps.excusedWhy = make([]*RolloutSeries, n), make([]Sparse, n), make([]uint64, n), make([]stallWhy, n)
 	for k := range ps.rollouts {
 		ps.byN[ps.rollouts[k].N] = k
 		ps.series[k] = in.rolloutSeries(&ps.rollouts[k], ps.tl)
@@ -421,13 +420,17 @@ func (ps *pass) record(rec traffic.Record) error {
 // race window (or not), and binned by time since the latest deletion d.
 func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletion, found bool) {
 	rs := &ps.rollouts[k]
-	// The stalls are the host client's (its pacing in the rig samples):
-	// they excuse its own requests only.
-	if rec.Class == traffic.ClassTimeout && (rec.Origin == traffic.HostOrigin || rec.Origin == "") {
-		if lag, stalled := ps.in.stalls.during(rec.Time, rec.End()); stalled {
+	// A client's stall (its pacing in the rig samples) excuses the host
+	// client's own requests only; a node's, every request's.
+	if rec.Class == traffic.ClassTimeout {
+		w := ps.in.stalls.during(rec.Time, rec.End())
+		if rec.Origin != traffic.HostOrigin && rec.Origin != "" {
+			w.client = 0
+		}
+		if w != (stallWhy{}) {
 			fl.Excused = true
 			rs.Excused++
-			ps.excusedWhy[k] = max(ps.excusedWhy[k], lag)
+			ps.excusedWhy[k] = ps.excusedWhy[k].max(w)
 		}
 	}
 	if !fl.Excused {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -207,6 +208,69 @@ func TestMaskedCountedApart(t *testing.T) {
 	}
 }
 
+// nodeStarvedSamples are rig samples every 250 ms over alpha's traffic in
+// which the client keeps its schedule and node w2 goes without CPU for
+// share of each sample from..to (seconds), and never otherwise.
+func nodeStarvedSamples(share float64, stretches ...[2]float64) []analysistest.Event {
+	var out []analysistest.Event
+	for k := 1; k <= 76; k++ {
+		t := float64(k) * 0.25
+		s := &rig.Sample{Time: analysistest.At(t), Interval: 250 * time.Millisecond, HostBusy: 0.7, CPUPressure: 0.5,
+			NodesStarved: map[string]float64{"w1": 0.3, "w2": 0.3}}
+		for _, st := range stretches {
+			if t > st[0] && t <= st[1] {
+				s.NodesStarved["w2"] = share
+			}
+		}
+		out = append(out, analysistest.Event{T: t, Event: timeline.Event{Kind: timeline.KindRigSample, Rig: s}})
+	}
+	return out
+}
+
+// TestNodeStallExcuses: a node that goes without CPU for a second or
+// more (a hog beside the cluster, the client keeping its schedule) makes
+// the rollout saturated and excuses the timeouts in flight then, naming
+// the node; a shorter stretch, or a node short of CPU less than
+// NodeStarvedShare of the time, excuses nothing.
+func TestNodeStallExcuses(t *testing.T) {
+	failures := append([]analysistest.Failure(nil), analysistest.Failures...)
+	// A timeout in rollout 1 beside a 0.75 s stretch: too short.
+	failures = append(failures, analysistest.Failure{From: 6.0, To: 6.1, Err: analysistest.Timeout, Latency: 2 * time.Second})
+	for _, c := range []struct {
+		name    string
+		share   float64
+		excused uint64
+	}{
+		{"starved", 0.97, 20},
+		{"short of CPU, not starved", analysis.NodeStarvedShare - 0.05, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			events := append(analysistest.Events(), nodeStarvedSamples(c.share, [2]float64{6.25, 7.0}, [2]float64{12.5, 14.5})...)
+			a := analyze(t, analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Events: events, Failures: failures}), analysis.Options{})
+			alpha := rows(a)["alpha"]
+			r1, r2 := alpha.Rollouts[0], alpha.Rollouts[1]
+			if r1.Rig == nil || r1.Rig.Saturated || r1.Excused != 0 || r1.Rig.NodeStallMax != 0 {
+				t.Errorf("rollout 1, node starved for 0.75 s: rig %+v, excused %d", r1.Rig, r1.Excused)
+			}
+			if r2.Excused != c.excused || r2.Rig == nil || r2.Rig.Saturated != (c.excused > 0) {
+				t.Fatalf("rollout 2: rig %+v, excused %d (%s), want %d", r2.Rig, r2.Excused, r2.ExcusedWhy, c.excused)
+			}
+			if c.excused == 0 {
+				return
+			}
+			if r2.Rig.NodeStallMax != 2 || r2.Rig.StalledNode != "w2" || !strings.Contains(r2.Rig.String(), "node w2 without CPU for 2.00s") {
+				t.Errorf("rollout 2: rig %s", r2.Rig)
+			}
+			if want := "a kind node went without CPU for up to 2.0 s while they were in flight"; r2.ExcusedWhy != want {
+				t.Errorf("rollout 2 excused: %q, want %q", r2.ExcusedWhy, want)
+			}
+			if !strings.Contains(strings.Join(alpha.Suspect, "\n"), "rollout 2: 20 of its timeouts were in flight while the rig stalled") {
+				t.Errorf("no suspect line for the excused timeouts: %v", alpha.Suspect)
+			}
+		})
+	}
+}
+
 // TestRigExcusesOnlyTimeouts: in alpha's rollout 2 the client stalled
 // (1.6 s behind schedule) while its 20 timeouts were in flight: they are
 // excused, with the evidence, and the row is suspect; the refused
@@ -230,7 +294,7 @@ func TestRigExcusesOnlyTimeouts(t *testing.T) {
 	if alpha.Drops != 70 || alpha.Excused != 20 || alpha.Measurable.Failures != 50 || alpha.Measurable.Classes[traffic.ClassRefused] != 40 || alpha.SaturatedRollouts != 1 {
 		t.Errorf("alpha: drops %d excused %d measurable %+v saturated %d", alpha.Drops, alpha.Excused, alpha.Measurable, alpha.SaturatedRollouts)
 	}
-	if !strings.Contains(strings.Join(alpha.Suspect, "\n"), "rollout 2: 20 of its timeouts were sent while the client itself stalled") {
+	if !strings.Contains(strings.Join(alpha.Suspect, "\n"), "rollout 2: 20 of its timeouts were in flight while the rig stalled") {
 		t.Errorf("no suspect line for the excused timeouts: %v", alpha.Suspect)
 	}
 	// One decode of the samples serves the saturation flag and the rig

@@ -24,11 +24,12 @@
 //
 // The rig is never mistaken for the race. Refused, reset, EOF and 5xx are
 // the race's signature and always count. A timeout is excused only with
-// evidence that the client, not the pods, failed: a rig sample taken while
+// evidence that the rig, not the pods, failed: a rig sample taken while
 // the request was in flight shows the client more than SaturationLag behind
-// schedule, or its goroutines waiting that long for a core. Excused
-// timeouts are counted apart (Excused), never silently, and make the row
-// suspect.
+// schedule, or its goroutines waiting that long for a core, or a kind node
+// without CPU (NodeStarvedShare of each sample) for SaturationLag or more.
+// Excused timeouts are counted apart (Excused), never silently, and make
+// the row suspect.
 //
 // Masked requests. With keep-alive, net/http may retry a request that
 // failed on a reused connection on another one without telling the

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -17,6 +19,15 @@ import (
 // goroutines cannot run for a second cannot read the answers that arrived
 // either, so they time out on its side although the pods answered them.
 const SaturationLag = time.Second
+
+// NodeStarvedShare is the share of a sample's interval a kind node must
+// go without CPU (every runnable task of it waiting, none running) to
+// count toward a node stall; a node stalls when that lasts SaturationLag.
+// On this project's 2-core host no busy rollout, at 1,000 to 2,500
+// req/s, kept a node at 0.62 or more for a whole second (single samples
+// reached 0.89), while a hog beside the nodes kept the worst one at 0.83
+// or more for its 10 s (see docs/reading-results.md).
+const NodeStarvedShare = 0.7
 
 // RigSample is one rig sample as the analysis uses it, its timing
 // corrected (see rigSamples).
@@ -35,10 +46,22 @@ type RigSample struct {
 	// own (merged into the one before it, whose CPUEnd then reaches its T).
 	Pressure, Busy float64
 	CPUEnd         time.Time
+	// Starved is the largest share of the interval a kind node went
+	// without CPU, StarvedNode that node ("" when no node was watched).
+	// NodeStall is how long, in seconds, the stretch of samples with a
+	// node that starved (Starved ≥ NodeStarvedShare) lasted, when it
+	// lasted SaturationLag or more; else 0.
+	Starved     float64
+	StarvedNode string
+	NodeStall   float64
 }
 
-// Stalled reports whether the client was stalled during the sample.
-func (s RigSample) Stalled() bool {
+// Stalled reports whether the rig was stalled during the sample: the
+// client, or a node as a whole.
+func (s RigSample) Stalled() bool { return s.ClientStalled() || s.NodeStall > 0 }
+
+// ClientStalled reports whether the client was stalled during the sample.
+func (s RigSample) ClientStalled() bool {
 	return s.Lag > SaturationLag.Seconds() || s.Sched > SaturationLag.Seconds()
 }
 
@@ -107,6 +130,11 @@ func rigSamples(raw []rig.Sample) []RigSample {
 		}
 		s.Busy = min(max(r.HostBusy, 0), 1)
 		anyBusy = anyBusy || s.Busy > 0
+		for name, v := range r.NodesStarved {
+			if v > s.Starved || v == s.Starved && name < s.StarvedNode {
+				s.Starved, s.StarvedNode = v, name
+			}
+		}
 		out = append(out, s)
 	}
 	if len(out) == 0 {
@@ -149,7 +177,31 @@ func rigSamples(raw []rig.Sample) []RigSample {
 		prev.CPUEnd = s.T
 		s.Busy, s.Pressure = -1, -1
 	}
+	markNodeStalls(out)
 	return out
+}
+
+// markNodeStalls sets NodeStall on every sample of a stretch of contiguous
+// samples in which some node starved, when the stretch lasted
+// SaturationLag or more.
+func markNodeStalls(all []RigSample) {
+	for i := 0; i < len(all); {
+		if all[i].Starved < NodeStarvedShare {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(all) && all[j].Starved >= NodeStarvedShare &&
+			!all[j].T.Add(-all[j].Interval).After(all[j-1].T.Add(RigGap)) {
+			j++
+		}
+		if span := all[j-1].T.Sub(all[i].T.Add(-all[i].Interval)).Seconds(); span >= SaturationLag.Seconds() {
+			for k := i; k < j; k++ {
+				all[k].NodeStall = span
+			}
+		}
+		i = j
+	}
 }
 
 // RigBetween returns the samples of all (in time order) that cover part of
@@ -189,8 +241,14 @@ type RigSummary struct {
 	// SchedMax bounds the longest a goroutine of the client waited for a
 	// core, in seconds.
 	SchedMax float64 `json:"schedMaxSeconds"`
+	// NodeStallMax is the longest a kind node went (almost) without CPU,
+	// in seconds (RigSample.NodeStall), StalledNode that node; 0 and ""
+	// when none did for SaturationLag.
+	NodeStallMax float64 `json:"nodeStallSeconds,omitempty"`
+	StalledNode  string  `json:"stalledNode,omitempty"`
 	// Saturated is true when some sample of the window shows the client
-	// stalled (RigSample.Stalled): timeouts sent then may be the rig's.
+	// or a node stalled (RigSample.Stalled): timeouts in flight then may
+	// be the rig's.
 	Saturated bool `json:"saturated"`
 }
 
@@ -203,8 +261,23 @@ func (s *RigSummary) String() string {
 	if s.CPUPressureMax >= 0 {
 		p = fmt.Sprintf("%.0f%% (max %.0f%%)", 100*s.CPUPressureMean, 100*s.CPUPressureMax)
 	}
-	return fmt.Sprintf("client up to %.2fs behind schedule, its goroutines up to %.2fs waiting for a core, host %.0f%% busy, CPU pressure %s",
+	out := fmt.Sprintf("client up to %.2fs behind schedule, its goroutines up to %.2fs waiting for a core, host %.0f%% busy, CPU pressure %s",
 		s.ClientLagMax, s.SchedMax, 100*s.HostBusyMean, p)
+	if s.NodeStallMax > 0 {
+		out += fmt.Sprintf(", node %s without CPU for %.2fs", s.StalledNode, s.NodeStallMax)
+	}
+	return out
+}
+
+// Stalls says how far the rig stalled, for captions: the client's lag and
+// goroutine wait, and a node's time without CPU when one went without.
+func (s *RigSummary) Stalls() string {
+	out := fmt.Sprintf("the client ran up to %s behind schedule and its goroutines waited up to %s for a core",
+		stats.FormatSeconds(s.ClientLagMax), stats.FormatSeconds(s.SchedMax))
+	if s.NodeStallMax > 0 {
+		out += fmt.Sprintf(", and node %s went without CPU for %s", s.StalledNode, stats.FormatSeconds(s.NodeStallMax))
+	}
+	return out
 }
 
 // summarizeRig summarises the samples taken within [from, to]; nil when
@@ -229,6 +302,9 @@ func summarizeRig(all []RigSample, from, to time.Time) *RigSummary {
 		}
 		s.ClientLagMax = max(s.ClientLagMax, r.Lag)
 		s.SchedMax = max(s.SchedMax, r.Sched)
+		if r.NodeStall > s.NodeStallMax {
+			s.NodeStallMax, s.StalledNode = r.NodeStall, r.StarvedNode
+		}
 		s.Saturated = s.Saturated || r.Stalled()
 	}
 	if s.Samples == 0 {
@@ -244,32 +320,58 @@ func summarizeRig(all []RigSample, from, to time.Time) *RigSummary {
 	return &s
 }
 
-// stalls are the stretches of time in which the client was stalled, in
-// time order, for excusing timeouts.
+// stalls are the stretches of time in which the client or a node was
+// stalled, in time order, for excusing timeouts.
 type stalls []stall
 
 type stall struct {
 	from, to time.Time
-	lag      float64 // the sample's worst stall, seconds
+	// stallWhy is the sample's worst stall of each kind, seconds: 0 for
+	// one that did not stall.
+	stallWhy
+}
+
+// stallWhy is how long the client stalled (behind schedule, or its
+// goroutines waiting for a core) and how long a node went without CPU.
+type stallWhy struct{ client, node float64 }
+
+func (w stallWhy) max(o stallWhy) stallWhy {
+	return stallWhy{client: max(w.client, o.client), node: max(w.node, o.node)}
+}
+
+// String says what stalled, for a rollout's excused timeouts.
+func (w stallWhy) String() string {
+	var why []string
+	if w.client > 0 {
+		why = append(why, fmt.Sprintf("the client was up to %s behind schedule or waiting for a core", stats.FormatSeconds(w.client)))
+	}
+	if w.node > 0 {
+		why = append(why, fmt.Sprintf("a kind node went without CPU for up to %s", stats.FormatSeconds(w.node)))
+	}
+	return strings.Join(why, ", or ") + " while they were in flight"
 }
 
 func stallsOf(all []RigSample) stalls {
 	var out stalls
 	for _, s := range all {
 		if s.Stalled() {
-			out = append(out, stall{from: s.T.Add(-s.Interval), to: s.T, lag: max(s.Lag, s.Sched)})
+			w := stallWhy{node: s.NodeStall}
+			if s.ClientStalled() {
+				w.client = max(s.Lag, s.Sched)
+			}
+			out = append(out, stall{from: s.T.Add(-s.Interval), to: s.T, stallWhy: w})
 		}
 	}
 	return out
 }
 
-// during returns the worst stall overlapping [from, to], and whether any
+// during returns the worst stalls overlapping [from, to]: zero when none
 // did.
-func (st stalls) during(from, to time.Time) (float64, bool) {
+func (st stalls) during(from, to time.Time) stallWhy {
 	i, _ := slices.BinarySearchFunc(st, from, func(s stall, t time.Time) int { return s.to.Compare(t) })
-	worst, found := 0.0, false
+	var worst stallWhy
 	for ; i < len(st) && !st[i].from.After(to); i++ {
-		worst, found = max(worst, st[i].lag), true
+		worst = worst.max(st[i].stallWhy)
 	}
-	return worst, found
+	return worst
 }

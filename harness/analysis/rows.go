@@ -137,7 +137,7 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 		vs.RolloutsWithDrops++
 	}
 	if r.Excused > 0 {
-		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were sent while the client itself stalled (%s): they are excused: counted among the drops, but the stalled client, not the variant, may have caused them (the measurable tally leaves them out)", r.N, r.Excused, r.ExcusedWhy))
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were in flight while the rig stalled (%s): they are excused: counted among the drops, but the stalled rig, not the variant, may have caused them (the measurable tally leaves them out)", r.N, r.Excused, r.ExcusedWhy))
 	}
 	if expected != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != expected {
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d deleted pods of variant %s, not %s (live template: %s)", r.N, r.MeasuredVariant, expected, r.LiveTemplate))

@@ -12,7 +12,7 @@ import (
 
 // The shipped starved-rig example (results/README.md): graceful-drain at
 // 1000 req/s, a CPU hog during rollout 2. That rollout is short of CPU and
-// its drops are all timeouts excused as the client's stall; rollouts 1 and
+// its drops are all timeouts excused as the rig's stall; rollouts 1 and
 // 3 drop nothing; the row is suspect, and the gate calls it inconclusive
 // (not failed, not passed) at 5 drops a rollout, naming the rig.
 func TestShippedStarvedRig(t *testing.T) {

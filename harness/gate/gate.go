@@ -456,7 +456,8 @@ func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, 
 }
 
 // starved reports whether the rig was short of CPU during rollout ro: a
-// rig sample saw the client stall, or timeouts were excused as its stall.
+// rig sample saw the client or a node stall, or timeouts were excused as
+// the rig's stall.
 // Then a drop outside every race window may be the rig's.
 func starved(ro analysis.RolloutSummary) bool {
 	return ro.Excused > 0 || ro.Rig != nil && ro.Rig.Saturated
@@ -469,7 +470,7 @@ func starvedWhy(ro analysis.RolloutSummary) string {
 		why = append(why, ro.Rig.String())
 	}
 	if ro.Excused > 0 {
-		why = append(why, fmt.Sprintf("%s timeouts excused as the client's stall", stats.FormatCount(ro.Excused)))
+		why = append(why, fmt.Sprintf("%s timeouts excused as the rig's stall", stats.FormatCount(ro.Excused)))
 	}
 	return strings.Join(why, "; ")
 }

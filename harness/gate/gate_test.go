@@ -336,7 +336,7 @@ func TestStarvedRollout(t *testing.T) {
 		{"starved, but drops in race windows", starve(row("no-prestop", 15000, 300, 645, 280), 1, 338, 200), false, Fail,
 			"rollout 1 dropped 300, rollout 2 dropped 645 (200 of them the variant's beyond doubt, while the rig was short of CPU (client up to 1.20s behind schedule"},
 		{"starved on kind, drops in race windows", starve(row("graceful-drain", 15000, 0, 645, 0), 1, 338, 200), true, Inconclusive,
-			"338 timeouts excused as the client's stall), 200 of them inside a race window (the kind nodes share the rig's CPU"},
+			"338 timeouts excused as the rig's stall), 200 of them inside a race window (the kind nodes share the rig's CPU"},
 		{"starved on kind beside rollouts that dropped", starve(row("no-prestop", 15000, 300, 645, 280), 1, 338, 200), true, Fail,
 			"rollout 1 dropped 300, rollout 3 dropped 280: above the limit 0 per rollout (2 of 3 rollouts)"},
 		{"starved rollout beside a clean one that dropped", starve(row("graceful-drain", 15000, 0, 645, 1), 1, 338, 0), false, Fail,

@@ -256,8 +256,7 @@ func rigSaturation(rs analysis.RolloutSummary) string {
 	if rs.Rig == nil || !rs.Rig.Saturated {
 		return ""
 	}
-	return fmt.Sprintf("The rig was short of CPU during this rollout: the client ran up to %s behind schedule and its goroutines waited up to %s for a core; its failures may be the machine's, not the variant's.",
-		stats.FormatSeconds(rs.Rig.ClientLagMax), stats.FormatSeconds(rs.Rig.SchedMax))
+	return fmt.Sprintf("The rig was short of CPU during this rollout: %s; its failures may be the machine's, not the variant's.", rs.Rig.Stalls())
 }
 
 // rigPanels are a timeline's two panels about the rig: its CPU (pressure
@@ -272,8 +271,7 @@ type rigPanels struct {
 func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) rigPanels {
 	title := "the rig: the machine that runs the cluster and the traffic client"
 	if rd.rs.Rig != nil && rd.rs.Rig.Saturated {
-		title = fmt.Sprintf("the rig was short of CPU: the client ran up to %s behind schedule, its goroutines waited up to %s\n(its failures may be the machine's, not the variant's)",
-			stats.FormatSeconds(rd.rs.Rig.ClientLagMax), stats.FormatSeconds(rd.rs.Rig.SchedMax))
+		title = fmt.Sprintf("the rig was short of CPU: %s\n(its failures may be the machine's, not the variant's)", rd.rs.Rig.Stalls())
 	}
 	cpu := newPlot(title, "", "CPU, %")
 	cpu.Title.TextStyle.Font.Size = labelSize

@@ -111,7 +111,7 @@ func sweepFigure(s analysis.Sweep, delays []float64) (Figure, error) {
 	fig := Figure{
 		Name:  "sweep-" + s.Group,
 		Title: fmt.Sprintf("Drop rate against %s (%s)", s.Field, s.Group),
-		Caption: fmt.Sprintf("Each point is one value of %s: the dot is the share of its rollout-window requests that failed (client stalls excused), the bar its 95%% interval over rollouts; "+
+		Caption: fmt.Sprintf("Each point is one value of %s: the dot is the share of its rollout-window requests that failed (rig stalls excused), the bar its 95%% interval over rollouts; "+
 			"a hollow grey dot is at the rig's floor (no more drops than the control window's failure rate predicts).", s.Field),
 	}
 	overlay := s.Seconds() && len(delays) > 0

@@ -513,7 +513,7 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 		f = append(f, htmlFact{"Rig during the control", v.ControlRig.String()})
 	}
 	if v.SaturatedRollouts > 0 {
-		f = append(f, htmlFact{"Rig short of CPU", fmt.Sprintf("in %d of %d rollouts; %s sent while the client itself stalled %s excused (counted apart); "+
+		f = append(f, htmlFact{"Rig short of CPU", fmt.Sprintf("in %d of %d rollouts; %s in flight while the rig stalled %s excused (counted apart); "+
 			"refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had %s in %s requests", v.SaturatedRollouts, len(v.Rollouts),
 			plural64(v.Excused, "timeout", "timeouts"), verb64(v.Excused), plural64(v.Measurable.Failures, "failure", "failures"), stats.FormatCount(v.Measurable.Requests))})
 	}
@@ -806,7 +806,7 @@ func expectText(r Row, v analysis.VariantSummary, measured string) string {
 		e = append(e, fixExpectation(r, race, timeouts)...)
 	}
 	if v.Excused > 0 {
-		e = append(e, fmt.Sprintf("%s were sent while the client itself stalled and are excused; without them the windows dropped %s of %s requests.",
+		e = append(e, fmt.Sprintf("%s were in flight while the rig stalled and are excused; without them the windows dropped %s of %s requests.",
 			plural64(v.Excused, "timeout", "timeouts"), stats.FormatCount(v.Measurable.Failures), stats.FormatCount(v.Measurable.Requests)))
 	}
 	if r.ExpectedFloor > 0 {

@@ -22,10 +22,9 @@ type Row struct {
 	Rollouts          int    `json:"rollouts"`
 	RolloutsWithDrops int    `json:"rolloutsWithDrops"`
 	// SaturatedRollouts ran on a machine short of CPU at some point (see
-	// analysis.RigSummary). Excused are the window timeouts sent while the
-	// client itself stalled; MeasurableDrops and MeasurableRequests tally
-	// the windows without them.
-	// other rollouts' windows.
+	// analysis.RigSummary). Excused are the window timeouts in flight while
+	// the rig stalled (the client, or a node without CPU); MeasurableDrops
+	// and MeasurableRequests tally the windows without them.
 	SaturatedRollouts  int     `json:"saturatedRollouts"`
 	Excused            uint64  `json:"excused"`
 	MeasurableDrops    uint64  `json:"measurableDrops"`
@@ -132,7 +131,7 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 			fmt.Fprintf(w, "%s: %s\n", r.Variant, c.Outcome)
 		}
 		if r.Excused > 0 {
-			fmt.Fprintf(w, "%s: %d timeouts excused (sent while the client itself stalled, in %d of %d rollouts short of CPU); without them: %d drops in %d requests\n",
+			fmt.Fprintf(w, "%s: %d timeouts excused (in flight while the rig stalled, in %d of %d rollouts short of CPU); without them: %d drops in %d requests\n",
 				r.Variant, r.Excused, r.SaturatedRollouts, r.Rollouts, r.MeasurableDrops, r.MeasurableRequests)
 		}
 	}
@@ -414,7 +413,7 @@ type SweepTable struct {
 }
 
 // SweepTablesOf formats every sweep of sum (analysis.Sweeps). The rates
-// are over the rollout windows' measurable requests (client stalls
+// are over the rollout windows' measurable requests (rig stalls
 // excused); a point is at the floor when it dropped no more than the
 // control window's failure rate predicts (analysis.SweepResult.AtFloor).
 func SweepTablesOf(sum *analysis.Summary) []SweepTable {

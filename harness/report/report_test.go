@@ -91,7 +91,7 @@ func TestSaturatedAndServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"SATURATED", "1/3",
-		"graceful-drain: 5 timeouts excused (sent while the client itself stalled, in 1 of 3 rollouts short of CPU); without them: 0 drops in 44995 requests",
+		"graceful-drain: 5 timeouts excused (in flight while the rig stalled, in 1 of 3 rollouts short of CPU); without them: 0 drops in 44995 requests",
 		"graceful-drain: client sent 60000, got 59990 2xx; the pods answered 60001 2xx (5 pods, 3 with exit totals)"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())

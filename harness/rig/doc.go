@@ -1,9 +1,10 @@
 // Package rig samples the measuring rig itself while a run goes on: how
 // busy the host's cores are, how long runnable tasks waited for a core
 // (the kernel's pressure stall information), how much CPU the traffic
-// client and each kind node container used, how long the client's own
-// goroutines waited to be scheduled, and how far behind schedule the
-// client sent requests.
+// client and each kind node container used, how much of the time each
+// node got no CPU at all (its cgroup's pressure, "full"), how long the
+// client's own goroutines waited to be scheduled, and how far behind
+// schedule the client sent requests.
 //
 // A 2-core machine that runs a 3-node cluster and a 1000 req/s client at
 // once can run out of CPU. When it does, every request slows down, old and

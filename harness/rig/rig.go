@@ -40,6 +40,10 @@ type Sample struct {
 	SchedMax time.Duration `json:"schedMaxNs"`
 	// Nodes are the cores each watched container used, by name.
 	Nodes map[string]float64 `json:"nodesCPU,omitempty"`
+	// NodesStarved is, by name, the share of the interval in which every
+	// runnable task of the container waited for a core and none ran (its
+	// cgroup's CPU pressure, "full"): the node as a whole got no CPU.
+	NodesStarved map[string]float64 `json:"nodesStarved,omitempty"`
 	// Client is the traffic client's state at the end of the interval,
 	// when a ClientProbe is set.
 	Client ClientState `json:"client"`
@@ -61,6 +65,10 @@ type Options struct {
 	// CPU time: cpuacct.usage (cgroup v1, nanoseconds) or cpu.stat (cgroup
 	// v2, usage_usec). See NodeCgroups.
 	Cgroups map[string]string
+	// Pressure maps a name (a kind node) to its cgroup's cpu.pressure
+	// file (cgroup v2, or the unified hierarchy of a v1 host). See
+	// CgroupPressureFile.
+	Pressure map[string]string
 	// Client, when set, is read at each sample.
 	Client func() ClientState
 	// Proc is the procfs root; default /proc (tests point it elsewhere).
@@ -87,6 +95,7 @@ type reading struct {
 	psiOK         bool
 	self          time.Duration
 	nodes         map[string]time.Duration
+	nodesFull     map[string]time.Duration
 	sched         *metrics.Float64Histogram
 	schedBucketsN []uint64
 }
@@ -165,6 +174,14 @@ func diff(prev, cur reading, client func() ClientState) Sample {
 			out.Nodes[name] = float64(v-p) / float64(wall)
 		}
 	}
+	for name, v := range cur.nodesFull {
+		if p, ok := prev.nodesFull[name]; ok && v >= p {
+			if out.NodesStarved == nil {
+				out.NodesStarved = map[string]float64{}
+			}
+			out.NodesStarved[name] = clamp01(float64(v-p) / float64(wall))
+		}
+	}
 	out.SchedMax = schedMax(prev.schedBucketsN, cur.sched)
 	if client != nil {
 		out.Client = client()
@@ -212,6 +229,14 @@ func (s *Sampler) read() reading {
 				r.nodes = map[string]time.Duration{}
 			}
 			r.nodes[name] = v
+		}
+	}
+	for name, path := range s.o.Pressure {
+		if v, ok := readCgroupFull(path); ok {
+			if r.nodesFull == nil {
+				r.nodesFull = map[string]time.Duration{}
+			}
+			r.nodesFull[name] = v
 		}
 	}
 	sm := []metrics.Sample{{Name: schedMetric}}
@@ -272,6 +297,46 @@ func readCgroupCPU(path string) (time.Duration, bool) {
 	}
 	ns, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return time.Duration(ns), err == nil
+}
+
+// readCgroupFull reads the cumulative "full" stall time of a cgroup's
+// cpu.pressure file ("full avg10=… avg60=… avg300=… total=<µs>").
+func readCgroupFull(path string) (time.Duration, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for line := range bytes.Lines(b) {
+		f := strings.Fields(string(line))
+		if len(f) == 0 || f[0] != "full" {
+			continue
+		}
+		for _, kv := range f[1:] {
+			if v, ok := strings.CutPrefix(kv, "total="); ok {
+				us, err := strconv.ParseUint(v, 10, 64)
+				return time.Duration(us) * time.Microsecond, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// CgroupPressureFile finds a docker container's cpu.pressure file, given
+// its full ID: on cgroup v2, or on a v1 host that also mounts the unified
+// hierarchy (where the kernel keeps pressure for every cgroup).
+func CgroupPressureFile(root, id string) (string, error) {
+	candidates := []string{
+		root + "/system.slice/docker-" + id + ".scope/cpu.pressure",
+		root + "/docker/" + id + "/cpu.pressure",
+		root + "/unified/system.slice/docker-" + id + ".scope/cpu.pressure",
+		root + "/unified/docker/" + id + "/cpu.pressure",
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("no CPU pressure file for container %.12s under %s (a cgroup v1 host without the unified hierarchy, or a kernel without PSI)", id, root)
 }
 
 // CgroupCPUFile finds the file counting a docker container's CPU time,

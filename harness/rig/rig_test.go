@@ -1,6 +1,8 @@
 package rig
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -165,5 +167,56 @@ func TestSamplerFromProc(t *testing.T) {
 	}
 	if got.Interval <= 0 {
 		t.Errorf("Interval = %v", got.Interval)
+	}
+}
+
+// TestNodesStarved finds a container's cpu.pressure where a cgroup v2 host
+// and a v1 host with the unified hierarchy keep it, and turns two
+// readings of its "full" total into the share of the interval the node got
+// no CPU.
+func TestNodesStarved(t *testing.T) {
+	root := t.TempDir()
+	const psi = "some avg10=9.00 avg60=1.00 avg300=0.10 total=%d\nfull avg10=8.00 avg60=1.00 avg300=0.10 total=%d\n"
+	dirs := map[string]string{"v2": "system.slice/docker-v2.scope", "hybrid": "unified/docker/hybrid"}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(id string, some, full int) {
+		if err := os.WriteFile(filepath.Join(root, dirs[id], "cpu.pressure"), fmt.Appendf(nil, psi, some, full), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := Options{Proc: t.TempDir(), Pressure: map[string]string{}}
+	for id := range dirs {
+		write(id, 0, 1_000_000)
+		p, err := CgroupPressureFile(root, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Pressure[id] = p
+	}
+	if _, err := CgroupPressureFile(root, "nope"); err == nil {
+		t.Error("found a pressure file for a missing container")
+	}
+	s := New(o)
+	t0 := s.prev.t
+	write("v2", 5_000_000, 1_000_000+200_000) // 0.2 s without CPU
+	write("hybrid", 9_000_000, 999_999)       // went back: no value
+	got := s.Next()
+	wall := got.Time.Sub(t0)
+	if want := min(0.2/wall.Seconds(), 1); math.Abs(got.NodesStarved["v2"]-want) > 1e-9 {
+		t.Errorf("v2 starved %v of %v, want %v", got.NodesStarved["v2"], wall, min(want, 1))
+	}
+	if v, ok := got.NodesStarved["hybrid"]; ok {
+		t.Errorf("a counter that went back gave %v", v)
+	}
+	for _, bad := range []string{"", "some avg10=0 total=5\n", "full avg10=0 total=x\n"} {
+		p := filepath.Join(t.TempDir(), "cpu.pressure")
+		os.WriteFile(p, []byte(bad), 0o644)
+		if _, ok := readCgroupFull(p); ok {
+			t.Errorf("readCgroupFull accepted %q", bad)
+		}
 	}
 }

@@ -15,7 +15,8 @@ import (
 const progressEvery = 5 * time.Second
 
 // startRigSampler samples the rig (host CPU, CPU pressure, the client's
-// and each kind node's CPU, the client's pacing) into the timeline every
+// and each kind node's CPU, how long each node got none, the client's
+// pacing) into the timeline every
 // 250 ms until the returned stop is called.
 func (r *runner) startRigSampler(ctx context.Context) (stop func() error, err error) {
 	o := rig.Options{Client: func() rig.ClientState {
@@ -41,6 +42,17 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func() error, err er
 				o.Cgroups = map[string]string{}
 			}
 			o.Cgroups[name] = path
+		}
+		for name, id := range ids {
+			path, err := rig.CgroupPressureFile("/sys/fs/cgroup", id)
+			if err != nil {
+				fmt.Fprintf(r.log, "warning: a node short of CPU will not be seen, only the client: %v\n", err)
+				break
+			}
+			if o.Pressure == nil {
+				o.Pressure = map[string]string{}
+			}
+			o.Pressure[name] = path
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
