@@ -261,6 +261,10 @@ func TestNodeStallExcuses(t *testing.T) {
 			if r2.Rig.NodeStallMax != 2 || r2.Rig.StalledNode != "w2" || !strings.Contains(r2.Rig.String(), "node w2 without CPU for 2.00s") {
 				t.Errorf("rollout 2: rig %s", r2.Rig)
 			}
+			// A caption names only what stalled: the node, not the client.
+			if got, want := r2.Rig.Stalls("; "), "node w2 went without CPU for 2.0 s"; got != want {
+				t.Errorf("rollout 2 stalls: %q, want %q", got, want)
+			}
 			if want := "a kind node went without CPU for up to 2.0 s while they were in flight"; r2.ExcusedWhy != want {
 				t.Errorf("rollout 2 excused: %q, want %q", r2.ExcusedWhy, want)
 			}

@@ -269,15 +269,19 @@ func (s *RigSummary) String() string {
 	return out
 }
 
-// Stalls says how far the rig stalled, for captions: the client's lag and
-// goroutine wait, and a node's time without CPU when one went without.
-func (s *RigSummary) Stalls() string {
-	out := fmt.Sprintf("the client ran up to %s behind schedule and its goroutines waited up to %s for a core",
-		stats.FormatSeconds(s.ClientLagMax), stats.FormatSeconds(s.SchedMax))
-	if s.NodeStallMax > 0 {
-		out += fmt.Sprintf(", and node %s went without CPU for %s", s.StalledNode, stats.FormatSeconds(s.NodeStallMax))
+// Stalls says what of the rig stalled, for captions, joined by sep: the
+// client's lag and goroutine wait, unless only a node stalled, and the
+// node's time without CPU when one went without.
+func (s *RigSummary) Stalls(sep string) string {
+	var out []string
+	if s.NodeStallMax == 0 || max(s.ClientLagMax, s.SchedMax) > SaturationLag.Seconds() {
+		out = append(out, fmt.Sprintf("the client ran up to %s behind schedule and its goroutines waited up to %s for a core",
+			stats.FormatSeconds(s.ClientLagMax), stats.FormatSeconds(s.SchedMax)))
 	}
-	return out
+	if s.NodeStallMax > 0 {
+		out = append(out, fmt.Sprintf("node %s went without CPU for %s", s.StalledNode, stats.FormatSeconds(s.NodeStallMax)))
+	}
+	return strings.Join(out, sep)
 }
 
 // summarizeRig summarises the samples taken within [from, to]; nil when

@@ -43,6 +43,14 @@ func maxLag(ss []rigSample) float64 {
 var (
 	pressureOf = func(s rigSample) float64 { return s.Pressure }
 	busyOf     = func(s rigSample) float64 { return s.Busy }
+	// starvedOf is the worst node's share without CPU; -1 when no node
+	// was watched.
+	starvedOf = func(s rigSample) float64 {
+		if s.StarvedNode == "" {
+			return -1
+		}
+		return s.Starved
+	}
 )
 
 // anyValue reports whether some sample of ss has a value (not negative).
@@ -57,10 +65,12 @@ func anyValue(ss []rigSample, value func(rigSample) float64) bool {
 
 // Rig panel styles: the CPU panel in greys (CPU pressure a filled area,
 // host busy a thin line over it), the client's lag a blue line over a
-// pale fill, its tolerance a dashed red line.
+// pale fill, its tolerance a dashed red line; the worst node's share
+// without CPU an orange line.
 var (
 	pressureFill  = hex("#bdbdbd")
 	busyStyle     = draw.LineStyle{Color: hex("#252525"), Width: vg.Points(1)}
+	starvedStyle  = draw.LineStyle{Color: hex("#e6550d"), Width: vg.Points(1.2)}
 	lagFill       = hex("#c6dbef")
 	lagStyle      = draw.LineStyle{Color: hex("#08519c"), Width: vg.Points(1.5)}
 	toleranceLine = draw.LineStyle{Color: hex("#cb181d"), Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
@@ -256,7 +266,7 @@ func rigSaturation(rs analysis.RolloutSummary) string {
 	if rs.Rig == nil || !rs.Rig.Saturated {
 		return ""
 	}
-	return fmt.Sprintf("The rig was short of CPU during this rollout: %s; its failures may be the machine's, not the variant's.", rs.Rig.Stalls())
+	return fmt.Sprintf("The rig was short of CPU during this rollout: %s; its failures may be the machine's, not the variant's.", rs.Rig.Stalls(", and "))
 }
 
 // rigPanels are a timeline's two panels about the rig: its CPU (pressure
@@ -271,7 +281,7 @@ type rigPanels struct {
 func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) rigPanels {
 	title := "the rig: the machine that runs the cluster and the traffic client"
 	if rd.rs.Rig != nil && rd.rs.Rig.Saturated {
-		title = fmt.Sprintf("the rig was short of CPU: %s\n(its failures may be the machine's, not the variant's)", rd.rs.Rig.Stalls())
+		title = fmt.Sprintf("the rig was short of CPU: %s\n(its failures may be the machine's, not the variant's)", rd.rs.Rig.Stalls(",\n"))
 	}
 	cpu := newPlot(title, "", "CPU, %")
 	cpu.Title.TextStyle.Font.Size = labelSize
@@ -300,6 +310,10 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 	if busy {
 		cpu.Add(rigSteps{ss: rd.rig, t0: t0, value: busyOf, style: busyStyle})
 	}
+	starved := anyValue(rd.rig, starvedOf)
+	if starved {
+		cpu.Add(rigSteps{ss: rd.rig, t0: t0, value: starvedOf, style: starvedStyle})
+	}
 	cpu.Add(fades...)
 	cpu.Add(panelLines(rd.markers))
 	if !pressure {
@@ -316,6 +330,9 @@ func newRigPanels(rd *rolloutData, xmin, xmax float64, fades []gplot.Plotter) ri
 	}
 	if busy {
 		leg.Add("host CPU busy", lineThumb{busyStyle})
+	}
+	if starved {
+		leg.Add("worst node without CPU", lineThumb{starvedStyle})
 	}
 	leg.Add("")
 	leg.Add("client lag behind schedule", lineThumb{lagStyle})
