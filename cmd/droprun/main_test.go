@@ -68,6 +68,8 @@ func TestRender(t *testing.T) {
 		{name: "trap initial has no hook", args: []string{"render", "--variant", "the-trap", "--initial", "../../scenarios/the-trap.yaml"}, want: []string{"droprun.dev/variant: no-prestop", "droprun.dev/row: the-trap"}, notWant: []string{"preStop"}},
 		{name: "trap after first rollout has the hook", args: []string{"render", "--variant", "the-trap", "../../scenarios/the-trap.yaml"}, want: []string{"preStop", "droprun.dev/variant: prestop-sleep"}},
 		{name: "gateway scenario adds the gateway", args: []string{"render", "--variant", "no-prestop", "../../scenarios/gateway.yaml"}, want: []string{"name: gateway", "--mode=gateway", "nodePort: 30081"}},
+		{name: "traefik scenario adds Traefik, namespaced", args: []string{"render", "--variant", "no-prestop", "../../scenarios/traefik.yaml"},
+			want: []string{"kind: ServiceAccount", "kind: Role\n", "kind: RoleBinding", "image: droprun/traefik:v3.6.12", "--providers.kubernetesIngress.disableClusterScopeResources=true", "nodePort: 30081", "kind: Ingress"}},
 		{name: "custom app", args: []string{"render", "../../scenarios/custom-app.yaml"}, want: []string{"name: my-service", "image: my-service:1.0.0", "namespace: droprun", "droprun.dev/row: current"}},
 		{name: "unknown variant", args: []string{"render", "--variant", "nap"}, code: 2},
 		{name: "no variant", args: []string{"render"}, code: 2},

@@ -151,6 +151,48 @@ func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 	return res, nil
 }
 
+// CachedGo returns a docker-save archive of o.Package's images (o.Tags),
+// built by BuildGo into dir (default: droprun/fronts in the user's cache
+// directory) the first time and kept: meant for a tagged release, whose
+// source never changes. o.Out is ignored; the archive is named after the
+// first tag. A build cut short leaves no archive behind.
+func CachedGo(ctx context.Context, o GoBuildOptions, dir string) (string, error) {
+	if len(o.Tags) == 0 {
+		return "", errors.New("no image tags")
+	}
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(cache, "droprun", "fronts")
+	}
+	file := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(o.Tags[0])+".tar")
+	if fi, err := os.Stat(file); err == nil && fi.Mode().IsRegular() {
+		fmt.Fprintf(logOr(o.Log), "using %s (cached; delete it to rebuild)\n", file)
+		return file, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	o.Out = fmt.Sprintf("%s.%d.partial", file, os.Getpid())
+	defer os.Remove(o.Out)
+	if _, err := BuildGo(ctx, o); err != nil {
+		return "", err
+	}
+	if err := os.Rename(o.Out, file); err != nil {
+		return "", err
+	}
+	return file, nil
+}
+
+func logOr(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
 // goInstall runs `go install pkgAtVersion` for linux/goarch and returns
 // the binary it produced. It installs into a GOPATH of its own under work
 // with GOBIN unset, because go install refuses to cross-compile (droprun
@@ -163,17 +205,23 @@ func goInstall(ctx context.Context, goBin, pkgAtVersion, goarch, work string) (s
 	if err != nil {
 		return "", err
 	}
+	env = append(env, "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off")
 	cmd := exec.CommandContext(ctx, goBin, "install", "-trimpath", "-ldflags=-s -w -buildid=", pkgAtVersion)
 	cmd.Dir = work
-	cmd.Env = append(env, "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=", "GOWORK=off")
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("go install %s: %w", pkgAtVersion, ctx.Err())
 		}
-		return "", fmt.Errorf("go install %s: %w\n%s\n(the package must be a main package of a module the Go module proxy serves, at a version it has)",
-			pkgAtVersion, err, strings.TrimSpace(out.String()))
+		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), replaceRefusal) { // go wraps the message
+			return "", fmt.Errorf("go install %s: %w\n%s\n(the package must be a main package of a module the Go module proxy serves, at a version it has)",
+				pkgAtVersion, err, strings.TrimSpace(out.String()))
+		}
+		// A module with replace directives (Traefik's, say) builds only
+		// as the main module: in a copy of its own source.
+		return buildInModule(ctx, goBin, env, pkgAtVersion, work)
 	}
 	// go install writes $GOPATH/bin/NAME, or $GOPATH/bin/linux_ARCH/NAME
 	// when it cross-compiles.
@@ -192,6 +240,76 @@ func goInstall(ctx context.Context, goBin, pkgAtVersion, goarch, work string) (s
 		return "", fmt.Errorf("go install %s left no single binary in %s (found %q, %v)", pkgAtVersion, bin, files, err)
 	}
 	return filepath.Join(bin, files[0]), nil
+}
+
+// replaceRefusal is how go install refuses a package whose module's go.mod
+// has replace directives (cmd/go: "The go.mod file for the module providing
+// named packages contains one or more replace directives").
+const replaceRefusal = "contains one or more replace directives"
+
+// buildInModule builds pkgAtVersion the way its module's own maintainers
+// do: it downloads the module that holds the package from the module proxy
+// (go mod download, trying the package path and each parent), copies its
+// source under work, and runs go build there, so the module's go.mod,
+// replace directives included, is the main module's. The binary is named
+// as go install would name it.
+func buildInModule(ctx context.Context, goBin string, env []string, pkgAtVersion, work string) (string, error) {
+	pkg, version, _ := strings.Cut(pkgAtVersion, "@")
+	var mod struct{ Path, Dir, Error string }
+	var tried []string
+	for cand := pkg; ; cand = path.Dir(cand) {
+		cmd := exec.CommandContext(ctx, goBin, "mod", "download", "-json", cand+"@"+version)
+		cmd.Dir, cmd.Env = work, env
+		out, _ := cmd.Output() // a failure is reported in the JSON's Error
+		mod.Path, mod.Dir, mod.Error = "", "", ""
+		if json.Unmarshal(out, &mod) == nil && mod.Error == "" && mod.Dir != "" {
+			mod.Path = cand
+			break
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("go mod download %s@%s: %w", cand, version, ctx.Err())
+		}
+		tried = append(tried, cand)
+		if !strings.Contains(cand, "/") {
+			break
+		}
+	}
+	if mod.Path == "" {
+		return "", fmt.Errorf("go install %s: its module has replace directives, and no module holding it could be downloaded at %s (tried %s)", pkgAtVersion, version, strings.Join(tried, ", "))
+	}
+	src := filepath.Join(work, "src")
+	if err := os.CopyFS(src, os.DirFS(mod.Dir)); err != nil {
+		return "", fmt.Errorf("copying %s@%s's source: %w", mod.Path, version, err)
+	}
+	rel := "." + strings.TrimPrefix(pkg, mod.Path)
+	bin := filepath.Join(work, "bin", goInstallName(pkg))
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", bin, rel)
+	// -mod=mod: a go.sum the module left incomplete is filled in (and
+	// checked against the checksum database) rather than refused.
+	cmd.Dir, cmd.Env = src, append(env, "GOFLAGS=-mod=mod")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("go build %s in %s@%s: %w", rel, mod.Path, version, ctx.Err())
+		}
+		return "", fmt.Errorf("go build %s in %s@%s (its module has replace directives, so droprun builds it in a copy of its source): %w\n%s",
+			rel, mod.Path, version, err, strings.TrimSpace(out.String()))
+	}
+	return bin, nil
+}
+
+// goInstallName is the name go install gives a main package's binary: its
+// last path element, or the one before a major-version suffix (…/bar/v2
+// gives bar).
+func goInstallName(pkg string) string {
+	base := path.Base(pkg)
+	if len(base) > 1 && base[0] == 'v' && strings.Trim(base[1:], "0123456789") == "" {
+		if parent := path.Base(path.Dir(pkg)); parent != "." && parent != "/" {
+			return parent
+		}
+	}
+	return base
 }
 
 // installEnv is the caller's environment for goInstall with GOPATH set to

@@ -102,32 +102,50 @@ func TestGoImage(t *testing.T) {
 // database: the module is made up).
 func fakeProxy(t *testing.T, module, version string) {
 	t.Helper()
+	fakeProxyOf(t, proxyModule{module, version, map[string]string{
+		"go.mod":  "module " + module + "\n\ngo 1.21\n",
+		"main.go": "package main\n\nfunc main() { println(\"hello\") }\n",
+	}})
+}
+
+// proxyModule is one module version a fake proxy serves: its files by
+// path, go.mod among them.
+type proxyModule struct {
+	path, version string
+	files         map[string]string
+}
+
+// fakeProxyOf lays out a GOPROXY=file:// module proxy serving mods and
+// points go at it.
+func fakeProxyOf(t *testing.T, mods ...proxyModule) {
+	t.Helper()
 	dir := t.TempDir()
-	vdir := filepath.Join(dir, filepath.FromSlash(module), "@v")
-	if err := os.MkdirAll(vdir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gomod := "module " + module + "\n\ngo 1.21\n"
-	var zbuf bytes.Buffer
-	zw := zip.NewWriter(&zbuf)
-	for name, data := range map[string]string{"go.mod": gomod, "main.go": "package main\n\nfunc main() { println(\"hello\") }\n"} {
-		w, err := zw.Create(module + "@" + version + "/" + name)
-		if err != nil {
+	for _, m := range mods {
+		vdir := filepath.Join(dir, filepath.FromSlash(m.path), "@v")
+		if err := os.MkdirAll(vdir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		io.WriteString(w, data)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{
-		"list":            []byte(version + "\n"),
-		version + ".info": []byte(`{"Version":"` + version + `","Time":"2024-01-01T00:00:00Z"}`),
-		version + ".mod":  []byte(gomod),
-		version + ".zip":  zbuf.Bytes(),
-	} {
-		if err := os.WriteFile(filepath.Join(vdir, name), data, 0o644); err != nil {
+		var zbuf bytes.Buffer
+		zw := zip.NewWriter(&zbuf)
+		for name, data := range m.files {
+			w, err := zw.Create(m.path + "@" + m.version + "/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.WriteString(w, data)
+		}
+		if err := zw.Close(); err != nil {
 			t.Fatal(err)
+		}
+		for name, data := range map[string][]byte{
+			"list":              []byte(m.version + "\n"),
+			m.version + ".info": []byte(`{"Version":"` + m.version + `","Time":"2024-01-01T00:00:00Z"}`),
+			m.version + ".mod":  []byte(m.files["go.mod"]),
+			m.version + ".zip":  zbuf.Bytes(),
+		} {
+			if err := os.WriteFile(filepath.Join(vdir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(dir))
@@ -168,6 +186,51 @@ func TestGoInstallMajorVersion(t *testing.T) {
 	}
 	if cf.Created.Unix() != 1700000000 {
 		t.Errorf("config created %v, want 1700000000", cf.Created)
+	}
+}
+
+// TestGoInstallWithReplace: go install refuses a package whose module's
+// go.mod has replace directives (Traefik's does); BuildGo builds it in a
+// copy of the module's source instead, with its replacement, and names the
+// binary as go install would.
+func TestGoInstallWithReplace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	fakeProxyOf(t,
+		proxyModule{"example.com/front/v3", "v3.1.0", map[string]string{
+			"go.mod":                 "module example.com/front/v3\n\ngo 1.21\n\nrequire example.com/lib v1.0.0\n\nreplace example.com/lib => example.com/fork v1.0.1\n",
+			"cmd/front/main.go":      "package main\n\nimport \"example.com/lib\"\n\nfunc main() { println(lib.Who) }\n",
+			"internal/unused/doc.go": "package unused\n",
+		}},
+		proxyModule{"example.com/lib", "v1.0.0", map[string]string{
+			"go.mod": "module example.com/lib\n\ngo 1.21\n", "lib.go": "package lib\n\nconst Who = \"upstream\"\n",
+		}},
+		proxyModule{"example.com/fork", "v1.0.1", map[string]string{
+			"go.mod": "module example.com/lib\n\ngo 1.21\n", "lib.go": "package lib\n\nconst Who = \"fork\"\n",
+		}},
+	)
+	out := filepath.Join(t.TempDir(), "front.tar")
+	res, err := BuildGo(context.Background(), GoBuildOptions{Package: "example.com/front/v3/cmd/front@v3.1.0", Tags: []string{"front:a"}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Binary != "/usr/local/bin/front" {
+		t.Errorf("Binary = %s, want /usr/local/bin/front", res.Binary)
+	}
+	tag, _ := name.NewTag("front:a")
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := layerEntries(t, img)
+	if bin := files["usr/local/bin/front"]; !strings.Contains(bin, "fork") || strings.Contains(bin, "upstream") {
+		t.Errorf("the binary (%d bytes) was not built with the replacement: want the fork's string in it, not upstream's", len(bin))
+	}
+	for pkg, want := range map[string]string{"example.com/bar/v2": "bar", "example.com/cmd/tool": "tool", "example.com/v2": "example.com", "example.com/x/v": "v"} {
+		if got := goInstallName(pkg); got != want {
+			t.Errorf("goInstallName(%s) = %s, want %s", pkg, got, want)
+		}
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/droprun/droprun/harness/variant"
@@ -97,44 +99,76 @@ func WaitNamespaceGone(ctx context.Context, c kubernetes.Interface, name string,
 	return nil
 }
 
-// Apply server-side applies objects (Deployments and Services) in order,
-// each marked as owner's (managed-by and run labels, owner annotation),
-// and returns the applied Deployments by name and every object applied.
-// An object of the same name that droprun did not create is refused
-// (ErrNotOurs), never overwritten.
+// Apply server-side applies objects in order (Deployments, Services,
+// ServiceAccounts, Roles, RoleBindings and Ingresses), each marked as
+// owner's (managed-by and run labels, owner annotation), and returns the
+// applied Deployments by name and every object applied. An object of the
+// same name that droprun did not create is refused (ErrNotOurs), never
+// overwritten.
 func Apply(ctx context.Context, c kubernetes.Interface, owner Owner, objects ...any) (map[string]*appsv1.Deployment, []Ref, error) {
 	deps := map[string]*appsv1.Deployment{}
 	var refs []Ref
 	for _, o := range objects {
+		var ref Ref
+		var err error
 		switch o := o.(type) {
 		case *appsv1ac.DeploymentApplyConfiguration:
-			ns, name := *o.Namespace, *o.Name
-			cur, err := c.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-			if err := refuseTheirs("Deployment", ns, name, cur, err); err != nil {
-				return nil, nil, err
+			var d *appsv1.Deployment
+			if d, ref, err = applyOne(ctx, c.AppsV1().Deployments(*o.GetNamespace()), "Deployment", o, owner); err == nil {
+				deps[d.Name] = d
 			}
-			d, err := c.AppsV1().Deployments(ns).Apply(ctx, o.WithLabels(owner.ownLabels()).WithAnnotations(owner.ownAnnotations()), applyOpts)
-			if err != nil {
-				return nil, nil, fmt.Errorf("applying deployment %s: %w", name, err)
-			}
-			deps[d.Name] = d
-			refs = append(refs, Ref{"Deployment", ns, name, d.UID})
 		case *corev1ac.ServiceApplyConfiguration:
-			ns, name := *o.Namespace, *o.Name
-			cur, err := c.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-			if err := refuseTheirs("Service", ns, name, cur, err); err != nil {
-				return nil, nil, err
-			}
-			s, err := c.CoreV1().Services(ns).Apply(ctx, o.WithLabels(owner.ownLabels()).WithAnnotations(owner.ownAnnotations()), applyOpts)
-			if err != nil {
-				return nil, nil, fmt.Errorf("applying service %s: %w", name, err)
-			}
-			refs = append(refs, Ref{"Service", ns, name, s.UID})
+			_, ref, err = applyOne(ctx, c.CoreV1().Services(*o.GetNamespace()), "Service", o, owner)
+		case *corev1ac.ServiceAccountApplyConfiguration:
+			_, ref, err = applyOne(ctx, c.CoreV1().ServiceAccounts(*o.GetNamespace()), "ServiceAccount", o, owner)
+		case *rbacv1ac.RoleApplyConfiguration:
+			_, ref, err = applyOne(ctx, c.RbacV1().Roles(*o.GetNamespace()), "Role", o, owner)
+		case *rbacv1ac.RoleBindingApplyConfiguration:
+			_, ref, err = applyOne(ctx, c.RbacV1().RoleBindings(*o.GetNamespace()), "RoleBinding", o, owner)
+		case *networkingv1ac.IngressApplyConfiguration:
+			_, ref, err = applyOne(ctx, c.NetworkingV1().Ingresses(*o.GetNamespace()), "Ingress", o, owner)
 		default:
 			return nil, nil, fmt.Errorf("cannot apply %T", o)
 		}
+		if err != nil {
+			return nil, nil, err
+		}
+		refs = append(refs, ref)
 	}
 	return deps, refs, nil
+}
+
+// kindClient is what Apply needs of one kind's typed client in a
+// namespace (DeploymentInterface, ServiceInterface...).
+type kindClient[T metav1.Object, AC any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Apply(ctx context.Context, ac AC, opts metav1.ApplyOptions) (T, error)
+}
+
+// ownable is an apply configuration droprun can name and mark as its own.
+type ownable[AC any] interface {
+	GetName() *string
+	GetNamespace() *string
+	WithLabels(map[string]string) AC
+	WithAnnotations(map[string]string) AC
+}
+
+// applyOne applies o with cl, refusing an object of its name that droprun
+// did not create.
+func applyOne[T metav1.Object, AC ownable[AC]](ctx context.Context, cl kindClient[T, AC], kind string, o AC, owner Owner) (T, Ref, error) {
+	var zero T
+	ns, name := *o.GetNamespace(), *o.GetName()
+	cur, err := cl.Get(ctx, name, metav1.GetOptions{})
+	if err := refuseTheirs(kind, ns, name, cur, err); err != nil {
+		return zero, Ref{}, err
+	}
+	o.WithLabels(owner.ownLabels())
+	o.WithAnnotations(owner.ownAnnotations())
+	got, err := cl.Apply(ctx, o, applyOpts)
+	if err != nil {
+		return zero, Ref{}, fmt.Errorf("applying %s %s: %w", strings.ToLower(kind), name, err)
+	}
+	return got, Ref{kind, ns, name, got.GetUID()}, nil
 }
 
 // refuseTheirs is Apply's check of what a Get of kind ns/name returned:
@@ -152,44 +186,72 @@ func refuseTheirs[T metav1.Object](kind, ns, name string, cur T, err error) erro
 	return nil
 }
 
+// kindOps are the calls DeleteOurs makes on one kind in a namespace.
+type kindOps struct {
+	del func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	uid func(ctx context.Context, name string) (types.UID, error)
+}
+
+func opsOf[T metav1.Object](get func(context.Context, string, metav1.GetOptions) (T, error), del func(context.Context, string, metav1.DeleteOptions) error) kindOps {
+	return kindOps{del: del, uid: func(ctx context.Context, name string) (types.UID, error) {
+		o, err := get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return o.GetUID(), nil
+	}}
+}
+
+// opsFor returns the calls on r's kind, false for a kind Apply never
+// applies.
+func opsFor(c kubernetes.Interface, r Ref) (kindOps, bool) {
+	ns := r.Namespace
+	switch r.Kind {
+	case "Deployment":
+		d := c.AppsV1().Deployments(ns)
+		return opsOf(d.Get, d.Delete), true
+	case "Service":
+		s := c.CoreV1().Services(ns)
+		return opsOf(s.Get, s.Delete), true
+	case "ServiceAccount":
+		s := c.CoreV1().ServiceAccounts(ns)
+		return opsOf(s.Get, s.Delete), true
+	case "Role":
+		s := c.RbacV1().Roles(ns)
+		return opsOf(s.Get, s.Delete), true
+	case "RoleBinding":
+		s := c.RbacV1().RoleBindings(ns)
+		return opsOf(s.Get, s.Delete), true
+	case "Ingress":
+		s := c.NetworkingV1().Ingresses(ns)
+		return opsOf(s.Get, s.Delete), true
+	}
+	return kindOps{}, false
+}
+
 // DeleteOurs deletes the objects refs names (Deployments with their
 // ReplicaSets and pods), each only while it still has the UID droprun
 // applied it with, and waits until they are gone.
 func DeleteOurs(ctx context.Context, c kubernetes.Interface, refs []Ref, timeout time.Duration) error {
 	fg := metav1.DeletePropagationForeground
 	for _, r := range refs {
-		uid := r.UID
-		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-		var err error
-		switch r.Kind {
-		case "Deployment":
-			opts.PropagationPolicy = &fg
-			err = c.AppsV1().Deployments(r.Namespace).Delete(ctx, r.Name, opts)
-		case "Service":
-			err = c.CoreV1().Services(r.Namespace).Delete(ctx, r.Name, opts)
-		default:
+		ops, ok := opsFor(c, r)
+		if !ok {
 			return fmt.Errorf("cannot delete a %s", r.Kind)
 		}
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		uid := r.UID
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+		if r.Kind == "Deployment" {
+			opts.PropagationPolicy = &fg
+		}
+		if err := ops.del(ctx, r.Name, opts); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting %s: %w", r, err)
 		}
 	}
 	for _, r := range refs {
+		ops, _ := opsFor(c, r)
 		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			var uid types.UID
-			var err error
-			switch r.Kind {
-			case "Deployment":
-				var d *appsv1.Deployment
-				if d, err = c.AppsV1().Deployments(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
-					uid = d.UID
-				}
-			case "Service":
-				var s *corev1.Service
-				if s, err = c.CoreV1().Services(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err == nil {
-					uid = s.UID
-				}
-			}
+			uid, err := ops.uid(ctx, r.Name)
 			if apierrors.IsNotFound(err) {
 				return true, nil
 			}

@@ -24,14 +24,23 @@ type Path struct {
 }
 
 // Proxy is an in-cluster hop that takes the client's connection and opens
-// its own to the web Service.
+// its own toward a web pod.
 type Proxy struct {
 	// Name is its Deployment's and Service's name.
 	Name string
 	// Header is the response header in which the proxy names the pod that
 	// handled a request (traffic.Record.Via): it joins a request to that
-	// pod's node.
+	// pod's node. Empty for a proxy that names none.
 	Header string
+	// PicksPod is true for a front that picks the web pod itself, from
+	// its own list of endpoints, and connects to the pod's IP: no
+	// kube-proxy rules choose after it. False for one that connects to
+	// the web Service (the gateway), whose node's rules choose.
+	PicksPod bool
+	// Image is the image the front runs, and Source the Go main package
+	// at a module version it is built from (image.BuildGo); both empty
+	// for the gateway, which is bookshop.
+	Image, Source string
 }
 
 // The paths droprun knows.
@@ -39,9 +48,17 @@ var (
 	NodePort = Path{Name: "nodeport", NodePort: variant.WebNodePort, Drop: "000"}
 	Gateway  = Path{Name: "gateway", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.GatewayName, Header: traffic.ViaHeader}}
+	// Traefik is Traefik Proxy v3 as a Kubernetes ingress controller: it
+	// watches the web Service's Ingress and EndpointSlices in droprun's
+	// namespace and sends to pod IPs itself. v3.6.12 is the newest
+	// release that builds from the Go module proxy: v3.7 replaces a
+	// module of its own with a directory its module zip leaves out.
+	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
+		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true,
+			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 )
 
-var all = []Path{NodePort, Gateway}
+var all = []Path{NodePort, Gateway, Traefik}
 
 // Lookup returns the path named name ("" is NodePort, the default).
 func Lookup(name string) (Path, bool) {
@@ -68,12 +85,13 @@ func Names() []string {
 // one request: on a direct path the node it entered through; through a
 // proxy, the node of the proxy pod that handled it (rec.Via, looked up in
 // podNode, pod name → node). "" when the data does not say: a request
-// through a proxy that got no response names no proxy pod.
+// through a proxy that got no response names no proxy pod, and through a
+// front that picks the pod itself no kube-proxy rules chose it.
 func (p Path) RoutingNode(entry string, rec traffic.Record, podNode map[string]string) string {
 	if p.Proxy == nil {
 		return entry
 	}
-	if rec.Via == "" {
+	if rec.Via == "" || p.Proxy.PicksPod {
 		return ""
 	}
 	return podNode[rec.Via]

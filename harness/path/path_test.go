@@ -7,7 +7,7 @@ import (
 )
 
 func TestLookup(t *testing.T) {
-	for name, want := range map[string]string{"": "nodeport", "nodeport": "nodeport", "gateway": "gateway"} {
+	for name, want := range map[string]string{"": "nodeport", "nodeport": "nodeport", "gateway": "gateway", "traefik": "traefik"} {
 		if p, ok := Lookup(name); !ok || p.Name != want {
 			t.Errorf("Lookup(%q) = %+v, %v; want %s", name, p, ok, want)
 		}
@@ -18,7 +18,8 @@ func TestLookup(t *testing.T) {
 }
 
 // TestRoutingNode: direct, the entry node routes; through the gateway the
-// node of the gateway pod that answered, and nobody when none answered.
+// node of the gateway pod that answered, and nobody when none answered;
+// through Traefik, which sends to pod IPs itself, no node's rules chose.
 func TestRoutingNode(t *testing.T) {
 	nodes := map[string]string{"gw-1": "n2"}
 	for _, tc := range []struct {
@@ -31,6 +32,7 @@ func TestRoutingNode(t *testing.T) {
 		{Gateway, "gw-1", "n2"},
 		{Gateway, "", ""},
 		{Gateway, "gw-gone", ""},
+		{Traefik, "gw-1", ""},
 	} {
 		if got := tc.p.RoutingNode("n1", traffic.Record{Via: tc.via}, nodes); got != tc.want {
 			t.Errorf("%s via %q: %q, want %q", tc.p.Name, tc.via, got, tc.want)

@@ -289,9 +289,11 @@ type Traffic struct {
 	Method string `json:"method,omitempty"`
 	// Timeout per request. Default 2s.
 	Timeout *Duration `json:"timeout,omitempty"`
-	// Target is "nodeport" (direct: a dead pod shows as 000) or "gateway"
-	// (through an in-cluster reverse proxy: a dead upstream shows as 502).
-	// Default nodeport.
+	// Target is "nodeport" (direct: a dead pod shows as 000), "gateway"
+	// (through an in-cluster reverse proxy to the web Service: a dead
+	// upstream shows as 502) or "traefik" (through Traefik Proxy as an
+	// ingress controller, which sends to pod IPs from its own endpoint
+	// list). Default nodeport. See harness/path.
 	Target string `json:"target,omitempty"`
 	// Path is the HTTP path requested. Default /version.
 	Path string `json:"path,omitempty"`

@@ -164,7 +164,8 @@ func (tb *Testbed) Release(ctx context.Context) error {
 }
 
 // loadImages builds (a no-op when cached and unchanged) and loads the
-// bookshop images, or loads a custom app's archives.
+// bookshop images, or loads a custom app's archives, and the front's image
+// when the path has one of its own.
 func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 	archives := []string{}
 	for _, a := range tb.archives {
@@ -177,7 +178,8 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 		defer done()
 		archives = append(archives, file)
 	}
-	if tb.Scenario.App.Custom == nil || tb.Scenario.Path().Proxy != nil { // the proxy is bookshop
+	p := tb.Scenario.Path()
+	if tb.Scenario.App.Custom == nil || p.Proxy != nil && p.Proxy.Source == "" { // the gateway is bookshop
 		dir := o.ImageDir
 		if dir == "" {
 			cache, err := os.UserCacheDir()
@@ -191,6 +193,15 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 			return err
 		}
 		archives = append(archives, res.Archive)
+	}
+	if p.Proxy != nil && p.Proxy.Source != "" {
+		// The front's image is built once per version and kept: its
+		// source is a tagged release.
+		archive, err := image.CachedGo(ctx, image.GoBuildOptions{Package: p.Proxy.Source, Tags: []string{p.Proxy.Image}, Log: o.Log}, "")
+		if err != nil {
+			return fmt.Errorf("building the %s front's image: %w", p.Name, err)
+		}
+		archives = append(archives, archive)
 	}
 	for _, a := range archives {
 		if err := tb.Cluster.Nodes.LoadImageArchive(ctx, a); err != nil {

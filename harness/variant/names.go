@@ -6,10 +6,17 @@ const (
 	// ServicePortName names the web Service's one port.
 	ServicePortName = "http"
 	GatewayName     = "gateway"
-	ContainerName   = "web"
-	ContainerPort   = 8080
-	ServicePort     = 80
-	WebNodePort     = 30080
+	// TraefikName names the Traefik front's Deployment, Service,
+	// ServiceAccount, Role and RoleBinding; the web Service's Ingress is
+	// named WebName.
+	TraefikName   = "traefik"
+	ContainerName = "web"
+	ContainerPort = 8080
+	ServicePort   = 80
+	WebNodePort   = 30080
+	// GatewayNodePort is the node port of the front a run deploys (the
+	// gateway or Traefik: one per run), which kind maps to the host's
+	// gateway ports.
 	GatewayNodePort = 30081
 	// AppGOMAXPROCS is the bookshop container's GOMAXPROCS.
 	AppGOMAXPROCS = "1"

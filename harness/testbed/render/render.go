@@ -9,6 +9,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -92,10 +93,9 @@ type Objects struct {
 	// Service is droprun's web Service; nil when app.custom.service names
 	// the user's own.
 	Service *corev1ac.ServiceApplyConfiguration
-	// Gateway and GatewayService are set when traffic goes through the
-	// in-cluster reverse proxy.
-	Gateway        *appsv1ac.DeploymentApplyConfiguration
-	GatewayService *corev1ac.ServiceApplyConfiguration
+	// Front is the front's objects, in apply order, when traffic goes
+	// through one (the scenario's path has a Proxy).
+	Front []any
 }
 
 // List returns the objects in apply order.
@@ -104,10 +104,7 @@ func (o Objects) List() []any {
 	if o.Service != nil {
 		l = append(l, o.Service)
 	}
-	if o.Gateway != nil {
-		l = append(l, o.Gateway, o.GatewayService)
-	}
-	return l
+	return append(l, o.Front...)
 }
 
 // Render returns scenario variant i's objects at version (0 or 1, an index into the
@@ -158,13 +155,21 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 	if o.Service != nil && s.App.Service != nil && s.App.Service.Type != "" {
 		WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
 	}
-	if s.Path().Proxy != nil && o.Service != nil {
-		// The proxy is bookshop in gateway mode even for a custom app: it
-		// forwards to the Service named like the Deployment.
-		o.Gateway = Gateway(s.Namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), *o.Service.Name)
-		o.GatewayService = GatewayService(s.Namespace)
+	if p := s.Path(); p.Proxy != nil && o.Service != nil {
+		o.Front = Front(p, s.Namespace, *o.Service.Name)
 	}
 	return o, nil
+}
+
+// Front renders path p's front in namespace, sending to the Service
+// upstream (named like the Deployment, for a custom app too).
+func Front(p path.Path, namespace, upstream string) []any {
+	switch p.Proxy.Name {
+	case variant.TraefikName:
+		return Traefik(namespace, p.Proxy.Image, upstream)
+	default: // the gateway, bookshop in gateway mode
+		return []any{Gateway(namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), upstream), GatewayService(namespace)}
+	}
 }
 
 // Name is the variant's name: its rows' and its results file's.
