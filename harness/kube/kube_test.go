@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,6 +151,50 @@ func TestApply(t *testing.T) {
 	}
 	if _, _, err := Apply(ctx, c, testOwner, "not an object"); err == nil {
 		t.Error("applied a string")
+	}
+}
+
+// TestApplyFront: the Traefik front's objects (ServiceAccount, Role,
+// RoleBinding, Deployment, Service, Ingress) are applied as droprun's,
+// each refused over a same-named object droprun did not create, and
+// deleted by UID.
+func TestApplyFront(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	objs := render.Traefik("ns", "droprun/traefik:v3.6.12", "web")
+	deps, refs, err := Apply(ctx, c, testOwner, objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range refs {
+		kinds = append(kinds, r.Kind)
+	}
+	if want := "ServiceAccount Role RoleBinding Deployment Service Ingress"; strings.Join(kinds, " ") != want || deps["traefik"] == nil {
+		t.Fatalf("applied %v (deployments %v), want %s", kinds, deps, want)
+	}
+	role, err := c.RbacV1().Roles("ns").Get(ctx, "traefik", metav1.GetOptions{})
+	if err != nil || !Ours(role.Labels) || role.Annotations[AnnotationOwner] != testOwner.Identity() {
+		t.Fatalf("role %+v, %v: want droprun's", role, err)
+	}
+	ing, err := c.NetworkingV1().Ingresses("ns").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name != "web" {
+		t.Fatalf("ingress %+v, %v: want one to the web Service", ing, err)
+	}
+	// Someone else's Ingress of the same name elsewhere is refused.
+	theirs := fake.NewClientset(&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}})
+	if _, _, err := Apply(ctx, theirs, testOwner, objs...); !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "Ingress ns/web") {
+		t.Errorf("applied over the user's Ingress: %v", err)
+	}
+	enforceUID(c)
+	if err := DeleteOurs(ctx, c, refs, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RbacV1().RoleBindings("ns").Get(ctx, "traefik", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("role binding not deleted: %v", err)
+	}
+	if err := DeleteOurs(ctx, c, []Ref{{"ConfigMap", "ns", "x", "u"}}, time.Second); err == nil {
+		t.Error("deleted a kind Apply never applies")
 	}
 }
 
