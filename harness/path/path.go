@@ -37,6 +37,10 @@ type Proxy struct {
 	// kube-proxy rules choose after it. False for one that connects to
 	// the web Service (the gateway), whose node's rules choose.
 	PicksPod bool
+	// AccessLog is true for a front that logs every request with its
+	// X-Request-Id header and the upstream it chose: the client then gives
+	// every request an ID (traffic.Config.RequestIDs).
+	AccessLog bool
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
@@ -54,7 +58,7 @@ var (
 	// release that builds from the Go module proxy: v3.7 replaces a
 	// module of its own with a directory its module zip leaves out.
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
-		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true,
+		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: true,
 			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 )
 

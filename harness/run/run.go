@@ -381,6 +381,8 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Method: sc.Traffic.Method,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
+		// A front that logs each request's ID joins its line to the record.
+		RequestIDs: sc.Path().Proxy != nil && sc.Path().Proxy.AccessLog,
 	}
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise).

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +173,9 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 		vegeta.MaxBody(MaxBody),
 	)
 	targeter := roundRobin(cfg.RequestMethod(), cfg.targetList())
+	if cfg.RequestIDs {
+		targeter = withRequestIDs(targeter, cfg.Name)
+	}
 
 	a.start = time.Now()
 	a.cpu0, a.cpuOK = processCPU()
@@ -189,6 +194,35 @@ func roundRobin(method string, targets []Target) vegeta.Targeter {
 		tgts[i] = vegeta.Target{Method: method, URL: t.URL}
 	}
 	return vegeta.NewStaticTargeter(tgts...)
+}
+
+// The request ID's header and query parameter (Config.RequestIDs).
+const (
+	RequestIDHeader = "X-Request-Id"
+	RequestIDParam  = "droprun-id"
+)
+
+// withRequestIDs gives every target tr hands out a unique ID, prefix-N
+// (N counting from 1 in base 36), in its RequestIDHeader header and its
+// URL's RequestIDParam query parameter.
+func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
+	var n atomic.Uint64
+	return func(t *vegeta.Target) error {
+		if err := tr(t); err != nil {
+			return err
+		}
+		id := prefix + "-" + strconv.FormatUint(n.Add(1), 36)
+		sep := "?"
+		if strings.Contains(t.URL, "?") {
+			sep = "&"
+		}
+		t.URL += sep + RequestIDParam + "=" + id
+		h := make(http.Header, len(t.Header)+1)
+		maps.Copy(h, t.Header) // the static targeter's header is shared
+		h.Set(RequestIDHeader, id)
+		t.Header = h
+		return nil
+	}
 }
 
 // newClient returns the HTTP client of an attack on addrs, connecting

@@ -764,3 +764,58 @@ func TestVegetaCLIReadsResults(t *testing.T) {
 		t.Errorf("vegeta plot: %v", err)
 	}
 }
+
+// TestRequestIDs: with Config.RequestIDs every request carries its own ID
+// in the X-Request-Id header and the URL, the record reads it back, and
+// concurrent workers never share one.
+func TestRequestIDs(t *testing.T) {
+	ids := make(chan string, 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := r.Header.Get(RequestIDHeader); h != r.URL.Query().Get(RequestIDParam) || h == "" {
+			t.Errorf("header %q, query %q: want the same ID in both", h, r.URL.RawQuery)
+		}
+		ids <- r.Header.Get(RequestIDHeader)
+	}))
+	defer srv.Close()
+	tr := withRequestIDs(roundRobin("GET", []Target{{"a", srv.URL + "/version"}, {"b", srv.URL + "/version?x=1"}}), "run7")
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 250 {
+				var tgt vegeta.Target
+				if err := tr(&tgt); err != nil {
+					t.Error(err)
+					return
+				}
+				id := Record{URL: tgt.URL}.RequestID()
+				mu.Lock()
+				if seen[id] || !strings.HasPrefix(id, "run7-") || tgt.Header.Get(RequestIDHeader) != id {
+					t.Errorf("target %s, header %v: ID %q repeated, unprefixed or not in the header", tgt.URL, tgt.Header, id)
+				}
+				seen[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != 1000 {
+		t.Errorf("%d distinct IDs, want 1000", len(seen))
+	}
+	// Through a real request, the server sees what the record keeps.
+	var tgt vegeta.Target
+	tr(&tgt)
+	req, _ := tgt.Request()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got, want := <-ids, (Record{URL: tgt.URL}).RequestID(); got != want {
+		t.Errorf("server saw %q, record keeps %q", got, want)
+	}
+	if id := (Record{URL: "http://127.0.0.1:1/version"}).RequestID(); id != "" {
+		t.Errorf("a URL without an ID gave %q", id)
+	}
+}

@@ -79,6 +79,12 @@ type Config struct {
 	// Name is the attack name, stored in every result and sent as the
 	// X-Vegeta-Attack request header. May be empty.
 	Name string
+	// RequestIDs gives every request a unique ID, in its RequestIDHeader
+	// header for a front's access log and in its URL's query
+	// (RequestIDParam), which the results keep (Record.URL,
+	// Record.RequestID): the two join a front's line to the client's
+	// record. IDs are Name, a dash and a base-36 counter.
+	RequestIDs bool
 	// Allow are the hosts beyond 127.0.0.1 the user named with
 	// --allow-target (a load balancer or ingress in front of an existing
 	// cluster): a target on one of them is accepted (see CheckURL). Empty

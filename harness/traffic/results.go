@@ -70,6 +70,21 @@ type Record struct {
 // End returns when the request ended.
 func (r Record) End() time.Time { return r.Time.Add(r.Latency) }
 
+// RequestID is the ID the request carried (Config.RequestIDs), read back
+// from its URL's query; "" when it carried none.
+func (r Record) RequestID() string {
+	_, q, ok := strings.Cut(r.URL, "?")
+	if !ok {
+		return ""
+	}
+	for kv := range strings.SplitSeq(q, "&") {
+		if v, ok := strings.CutPrefix(kv, RequestIDParam+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // Masked reports whether the request was served (a 2xx) only because
 // net/http retried it after a failure the client never saw: not a drop to
 // the client, but a failure it would have seen without the retry.
