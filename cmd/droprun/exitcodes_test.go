@@ -262,6 +262,7 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "latest", args: []string{"image", "build-go", "example.com/app@v1", "--tag", "app:latest", "--out", "x.tar"}, code: 1, err: "pulls :latest"},
 			},
 		},
+		"image fronts":    {tooMany: []string{"image", "fronts", "x"}},
 		"engine":          {tooFew: []string{"engine"}, tooMany: []string{"engine", "nope"}},
 		"engine setup":    {tooMany: []string{"engine", "setup", "x"}},
 		"engine teardown": {tooMany: []string{"engine", "teardown", "x"}},

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/path"
 )
 
 func newImageCmd(s streams) *cobra.Command {
@@ -16,7 +17,35 @@ func newImageCmd(s streams) *cobra.Command {
 	}
 	cmd.AddCommand(newImageBuildCmd(s))
 	cmd.AddCommand(newImageBuildGoCmd(s))
+	cmd.AddCommand(newImageFrontsCmd(s))
 	return cmd
+}
+
+func newImageFrontsCmd(s streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "fronts",
+		Short: "Build the images of the fronts droprun deploys (Traefik) once, into the user's cache",
+		Long: `Build the image of every front a scenario's traffic.target can put in front of
+the pods and that is not bookshop itself (Traefik Proxy), from the Go module
+proxy, into ~/.cache/droprun/fronts. A run through a front builds its image
+the first time anyway; this does it ahead, so that the build (about 6 minutes
+for Traefik on a 2-core machine) is not part of a run. An image already there
+is kept: delete its file to rebuild it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, p := range path.All() {
+				if p.Proxy == nil || p.Proxy.Source == "" {
+					continue
+				}
+				file, err := image.CachedGo(cmd.Context(), image.GoBuildOptions{Package: p.Proxy.Source, Tags: []string{p.Proxy.Image}, Log: s.Err}, "")
+				if err != nil {
+					return fmt.Errorf("traffic.target %s: %w", p.Name, err)
+				}
+				fmt.Fprintf(s.Out, "%-8s %s  %s\n", p.Name, p.Proxy.Image, file)
+			}
+			return nil
+		},
+	}
 }
 
 func newImageBuildCmd(s streams) *cobra.Command {

@@ -76,6 +76,9 @@ func Lookup(name string) (Path, bool) {
 	return all[i], true
 }
 
+// All returns every path, the default first.
+func All() []Path { return slices.Clone(all) }
+
 // Names lists the paths' names, the default first.
 func Names() []string {
 	out := make([]string, len(all))

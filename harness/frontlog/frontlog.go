@@ -1,0 +1,60 @@
+// Package frontlog is the record of a front's access log (frontlog.jsonl
+// in a run directory): one Line per request a front pod handled, as that
+// pod logged it, with the request's ID, the upstream the front chose and
+// the status it returned. harness/observe writes the lines while a run
+// goes on, from each front pod's log stream; the analysis joins them to
+// the client's records by request ID (traffic.Record.RequestID). It
+// imports no client-go.
+package frontlog
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// File is the run directory's front access log.
+const File = "frontlog.jsonl"
+
+// Line is one request a front pod handled.
+type Line struct {
+	// Pod is the front pod that logged it.
+	Pod string `json:"pod"`
+	// Start is when the front received the request; Duration how long it
+	// took to answer.
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"durationNs"`
+	// RequestID is the request's X-Request-Id header ("" without one).
+	RequestID string `json:"requestId,omitempty"`
+	// Upstream is the address (pod IP:port) the front sent it to; ""
+	// when it chose none (no endpoint left).
+	Upstream string `json:"upstream,omitempty"`
+	// Status is what the front answered the client; OriginStatus what the
+	// upstream answered it, 0 when the upstream did not answer (the
+	// front's 502).
+	Status       int `json:"status"`
+	OriginStatus int `json:"originStatus,omitempty"`
+	// Retries is how many times the front resent the request.
+	Retries int `json:"retries,omitempty"`
+}
+
+// traefikLine is the part of a Traefik JSON access log line Line keeps.
+type traefikLine struct {
+	StartUTC         time.Time `json:"StartUTC"`
+	Duration         int64     `json:"Duration"`
+	ServiceAddr      string    `json:"ServiceAddr"`
+	DownstreamStatus int       `json:"DownstreamStatus"`
+	OriginStatus     int       `json:"OriginStatus"`
+	RetryAttempts    int       `json:"RetryAttempts"`
+	RequestID        string    `json:"request_X-Request-Id"`
+}
+
+// ParseTraefik reads one line of Traefik's JSON access log, logged by pod;
+// false for a line that is not an access log entry (Traefik's own log).
+func ParseTraefik(pod string, b []byte) (Line, bool) {
+	var t traefikLine
+	if json.Unmarshal(b, &t) != nil || t.StartUTC.IsZero() || t.DownstreamStatus == 0 {
+		return Line{}, false
+	}
+	return Line{Pod: pod, Start: t.StartUTC, Duration: time.Duration(t.Duration), RequestID: t.RequestID,
+		Upstream: t.ServiceAddr, Status: t.DownstreamStatus, OriginStatus: t.OriginStatus, Retries: t.RetryAttempts}, true
+}
