@@ -3,6 +3,7 @@ package path
 import (
 	"slices"
 
+	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -37,10 +38,12 @@ type Proxy struct {
 	// kube-proxy rules choose after it. False for one that connects to
 	// the web Service (the gateway), whose node's rules choose.
 	PicksPod bool
-	// AccessLog is true for a front that logs every request with its
-	// X-Request-Id header and the upstream it chose: the client then gives
-	// every request an ID (traffic.Config.RequestIDs).
-	AccessLog bool
+	// AccessLog reads one line of the front's log as the request it
+	// handled, for a front that logs every request with its X-Request-Id
+	// header and the upstream it chose (nil for one that does not): the
+	// client then gives every request an ID (traffic.Config.RequestIDs),
+	// and a run records the lines (frontlog.jsonl).
+	AccessLog func(pod string, line []byte) (frontlog.Line, bool)
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
@@ -58,7 +61,7 @@ var (
 	// release that builds from the Go module proxy: v3.7 replaces a
 	// module of its own with a directory its module zip leaves out.
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
-		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: true,
+		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
 			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 )
 

@@ -90,6 +90,12 @@ func createNew(dir, name string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
+// Create creates file name in the run directory, failing if anything is
+// already there: for a raw file only some runs write (frontlog.jsonl).
+func (o *Output) Create(name string) (*os.File, error) {
+	return createNew(o.Dir, name)
+}
+
 // Results creates the raw results file of a variant's load from the
 // source named origin (analysis.ResultsFileOf).
 func (o *Output) Results(variant, origin string) (*os.File, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
 	"github.com/droprun/droprun/harness/observe"
@@ -306,6 +307,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		{Name: "the listener-close prober", Start: r.startCloseProbe},
 		{Name: "the rig sampler", Start: r.startRigSampler},
 		{Name: "the pods' metrics collection", Start: r.startAppMetrics},
+		{Name: "the front's access log", Start: r.startFrontLogs},
 	})
 	if err != nil {
 		return err
@@ -333,6 +335,27 @@ func (r *runner) startTimeline(ctx context.Context) (func() error, error) {
 	}
 	r.rec = rec
 	return rec.Stop, nil
+}
+
+// startFrontLogs records the front's access log (frontlog.jsonl), for a
+// front that logs every request: each front pod's log, followed from its
+// start through the API server.
+func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
+	p := r.sc.Path()
+	if p.Proxy == nil || p.Proxy.AccessLog == nil {
+		return func() error { return nil }, nil
+	}
+	file, err := r.out.Create(frontlog.File)
+	if err != nil {
+		return nil, err
+	}
+	fl, err := observe.StartFrontLogs(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, p.Proxy.Name, p.Proxy.AccessLog, file)
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	fmt.Fprintf(r.log, "front: recording %s's access log (every request's ID, the pod it chose, its status) in %s\n", p.Name, frontlog.File)
+	return func() error { return errors.Join(fl.Stop(), file.Close()) }, nil
 }
 
 // startAppMetrics collects the pods' own counters, where they have any.
@@ -382,7 +405,7 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
 		// A front that logs each request's ID joins its line to the record.
-		RequestIDs: sc.Path().Proxy != nil && sc.Path().Proxy.AccessLog,
+		RequestIDs: sc.Path().Proxy != nil && sc.Path().Proxy.AccessLog != nil,
 	}
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise).
