@@ -2,9 +2,15 @@ package run
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/frontlog"
+	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -14,7 +20,9 @@ import (
 // module proxy once and kept in the user's cache), both control windows
 // are clean, no-prestop's drops show as 502s, and graceful-drain, which
 // serves until it is out of every endpoint list, drops none beyond the
-// rig's floor.
+// rig's floor. Traefik's access log (frontlog.jsonl) holds a line for
+// nearly every request, joined to the client's record by its ID, and
+// every 502 the client got is one Traefik logged.
 func TestIntegrationRunTraefik(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -26,7 +34,8 @@ variants:
 rollouts: 2
 traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 `)
-	a, err := Run(ctx, sc, Options{Dir: runDir(t), Log: testWriter{t}, Keep: true,
+	dir := runDir(t)
+	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	if a != nil {
 		itCreated = true
@@ -34,11 +43,48 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 	if err != nil {
 		t.Fatal(err)
 	}
+	lines := map[string]frontlog.Line{}
+	f, err := os.Open(filepath.Join(dir, frontlog.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
+		t.Fatal(err)
+	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
 	for _, v := range a.Summary.Variants {
 		t.Logf("traefik %s: %d drops of %d, classes %v, control %d/%d", v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
 		if v.Control.Failures > 0 || v.Control.Requests == 0 {
 			t.Errorf("%s through traefik: control %d failures in %d requests, want a clean control window", v.Variant, v.Control.Failures, v.Control.Requests)
+		}
+		rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, traffic.HostOrigin)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n, joined, bad502 int
+		upstreams := map[string]int{}
+		err = traffic.ReadResults(rf, func(rec traffic.Record) error {
+			n++
+			l, ok := lines[rec.RequestID()]
+			if ok {
+				joined++
+			}
+			if rec.Code == 502 && (!ok || l.Status != 502) {
+				bad502++
+			}
+			if ok && rec.Class.Failed() {
+				upstreams[fmt.Sprintf("%s %d", l.Upstream, l.Status)]++
+			}
+			return nil
+		})
+		rf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("traefik %s: %d of %d requests in Traefik's access log; failures by upstream and status: %v", v.Variant, joined, n, upstreams)
+		if n == 0 || float64(joined) < 0.95*float64(n) || bad502 > 0 {
+			t.Errorf("%s: %d of %d requests joined to Traefik's access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", v.Variant, joined, n, bad502)
 		}
 		switch v.Variant {
 		case "no-prestop":
