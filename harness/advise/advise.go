@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -343,6 +344,9 @@ func (c *gaps) collect(a *Advice, runs []Run) {
 		}
 		for _, s := range r.Summary.Suspect {
 			a.Notes = append(a.Notes, fmt.Sprintf("%s is suspect: %s", r.Dir, s))
+		}
+		if p, ok := path.Lookup(r.Summary.Traffic.Target); ok && p.Proxy != nil && p.Proxy.PicksPod {
+			a.Notes = append(a.Notes, fmt.Sprintf("%s went through %s, which picks the pod from its own endpoint list: droprun does not yet measure when it stopped sending to each deleted pod, so this bound is the nodes' kube-proxy rules' only, and %s may need longer", r.Dir, p.Name, p.Name))
 		}
 		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
 		for _, v := range r.Summary.Variants {

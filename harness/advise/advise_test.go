@@ -478,3 +478,24 @@ func TestAdviceJSON(t *testing.T) {
 		t.Errorf("recommendation %v", rec)
 	}
 }
+
+// TestAdviseThroughAFront: a run through Traefik, which picks the pod
+// itself, gets its bound from the nodes' rules only, and the advice says
+// that the front's own delay is not in it.
+func TestAdviseThroughAFront(t *testing.T) {
+	through := summary("iptables", row("v", 10, ramp(30, 0.5)))
+	through.Traffic.Target = "traefik"
+	direct := summary("iptables", row("v", 10, ramp(30, 0.5)))
+	for _, c := range []struct {
+		s    *analysis.Summary
+		note bool
+	}{{through, true}, {direct, false}} {
+		a, err := Advise([]Run{{Dir: "runs/a", Summary: c.s}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(strings.Join(a.Notes, "\n"), "went through traefik, which picks the pod"); got != c.note {
+			t.Errorf("target %q: notes %q, want the front's note: %v", c.s.Traffic.Target, a.Notes, c.note)
+		}
+	}
+}

@@ -32,6 +32,10 @@ const (
 	// never showed in its rules), so no race window can be drawn.
 	WhyNoUnroute = "the node was not seen to stop routing to the deleted pods"
 	WhyOutside   = "outside every (pod, node) race window"
+	// WhyFront: through a front that picks the pod itself (Traefik), no
+	// kube-proxy rules chose the pod, and the front's own race windows
+	// (when it stopped sending to each deleted pod) are not drawn yet.
+	WhyFront = "sent through a front that picks the pod itself: its race windows are not measured yet"
 )
 
 // inFlightSlack is how far before a pod's listener closed a request may
@@ -164,6 +168,9 @@ type explainer struct {
 	explained map[int]*Explained     // rollout → its split
 	flushed   map[int]map[string]int // rollout → stale SYN_SENT entries cleared after it, per node
 	tried     map[int][]attempt      // rollout → the failures matched against its windows
+	// front is true through a front that picks the pod itself
+	// (path.Proxy.PicksPod): no (pod, node) window can explain its drops.
+	front bool
 }
 
 // attempt is one failure matched against a rollout's race windows: the
@@ -178,7 +185,8 @@ type attempt struct {
 // the rollout deleted, on each node, when that node stopped routing to it,
 // beside the pod's own SIGTERM and listener close.
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
-	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{}}
+	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
+		front: in.path.Proxy != nil && in.path.Proxy.PicksPod}
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
@@ -286,6 +294,8 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		return why, ""
 	}
 	switch {
+	case ex.front:
+		return unexplained(WhyFront)
 	case proxied && rec.Via == "":
 		return unexplained(WhyNoProxyPod)
 	case proxied && node == "":

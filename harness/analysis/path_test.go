@@ -23,17 +23,20 @@ import (
 // 4.25 s got no answer at all (no proxy pod named). Ten more 502s come at
 // 6.5 s, long after n2 stopped routing to old-a1; the conntrack flush
 // after the rollout cleared flushed stale entries on n2.
-func gatewayRun(t *testing.T, flushed int) string {
-	const sc = `apiVersion: droprun/v1alpha1
+func gatewayRun(t *testing.T, flushed int) string { return proxyRun(t, flushed, "gateway") }
+
+// proxyRun is gatewayRun through the front target.
+func proxyRun(t *testing.T, flushed int, target string) string {
+	sc := `apiVersion: droprun/v1alpha1
 kind: Scenario
 metadata: {name: synthetic}
-traffic: {settle: 2s, target: gateway}
+traffic: {settle: 2s, target: ` + target + `}
 variants:
 - {name: alpha, variant: no-prestop}
 `
-	const runJSON = `{"format":"droprun.run/v1","scenario":"synthetic","started":"2026-01-02T03:04:00Z","finished":"2026-01-02T03:05:00Z",
+	runJSON := `{"format":"droprun.run/v1","scenario":"synthetic","started":"2026-01-02T03:04:00Z","finished":"2026-01-02T03:05:00Z",
 "cluster":{"name":"droprun","kind":true,"nodes":2,"droprun":"test"},
-"traffic":{"url":"http://127.0.0.1:30081/version","targets":[{"url":"http://127.0.0.1:30081/version","node":"n1"}],"rate":100,"keepAlive":false,"method":"GET","timeout":"2s","target":"gateway","rollouts":1,"settle":"2s","control":"2s","between":"1s"}}`
+"traffic":{"url":"http://127.0.0.1:30081/version","targets":[{"url":"http://127.0.0.1:30081/version","node":"n1"}],"rate":100,"keepAlive":false,"method":"GET","timeout":"2s","target":"` + target + `","rollouts":1,"settle":"2s","control":"2s","between":"1s"}}`
 	route := func(t float64, kind timeline.Kind, node, ip string) analysistest.Event {
 		return analysistest.Event{T: t, Event: timeline.Event{Kind: kind, Node: node, IP: ip}}
 	}
@@ -125,5 +128,20 @@ func TestStaleConntrackNeedsEvidence(t *testing.T) {
 	e := rows(analyze(t, gatewayRun(t, 0), analysis.Options{}))["alpha"].Explained
 	if e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 10 {
 		t.Fatalf("explained %+v; want the 10 late 502s outside every race window, none by conntrack", e)
+	}
+}
+
+// TestFrontDropsAwaitTheFrontsWindows: through Traefik, which picks the
+// pod itself, no kube-proxy node routed a request, so no (pod, node) race
+// window may explain one: every drop is unexplained, and says why.
+func TestFrontDropsAwaitTheFrontsWindows(t *testing.T) {
+	a, err := analysis.Analyze(proxyRun(t, 0, "traefik"), analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := a.Summary.Variants[0]
+	e := v.Explained
+	if v.Drops == 0 || e == nil || e.Explained+e.Cut+e.Conntrack != 0 || e.Why[analysis.WhyFront] != v.Drops {
+		t.Errorf("through traefik: %d drops, explained %+v; want every one unexplained as %q", v.Drops, e, analysis.WhyFront)
 	}
 }
