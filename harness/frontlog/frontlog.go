@@ -9,6 +9,9 @@ package frontlog
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
 	"time"
 )
 
@@ -57,4 +60,42 @@ func ParseTraefik(pod string, b []byte) (Line, bool) {
 	}
 	return Line{Pod: pod, Start: t.StartUTC, Duration: time.Duration(t.Duration), RequestID: t.RequestID,
 		Upstream: t.ServiceAddr, Status: t.DownstreamStatus, OriginStatus: t.OriginStatus, Retries: t.RetryAttempts}, true
+}
+
+// traefikService is the part of an entry of Traefik's /api/http/services
+// TraefikServers reads.
+type traefikService struct {
+	Provider     string `json:"provider"`
+	LoadBalancer *struct {
+		Servers []struct {
+			URL    string `json:"url"`
+			Fenced bool   `json:"fenced"`
+		} `json:"servers"`
+	} `json:"loadBalancer"`
+}
+
+// TraefikServers reads Traefik's /api/http/services answer and returns the
+// hosts (pod IPs) of the Kubernetes services' servers it chooses for new
+// requests: not fenced (a terminating pod still serving is fenced, and
+// gets none).
+func TraefikServers(body []byte) ([]string, error) {
+	var svcs []traefikService
+	if err := json.Unmarshal(body, &svcs); err != nil {
+		return nil, fmt.Errorf("reading Traefik's services: %w", err)
+	}
+	var out []string
+	for _, s := range svcs {
+		if s.Provider != "kubernetes" || s.LoadBalancer == nil {
+			continue
+		}
+		for _, srv := range s.LoadBalancer.Servers {
+			u, err := url.Parse(srv.URL)
+			if err != nil || u.Hostname() == "" || srv.Fenced {
+				continue
+			}
+			out = append(out, u.Hostname())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

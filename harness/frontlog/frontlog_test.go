@@ -3,6 +3,7 @@ package frontlog
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,5 +42,26 @@ func TestParseTraefik(t *testing.T) {
 		if l, ok := ParseTraefik("p", []byte(bad)); ok {
 			t.Errorf("%q read as %+v", bad, l)
 		}
+	}
+}
+
+// TestTraefikServers reads the servers from an answer of Traefik
+// v3.6.12's /api/http/services in a run (two web pods, beside Traefik's
+// internal services), and leaves out a fenced one.
+func TestTraefikServers(t *testing.T) {
+	b, err := os.ReadFile("testdata/traefik-services.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := TraefikServers(b)
+	if err != nil || strings.Join(got, " ") != "10.244.1.4 10.244.2.5" {
+		t.Errorf("servers %q, %v; want the two web pods' IPs", got, err)
+	}
+	fenced := bytes.Replace(b, []byte(`{"url":"http://10.244.1.4:8080"}`), []byte(`{"url":"http://10.244.1.4:8080","fenced":true}`), 1)
+	if got, err := TraefikServers(fenced); err != nil || strings.Join(got, " ") != "10.244.2.5" {
+		t.Errorf("with 10.244.1.4 fenced: %q, %v; want only 10.244.2.5", got, err)
+	}
+	if _, err := TraefikServers([]byte("404 page not found")); err == nil {
+		t.Error("read a non-JSON answer")
 	}
 }

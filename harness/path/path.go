@@ -44,10 +44,22 @@ type Proxy struct {
 	// client then gives every request an ID (traffic.Config.RequestIDs),
 	// and a run records the lines (frontlog.jsonl).
 	AccessLog func(pod string, line []byte) (frontlog.Line, bool)
+	// API is the front's own account of the pod IPs it sends new
+	// requests to, read every 100 ms while a run lasts (observe's
+	// FrontServers); nil for a front without one.
+	API *FrontAPI
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
 	Image, Source string
+}
+
+// FrontAPI is where a front pod says which pods it sends to: its API at
+// Port and Path, whose answer Servers reads as those pods' IPs.
+type FrontAPI struct {
+	Port    int
+	Path    string
+	Servers func(body []byte) ([]string, error)
 }
 
 // The paths droprun knows.
@@ -62,6 +74,7 @@ var (
 	// module of its own with a directory its module zip leaves out.
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
+			API:   &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers},
 			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 )
 

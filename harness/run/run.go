@@ -308,6 +308,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		{Name: "the rig sampler", Start: r.startRigSampler},
 		{Name: "the pods' metrics collection", Start: r.startAppMetrics},
 		{Name: "the front's access log", Start: r.startFrontLogs},
+		{Name: "the front's servers", Start: r.startFrontServers},
 	})
 	if err != nil {
 		return err
@@ -356,6 +357,19 @@ func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	}
 	fmt.Fprintf(r.log, "front: recording %s's access log (every request's ID, the pod it chose, its status) in %s\n", p.Name, frontlog.File)
 	return func() error { return errors.Join(fl.Stop(), file.Close()) }, nil
+}
+
+// startFrontServers records, every 100 ms, the pods a front with an API
+// sends new requests to (front.* events), so that its stop of sending to a
+// deleted pod is known from the front itself.
+func (r *runner) startFrontServers(ctx context.Context) (func() error, error) {
+	p := r.sc.Path()
+	if p.Proxy == nil || p.Proxy.API == nil {
+		return func() error { return nil }, nil
+	}
+	api := observe.FrontAPI{Port: p.Proxy.API.Port, Path: p.Proxy.API.Path, Servers: p.Proxy.API.Servers}
+	fmt.Fprintf(r.log, "front: reading the pods %s sends to from its API (:%d%s) every %s\n", p.Name, api.Port, api.Path, observe.FrontPollEvery)
+	return observe.StartFrontServers(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, api, r.rec.Record)
 }
 
 // startAppMetrics collects the pods' own counters, where they have any.

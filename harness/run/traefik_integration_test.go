@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -22,7 +24,9 @@ import (
 // serves until it is out of every endpoint list, drops none beyond the
 // rig's floor. Traefik's access log (frontlog.jsonl) holds a line for
 // nearly every request, joined to the client's record by its ID, and
-// every 502 the client got is one Traefik logged.
+// every 502 the client got is one Traefik logged. Traefik's API shows it
+// stop sending to every web pod the rollouts deleted (front.removed), each
+// placed to within half a second.
 func TestIntegrationRunTraefik(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -51,6 +55,48 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 	defer f.Close()
 	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
 		t.Fatal(err)
+	}
+	ef, err := os.Open(filepath.Join(dir, analysis.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	deleted := map[string]time.Time{} // web pod IP → deletion requested
+	removed := map[string]time.Time{} // web pod IP → Traefik stopped sending to it
+	var worst time.Duration           // the widest a removal was placed
+	err = jsonl.Read(ef, analysis.EventsFile, func(e timeline.Event) error {
+		switch e.Kind {
+		case timeline.KindPodDeletionRequested:
+			if strings.HasPrefix(e.Pod, "web-") && e.IP != "" {
+				deleted[e.IP] = e.Time
+			}
+		case timeline.KindFrontRemoved:
+			if _, ok := removed[e.IP]; !ok {
+				removed[e.IP] = e.Time
+			}
+			if last, err := time.Parse(time.RFC3339Nano, e.Detail["last_seen"]); err == nil {
+				worst = max(worst, e.Time.Sub(last))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) == 0 {
+		t.Fatal("no web pod deletion in the timeline")
+	}
+	for ip, d := range deleted {
+		r, ok := removed[ip]
+		if !ok {
+			t.Errorf("web pod %s, deleted at %s: Traefik's API never showed it stop sending to it", ip, d.Format("15:04:05.000"))
+			continue
+		}
+		t.Logf("web pod %s: Traefik stopped sending to it %s after its deletion", ip, r.Sub(d).Round(time.Millisecond))
+	}
+	t.Logf("Traefik's stops placed to within %s", worst.Round(time.Millisecond))
+	if worst <= 0 || worst > 500*time.Millisecond {
+		t.Errorf("a stop of sending placed to within %s; want a reading at least every half second", worst)
 	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
 	for _, v := range a.Summary.Variants {

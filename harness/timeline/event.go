@@ -169,6 +169,26 @@ const (
 	KindRouteWatchError Kind = "route.watch_error"
 )
 
+// A front's own choice of pods (harness/observe's FrontServers): the pod
+// IPs a front pod sends new requests to, read from the front's API every
+// FrontPollEvery. Object is pod/NAME and Pod the front pod, IP the web
+// pod's IP; Detail last_seen (RFC 3339: the poll before, which still saw it
+// chosen) for a removal, and servers (space-separated IPs) for watching.
+const (
+	// KindFrontWatching is droprun starting to read a front pod's
+	// servers (Detail servers: those chosen then).
+	KindFrontWatching Kind = "front.watching"
+	// KindFrontAdded is a front pod starting to send to the IP.
+	KindFrontAdded Kind = "front.added"
+	// KindFrontRemoved is a front pod no longer sending new requests to
+	// the IP (removed from its list, or fenced): some moment between
+	// last_seen and the event's time.
+	KindFrontRemoved Kind = "front.removed"
+	// KindFrontPollError is a poll that failed (Detail error); the next
+	// removal's last_seen still bounds it.
+	KindFrontPollError Kind = "front.poll_error"
+)
+
 // A pod's listener closing, seen from outside the app
 // (harness/closeprobe): a prober inside a node connected to the pod's IP
 // and port every few milliseconds from its deletion on. Object is

@@ -9,11 +9,14 @@ const (
 	// TraefikName names the Traefik front's Deployment, Service,
 	// ServiceAccount, Role and RoleBinding; the web Service's Ingress is
 	// named WebName.
-	TraefikName   = "traefik"
-	ContainerName = "web"
-	ContainerPort = 8080
-	ServicePort   = 80
-	WebNodePort   = 30080
+	TraefikName = "traefik"
+	// TraefikAPIPort serves Traefik's /ping and its API (the servers it
+	// sends to), inside the cluster only.
+	TraefikAPIPort = 9000
+	ContainerName  = "web"
+	ContainerPort  = 8080
+	ServicePort    = 80
+	WebNodePort    = 30080
 	// GatewayNodePort is the node port of the front a run deploys (the
 	// gateway or Traefik: one per run), which kind maps to the host's
 	// gateway ports.

@@ -15,11 +15,11 @@ import (
 	"github.com/droprun/droprun/harness/variant"
 )
 
-// Traefik's ports: web takes the client's requests, traefik serves /ping
-// (its readiness).
+// Traefik's ports: web takes the client's requests; traefik serves /ping
+// (its readiness) and the API droprun reads the servers it sends to from.
 const (
 	traefikWebPort  = 8000
-	traefikPingPort = 9000
+	traefikPingPort = variant.TraefikAPIPort
 )
 
 // Traefik renders Traefik Proxy as the run's front, in namespace: a
@@ -49,6 +49,9 @@ func Traefik(namespace, image, upstream string) []any {
 		fmt.Sprintf("--entryPoints.web.address=:%d", traefikWebPort),
 		fmt.Sprintf("--entryPoints.traefik.address=:%d", traefikPingPort),
 		"--ping=true",
+		"--api=true",
+		"--api.insecure=true", // on the traefik entry point, which no Service exposes
+		"--api.dashboard=false",
 		"--providers.kubernetesIngress=true",
 		"--providers.kubernetesIngress.namespaces=" + namespace,
 		"--providers.kubernetesIngress.disableClusterScopeResources=true",
