@@ -346,11 +346,14 @@ func (c *gaps) collect(a *Advice, runs []Run) {
 			a.Notes = append(a.Notes, fmt.Sprintf("%s is suspect: %s", r.Dir, s))
 		}
 		if p, ok := path.Lookup(r.Summary.Traffic.Target); ok && p.Proxy != nil && p.Proxy.PicksPod {
-			a.Notes = append(a.Notes, fmt.Sprintf("%s went through %s, which picks the pod from its own endpoint list: droprun does not yet measure when it stopped sending to each deleted pod, so this bound is the nodes' kube-proxy rules' only, and %s may need longer", r.Dir, p.Name, p.Name))
+			a.Notes = append(a.Notes, fmt.Sprintf("%s went through %s, which picks the pod from its own endpoint list: its stops of sending to each deleted pod (the summary's routes from %s) are not in this bound yet, which is the nodes' kube-proxy rules' only, and %s may need longer", r.Dir, p.Name, analysis.RouteSourceFront, p.Name))
 		}
 		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
 		for _, v := range r.Summary.Variants {
 			for _, g := range v.Routes {
+				if g.Source == analysis.RouteSourceFront {
+					continue // a front's hop, not a node's rules: see the note above
+				}
 				c.add(a, r.Dir, v.Variant, mode, g, hookSeconds(v, g.Rollout))
 			}
 		}

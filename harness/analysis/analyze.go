@@ -156,8 +156,12 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", RunFile, target, strings.Join(path.Names(), ", "))
 	}
 	podIPs, podNodes := podPlaces(events)
+	hops, err := readFrontHops(dir, sum)
+	if err != nil {
+		return nil, err
+	}
 	in := &input{sc: sc, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
-		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podIPs: podIPs, podNodes: podNodes, failure: o.Failure}
+		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podIPs: podIPs, podNodes: podNodes, hops: hops, failure: o.Failure}
 	for _, v := range sc.Variants {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
@@ -271,10 +275,11 @@ type input struct {
 	rig       []RigSample
 	stalls    stalls
 	app       []appmetrics.Record
-	nodes     map[string]string // target URL → entry node
-	path      path.Path         // the way the requests took
-	podIPs    map[string]string // pod → IP
-	podNodes  map[string]string // pod → node
+	nodes     map[string]string   // target URL → entry node
+	path      path.Path           // the way the requests took
+	podIPs    map[string]string   // pod → IP
+	podNodes  map[string]string   // pod → node
+	hops      map[string]frontHop // request ID → the front pod and the pod it chose (failed lines of frontlog.jsonl)
 	failure   func(Failure) error
 }
 
@@ -372,6 +377,16 @@ func (ps *pass) read(f resultsFile, sum *Summary) error {
 	return nil
 }
 
+// routedBy is the hop that chose rec's web pod: a node whose kube-proxy
+// rules did (path.RoutingNode), or, through a front that picks the pod
+// itself, the front pod its access log names ("" when it names none).
+func (in *input) routedBy(entry string, rec traffic.Record) string {
+	if p := in.path.Proxy; p != nil && p.PicksPod {
+		return in.hops[rec.RequestID()].pod
+	}
+	return in.path.RoutingNode(entry, rec, in.podNodes)
+}
+
 // record adds one request: to the rollout timelines, its window's tally by
 // entry node, and, when it failed, to the failures with its attribution.
 func (ps *pass) record(rec traffic.Record) error {
@@ -398,7 +413,7 @@ func (ps *pass) record(rec traffic.Record) error {
 		return nil
 	}
 	fl := Failure{Time: rec.Time, Variant: ps.variant, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
-		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.path.RoutingNode(node, rec, in.podNodes)}
+		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.routedBy(node, rec)}
 	if w >= 0 {
 		fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
 	}

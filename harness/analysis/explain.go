@@ -32,10 +32,11 @@ const (
 	// never showed in its rules), so no race window can be drawn.
 	WhyNoUnroute = "the node was not seen to stop routing to the deleted pods"
 	WhyOutside   = "outside every (pod, node) race window"
-	// WhyFront: through a front that picks the pod itself (Traefik), no
-	// kube-proxy rules chose the pod, and the front's own race windows
-	// (when it stopped sending to each deleted pod) are not drawn yet.
-	WhyFront = "sent through a front that picks the pod itself: its race windows are not measured yet"
+	// WhyFrontNoLine: through a front that picks the pod itself
+	// (Traefik), the front pod that handled a request is known only from
+	// its access log, and no line of it has the request's ID (the front
+	// never got it, or its log was not recorded).
+	WhyFrontNoLine = "not in the front's access log: the front pod that chose its pod is not known"
 )
 
 // inFlightSlack is how far before a pod's listener closed a request may
@@ -68,8 +69,32 @@ type routeIndex struct {
 	failed  map[string]time.Time              // node → watch failure
 }
 
-func indexRoutes(events []timeline.Event) routeIndex {
+// indexRoutes indexes the nodes' rules, or, with front set, each front
+// pod's list of the pods it sends to (front.* events), as if each front
+// pod were a node: it is the hop that chooses the pod.
+func indexRoutes(events []timeline.Event, front bool) routeIndex {
 	ix := routeIndex{steps: map[string]map[string][]routeStep{}, watched: map[string]time.Time{}, failed: map[string]time.Time{}}
+	if front {
+		for _, e := range events {
+			switch e.Kind {
+			case timeline.KindFrontWatching:
+				if _, ok := ix.watched[e.Pod]; ok {
+					continue
+				}
+				ix.watched[e.Pod] = e.Time
+				ix.steps[e.Pod] = map[string][]routeStep{}
+				for ip := range strings.FieldsSeq(e.Detail["servers"]) {
+					ix.steps[e.Pod][ip] = append(ix.steps[e.Pod][ip], routeStep{e.Time, false, true})
+				}
+			case timeline.KindFrontAdded, timeline.KindFrontRemoved:
+				if ix.steps[e.Pod] == nil {
+					ix.steps[e.Pod] = map[string][]routeStep{}
+				}
+				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{e.Time, e.Kind == timeline.KindFrontRemoved, false})
+			}
+		}
+		return ix
+	}
 	for _, e := range events {
 		switch e.Kind {
 		case timeline.KindRouteWatching:
@@ -169,24 +194,27 @@ type explainer struct {
 	flushed   map[int]map[string]int // rollout → stale SYN_SENT entries cleared after it, per node
 	tried     map[int][]attempt      // rollout → the failures matched against its windows
 	// front is true through a front that picks the pod itself
-	// (path.Proxy.PicksPod): no (pod, node) window can explain its drops.
+	// (path.Proxy.PicksPod): the "nodes" are then front pods, and a
+	// request matches only the window of the pod its hop names.
 	front bool
+	hops  map[string]frontHop
 }
 
 // attempt is one failure matched against a rollout's race windows: the
 // node that routed it and the request. The chance baselines match them
 // again with the nodes shuffled or the times shifted.
 type attempt struct {
-	node string
-	rec  traffic.Record
+	node, ip string // ip: the pod a front chose, "" when not known
+	rec      traffic.Record
 }
 
 // newExplainer measures the (pod, node) pairs of every rollout: each pod
 // the rollout deleted, on each node, when that node stopped routing to it,
 // beside the pod's own SIGTERM and listener close.
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
-	ex := &explainer{routes: indexRoutes(in.events), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
-		front: in.path.Proxy != nil && in.path.Proxy.PicksPod}
+	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
+	ex := &explainer{routes: indexRoutes(in.events, front), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
+		front: front, hops: in.hops}
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
@@ -241,6 +269,9 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 					}
 					if t, ok := ex.routes.removedAfter(node, g.IP, d.t, until); ok {
 						g.Unrouted, g.Source = since(t), RouteSourceDataPlane
+						if front {
+							g.Source = RouteSourceFront
+						}
 					}
 				}
 				if g.Known() {
@@ -294,8 +325,9 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		return why, ""
 	}
 	switch {
+	case ex.front && node == "":
+		return unexplained(WhyFrontNoLine)
 	case ex.front:
-		return unexplained(WhyFront)
 	case proxied && rec.Via == "":
 		return unexplained(WhyNoProxyPod)
 	case proxied && node == "":
@@ -306,8 +338,12 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	if !ex.routes.watching(node, rec.Time) {
 		return unexplained(WhyNoRoutes)
 	}
-	ex.tried[n] = append(ex.tried[n], attempt{node, rec})
-	best, cut, noClose, noUnroute := ex.match(n, node, rec)
+	var ip string // through a front, the pod it chose
+	if ex.front {
+		ip = ex.hops[rec.RequestID()].ip
+	}
+	ex.tried[n] = append(ex.tried[n], attempt{node, ip, rec})
+	best, cut, noClose, noUnroute := ex.match(n, node, ip, rec)
 	switch {
 	case best >= 0 && cut:
 		e.Cut++
@@ -342,8 +378,9 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 // not one routing sent to a closed listener. noClose says no window could
 // be drawn on node because no pod the rollout deleted has a known listener
 // close; noUnroute that none had a known close and a seen stop of routing
-// on node. It changes nothing (the chance baselines call it too).
-func (ex *explainer) match(n int, node string, rec traffic.Record) (best int, cut, noClose, noUnroute bool) {
+// on node. With ip set (the pod a front chose), only that pod's window
+// counts. It changes nothing (the chance baselines call it too).
+func (ex *explainer) match(n int, node, ip string, rec traffic.Record) (best int, cut, noClose, noUnroute bool) {
 	// Of several open windows, the pod whose listener closed last at or
 	// before the send is the one the request most likely met; one that
 	// closed after it (a request in flight at the close) only when no
@@ -353,7 +390,7 @@ func (ex *explainer) match(n int, node string, rec traffic.Record) (best int, cu
 	bestOpen, anyClose, anyPod, anyUnrouted := false, false, false, false
 	for _, i := range ex.byRollout[n] {
 		g := &ex.gaps[i]
-		if g.Node != node {
+		if g.Node != node || ip != "" && g.IP != ip {
 			continue
 		}
 		anyPod = true
@@ -361,7 +398,7 @@ func (ex *explainer) match(n int, node string, rec traffic.Record) (best int, cu
 			continue
 		}
 		anyClose = true
-		if g.Source != RouteSourceDataPlane || g.Unrouted < 0 {
+		if g.Source != RouteSourceDataPlane && g.Source != RouteSourceFront || g.Unrouted < 0 {
 			continue
 		}
 		anyUnrouted = true
@@ -401,8 +438,8 @@ func (ex *explainer) chance(n int, e *Explained) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(chanceSeed, uint64(n)))
-	explains := func(node string, rec traffic.Record) bool {
-		best, cut, _, _ := ex.match(n, node, rec)
+	explains := func(node, ip string, rec traffic.Record) bool {
+		best, cut, _, _ := ex.match(n, node, ip, rec)
 		return best >= 0 && !cut
 	}
 	nodes := make([]string, len(tried))
@@ -417,12 +454,12 @@ func (ex *explainer) chance(n int, e *Explained) {
 			off = -off
 		}
 		for i, a := range tried {
-			if explains(nodes[i], a.rec) {
+			if explains(nodes[i], a.ip, a.rec) {
 				permuted++
 			}
 			moved := a.rec
 			moved.Time = moved.Time.Add(off)
-			if explains(a.node, moved) {
+			if explains(a.node, a.ip, moved) {
 				shifted++
 			}
 		}

@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"encoding/json"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
 	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -23,10 +25,15 @@ import (
 // 4.25 s got no answer at all (no proxy pod named). Ten more 502s come at
 // 6.5 s, long after n2 stopped routing to old-a1; the conntrack flush
 // after the rollout cleared flushed stale entries on n2.
-func gatewayRun(t *testing.T, flushed int) string { return proxyRun(t, flushed, "gateway") }
+func gatewayRun(t *testing.T, flushed int) string { return proxyRun(t, flushed, "gateway", false) }
 
-// proxyRun is gatewayRun through the front target.
-func proxyRun(t *testing.T, flushed int, target string) string {
+// proxyRun is gatewayRun through the front target. With front, the run
+// also has what droprun records through Traefik: the front pod traefik-1
+// (on n2) stops sending to old-a1 at 4.625 s (front.removed, its reading
+// before at 4.525 s), and its access log names it for the 502s: those at
+// 4.3–4.7 s carry ID a-1, those at 6.5 s ID a-2; the timeouts at 4.25 s
+// are in no line.
+func proxyRun(t *testing.T, flushed int, target string, front bool) string {
 	sc := `apiVersion: droprun/v1alpha1
 kind: Scenario
 metadata: {name: synthetic}
@@ -69,6 +76,17 @@ variants:
 		{From: 4.3, To: 4.7, Code: 502, Err: "502 Bad Gateway", Via: "gw-1"},
 		{From: 6.5, To: 6.6, Code: 502, Err: "502 Bad Gateway", Via: "gw-1", Latency: 500 * time.Millisecond},
 	}
+	var lines []frontlog.Line
+	if front {
+		failures[1].RequestID, failures[2].RequestID = "a-1", "a-2"
+		events = append(events,
+			analysistest.Event{T: 0, Event: timeline.Event{Kind: timeline.KindFrontWatching, Pod: "traefik-1", Node: "n2", Detail: map[string]string{"servers": "10.0.0.1"}}},
+			analysistest.Event{T: 4.625, Event: timeline.Event{Kind: timeline.KindFrontRemoved, Pod: "traefik-1", Node: "n2", IP: "10.0.0.1",
+				Detail: map[string]string{"last_seen": analysistest.At(4.525).Format(time.RFC3339Nano)}}})
+		for _, id := range []string{"a-1", "a-2"} {
+			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.1:8080", Status: 502})
+		}
+	}
 	return analysistest.Write(t, analysistest.Run{Scenario: sc, RunJSON: runJSON, Events: events, Failures: failures,
 		Traffic: map[string][2]float64{"alpha": {0, 10}}, Targets: []string{"http://127.0.0.1:30081/version"},
 		Extra: func(dir string) {
@@ -78,6 +96,17 @@ variants:
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(dir, analysis.AppFile), append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if lines == nil {
+				return
+			}
+			var fl []byte
+			for _, l := range lines {
+				b, _ := json.Marshal(l)
+				fl = append(append(fl, b...), '\n')
+			}
+			if err := os.WriteFile(filepath.Join(dir, frontlog.File), fl, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}})
@@ -131,17 +160,44 @@ func TestStaleConntrackNeedsEvidence(t *testing.T) {
 	}
 }
 
-// TestFrontDropsAwaitTheFrontsWindows: through Traefik, which picks the
-// pod itself, no kube-proxy node routed a request, so no (pod, node) race
-// window may explain one: every drop is unexplained, and says why.
-func TestFrontDropsAwaitTheFrontsWindows(t *testing.T) {
-	a, err := analysis.Analyze(proxyRun(t, 0, "traefik"), analysis.Options{})
-	if err != nil {
-		t.Fatal(err)
+// TestFrontAttribution: through Traefik, which picks the pod itself, a
+// drop is placed by the front pod its access log names and the pod that
+// front pod chose: the 502s sent at 4.3–4.7 s to old-a1 fall in the
+// (old-a1, traefik-1) window, from old-a1's listener close (4.1 s) to
+// traefik-1's stop of sending to it (4.625 s), whatever the nodes' rules
+// say; those sent after it are outside; the timeouts in no line of the
+// log name no front pod. Without the access log and the front's stops (a
+// run recorded before droprun watched the front), nothing is explained and
+// nothing said: the nodes' rules did not choose the pods.
+func TestFrontAttribution(t *testing.T) {
+	var failures []analysis.Failure
+	a := analyze(t, proxyRun(t, 7, "traefik", true), analysis.Options{Failure: func(f analysis.Failure) error { failures = append(failures, f); return nil }})
+	row := rows(a)["alpha"]
+	e := row.Explained
+	// One 502 every 10 ms: 4.30–4.67 s, 38, inside the window (4.625 s
+	// plus the 50 ms slack), 4.68 and 4.69 s after it, 10 at 6.5 s; 2
+	// timeouts in no line.
+	if row.Drops != 52 || e == nil || e.Explained != 38 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 12 || e.Why[analysis.WhyFrontNoLine] != 2 {
+		t.Fatalf("drops %d, explained %+v; want 38 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log", row.Drops, e)
 	}
-	v := a.Summary.Variants[0]
-	e := v.Explained
-	if v.Drops == 0 || e == nil || e.Explained+e.Cut+e.Conntrack != 0 || e.Why[analysis.WhyFront] != v.Drops {
-		t.Errorf("through traefik: %d drops, explained %+v; want every one unexplained as %q", v.Drops, e, analysis.WhyFront)
+	var front *analysis.RouteGap
+	for i, g := range row.Routes {
+		if g.Node == "traefik-1" {
+			front = &row.Routes[i]
+		} else if g.Source != analysis.RouteSourceFront {
+			t.Errorf("pair %s/%s from %s through a front: only front pods choose the pod", g.Pod, g.Node, g.Source)
+		}
+	}
+	if front == nil || front.Source != analysis.RouteSourceFront || front.Pod != "old-a1" || math.Abs(front.Unrouted-0.625) > 1e-6 {
+		t.Fatalf("the front's pair: %+v; want old-a1 unrouted by traefik-1 0.625 s after its deletion, from the front's API", front)
+	}
+	for _, f := range failures {
+		if f.Code == 502 && f.RoutedBy != "traefik-1" || f.Code == 0 && f.RoutedBy != "" {
+			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known", f)
+		}
+	}
+	plain := rows(analyze(t, proxyRun(t, 7, "traefik", false), analysis.Options{}))["alpha"].Explained
+	if plain != nil {
+		t.Errorf("without the front's data: explained %+v; want nothing said (no (pod, node) window chose them)", plain)
 	}
 }

@@ -15,6 +15,10 @@ const (
 	// endpoint change, read from its metrics by polling (the fallback on
 	// clusters droprun cannot look inside): the poll interval's resolution.
 	RouteSourceKubeProxy = "kube-proxy-sync"
+	// RouteSourceFront is a front pod's own list of the pods it sends to
+	// (Traefik's API, read every 100 ms: front.* events): the pair's Node
+	// is then that front pod, the hop that chose the pod.
+	RouteSourceFront = "front-api"
 )
 
 // RouteGap is one (old pod, node) pair of a rollout: when that node stopped
@@ -29,7 +33,8 @@ type RouteGap struct {
 	// Deleted is when the pod's deletion was requested.
 	Deleted time.Time `json:"deleted"`
 	// Unrouted is when this node stopped routing to the pod, and Source
-	// how that was seen (RouteSourceDataPlane or RouteSourceKubeProxy).
+	// how that was seen (RouteSourceDataPlane, RouteSourceKubeProxy, or
+	// RouteSourceFront when Node is a front pod).
 	Unrouted float64 `json:"unroutedSeconds"`
 	Source   string  `json:"source,omitempty"`
 	// SIGTERM and ListenerClosed are the app's own account (bookshop's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/observe"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -25,8 +27,10 @@ import (
 // rig's floor. Traefik's access log (frontlog.jsonl) holds a line for
 // nearly every request, joined to the client's record by its ID, and
 // every 502 the client got is one Traefik logged. Traefik's API shows it
-// stop sending to every web pod the rollouts deleted (front.removed), each
-// placed to within half a second.
+// stop sending to every web pod the rollouts deleted (front.removed): most
+// placed to within a quarter second, every one within a read's timeout
+// (1 s) and a poll (a CI run placed one to within 765 ms, its reading
+// slow through a busy API server).
 func TestIntegrationRunTraefik(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -63,7 +67,7 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 	defer ef.Close()
 	deleted := map[string]time.Time{} // web pod IP → deletion requested
 	removed := map[string]time.Time{} // web pod IP → Traefik stopped sending to it
-	var worst time.Duration           // the widest a removal was placed
+	var placed []time.Duration        // how closely each removal was placed
 	err = jsonl.Read(ef, analysis.EventsFile, func(e timeline.Event) error {
 		switch e.Kind {
 		case timeline.KindPodDeletionRequested:
@@ -75,7 +79,7 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 				removed[e.IP] = e.Time
 			}
 			if last, err := time.Parse(time.RFC3339Nano, e.Detail["last_seen"]); err == nil {
-				worst = max(worst, e.Time.Sub(last))
+				placed = append(placed, e.Time.Sub(last))
 			}
 		}
 		return nil
@@ -94,9 +98,14 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 		}
 		t.Logf("web pod %s: Traefik stopped sending to it %s after its deletion", ip, r.Sub(d).Round(time.Millisecond))
 	}
-	t.Logf("Traefik's stops placed to within %s", worst.Round(time.Millisecond))
-	if worst <= 0 || worst > 500*time.Millisecond {
-		t.Errorf("a stop of sending placed to within %s; want a reading at least every half second", worst)
+	slices.Sort(placed)
+	if len(placed) == 0 {
+		t.Fatal("no front.removed event with the reading before it")
+	}
+	median, worst := placed[len(placed)/2], placed[len(placed)-1]
+	t.Logf("Traefik's %d stops placed to within %s (median), %s (worst)", len(placed), median.Round(time.Millisecond), worst.Round(time.Millisecond))
+	if median > 250*time.Millisecond || worst > time.Second+observe.FrontPollEvery+100*time.Millisecond {
+		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want a quarter second and a read's timeout plus a poll", median, worst)
 	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
 	for _, v := range a.Summary.Variants {
@@ -136,6 +145,23 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 		case "no-prestop":
 			if v.Drops == 0 || v.Classes[traffic.Class502] == 0 {
 				t.Errorf("no-prestop through traefik: %d drops, classes %v; want drops, 502s among them", v.Drops, v.Classes)
+			}
+			// Each drop is placed by the Traefik pod that handled it and
+			// the pod it chose: inside that (pod, Traefik pod) window,
+			// from the pod's listener close to Traefik's stop of sending
+			// to it, well above chance.
+			e := v.Explained
+			if e == nil {
+				t.Fatalf("no-prestop through traefik: no explanation of its %d drops", v.Drops)
+			}
+			named := v.Drops - e.Why[analysis.WhyFrontNoLine]
+			shifted := 0.0
+			if e.Chance != nil {
+				shifted = e.Chance.TimesShifted
+			}
+			t.Logf("no-prestop through traefik: of %d drops, %d named a Traefik pod; explained %+v, times-shifted baseline %.0f", v.Drops, named, e, shifted)
+			if got := float64(e.Explained + e.Cut); named == 0 || got < 0.95*float64(named) || got < shifted+0.5*float64(named) {
+				t.Errorf("no-prestop through traefik: %d of the %d drops that name a Traefik pod explained by its race windows (times-shifted baseline %.0f); want at least 95%%, and 50 points above the baseline", e.Explained+e.Cut, named, shifted)
 			}
 		case "graceful-drain":
 			if v.Drops > floor {

@@ -58,6 +58,9 @@ type Failure struct {
 	Hidden string
 	// Via, when set, is the proxy pod that answered (traffic.ViaHeader).
 	Via string
+	// RequestID, when set, is the ID the requests carried: their URLs
+	// end in its query parameter (traffic.RequestIDParam).
+	RequestID string
 }
 
 // Common error texts, as vegeta records them.
@@ -272,6 +275,9 @@ func WriteResults(tb testing.TB, path string, from, to float64, failures []Failu
 			res.Code, res.Error = 0, sf.Err
 			if sf.Via != "" {
 				res.Headers = http.Header{traffic.ViaHeader: {sf.Via}}
+			}
+			if sf.RequestID != "" {
+				res.URL += "?" + traffic.RequestIDParam + "=" + sf.RequestID
 			}
 			if sf.Code != 0 {
 				res.Code = sf.Code
