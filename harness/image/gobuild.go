@@ -160,6 +160,9 @@ func CachedGo(ctx context.Context, o GoBuildOptions, dir string) (string, error)
 	if len(o.Tags) == 0 {
 		return "", errors.New("no image tags")
 	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
 	if dir == "" {
 		cache, err := os.UserCacheDir()
 		if err != nil {
@@ -169,7 +172,7 @@ func CachedGo(ctx context.Context, o GoBuildOptions, dir string) (string, error)
 	}
 	file := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(o.Tags[0])+".tar")
 	if fi, err := os.Stat(file); err == nil && fi.Mode().IsRegular() {
-		fmt.Fprintf(logOr(o.Log), "using %s (cached; delete it to rebuild)\n", file)
+		fmt.Fprintf(o.Log, "using %s (cached; delete it to rebuild)\n", file)
 		return file, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -184,13 +187,6 @@ func CachedGo(ctx context.Context, o GoBuildOptions, dir string) (string, error)
 		return "", err
 	}
 	return file, nil
-}
-
-func logOr(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 // goInstall runs `go install pkgAtVersion` for linux/goarch and returns

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -140,8 +139,7 @@ func StartAppMetrics(ctx context.Context, client kubernetes.Interface, namespace
 		pods: map[string]*target{}, failing: map[string]*failures{}, finals: map[string]bool{},
 		cancel: cancel,
 	}
-	c.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	c.factory = podInformers(client, namespace, selector)
 	inf := c.factory.Core().V1().Pods().Informer()
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podSeen(obj) },

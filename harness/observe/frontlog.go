@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -50,8 +49,7 @@ func StartFrontLogs(ctx context.Context, client kubernetes.Interface, namespace,
 	runCtx, cancel := context.WithCancel(ctx)
 	f := &FrontLogs{client: client, namespace: namespace, container: container, parse: parse,
 		w: jsonl.NewWriter(out, frontlog.File), ctx: runCtx, cancel: cancel, seen: map[types.UID]bool{}}
-	f.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	f.factory = podInformers(client, namespace, selector)
 	inf := f.factory.Core().V1().Pods().Informer()
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    f.podSeen,

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -49,8 +47,7 @@ type frontPod struct {
 // reads start failing. The stop it returns ends the polling.
 func StartFrontServers(ctx context.Context, client kubernetes.Interface, namespace, selector string, api FrontAPI, rec func(timeline.Event)) (stop func() error, err error) {
 	runCtx, cancel := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	factory := podInformers(client, namespace, selector)
 	inf := factory.Core().V1().Pods().Informer()
 	factory.StartWithContext(runCtx)
 	if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {

@@ -6,6 +6,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/droprun/droprun/harness/variant"
 
@@ -207,4 +210,11 @@ func eventSource(e *corev1.Event) string {
 		return e.ReportingController
 	}
 	return e.Source.Component
+}
+
+// podInformers is an informer factory for the pods selector matches in
+// namespace (and the objects of nothing else), as the pod watchers use it.
+func podInformers(client kubernetes.Interface, namespace, selector string) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 }

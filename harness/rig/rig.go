@@ -166,25 +166,30 @@ func diff(prev, cur reading, client func() ClientState) Sample {
 		out.IOPressure = clamp01(float64(cur.ioSome-prev.ioSome) / float64(wall))
 	}
 	out.ClientCPU = float64(cur.self-prev.self) / float64(wall)
-	for name, v := range cur.nodes {
-		if p, ok := prev.nodes[name]; ok && v >= p {
-			if out.Nodes == nil {
-				out.Nodes = map[string]float64{}
-			}
-			out.Nodes[name] = float64(v-p) / float64(wall)
-		}
-	}
-	for name, v := range cur.nodesFull {
-		if p, ok := prev.nodesFull[name]; ok && v >= p {
-			if out.NodesStarved == nil {
-				out.NodesStarved = map[string]float64{}
-			}
-			out.NodesStarved[name] = clamp01(float64(v-p) / float64(wall))
-		}
+	out.Nodes = perWall(prev.nodes, cur.nodes, wall)
+	out.NodesStarved = perWall(prev.nodesFull, cur.nodesFull, wall)
+	for name, v := range out.NodesStarved {
+		out.NodesStarved[name] = clamp01(v)
 	}
 	out.SchedMax = schedMax(prev.schedBucketsN, cur.sched)
 	if client != nil {
 		out.Client = client()
+	}
+	return out
+}
+
+// perWall returns, by name, how much each cumulative time in cur grew
+// since prev, per second of wall; nil when none did. A name missing from
+// prev, or whose counter went back, has no value.
+func perWall(prev, cur map[string]time.Duration, wall time.Duration) map[string]float64 {
+	var out map[string]float64
+	for name, v := range cur {
+		if p, ok := prev[name]; ok && v >= p {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[name] = float64(v-p) / float64(wall)
+		}
 	}
 	return out
 }
@@ -223,22 +228,8 @@ func (s *Sampler) read() reading {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		r.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	for name, path := range s.o.Cgroups {
-		if v, ok := readCgroupCPU(path); ok {
-			if r.nodes == nil {
-				r.nodes = map[string]time.Duration{}
-			}
-			r.nodes[name] = v
-		}
-	}
-	for name, path := range s.o.Pressure {
-		if v, ok := readCgroupFull(path); ok {
-			if r.nodesFull == nil {
-				r.nodesFull = map[string]time.Duration{}
-			}
-			r.nodesFull[name] = v
-		}
-	}
+	r.nodes = readEach(s.o.Cgroups, readCgroupCPU)
+	r.nodesFull = readEach(s.o.Pressure, readCgroupFull)
 	sm := []metrics.Sample{{Name: schedMetric}}
 	metrics.Read(sm)
 	if sm[0].Value.Kind() == metrics.KindFloat64Histogram {
@@ -250,6 +241,21 @@ func (s *Sampler) read() reading {
 	// lengthens the interval the counters cover, not the next one.
 	r.t = time.Now()
 	return r
+}
+
+// readEach reads every file of paths (name → file) with read, by name;
+// nil when none could be read.
+func readEach(paths map[string]string, read func(string) (time.Duration, bool)) map[string]time.Duration {
+	var out map[string]time.Duration
+	for name, path := range paths {
+		if v, ok := read(path); ok {
+			if out == nil {
+				out = map[string]time.Duration{}
+			}
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // readCPU reads the host's aggregate CPU times (the "cpu" line of
