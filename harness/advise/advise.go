@@ -205,13 +205,18 @@ type SweepCheck struct {
 	Message     string  `json:"message"`
 }
 
-// Advice is what the pairs of the runs say about the shutdown delay.
-type Advice struct {
-	Runs []string `json:"runs"`
-	Options
-	// Pairs is how many pairs were measured (their stop of routing seen);
-	// Missing lists those whose stop was not seen, which the bound
-	// excludes.
+// HopKubeProxy names the hop of the nodes' kube-proxy rules; a front's
+// hop is named by its path (path.Traefik's "traefik").
+const HopKubeProxy = "kube-proxy"
+
+// Hop is what one hop's pairs say: the nodes' kube-proxy rules, whose
+// pairs are (pod, node), or a front that picks the pod itself, whose
+// pairs are (pod, front pod) and whose stops come from the front's own
+// list of the pods it sends to (analysis.RouteSourceFront).
+type Hop struct {
+	Name string `json:"hop"`
+	// Pairs is how many pairs were measured (their stop seen); Missing
+	// lists those whose stop was not seen, which the bound excludes.
 	Pairs   int    `json:"pairs"`
 	Missing []Pair `json:"missing,omitempty"`
 	// Rollouts is how many rollouts gave measured pairs, and
@@ -231,11 +236,38 @@ type Advice struct {
 	// Sources counts the pairs by how their stop was seen.
 	Sources map[string]int `json:"sources"`
 	All     Dist           `json:"all"`
-	ByMode  []Group        `json:"byKubeProxyMode"`
-	// ByNode is set when the pairs come from more than one node.
-	ByNode         []Group `json:"byNode,omitempty"`
-	Bound          Bound   `json:"bound"`
-	Tighten        Tighten `json:"tighten"`
+	// ByMode groups the nodes' pairs by kube-proxy mode (none for a
+	// front); ByNode is set when the pairs come from more than one node
+	// (or front pod).
+	ByMode  []Group `json:"byKubeProxyMode,omitempty"`
+	ByNode  []Group `json:"byNode,omitempty"`
+	Bound   Bound   `json:"bound"`
+	Tighten Tighten `json:"tighten"`
+}
+
+// Front says whether the hop is a front's rather than the nodes' rules.
+func (h *Hop) Front() bool { return h.Name != HopKubeProxy }
+
+// chooser names what picks the pod in the hop's pairs: "node",
+// "traefik pod".
+func (h *Hop) chooser() string {
+	if h.Front() {
+		return h.Name + " pod"
+	}
+	return "node"
+}
+
+// Advice is what the pairs of the runs say about the shutdown delay.
+type Advice struct {
+	Runs []string `json:"runs"`
+	Options
+	// Hop is the hop whose bound is the largest, which sets the
+	// recommendation: a pod must outlast every list that still names it.
+	Hop
+	// Hops is every hop measured, Hop among them, when the runs measured
+	// more than one (a run through a front measures the front and the
+	// nodes' rules, which the web Service's other clients go through).
+	Hops           []Hop `json:"hops,omitempty"`
 	Recommendation `json:"recommendation"`
 	Margins        Margins      `json:"margins"`
 	Sweeps         []SweepCheck `json:"sweeps,omitempty"`
@@ -248,47 +280,52 @@ type Advice struct {
 // kube-proxy mode.
 const modeNotRecorded = "mode not recorded"
 
-// Advise bounds the delay after deletion by which every node stopped
-// routing to the pod, over every measured pair of runs, and derives the
-// settings it implies. With no measured pair it returns a
-// *NoRouteDataError.
+// Advise bounds, for each hop, the delay after deletion by which every
+// node (or front pod) stopped routing to the pod, over every measured
+// pair of runs, and derives the settings the largest bound implies. With
+// no measured pair it returns a *NoRouteDataError.
 func Advise(runs []Run, o Options) (*Advice, error) {
 	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Advice{Options: o, Sources: map[string]int{}}
+	a := &Advice{Options: o}
 	g := newGaps()
 	g.collect(a, runs)
-	a.Pairs = len(g.vals)
-	if a.Pairs == 0 {
-		return nil, &NoRouteDataError{Runs: a.Runs, Missing: len(a.Missing)}
+	var missing int
+	for _, name := range g.order {
+		h, ok := g.hops[name].measure(o)
+		missing += len(h.Missing)
+		if !ok {
+			if h.Pairs > 0 || len(h.Missing) > 0 {
+				a.Notes = append(a.Notes, fmt.Sprintf("%s: no deleted pod had every %s's stop seen (%d pairs seen, %d missing): the hop is left out of the bound", h.Name, h.chooser(), h.Pairs, len(h.Missing)))
+			}
+			continue
+		}
+		a.Hops = append(a.Hops, h)
 	}
-	a.Rollouts = len(g.rollouts)
-	a.PairsPerRollout = float64(a.Pairs) / float64(a.Rollouts)
-	latest, incomplete := g.latestPerDeletion()
-	a.Incomplete = incomplete
-	a.Deletions = len(latest)
-	if a.Deletions == 0 {
-		return nil, &NoRouteDataError{Runs: a.Runs, Missing: len(a.Missing)}
+	if len(a.Hops) == 0 {
+		return nil, &NoRouteDataError{Runs: a.Runs, Missing: missing}
 	}
-	a.DeletionsPerRollout = float64(a.Deletions) / float64(a.Rollouts)
-	a.Latest = distOf(latest)
-	a.All = distOf(g.vals)
-	a.ByMode = groups(g.byMode)
-	if len(g.byNode) > 1 {
-		a.ByNode = groups(g.byNode)
+	set := 0
+	for i, h := range a.Hops {
+		if h.Bound.Seconds > a.Hops[set].Bound.Seconds {
+			set = i
+		}
+	}
+	a.Hop = a.Hops[set]
+	if len(a.Hops) == 1 {
+		a.Hops = nil
 	}
 	a.Margins = Margins{DeletionToSIGTERM: distOf(g.sigterm), SIGTERMToListenerClosed: distOf(g.closing), SIGTERMToExit: distOf(g.exiting)}
 	if g.led > 0 {
-		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d deleted pods got SIGTERM sooner after the deletion droprun saw than their preStop hook lasts (by up to %s): their kubelet saw the deletion first, and their delays count from its start of the hook", g.led, len(g.dels), short(g.maxLead)))
+		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d deleted pods got SIGTERM sooner after the deletion droprun saw than their preStop hook lasts (by up to %s): their kubelet saw the deletion first, and their delays count from its start of the hook", g.led, len(g.pods), short(g.maxLead)))
 	}
-	if n := a.Sources[analysis.RouteSourceKubeProxy]; n > 0 {
-		a.Notes = append(a.Notes, fmt.Sprintf("%d of %d pairs were seen through kube-proxy's sync metric, polled (the fallback where droprun cannot watch a node's rules): their times have the poll interval's resolution, not milliseconds", n, a.Pairs))
+	for _, h := range a.hopsOrSelf() {
+		if n := h.Sources[analysis.RouteSourceKubeProxy]; n > 0 {
+			a.Notes = append(a.Notes, fmt.Sprintf("%d of %d pairs were seen through kube-proxy's sync metric, polled (the fallback where droprun cannot watch a node's rules): their times have the poll interval's resolution, not milliseconds", n, h.Pairs))
+		}
 	}
-
-	slices.Sort(latest)
-	a.Bound, a.Tighten = bound(latest, o, a.DeletionsPerRollout)
 	a.Recommendation = recommend(a.Bound.Seconds, a.Margins.SIGTERMToExit)
 	for _, sw := range sweeps(runs) {
 		a.Sweeps = append(a.Sweeps, checkSweep(sw, a.Recommendation))
@@ -296,25 +333,45 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 	return a, nil
 }
 
+// hopsOrSelf is every hop measured: Hops, or the one hop.
+func (a *Advice) hopsOrSelf() []Hop {
+	if len(a.Hops) > 0 {
+		return a.Hops
+	}
+	return []Hop{a.Hop}
+}
+
 // deletion is one deleted pod: the latest delay of its nodes' seen stops
 // of routing (-1 before one is seen), and whether a node's was not seen.
 type deletion struct {
 	latest  float64
 	missing bool
-	// led says the kubelet began before droprun saw the deletion (lead).
-	led bool
 }
 
-// gaps gathers the runs' route gaps for Advise: each (pod, node) pair
-// once, the seen delays overall, by kube-proxy mode and by node, the
-// rollouts they come from, and each deleted pod (keyed by run, row,
-// rollout and pod, in order of appearance) with the app's times.
-type gaps struct {
+// hopGaps gathers one hop's route gaps: each (pod, node) pair once, the
+// seen delays overall, by kube-proxy mode and by node, the rollouts they
+// come from, and each deleted pod (keyed by run, row, rollout and pod, in
+// order of appearance).
+type hopGaps struct {
+	name           string
 	vals           []float64
 	byMode, byNode map[string][]float64
 	rollouts, seen map[string]bool
 	dels           map[string]*deletion
 	delOrder       []string
+	missing        []Pair
+	sources        map[string]int
+}
+
+// gaps gathers the runs' route gaps for Advise, by hop (kube-proxy
+// first, then each front in order of appearance), and the app's times per
+// deleted pod, which every hop shares.
+type gaps struct {
+	hops  map[string]*hopGaps
+	order []string
+	// pods is every deleted pod seen; its value says whether its kubelet
+	// began before droprun saw the deletion (lead).
+	pods map[string]bool
 	// The app's times per deleted pod: deletion → SIGTERM, SIGTERM →
 	// listener closed, SIGTERM → exit.
 	sigterm, closing, exiting []float64
@@ -325,17 +382,27 @@ type gaps struct {
 }
 
 func newGaps() *gaps {
-	return &gaps{
-		byMode:   map[string][]float64{},
-		byNode:   map[string][]float64{},
-		rollouts: map[string]bool{},
-		seen:     map[string]bool{},
-		dels:     map[string]*deletion{},
-	}
+	return &gaps{hops: map[string]*hopGaps{}, pods: map[string]bool{}}
 }
 
-// collect adds every run's route gaps, and records in a the runs, their
-// suspect notes, the missing pairs and how the pairs were seen.
+// hop returns the named hop's gaps, made on first use.
+func (c *gaps) hop(name string) *hopGaps {
+	h := c.hops[name]
+	if h == nil {
+		h = &hopGaps{name: name, byMode: map[string][]float64{}, byNode: map[string][]float64{},
+			rollouts: map[string]bool{}, seen: map[string]bool{}, dels: map[string]*deletion{}, sources: map[string]int{}}
+		c.hops[name] = h
+		if name == HopKubeProxy {
+			c.order = slices.Insert(c.order, 0, name)
+		} else {
+			c.order = append(c.order, name)
+		}
+	}
+	return h
+}
+
+// collect adds every run's route gaps, and records in a the runs and
+// their suspect notes.
 func (c *gaps) collect(a *Advice, runs []Run) {
 	for _, r := range runs {
 		a.Runs = append(a.Runs, r.Dir)
@@ -345,16 +412,19 @@ func (c *gaps) collect(a *Advice, runs []Run) {
 		for _, s := range r.Summary.Suspect {
 			a.Notes = append(a.Notes, fmt.Sprintf("%s is suspect: %s", r.Dir, s))
 		}
+		front := "front"
 		if p, ok := path.Lookup(r.Summary.Traffic.Target); ok && p.Proxy != nil && p.Proxy.PicksPod {
-			a.Notes = append(a.Notes, fmt.Sprintf("%s went through %s, which picks the pod from its own endpoint list: its stops of sending to each deleted pod (the summary's routes from %s) are not in this bound yet, which is the nodes' kube-proxy rules' only, and %s may need longer", r.Dir, p.Name, analysis.RouteSourceFront, p.Name))
+			front = p.Name
+			a.Notes = append(a.Notes, fmt.Sprintf("%s went through %s, which picks the pod from its own endpoint list: its requests did not take the nodes' kube-proxy rules to the web pods, which the web Service's other clients go through; both hops are bounded, and the larger sets the recommendation", r.Dir, p.Name))
 		}
 		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
 		for _, v := range r.Summary.Variants {
 			for _, g := range v.Routes {
+				hop, m := HopKubeProxy, mode
 				if g.Source == analysis.RouteSourceFront {
-					continue // a front's hop, not a node's rules: see the note above
+					hop, m = front, ""
 				}
-				c.add(a, r.Dir, v.Variant, mode, g, hookSeconds(v, g.Rollout))
+				c.add(c.hop(hop), r.Dir, v.Variant, m, g, hookSeconds(v, g.Rollout))
 			}
 		}
 	}
@@ -386,58 +456,85 @@ func lead(g analysis.RouteGap, hook float64) float64 {
 	return max(0, hook-g.SIGTERM)
 }
 
-// add takes one route gap of run's row variant, unless its pair was
-// taken already. A gap whose stop of routing was not seen (Unrouted < 0)
-// is a missing pair, and marks its deletion incomplete. Its delay counts
-// from the start of the pod's shutdown: the deletion droprun saw, or the
-// kubelet's start of the hook where that came first (lead), since a
-// preStop runs from there.
-func (c *gaps) add(a *Advice, run, variant, mode string, g analysis.RouteGap, hook float64) {
+// add takes one route gap of run's row variant into hop h, unless its
+// pair was taken already. A gap whose stop of routing was not seen
+// (Unrouted < 0) is a missing pair, and marks its deletion incomplete.
+// Its delay counts from the start of the pod's shutdown: the deletion
+// droprun saw, or the kubelet's start of the hook where that came first
+// (lead), since a preStop runs from there. mode is the node's kube-proxy
+// mode, "" for a front's pair.
+func (c *gaps) add(h *hopGaps, run, variant, mode string, g analysis.RouteGap, hook float64) {
 	key := fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout, "\x00", g.Pod, "\x00", g.Node)
-	if c.seen[key] {
+	if h.seen[key] {
 		return
 	}
-	c.seen[key] = true
+	h.seen[key] = true
 	podKey := fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout, "\x00", g.Pod)
-	d, ok := c.dels[podKey]
-	if !ok {
-		d = &deletion{latest: -1}
-		c.dels[podKey] = d
-		c.delOrder = append(c.delOrder, podKey)
+	if _, ok := c.pods[podKey]; !ok {
+		c.pods[podKey] = false
 		if g.AppTimes {
 			c.sigterm = append(c.sigterm, g.SIGTERM)
 			c.closing = append(c.closing, g.ListenerClosed-g.SIGTERM)
 			c.exiting = append(c.exiting, max(0, g.Exited-g.SIGTERM))
 		}
 	}
+	d, ok := h.dels[podKey]
+	if !ok {
+		d = &deletion{latest: -1}
+		h.dels[podKey] = d
+		h.delOrder = append(h.delOrder, podKey)
+	}
 	if g.Unrouted < 0 {
 		d.missing = true
-		a.Missing = append(a.Missing, Pair{Run: run, Row: variant, RouteGap: g})
+		h.missing = append(h.missing, Pair{Run: run, Row: variant, RouteGap: g})
 		return
 	}
 	delay := g.Unrouted
 	if l := lead(g, hook); l > 0 {
 		delay += l
-		if !d.led {
-			d.led = true
+		if !c.pods[podKey] {
+			c.pods[podKey] = true
 			c.led++
 			c.maxLead = max(c.maxLead, l)
 		}
 	}
 	d.latest = max(d.latest, delay)
-	c.vals = append(c.vals, delay)
-	c.byMode[mode] = append(c.byMode[mode], delay)
-	c.byNode[g.Node] = append(c.byNode[g.Node], delay)
-	c.rollouts[fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout)] = true
-	a.Sources[cmp.Or(g.Source, "unknown")]++
+	h.vals = append(h.vals, delay)
+	if mode != "" {
+		h.byMode[mode] = append(h.byMode[mode], delay)
+	}
+	h.byNode[g.Node] = append(h.byNode[g.Node], delay)
+	h.rollouts[fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout)] = true
+	h.sources[cmp.Or(g.Source, "unknown")]++
+}
+
+// measure is the hop's distributions and bound; false when no deletion
+// had all its pairs seen, which leaves nothing to bound.
+func (h *hopGaps) measure(o Options) (Hop, bool) {
+	m := Hop{Name: h.name, Pairs: len(h.vals), Missing: h.missing, Rollouts: len(h.rollouts), Sources: h.sources}
+	latest, incomplete := h.latestPerDeletion()
+	m.Incomplete, m.Deletions = incomplete, len(latest)
+	if m.Pairs == 0 || m.Deletions == 0 {
+		return m, false
+	}
+	m.PairsPerRollout = float64(m.Pairs) / float64(m.Rollouts)
+	m.DeletionsPerRollout = float64(m.Deletions) / float64(m.Rollouts)
+	m.Latest, m.All = distOf(latest), distOf(h.vals)
+	m.ByMode = groups(h.byMode)
+	if len(h.byNode) > 1 {
+		m.ByNode = groups(h.byNode)
+	}
+	slices.Sort(latest)
+	m.Bound, m.Tighten = bound(latest, o, m.DeletionsPerRollout)
+	return m, true
 }
 
 // latestPerDeletion returns the latest node's delay of each deletion all
 // of whose pairs were seen, in order of appearance, and how many
 // deletions have a missing pair (the bound excludes them).
-func (c *gaps) latestPerDeletion() (latest []float64, incomplete int) {
-	for _, k := range c.delOrder {
-		switch d := c.dels[k]; {
+func (h *hopGaps) latestPerDeletion() (latest []float64, incomplete int) {
+	for _, k := range h.delOrder {
+		switch d := h.dels[k]; {
 		case d.missing:
 			incomplete++
 		case d.latest >= 0:

@@ -480,22 +480,92 @@ func TestAdviceJSON(t *testing.T) {
 }
 
 // TestAdviseThroughAFront: a run through Traefik, which picks the pod
-// itself, gets its bound from the nodes' rules only, and the advice says
-// that the front's own delay is not in it.
+// itself, is bounded per hop: the nodes' rules and the Traefik pods' own
+// lists, each over its own pairs; the larger bound sets the
+// recommendation, and the advice names that hop. A direct run has one
+// hop, and says nothing of hops.
 func TestAdviseThroughAFront(t *testing.T) {
-	through := summary("iptables", row("v", 10, ramp(30, 0.5)))
-	through.Traffic.Target = "traefik"
-	direct := summary("iptables", row("v", 10, ramp(30, 0.5)))
+	// withFront adds to each deletion of v a pair per Traefik pod, the
+	// slowest at top seconds.
+	withFront := func(v analysis.VariantSummary, top float64) analysis.VariantSummary {
+		for r := 1; r <= len(v.Rollouts); r++ {
+			for i, front := range []string{"droprun-traefik-a", "droprun-traefik-b"} {
+				d := 0.3 + 0.01*float64(r)
+				if r == len(v.Rollouts) && i == 1 {
+					d = top
+				}
+				v.Routes = append(v.Routes, analysis.RouteGap{Rollout: r, Pod: fmt.Sprintf("%s-pod-%d", v.Variant, r), Node: front,
+					Unrouted: d, Source: analysis.RouteSourceFront, AppTimes: true, SIGTERM: 0.05, ListenerClosed: 0.07})
+			}
+		}
+		return v
+	}
 	for _, c := range []struct {
-		s    *analysis.Summary
-		note bool
-	}{{through, true}, {direct, false}} {
-		a, err := Advise([]Run{{Dir: "runs/a", Summary: c.s}}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.Contains(strings.Join(a.Notes, "\n"), "went through traefik, which picks the pod"); got != c.note {
-			t.Errorf("target %q: notes %q, want the front's note: %v", c.s.Traffic.Target, a.Notes, c.note)
-		}
+		name     string
+		front    float64 // the front's slowest pair; the nodes' is 0.5 s
+		wantHop  string
+		wantStop int64
+	}{{"front slower", 2.3, "traefik", 3}, {"nodes slower", 0.45, HopKubeProxy, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := summary("iptables", withFront(row("v", 10, ramp(30, 0.5)), c.front))
+			s.Traffic.Target = "traefik"
+			a, err := Advise([]Run{{Dir: "runs/a", Summary: s}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Hops) != 2 || a.Hops[0].Name != HopKubeProxy || a.Hops[1].Name != "traefik" {
+				t.Fatalf("hops %+v, want kube-proxy then traefik", a.Hops)
+			}
+			nodes, front := a.Hops[0], a.Hops[1]
+			if nodes.Pairs != 30 || nodes.Deletions != 10 || nodes.Latest.Max != 0.5 || len(nodes.ByMode) != 1 {
+				t.Errorf("kube-proxy hop: %d pairs, %d deletions, latest max %g, modes %v; want 30, 10, 0.5, one", nodes.Pairs, nodes.Deletions, nodes.Latest.Max, nodes.ByMode)
+			}
+			if front.Pairs != 20 || front.Deletions != 10 || front.Latest.Max != c.front || len(front.ByNode) != 2 || front.ByMode != nil || front.Sources[analysis.RouteSourceFront] != 20 {
+				t.Errorf("traefik hop: %d pairs, %d deletions, latest max %g, %d front pods, modes %v, sources %v; want 20, 10, %g, 2, none, 20 front-api",
+					front.Pairs, front.Deletions, front.Latest.Max, len(front.ByNode), front.ByMode, front.Sources, c.front)
+			}
+			// 10 deletions bound only a low quantile, by their maximum.
+			if a.Name != c.wantHop || a.Bound.Seconds != max(0.5, c.front) || a.PreStopSleepSeconds != c.wantStop {
+				t.Errorf("set by %s at %g s, preStop %d; want %s, %g s, %d", a.Name, a.Bound.Seconds, a.PreStopSleepSeconds, c.wantHop, max(0.5, c.front), c.wantStop)
+			}
+			if a.Margins.DeletionToSIGTERM.N != 10 {
+				t.Errorf("margins over %d pods, want 10: each deleted pod once, whichever hop saw it", a.Margins.DeletionToSIGTERM.N)
+			}
+			var b bytes.Buffer
+			if err := a.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{
+				"Measured, hop kube-proxy: when each node stopped routing",
+				"Measured, hop traefik: when each traefik pod stopped sending new requests",
+				"20 (pod, traefik pod) pairs",
+				"traefik pod droprun-traefik-b",
+				"latest traefik pod per deletion",
+				"The path: hop " + c.wantHop + " sets the bound",
+				"Recommendation (D = " + secs(a.Bound.Seconds) + ", hop " + c.wantHop + "'s bound)",
+			} {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("text lacks %q:\n%s", want, b.String())
+				}
+			}
+			var j bytes.Buffer
+			if err := a.WriteJSON(&j); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(j.String(), `"hop": "`+c.wantHop+`"`) || !strings.Contains(j.String(), `"hops": [`) {
+				t.Errorf("JSON lacks the hop that sets the bound, or the hops:\n%s", j.String())
+			}
+		})
+	}
+	a, err := Advise([]Run{{Dir: "runs/a", Summary: summary("iptables", row("v", 10, ramp(30, 0.5)))}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := a.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a.Hops != nil || a.Name != HopKubeProxy || strings.Contains(b.String(), "hop") {
+		t.Errorf("a direct run: hops %v, set by %q, text:\n%s\nwant one hop, kube-proxy, unnamed in the text", a.Hops, a.Name, b.String())
 	}
 }

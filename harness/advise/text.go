@@ -17,16 +17,19 @@ import (
 // maxMissingListed is how many missing pairs the text lists by name.
 const maxMissingListed = 10
 
-// WriteText writes the advice as a report for people: what was measured,
-// the bound, the recommendation, the grace period, how to tighten the
-// bound and the sweep check.
+// WriteText writes the advice as a report for people: what was measured
+// and the bound, per hop, the recommendation, the grace period, how to
+// tighten the bound and the sweep check.
 func (a *Advice) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	a.writeMeasured(p)
-	p("")
-	a.writeBound(p)
-	p("")
+	for _, h := range a.hopsOrSelf() {
+		h.writeMeasured(p, a.Runs, len(a.Hops) > 0)
+		p("")
+		h.writeBound(p, a.Quantile)
+		p("")
+	}
+	a.writePath(p)
 	a.writeRecommendation(p)
 	p("")
 	a.writeTighten(p)
@@ -39,92 +42,131 @@ func (a *Advice) WriteText(w io.Writer) error {
 // linef writes one line of the text report (WriteText's p).
 type linef func(format string, args ...any)
 
-// writeMeasured says what was measured: the pairs, by which source, their
-// distributions and the pairs missing.
-func (a *Advice) writeMeasured(p linef) {
-	p("Measured: when each node stopped routing new connections to a pod being deleted, in seconds after the deletion request (or the kubelet's start of the preStop hook, where that came first).")
-	p("  %d (pod, node) pairs from %d rollouts (%s pairs per rollout) in %s", a.Pairs, a.Rollouts, stats.FormatSig(a.PairsPerRollout, 3), strings.Join(a.Runs, ", "))
-	// The two known sources first, in this order, then any other by name.
-	for _, src := range []string{analysis.RouteSourceDataPlane, analysis.RouteSourceKubeProxy} {
-		if n := a.Sources[src]; n > 0 {
+// writeMeasured says what was measured in the hop: the pairs, by which
+// source, their distributions and the pairs missing. named puts the hop's
+// name first, when the advice has more than one.
+func (h *Hop) writeMeasured(p linef, runs []string, named bool) {
+	head := "Measured"
+	if named {
+		head = fmt.Sprintf("Measured, hop %s", h.Name)
+	}
+	what := "when each node stopped routing new connections to a pod being deleted"
+	if h.Front() {
+		what = fmt.Sprintf("when each %s stopped sending new requests to a pod being deleted (the pods it sends to, read from its own API)", h.chooser())
+	}
+	p("%s: %s, in seconds after the deletion request (or the kubelet's start of the preStop hook, where that came first).", head, what)
+	p("  %d (pod, %s) pairs from %d rollouts (%s pairs per rollout) in %s", h.Pairs, h.chooser(), h.Rollouts, stats.FormatSig(h.PairsPerRollout, 3), strings.Join(runs, ", "))
+	// The known sources first, in this order, then any other by name.
+	known := []string{analysis.RouteSourceDataPlane, analysis.RouteSourceKubeProxy, analysis.RouteSourceFront}
+	for _, src := range known {
+		if n := h.Sources[src]; n > 0 {
 			p("  %d seen %s", n, sourceText(src))
 		}
 	}
-	for _, src := range slices.Sorted(maps.Keys(a.Sources)) {
-		if src != analysis.RouteSourceDataPlane && src != analysis.RouteSourceKubeProxy {
-			p("  %d seen by %q", a.Sources[src], src)
+	for _, src := range slices.Sorted(maps.Keys(h.Sources)) {
+		if !slices.Contains(known, src) {
+			p("  %d seen by %q", h.Sources[src], src)
 		}
 	}
-	a.writeDists(p)
-	a.writeMissing(p)
+	h.writeDists(p)
+	h.writeMissing(p)
 }
 
 // writeDists writes the distributions, of all pairs, by kube-proxy mode,
-// by node and of the latest node per deletion, in one column of labels as
-// wide as the longest (a node's name).
-func (a *Advice) writeDists(p linef) {
+// by node (or front pod) and of the latest one per deletion, in one
+// column of labels as wide as the longest (a node's name).
+func (h *Hop) writeDists(p linef) {
 	type line struct {
 		label string
 		d     Dist
 	}
-	lines := []line{{"all pairs", a.All}}
-	for _, g := range a.ByMode {
+	lines := []line{{"all pairs", h.All}}
+	for _, g := range h.ByMode {
 		name := "kube-proxy " + g.Name
 		if g.Name == modeNotRecorded {
 			name = "kube-proxy mode not recorded"
 		}
 		lines = append(lines, line{name, g.Dist})
 	}
-	for _, g := range a.ByNode {
-		lines = append(lines, line{"node " + g.Name, g.Dist})
+	for _, g := range h.ByNode {
+		lines = append(lines, line{h.chooser() + " " + g.Name, g.Dist})
 	}
-	width := len("latest node per deletion")
+	latest := fmt.Sprintf("latest %s per deletion", h.chooser())
+	width := len(latest)
 	for _, l := range lines {
 		width = max(width, len(l.label))
 	}
 	for _, l := range lines {
 		p("  %-*s  %s", width, l.label, distText(l.d))
 	}
-	p("  %-*s  %s", width, "latest node per deletion", distText(a.Latest))
+	p("  %-*s  %s", width, latest, distText(h.Latest))
 }
 
-// writeMissing lists the pairs whose stop of routing was not seen, the
-// first maxMissingListed by name.
-func (a *Advice) writeMissing(p linef) {
-	n := len(a.Missing)
+// writeMissing lists the pairs whose stop was not seen, the first
+// maxMissingListed by name.
+func (h *Hop) writeMissing(p linef) {
+	n := len(h.Missing)
 	if n == 0 {
 		return
 	}
-	p("  missing: %d pairs whose node's stop of routing was not seen; a missing pair could be the slowest, and the bound excludes their %d deletions:", n, a.Incomplete)
-	for i, m := range a.Missing {
+	stop := "stop of routing"
+	if h.Front() {
+		stop = "stop of sending"
+	}
+	p("  missing: %d pairs whose %s's %s was not seen; a missing pair could be the slowest, and the bound excludes their %d deletions:", n, h.chooser(), stop, h.Incomplete)
+	for i, m := range h.Missing {
 		if i == maxMissingListed {
 			p("    … and %d more (--json lists them all)", n-i)
 			break
 		}
-		p("    %s: %s rollout %d, pod %s on node %s", m.Run, m.Row, m.Rollout, m.Pod, m.Node)
+		p("    %s: %s rollout %d, pod %s on %s %s", m.Run, m.Row, m.Rollout, m.Pod, h.chooser(), m.Node)
 	}
 }
 
 // writeBound states the bound on the latest node's delay, or, with too
-// few deletions for the quantile asked, the one they support.
-func (a *Advice) writeBound(p linef) {
-	bd := a.Bound
+// few deletions for the quantile asked (asked), the one they support.
+func (h *Hop) writeBound(p linef, asked float64) {
+	bd := h.Bound
 	conf := pct(bd.Confidence)
-	p("Bound, on the delay by which every node had stopped (the latest node of each of %d deleted pods):", a.Deletions)
+	every := "every node stops routing"
+	if h.Front() {
+		every = fmt.Sprintf("every %s stops sending", h.chooser())
+	}
+	p("Bound, on the delay by which every %s had stopped (the latest %s of each of %d deleted pods):", h.chooser(), h.chooser(), h.Deletions)
 	if bd.Supported {
-		p("  with %s confidence, for %s of deletions every node stops routing within %s of the deletion", conf, pct(bd.Quantile), secs(bd.Seconds))
-		p("  (the %s smallest of %d deletions: a distribution-free order-statistic bound on the %s)", ordinal(bd.Rank), a.Deletions, percentile(bd.Quantile))
+		p("  with %s confidence, for %s of deletions %s within %s of the deletion", conf, pct(bd.Quantile), every, secs(bd.Seconds))
+		p("  (the %s smallest of %d deletions: a distribution-free order-statistic bound on the %s)", ordinal(bd.Rank), h.Deletions, percentile(bd.Quantile))
 	} else {
 		p("  too few deletions for the %s at %s confidence: %d deletions bound only the %s, by their maximum: %s",
-			percentile(a.Quantile), conf, a.Deletions, percentile(bd.Quantile), secs(bd.Seconds))
+			percentile(asked), conf, h.Deletions, percentile(bd.Quantile), secs(bd.Seconds))
 	}
+}
+
+// writePath names the hop whose bound sets the recommendation, when
+// there is more than one.
+func (a *Advice) writePath(p linef) {
+	if len(a.Hops) == 0 {
+		return
+	}
+	var others []string
+	for _, h := range a.Hops {
+		if h.Name != a.Name {
+			others = append(others, fmt.Sprintf("%s's %s", h.Name, secs(h.Bound.Seconds)))
+		}
+	}
+	p("The path: hop %s sets the bound, %s, the largest (beside %s): a pod must outlast every list that still names it.", a.Name, secs(a.Bound.Seconds), strings.Join(others, ", "))
+	p("")
 }
 
 // writeRecommendation gives the preStop sleep (or drain delay) and the
 // grace period, then the margins the recommendation does not count on.
 func (a *Advice) writeRecommendation(p linef) {
 	r := a.Recommendation
-	p("Recommendation (D = %s):", secs(a.Bound.Seconds))
+	if len(a.Hops) > 0 {
+		p("Recommendation (D = %s, hop %s's bound):", secs(a.Bound.Seconds), a.Name)
+	} else {
+		p("Recommendation (D = %s):", secs(a.Bound.Seconds))
+	}
 	p("  preStop.sleep.seconds: %d", r.PreStopSleepSeconds)
 	p("    lifecycle: {preStop: {sleep: {seconds: %d}}} (Kubernetes 1.30+; before, exec [sleep, \"%d\"]); ⌈D⌉, as the native sleep takes whole seconds", r.PreStopSleepSeconds, r.PreStopSleepSeconds)
 	p("  or, for an app that delays its own listener close after SIGTERM: a drain delay of %ss (D rounded up to 100 ms)", stats.FormatSig(r.DrainDelaySeconds, 3))
@@ -205,6 +247,8 @@ func sourceText(src string) string {
 		return "in the node's own rules (data plane, millisecond resolution)"
 	case analysis.RouteSourceKubeProxy:
 		return "as kube-proxy's first sync after the endpoint change (polled: the poll interval's resolution)"
+	case analysis.RouteSourceFront:
+		return "in the front pod's own list of the pods it sends to (its API, polled: front.removed events)"
 	}
 	return src
 }
