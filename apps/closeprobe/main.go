@@ -18,14 +18,29 @@
 //
 // Input lines are "ID ADDRESS", e.g. "web-7f9c-x2 10.244.1.7:8080". Its
 // first output line is "ready", once it reads its input.
+//
+// It also reads a front's API, with input lines "poll ID URL" (and
+// "unpoll ID" to stop): it GETs URL every 20 ms and prints, at the first
+// answer and at every change of the answer's body,
+//
+//	poll ID BEFORE_NS AT_NS BODY
+//
+// BODY is the new body, base64; AT_NS is when the read that first returned
+// it ended, and BEFORE_NS when the last read that returned the previous
+// body started (0 at the first answer): the change happened between them.
+// When reads start failing it prints "pollerr ID AT_NS MESSAGE", and at the
+// first answer after, the body again, changed or not.
 package main
 
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -37,6 +52,10 @@ const (
 	every   = 5 * time.Millisecond   // between connects to one address
 	timeout = 200 * time.Millisecond // a connect that long is a timeout
 	limit   = 2 * time.Minute        // stop watching an address still open
+
+	pollEvery   = 20 * time.Millisecond  // between reads of one URL
+	pollTimeout = 500 * time.Millisecond // a read that long failed
+	maxBody     = 1 << 20                // the most of a body read
 )
 
 func main() {
@@ -53,12 +72,27 @@ func main() {
 		out.Flush()
 	}
 	emit("ready")
+	polls := map[string]context.CancelFunc{}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		id, addr, ok := strings.Cut(strings.TrimSpace(in.Text()), " ")
-		if !ok {
+		f := strings.Fields(in.Text())
+		switch {
+		case len(f) == 3 && f[0] == "poll":
+			if polls[f[1]] == nil {
+				pctx, stop := context.WithCancel(ctx)
+				polls[f[1]] = stop
+				wg.Go(func() { poll(pctx, f[1], f[2], emit) })
+			}
+			continue
+		case len(f) == 2 && f[0] == "unpoll":
+			if stop := polls[f[1]]; stop != nil {
+				stop()
+			}
+			continue
+		case len(f) != 2:
 			continue
 		}
+		id, addr := f[0], f[1]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -103,4 +137,60 @@ func watch(ctx context.Context, addr string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d 0 open", open)
+}
+
+// poll reads url every pollEvery until ctx ends, and prints its first
+// answer, every change of it, and each start of failing reads (see the
+// package comment).
+func poll(ctx context.Context, id, url string, emit func(string)) {
+	c := &http.Client{Timeout: pollTimeout}
+	var (
+		last     []byte
+		answered bool
+		failing  bool
+		before   int64 // the start of the last read that returned last
+	)
+	for ctx.Err() == nil {
+		start := time.Now()
+		body, err := get(ctx, c, url)
+		end := time.Now()
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			if !failing {
+				emit(fmt.Sprintf("pollerr %s %d %s", id, end.UnixNano(), strings.ReplaceAll(err.Error(), "\n", " ")))
+			}
+			failing = true
+		default:
+			if !answered || failing || string(body) != string(last) {
+				if !answered {
+					before = 0
+				}
+				emit(fmt.Sprintf("poll %s %d %d %s", id, before, end.UnixNano(), base64.StdEncoding.EncodeToString(body)))
+			}
+			answered, failing, last, before = true, false, body, start.UnixNano()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(start.Add(pollEvery))):
+		}
+	}
+}
+
+// get reads url's body; an answer other than 200 is an error.
+func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return body, err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"strconv"
@@ -36,6 +37,7 @@ type Prober struct {
 	mu      sync.Mutex
 	watched map[string]bool
 	ips     map[string]string // pod → IP, for the event
+	polls   map[string]func(Reading)
 	closed  bool
 	dropped int // Watch calls the queue had no room for
 
@@ -56,7 +58,7 @@ func Start(ctx context.Context, node string, exec Exec, bin []byte, record func(
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &Prober{node: node, record: record, watched: map[string]bool{}, ips: map[string]string{},
+	p := &Prober{node: node, record: record, watched: map[string]bool{}, ips: map[string]string{}, polls: map[string]func(Reading){},
 		queue: make(chan string, queueLen), done: make(chan error, 1)}
 	go func() {
 		err := exec(context.WithoutCancel(ctx), node, inR, outW, binPath)
@@ -112,26 +114,117 @@ func (p *Prober) Watch(pod, ip string, port int) {
 		return
 	}
 	p.watched[pod], p.ips[pod] = true, ip
+	p.send(fmt.Sprintf("%s %s:%d\n", pod, ip, port))
+}
+
+// Reading is one change in what a polled URL answered, read from inside
+// the node: Body, first returned by a read that ended At, and Before, the
+// start of the last read that returned the previous body (zero at the
+// first answer). The change happened between them. When reads start
+// failing, Err says why instead.
+type Reading struct {
+	Before, At time.Time
+	Body       []byte
+	Err        string
+}
+
+// PollEvery is how often the prober reads a polled URL (apps/closeprobe's
+// pollEvery).
+const PollEvery = 20 * time.Millisecond
+
+// Node is the node the prober runs in.
+func (p *Prober) Node() string { return p.node }
+
+// Poll starts reading url every 20 ms from inside the node (a front's API
+// at its pod IP, with no API server between), calling on, from one
+// goroutine, with the first answer, each change of it, and each start of
+// failing reads. An id already polled is ignored.
+func (p *Prober) Poll(id, url string, on func(Reading)) {
+	if id == "" || strings.ContainsAny(id+url, " \n") {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.polls[id] != nil {
+		return
+	}
+	p.polls[id] = on
+	p.send("poll " + id + " " + url + "\n")
+}
+
+// Unpoll stops polling id: on is not called again.
+func (p *Prober) Unpoll(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.polls[id] == nil {
+		return
+	}
+	delete(p.polls, id)
+	p.send("unpoll " + id + "\n")
+}
+
+// send queues a line for the prober's stdin, never blocking; p.mu held.
+func (p *Prober) send(line string) {
 	select {
-	case p.queue <- fmt.Sprintf("%s %s:%d\n", pod, ip, port):
+	case p.queue <- line:
 	default:
 		p.dropped++ // never block the recorder
 	}
 }
 
+// maxLine bounds one line of the prober's output: a polled body, base64.
+const maxLine = 2 << 20
+
 // read closes ready at the prober's first line, "ready", and records every
 // line after it.
 func (p *Prober) read(out io.Reader, ready chan<- struct{}) {
 	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	if sc.Scan() && sc.Text() == "ready" {
 		close(ready)
 	}
 	for sc.Scan() {
+		if id, r, ok := parseReading(sc.Text()); ok {
+			p.mu.Lock()
+			on := p.polls[id]
+			p.mu.Unlock()
+			if on != nil {
+				on(r)
+				continue
+			}
+		}
 		e, ok := p.parse(sc.Text())
 		if ok {
 			p.record(e)
 		}
 	}
+}
+
+// parseReading reads a poll line, "poll ID BEFORE_NS AT_NS BODY" or
+// "pollerr ID AT_NS MESSAGE".
+func parseReading(line string) (id string, r Reading, ok bool) {
+	f := strings.SplitN(line, " ", 5)
+	switch {
+	case len(f) == 5 && f[0] == "poll":
+		before, err1 := strconv.ParseInt(f[2], 10, 64)
+		at, err2 := strconv.ParseInt(f[3], 10, 64)
+		body, err3 := base64.StdEncoding.DecodeString(f[4])
+		if err1 != nil || err2 != nil || err3 != nil {
+			return "", Reading{}, false
+		}
+		r = Reading{At: time.Unix(0, at), Body: body}
+		if before > 0 {
+			r.Before = time.Unix(0, before)
+		}
+		return f[1], r, true
+	case len(f) >= 4 && f[0] == "pollerr":
+		at, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return "", Reading{}, false
+		}
+		return f[1], Reading{At: time.Unix(0, at), Err: strings.Join(f[3:], " ")}, true
+	}
+	return "", Reading{}, false
 }
 
 // parse turns a line "ID OPEN_NS FAIL_NS HOW" into its event.
@@ -174,7 +267,7 @@ func (p *Prober) Stop(ctx context.Context) error {
 			return fmt.Errorf("the listener-close prober in node %s: %w", p.node, err)
 		}
 		if dropped > 0 {
-			return fmt.Errorf("the listener-close prober in node %s: %d pods were not watched (its queue was full)", p.node, dropped)
+			return fmt.Errorf("the listener-close prober in node %s: %d pods were not watched or polled (its queue was full)", p.node, dropped)
 		}
 		return nil
 	case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +108,93 @@ func TestProberSeesTheClose(t *testing.T) {
 	defer mu.Unlock()
 	if len(events) != 1 {
 		t.Errorf("events %+v: want only web-1's close (web-2 stayed open, web-1 watched once)", events)
+	}
+}
+
+// TestProberPolls: the prober reports a URL's first answer, a change of
+// its body between the last read of the old body and the first of the
+// new, a start of failing reads, the body again after them, and nothing
+// after Unpoll.
+func TestProberPolls(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	body, status := "one", http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	set := func(b string, code int) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		body, status = b, code
+		return time.Now()
+	}
+	p, err := Start(ctx, "node-0", hostExec(t), []byte("binary"), func(timeline.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Reading, 16)
+	p.Poll("traefik-1", srv.URL+"/api", func(r Reading) { got <- r })
+	next := func(what string) Reading {
+		t.Helper()
+		select {
+		case r := <-got:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no reading (%s) within 10 s", what)
+		}
+		return Reading{}
+	}
+	if r := next("first"); string(r.Body) != "one" || !r.Before.IsZero() || r.Err != "" {
+		t.Fatalf("first reading %+v, want body one, no before", r)
+	}
+	time.Sleep(100 * time.Millisecond) // several reads of the same body, none reported
+	changed := set("two", http.StatusOK)
+	r := next("change")
+	t.Logf("changed at %s: last old read began %s before, first new read ended %s after", changed.Format("15:04:05.000"), changed.Sub(r.Before), r.At.Sub(changed))
+	if string(r.Body) != "two" || r.Before.After(changed) || r.At.Before(changed) || r.At.Sub(r.Before) > 200*time.Millisecond {
+		t.Errorf("change reading %+v: want body two, from before to after %s, within 200 ms", r, changed)
+	}
+	set("two", http.StatusInternalServerError)
+	if r := next("failing"); r.Err != "HTTP 500" {
+		t.Errorf("failing reading %+v, want HTTP 500", r)
+	}
+	set("two", http.StatusOK)
+	if r := next("recovered"); string(r.Body) != "two" || r.Err != "" {
+		t.Errorf("recovered reading %+v, want body two again", r)
+	}
+	p.Unpoll("traefik-1")
+	time.Sleep(50 * time.Millisecond) // let the unpoll reach the prober
+	set("three", http.StatusOK)
+	time.Sleep(100 * time.Millisecond)
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		t.Errorf("a reading after Unpoll: %+v", r)
+	default:
+	}
+}
+
+func TestParseReading(t *testing.T) {
+	id, r, ok := parseReading("poll traefik-1 5000000000 6000000000 b25l")
+	if !ok || id != "traefik-1" || !r.Before.Equal(time.Unix(5, 0)) || !r.At.Equal(time.Unix(6, 0)) || string(r.Body) != "one" {
+		t.Errorf("%q %+v %v", id, r, ok)
+	}
+	if _, r, ok := parseReading("poll traefik-1 0 6000000000 b25l"); !ok || !r.Before.IsZero() {
+		t.Errorf("a first reading: %+v %v, want no before", r, ok)
+	}
+	if id, r, ok := parseReading("pollerr traefik-1 6000000000 dial tcp: connection refused"); !ok || id != "traefik-1" || r.Err != "dial tcp: connection refused" {
+		t.Errorf("%q %+v %v", id, r, ok)
+	}
+	for _, bad := range []string{"web-1 0 5 timeout", "poll traefik-1 x 6 b25l", "poll traefik-1 0 6 !!"} {
+		if _, _, ok := parseReading(bad); ok {
+			t.Errorf("%q parsed as a reading", bad)
+		}
 	}
 }
 

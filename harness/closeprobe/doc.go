@@ -11,4 +11,8 @@
 // the deletion was seen has no open time: its close is known only to be
 // before the first probe. Each close is one timeline.KindListenerProbed
 // event; the analysis uses it where the app has no record of its own.
+//
+// The same prober reads a front's API from inside the node (Poll): every
+// 20 ms, at the front pod's IP, with no API server between, so a front's
+// stop of sending to a pod is placed to within a read or two.
 package closeprobe

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,21 +11,24 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
-// FrontPollEvery is how often FrontServers reads each front pod's servers:
-// a front's stop of sending to a pod is placed to within it (plus one
-// read's latency).
+// FrontPollEvery is how often FrontServers reads each front pod's servers
+// through the API server, where no FrontPoller reads them from inside the
+// cluster: a front's stop of sending to a pod is then placed to within it
+// plus two reads' latency.
 const FrontPollEvery = 100 * time.Millisecond
 
 // FrontAPI says how to read the pod IPs a front pod sends new requests to.
 type FrontAPI struct {
-	// Port and Path are the front's API, read through the API server's
-	// pod proxy (http://POD:Port/Path).
+	// Port and Path are the front's API: http://POD_IP:Port/Path, or
+	// through the API server's pod proxy.
 	Port int
 	Path string
 	// Servers reads the API's answer as the IPs chosen now
@@ -32,83 +36,193 @@ type FrontAPI struct {
 	Servers func(body []byte) ([]string, error)
 }
 
-// frontPod is one front pod's last reading.
-type frontPod struct {
-	node    string
-	servers []string
-	seen    time.Time // the last successful read
-	failing bool
+// FrontPoller reads a URL from inside the cluster's network and reports
+// its first answer and every change (closeprobe.Prober, inside a kind
+// node): no API server between, so every few milliseconds.
+type FrontPoller interface {
+	Poll(id, url string, on func(closeprobe.Reading))
+	Unpoll(id string)
 }
 
-// StartFrontServers reads, every FrontPollEvery, the servers of every
-// running front pod (those selector matches in namespace) from its API and
-// records each change through rec: KindFrontWatching at the first read,
-// then KindFrontAdded and KindFrontRemoved, and KindFrontPollError when
-// reads start failing. The stop it returns ends the polling.
-func StartFrontServers(ctx context.Context, client kubernetes.Interface, namespace, selector string, api FrontAPI, rec func(timeline.Event)) (stop func() error, err error) {
+// frontPod is one front pod's last reading.
+type frontPod struct {
+	// via says how the pod is read: "prober" (FrontPoller) or
+	// "api-server"; front.watching's detail.
+	name, node, via string
+	servers         []string
+	answered        bool
+	failing         bool
+	// last is when the latest read that returned servers began (the
+	// API-server reads' Before).
+	last time.Time
+}
+
+// StartFrontServers reads the servers of every running front pod (those
+// selector matches in namespace) from its API and records each change
+// through rec: KindFrontWatching at the first answer, then KindFrontAdded
+// and KindFrontRemoved, and KindFrontPollError when reads start failing.
+// With a poller the reads come from inside the cluster at each pod's IP;
+// with none, every FrontPollEvery through the API server's pod proxy. The
+// stop it returns ends the reading.
+func StartFrontServers(ctx context.Context, client kubernetes.Interface, namespace, selector string, api FrontAPI, poller FrontPoller, rec func(timeline.Event)) (stop func() error, err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	factory := podInformers(client, namespace, selector)
 	inf := factory.Core().V1().Pods().Informer()
+	var wg sync.WaitGroup
+	var stopPolls func()
+	if poller != nil {
+		stopPolls = pollFronts(inf, api, poller, rec)
+	}
 	factory.StartWithContext(runCtx)
 	if !cache.WaitForCacheSync(runCtx.Done(), inf.HasSynced) {
 		cancel()
 		factory.Shutdown()
 		return nil, fmt.Errorf("front servers: listing the pods of namespace %s: %w", namespace, context.Cause(runCtx))
 	}
-	pods := map[string]*frontPod{}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(FrontPollEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-t.C:
-			}
-			for _, obj := range inf.GetStore().List() {
-				pod, ok := obj.(*corev1.Pod)
-				if !ok || pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
-					continue
-				}
-				fp := pods[pod.Name]
-				if fp == nil {
-					fp = &frontPod{node: pod.Spec.NodeName}
-					pods[pod.Name] = fp
-				}
-				pollFront(runCtx, client, namespace, pod.Name, api, fp, rec)
-			}
+	if poller == nil {
+		wg.Go(func() { proxyFronts(runCtx, client, namespace, inf, api, rec) })
+	}
+	return func() error {
+		cancel()
+		wg.Wait()
+		if stopPolls != nil {
+			stopPolls()
 		}
-	})
-	return func() error { cancel(); wg.Wait(); factory.Shutdown(); return nil }, nil
+		factory.Shutdown()
+		return nil
+	}, nil
 }
 
-// pollFront reads one front pod's servers and records what changed since
-// its last reading.
-func pollFront(ctx context.Context, client kubernetes.Interface, namespace, name string, api FrontAPI, fp *frontPod, rec func(timeline.Event)) {
-	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	body, err := client.CoreV1().Pods(namespace).ProxyGet("http", name, strconv.Itoa(api.Port), api.Path, nil).DoRaw(rctx)
-	var servers []string
-	if err == nil {
-		servers, err = api.Servers(body)
+// readable says whether a front pod is one to read: running, not being
+// deleted, with an IP.
+func readable(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil && pod.Status.PodIP != ""
+}
+
+// pollFronts has poller read each front pod's API from the moment the
+// informer sees it running, until it is not; the func it returns stops
+// every poll, after which nothing more is recorded.
+func pollFronts(inf cache.SharedIndexInformer, api FrontAPI, poller FrontPoller, rec func(timeline.Event)) (stop func()) {
+	var mu sync.Mutex
+	pods := map[string]*frontPod{}
+	stopped := false
+	see := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fp := pods[pod.Name]
+		switch {
+		case stopped:
+		case fp == nil && readable(pod):
+			fp = &frontPod{name: pod.Name, node: pod.Spec.NodeName, via: "prober"}
+			pods[pod.Name] = fp
+			url := fmt.Sprintf("http://%s%s", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(api.Port)), api.Path)
+			poller.Poll(pod.Name, url, func(r closeprobe.Reading) {
+				mu.Lock()
+				defer mu.Unlock()
+				if !stopped {
+					fp.update(r, api, rec)
+				}
+			})
+		case fp != nil && !readable(pod):
+			poller.Unpoll(pod.Name)
+		}
 	}
-	now := time.Now()
+	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    see,
+		UpdateFunc: func(_, obj any) { see(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				pod = pod.DeepCopy()
+				pod.DeletionTimestamp = &metav1.Time{}
+				see(pod)
+			}
+		},
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		for name := range pods {
+			poller.Unpoll(name)
+		}
+	}
+}
+
+// proxyFronts reads, every FrontPollEvery until ctx ends, every running
+// front pod's API through the API server's pod proxy.
+func proxyFronts(ctx context.Context, client kubernetes.Interface, namespace string, inf cache.SharedIndexInformer, api FrontAPI, rec func(timeline.Event)) {
+	pods := map[string]*frontPod{}
+	t := time.NewTicker(FrontPollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, obj := range inf.GetStore().List() {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok || !readable(pod) {
+				continue
+			}
+			fp := pods[pod.Name]
+			if fp == nil {
+				fp = &frontPod{name: pod.Name, node: pod.Spec.NodeName, via: "api-server"}
+				pods[pod.Name] = fp
+			}
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			start := time.Now()
+			body, err := client.CoreV1().Pods(namespace).ProxyGet("http", pod.Name, strconv.Itoa(api.Port), api.Path, nil).DoRaw(rctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			r := closeprobe.Reading{Before: fp.last, At: time.Now(), Body: body}
+			if err != nil {
+				r.Err = err.Error()
+			}
+			if fp.update(r, api, rec) {
+				fp.last = start
+			}
+		}
+	}
+}
+
+// update records what changed in fp's servers at reading r: the servers
+// of r.Body, first returned by a read that ended r.At, after the previous
+// ones, last returned by a read that began r.Before (the removals'
+// last_seen). It says whether the reading had servers.
+func (fp *frontPod) update(r closeprobe.Reading, api FrontAPI, rec func(timeline.Event)) bool {
 	ev := func(kind timeline.Kind, ip string, detail map[string]string) {
-		rec(timeline.Event{Time: now, Kind: kind, Object: "pod/" + name, Pod: name, Node: fp.node, IP: ip, Detail: detail})
+		rec(timeline.Event{Time: r.At, Kind: kind, Object: "pod/" + fp.name, Pod: fp.name, Node: fp.node, IP: ip, Detail: detail})
 	}
-	if err != nil {
-		if !fp.failing && ctx.Err() == nil {
-			ev(timeline.KindFrontPollError, "", map[string]string{"error": err.Error()})
+	var servers []string
+	why := r.Err
+	if why == "" {
+		var err error
+		if servers, err = api.Servers(r.Body); err != nil {
+			why = err.Error()
+		}
+	}
+	if why != "" {
+		if !fp.failing {
+			ev(timeline.KindFrontPollError, "", map[string]string{"error": why})
 		}
 		fp.failing = true
-		return
+		return false
 	}
 	fp.failing = false
-	if fp.seen.IsZero() {
-		ev(timeline.KindFrontWatching, "", map[string]string{"servers": strings.Join(servers, " ")})
+	if !fp.answered {
+		ev(timeline.KindFrontWatching, "", map[string]string{"servers": strings.Join(servers, " "), "via": fp.via})
 	} else {
-		last := map[string]string{"last_seen": fp.seen.Format(time.RFC3339Nano)}
+		last := map[string]string{"last_seen": r.Before.Format(time.RFC3339Nano)}
 		for _, ip := range fp.servers {
 			if !slices.Contains(servers, ip) {
 				ev(timeline.KindFrontRemoved, ip, last)
@@ -120,5 +234,6 @@ func pollFront(ctx context.Context, client kubernetes.Interface, namespace, name
 			}
 		}
 	}
-	fp.servers, fp.seen = servers, now
+	fp.servers, fp.answered = servers, true
+	return true
 }

@@ -39,6 +39,7 @@ func (r *runner) startCloseProbe(ctx context.Context) (func() error, error) {
 		fmt.Fprintf(r.log, "warning: not probing listener closes: %v\n", err)
 		return noStop, nil
 	}
+	r.prober = p
 	port := variant.ContainerPort
 	if c := r.sc.App.Custom; c != nil {
 		port = c.Port

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/kube"
@@ -162,6 +163,9 @@ type runner struct {
 	metrics *metrics.Metrics
 	// app collects the pods' own request counters.
 	app *observe.AppMetrics
+	// prober is the prober inside a kind node (listener closes, a front's
+	// API), nil where none runs.
+	prober *closeprobe.Prober
 	// load is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
 	load atomic.Pointer[load]
@@ -359,17 +363,24 @@ func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	return func() error { return errors.Join(fl.Stop(), file.Close()) }, nil
 }
 
-// startFrontServers records, every 100 ms, the pods a front with an API
-// sends new requests to (front.* events), so that its stop of sending to a
-// deleted pod is known from the front itself.
+// startFrontServers records the pods a front with an API sends new
+// requests to (front.* events), so that its stop of sending to a deleted
+// pod is known from the front itself: read every 20 ms from inside a kind
+// node by the prober, or else every 100 ms through the API server.
 func (r *runner) startFrontServers(ctx context.Context) (func() error, error) {
 	p := r.sc.Path()
 	if p.Proxy == nil || p.Proxy.API == nil {
 		return func() error { return nil }, nil
 	}
 	api := observe.FrontAPI{Port: p.Proxy.API.Port, Path: p.Proxy.API.Path, Servers: p.Proxy.API.Servers}
-	fmt.Fprintf(r.log, "front: reading the pods %s sends to from its API (:%d%s) every %s\n", p.Name, api.Port, api.Path, observe.FrontPollEvery)
-	return observe.StartFrontServers(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, api, r.rec.Record)
+	var poller observe.FrontPoller
+	how := fmt.Sprintf("every %s through the API server (no prober runs inside a node)", observe.FrontPollEvery)
+	if r.prober != nil {
+		poller = r.prober
+		how = fmt.Sprintf("every %s from inside node %s, at each %s pod's IP", closeprobe.PollEvery, r.prober.Node(), p.Name)
+	}
+	fmt.Fprintf(r.log, "front: reading the pods %s sends to from its API (:%d%s) %s\n", p.Name, api.Port, api.Path, how)
+	return observe.StartFrontServers(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, api, poller, r.rec.Record)
 }
 
 // startAppMetrics collects the pods' own counters, where they have any.
