@@ -316,6 +316,8 @@ func Advise(runs []Run, o Options) (*Advice, error) {
 	a.Hop = a.Hops[set]
 	if len(a.Hops) == 1 {
 		a.Hops = nil
+	} else if len(g.through) > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%s, which picks the pod from its own endpoint list: those requests did not take the nodes' kube-proxy rules to the web pods, which the web Service's other clients go through; each hop is bounded, and the larger bound sets the recommendation", strings.Join(g.through, "; ")))
 	}
 	a.Margins = Margins{DeletionToSIGTERM: distOf(g.sigterm), SIGTERMToListenerClosed: distOf(g.closing), SIGTERMToExit: distOf(g.exiting)}
 	if g.led > 0 {
@@ -379,6 +381,8 @@ type gaps struct {
 	// the deletion, maxLead the longest such lead, seconds.
 	led     int
 	maxLead float64
+	// through says which runs went through a front that picks the pod.
+	through []string
 }
 
 func newGaps() *gaps {
@@ -415,7 +419,7 @@ func (c *gaps) collect(a *Advice, runs []Run) {
 		front := "front"
 		if p, ok := path.Lookup(r.Summary.Traffic.Target); ok && p.Proxy != nil && p.Proxy.PicksPod {
 			front = p.Name
-			a.Notes = append(a.Notes, fmt.Sprintf("%s went through %s, which picks the pod from its own endpoint list: its requests did not take the nodes' kube-proxy rules to the web pods, which the web Service's other clients go through; both hops are bounded, and the larger sets the recommendation", r.Dir, p.Name))
+			c.through = append(c.through, fmt.Sprintf("%s went through %s", r.Dir, p.Name))
 		}
 		mode := cmp.Or(r.Summary.Cluster.KubeProxyMode, modeNotRecorded)
 		for _, v := range r.Summary.Variants {

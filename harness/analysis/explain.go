@@ -218,11 +218,15 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
-	ips := in.podIPs
-	times := podTimes(in.app)
-	probed := probedCloses(in.events)
-	gone := podsGone(in.events)
-	nodes := ex.routes.nodes()
+	ps := pairSources{ips: in.podIPs, times: podTimes(in.app), probed: probedCloses(in.events), gone: podsGone(in.events)}
+	// Through a front the nodes' rules are measured too, after the front
+	// pods' pairs: they did not choose the pods for the run's requests
+	// (no failure matches them: their Node is a node, not a front pod),
+	// but the web Service's other clients go through them.
+	hops := []routeIndex{ex.routes}
+	if front {
+		hops = append(hops, indexRoutes(in.events, false))
+	}
 	for _, rs := range rollouts {
 		end := rs.WindowEnd
 		if end.IsZero() {
@@ -232,57 +236,81 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 			if d.t.Before(rs.Start) || (!end.IsZero() && d.t.After(end)) {
 				continue
 			}
-			since := func(t time.Time) float64 {
-				if t.IsZero() {
-					return -1
+			for i, routes := range hops {
+				for _, g := range ps.pairs(in.events, rs.N, d, routes, front && i == 0) {
+					ex.byRollout[rs.N] = append(ex.byRollout[rs.N], len(ex.gaps))
+					ex.gaps = append(ex.gaps, g)
 				}
-				return t.Sub(d.t).Seconds()
-			}
-			pt := times[d.pod]
-			pairNodes := nodes
-			var synced map[string]float64
-			if len(nodes) == 0 {
-				// No data-plane watch: each node's first kube-proxy sync
-				// after the endpoint change, to the poll's resolution.
-				g := gapOf(in.events, d)
-				synced = g.KubeProxySynced
-				pairNodes = nil
-				for n := range synced {
-					pairNodes = append(pairNodes, n)
-				}
-				sort.Strings(pairNodes)
-			}
-			for _, node := range pairNodes {
-				g := RouteGap{Rollout: rs.N, Pod: d.pod, IP: ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1, SIGTERM: -1, ListenerClosed: -1, Exited: -1}
-				if !pt.Signal.IsZero() && !pt.ListenerClosed.IsZero() {
-					g.AppTimes, g.SIGTERM, g.ListenerClosed, g.Exited = true, since(pt.Signal), since(pt.ListenerClosed), since(pt.Finished)
-					g.CloseSource = CloseFromApp
-				} else if pc, ok := probed[d.pod]; ok {
-					g.ListenerClosed, g.CloseSource, g.CloseResolution = since(pc.closed), CloseFromProbe, pc.resolution.Seconds()
-				}
-				if synced != nil {
-					g.Unrouted, g.Source = synced[node], RouteSourceKubeProxy
-				} else if g.IP != "" {
-					until := d.t.Add(unrouteWithout)
-					if end, ok := gone[d.pod]; ok {
-						until = end.Add(unrouteAfterGone)
-					}
-					if t, ok := ex.routes.removedAfter(node, g.IP, d.t, until); ok {
-						g.Unrouted, g.Source = since(t), RouteSourceDataPlane
-						if front {
-							g.Source = RouteSourceFront
-						}
-					}
-				}
-				if g.Known() {
-					g.Window = g.Unrouted - g.ListenerClosed
-				}
-				ex.byRollout[rs.N] = append(ex.byRollout[rs.N], len(ex.gaps))
-				ex.gaps = append(ex.gaps, g)
 			}
 		}
 	}
 	return ex
+}
+
+// pairSources are what a deletion's pairs are measured from besides the
+// routes: each pod's IP, the app's own times, the prober's closes and
+// when each pod was gone.
+type pairSources struct {
+	ips    map[string]string
+	times  map[string]PodTimes
+	probed map[string]probedClose
+	gone   map[string]time.Time
+}
+
+// pairs measures deletion d of rollout n on every node (or, with front
+// set, every front pod) routes watched: when it stopped routing to the
+// pod, beside the pod's own SIGTERM and listener close. With no node
+// watched it falls back to each node's first kube-proxy sync after the
+// endpoint change, to the poll's resolution.
+func (ps pairSources) pairs(events []timeline.Event, n int, d deletion, routes routeIndex, front bool) []RouteGap {
+	since := func(t time.Time) float64 {
+		if t.IsZero() {
+			return -1
+		}
+		return t.Sub(d.t).Seconds()
+	}
+	pt := ps.times[d.pod]
+	pairNodes := routes.nodes()
+	var synced map[string]float64
+	if len(pairNodes) == 0 && !front {
+		synced = gapOf(events, d).KubeProxySynced
+		for node := range synced {
+			pairNodes = append(pairNodes, node)
+		}
+		sort.Strings(pairNodes)
+	}
+	var out []RouteGap
+	for _, node := range pairNodes {
+		g := RouteGap{Rollout: n, Pod: d.pod, IP: ps.ips[d.pod], Node: node, Deleted: d.t, Unrouted: -1, SIGTERM: -1, ListenerClosed: -1, Exited: -1}
+		if !pt.Signal.IsZero() && !pt.ListenerClosed.IsZero() {
+			g.AppTimes, g.SIGTERM, g.ListenerClosed, g.Exited = true, since(pt.Signal), since(pt.ListenerClosed), since(pt.Finished)
+			g.CloseSource = CloseFromApp
+		} else if pc, ok := ps.probed[d.pod]; ok {
+			g.ListenerClosed, g.CloseSource, g.CloseResolution = since(pc.closed), CloseFromProbe, pc.resolution.Seconds()
+		}
+		if front {
+			g.Source = RouteSourceFront // its hop, seen or not
+		}
+		if synced != nil {
+			g.Unrouted, g.Source = synced[node], RouteSourceKubeProxy
+		} else if g.IP != "" {
+			until := d.t.Add(unrouteWithout)
+			if end, ok := ps.gone[d.pod]; ok {
+				until = end.Add(unrouteAfterGone)
+			}
+			if t, ok := routes.removedAfter(node, g.IP, d.t, until); ok {
+				g.Unrouted = since(t)
+				if !front {
+					g.Source = RouteSourceDataPlane
+				}
+			}
+		}
+		if g.Known() {
+			g.Window = g.Unrouted - g.ListenerClosed
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // How explain accounted for a failure (Failure.Explained); an
@@ -540,18 +568,32 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 	return gaps, total
 }
 
+// Hop names what chose the pod in the pair: "node droprun-worker2", or
+// "front pod traefik-7dc6-x" for a front's own list.
+func (g RouteGap) Hop() string {
+	if g.Source == RouteSourceFront {
+		return "front pod " + g.Node
+	}
+	return "node " + g.Node
+}
+
 // RaceText says what one pair did, e.g. "node droprun-worker2 still
 // routed to web-7f9c-x2 for 640 ms after its listener closed: 212
-// refused, 30 timeout" (classes without curl's 000: prefix).
+// refused, 30 timeout" (classes without curl's 000: prefix); a front pod
+// "still sent to" it.
 func (g RouteGap) RaceText() string {
 	if !g.Known() {
-		return fmt.Sprintf("node %s, pod %s: race window not measured", g.Node, g.Pod)
+		return fmt.Sprintf("%s, pod %s: race window not measured", g.Hop(), g.Pod)
+	}
+	routed, routing := "routed", "routing"
+	if g.Source == RouteSourceFront {
+		routed, routing = "sent", "sending"
 	}
 	var what string
 	if g.Window >= 0 {
-		what = fmt.Sprintf("node %s still routed to %s for %.0f ms after its listener closed", g.Node, g.Pod, g.Window*1000)
+		what = fmt.Sprintf("%s still %s to %s for %.0f ms after its listener closed", g.Hop(), routed, g.Pod, g.Window*1000)
 	} else {
-		what = fmt.Sprintf("node %s stopped routing to %s %.0f ms before its listener closed", g.Node, g.Pod, -g.Window*1000)
+		what = fmt.Sprintf("%s stopped %s to %s %.0f ms before its listener closed", g.Hop(), routing, g.Pod, -g.Window*1000)
 	}
 	if len(g.Drops) == 0 {
 		return what

@@ -16,8 +16,10 @@ const (
 	// clusters droprun cannot look inside): the poll interval's resolution.
 	RouteSourceKubeProxy = "kube-proxy-sync"
 	// RouteSourceFront is a front pod's own list of the pods it sends to
-	// (Traefik's API, read every 100 ms: front.* events): the pair's Node
-	// is then that front pod, the hop that chose the pod.
+	// (Traefik's API, read every 20 ms, or Caddy's log of its DNS
+	// refreshes: front.* events): the pair's Node is then that front pod,
+	// the hop that chose the pod. A front's pair has it even when its stop
+	// was not seen (Unrouted < 0), so the pair's hop is always known.
 	RouteSourceFront = "front-api"
 )
 

@@ -108,26 +108,34 @@ func (s Sweep) Seconds() bool {
 	return false
 }
 
-// PropagationDelays are the seconds after a pod's deletion at which nodes
-// stopped routing to it, across rows: every seen RouteGap.Unrouted, from
-// the data plane when any row has such, else from any source. They say
-// how long a sleep must last for every node to have stopped routing
-// before the pod stops serving. Sorted ascending.
+// PropagationDelays are the seconds after a pod's deletion at which the
+// hop that chose the pods stopped routing to it, across rows: every seen
+// RouteGap.Unrouted of a front's pods when any row has such (the run went
+// through a front), else from the nodes' data plane when any has such,
+// else from any source. They say how long a sleep must last for every
+// chooser to have stopped routing before the pod stops serving. Sorted
+// ascending.
 func PropagationDelays(rows []VariantSummary) []float64 {
-	var dataPlane, any []float64
+	var front, dataPlane, any []float64
 	for _, r := range rows {
 		for _, g := range r.Routes {
 			if g.Unrouted < 0 {
 				continue
 			}
 			any = append(any, g.Unrouted)
-			if g.Source == RouteSourceDataPlane {
+			switch g.Source {
+			case RouteSourceFront:
+				front = append(front, g.Unrouted)
+			case RouteSourceDataPlane:
 				dataPlane = append(dataPlane, g.Unrouted)
 			}
 		}
 	}
 	out := any
-	if len(dataPlane) > 0 {
+	switch {
+	case len(front) > 0:
+		out = front
+	case len(dataPlane) > 0:
 		out = dataPlane
 	}
 	slices.Sort(out)

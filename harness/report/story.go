@@ -90,7 +90,8 @@ func Story(v analysis.VariantSummary, n int) []string {
 	return lines
 }
 
-// podStory is one deleted pod's line of Story; pairs are its nodes.
+// podStory is one deleted pod's line of Story; pairs are its nodes (and,
+// through a front, its front pods).
 func podStory(pairs []analysis.RouteGap) string {
 	p := pairs[0]
 	var b strings.Builder
@@ -112,16 +113,26 @@ func podStory(pairs []analysis.RouteGap) string {
 	default:
 		b.WriteString(" Its app did not record its SIGTERM or listener close, and no prober saw it.")
 	}
-	var stops []string
+	// Through a front, its pods chose; the nodes' rules are told apart.
+	var nodes []analysis.RouteGap
+	if slices.ContainsFunc(pairs, func(g analysis.RouteGap) bool { return g.Source == analysis.RouteSourceFront }) {
+		var front []analysis.RouteGap
+		for _, g := range pairs {
+			if g.Source == analysis.RouteSourceFront {
+				front = append(front, g)
+			} else {
+				nodes = append(nodes, g)
+			}
+		}
+		pairs = front
+	}
 	var open, safe []analysis.RouteGap
 	var drops uint64
 	classes := map[traffic.Class]uint64{}
 	for _, g := range pairs {
 		if g.Unrouted < 0 {
-			stops = append(stops, g.Node+" never seen")
 			continue
 		}
-		stops = append(stops, fmt.Sprintf("%s after %s", g.Node, ms(g.Unrouted)))
 		if g.Known() && g.Window > 0 {
 			open = append(open, g)
 		} else if g.Known() {
@@ -136,7 +147,16 @@ func podStory(pairs []analysis.RouteGap) string {
 	if p.Source == analysis.RouteSourceKubeProxy {
 		source = "its kube-proxy synced (poll resolution)"
 	}
-	fmt.Fprintf(&b, " Nodes stopped routing to it (%s): %s.", source, strings.Join(stops, ", "))
+	every := "node"
+	if pairs[0].Source == analysis.RouteSourceFront {
+		every = "front pod"
+		fmt.Fprintf(&b, " Front pods stopped sending to it (their own list of the pods they send to): %s.", stopsText(pairs))
+		if len(nodes) > 0 {
+			fmt.Fprintf(&b, " The nodes' rules, which the web Service's other clients take, stopped routing to it: %s.", stopsText(nodes))
+		}
+	} else {
+		fmt.Fprintf(&b, " Nodes stopped routing to it (%s): %s.", source, stopsText(pairs))
+	}
 	switch {
 	case len(open) > 0:
 		slices.SortFunc(open, func(a, b analysis.RouteGap) int { return cmp.Compare(b.Window, a.Window) })
@@ -155,9 +175,23 @@ func podStory(pairs []analysis.RouteGap) string {
 		for _, g := range safe {
 			margin = max(margin, g.Window)
 		}
-		fmt.Fprintf(&b, " Every node had stopped before its listener closed: a margin of at least %s.", ms(-margin))
+		fmt.Fprintf(&b, " Every %s had stopped before its listener closed: a margin of at least %s.", every, ms(-margin))
 	}
 	return b.String()
+}
+
+// stopsText lists when each pair's chooser stopped: "n1 after 212 ms, n2
+// never seen".
+func stopsText(pairs []analysis.RouteGap) string {
+	var stops []string
+	for _, g := range pairs {
+		if g.Unrouted < 0 {
+			stops = append(stops, g.Node+" never seen")
+			continue
+		}
+		stops = append(stops, fmt.Sprintf("%s after %s", g.Node, ms(g.Unrouted)))
+	}
+	return strings.Join(stops, ", ")
 }
 
 // ms formats seconds as milliseconds, or seconds from 10 s.
