@@ -81,16 +81,18 @@ func indexRoutes(events []timeline.Event, front bool) routeIndex {
 				if _, ok := ix.watched[e.Pod]; ok {
 					continue
 				}
-				ix.watched[e.Pod] = e.Time
+				at, _ := e.FrontChange()
+				ix.watched[e.Pod] = at
 				ix.steps[e.Pod] = map[string][]routeStep{}
 				for ip := range strings.FieldsSeq(e.Detail["servers"]) {
-					ix.steps[e.Pod][ip] = append(ix.steps[e.Pod][ip], routeStep{e.Time, false, true})
+					ix.steps[e.Pod][ip] = append(ix.steps[e.Pod][ip], routeStep{at, false, true})
 				}
 			case timeline.KindFrontAdded, timeline.KindFrontRemoved:
 				if ix.steps[e.Pod] == nil {
 					ix.steps[e.Pod] = map[string][]routeStep{}
 				}
-				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{e.Time, e.Kind == timeline.KindFrontRemoved, false})
+				at, _ := e.FrontChange()
+				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{at, e.Kind == timeline.KindFrontRemoved, false})
 			}
 		}
 		return ix

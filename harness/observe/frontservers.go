@@ -46,8 +46,8 @@ type FrontPoller interface {
 
 // frontPod is one front pod's last reading.
 type frontPod struct {
-	// via says how the pod is read: "prober" (FrontPoller) or
-	// "api-server"; front.watching's detail.
+	// via says how the pod is read: "prober" (FrontPoller),
+	// "api-server" or "log" (FrontLogs); front.watching's detail.
 	name, node, via string
 	servers         []string
 	answered        bool
@@ -200,9 +200,6 @@ func proxyFronts(ctx context.Context, client kubernetes.Interface, namespace str
 // ones, last returned by a read that began r.Before (the removals'
 // last_seen). It says whether the reading had servers.
 func (fp *frontPod) update(r closeprobe.Reading, api FrontAPI, rec func(timeline.Event)) bool {
-	ev := func(kind timeline.Kind, ip string, detail map[string]string) {
-		rec(timeline.Event{Time: r.At, Kind: kind, Object: "pod/" + fp.name, Pod: fp.name, Node: fp.node, IP: ip, Detail: detail})
-	}
 	var servers []string
 	why := r.Err
 	if why == "" {
@@ -210,6 +207,20 @@ func (fp *frontPod) update(r closeprobe.Reading, api FrontAPI, rec func(timeline
 		if servers, err = api.Servers(r.Body); err != nil {
 			why = err.Error()
 		}
+	}
+	return fp.change(r.Before, r.At, servers, why, rec)
+}
+
+// change records what changed in fp's servers: servers, the pods it sends
+// to from at on (or why it could not be read), after the previous ones,
+// last seen at before.
+func (fp *frontPod) change(before, at time.Time, servers []string, why string, rec func(timeline.Event)) bool {
+	ev := func(kind timeline.Kind, ip string, detail map[string]string) {
+		if detail == nil {
+			detail = map[string]string{}
+		}
+		detail[timeline.DetailFrontAt] = at.UTC().Format(time.RFC3339Nano)
+		rec(timeline.Event{Kind: kind, Object: "pod/" + fp.name, Pod: fp.name, Node: fp.node, IP: ip, Detail: detail})
 	}
 	if why != "" {
 		if !fp.failing {
@@ -222,10 +233,9 @@ func (fp *frontPod) update(r closeprobe.Reading, api FrontAPI, rec func(timeline
 	if !fp.answered {
 		ev(timeline.KindFrontWatching, "", map[string]string{"servers": strings.Join(servers, " "), "via": fp.via})
 	} else {
-		last := map[string]string{"last_seen": r.Before.Format(time.RFC3339Nano)}
 		for _, ip := range fp.servers {
 			if !slices.Contains(servers, ip) {
-				ev(timeline.KindFrontRemoved, ip, last)
+				ev(timeline.KindFrontRemoved, ip, map[string]string{timeline.DetailFrontLastSeen: before.UTC().Format(time.RFC3339Nano)})
 			}
 		}
 		for _, ip := range servers {

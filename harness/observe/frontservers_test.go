@@ -110,7 +110,8 @@ func TestFrontServersPolled(t *testing.T) {
 		if e.Pod != "traefik-1" || e.Node != "n1" {
 			t.Errorf("event %+v: want pod traefik-1 on n1", e)
 		}
-		got = append(got, strings.Join([]string{string(e.Kind), e.IP, e.Time.Sub(t0).String(), e.Detail["last_seen"], e.Detail["servers"], e.Detail["error"], e.Detail["via"]}, "|"))
+		at, _ := e.FrontChange()
+		got = append(got, strings.Join([]string{string(e.Kind), e.IP, at.Sub(t0).String(), e.Detail["last_seen"], e.Detail["servers"], e.Detail["error"], e.Detail["via"]}, "|"))
 	}
 	want := []string{
 		"front.watching||0s||10.1.0.1 10.1.0.2||prober",

@@ -354,7 +354,8 @@ func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	fl, err := observe.StartFrontLogs(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, p.Proxy.Name, p.Proxy.AccessLog, file)
+	fl, err := observe.StartFrontLogs(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name,
+		observe.FrontLog{Container: p.Proxy.Name, AccessLog: p.Proxy.AccessLog, Servers: p.Proxy.LogServers, Record: r.rec.Record}, file)
 	if err != nil {
 		file.Close()
 		return nil, err
@@ -419,6 +420,9 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	if err := r.flushConntrack(ctx, v.Name, 0); err != nil {
 		return err
 	}
+	// The pods' counters before the traffic, so the pods' view does not
+	// count WaitAnswering's requests as answers the client never got.
+	r.scrapeApp(ctx)
 
 	resultsFile, err := r.out.Results(v.Name, traffic.HostOrigin)
 	if err != nil {

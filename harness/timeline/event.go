@@ -169,11 +169,16 @@ const (
 	KindRouteWatchError Kind = "route.watch_error"
 )
 
-// A front's own choice of pods (harness/observe's FrontServers): the pod
-// IPs a front pod sends new requests to, read from the front's API every
-// FrontPollEvery. Object is pod/NAME and Pod the front pod, IP the web
-// pod's IP; Detail last_seen (RFC 3339: the poll before, which still saw it
-// chosen) for a removal, and servers (space-separated IPs) for watching.
+// A front's own choice of pods (harness/observe's FrontServers and
+// FrontLogs): the pod IPs a front pod sends new requests to, read from the
+// front's API every 20 ms (or from its log). Object is pod/NAME and Pod
+// the front pod, IP the web pod's IP. The event's time is when droprun
+// received the reading; Detail at (RFC 3339) is when the front's reading
+// was taken (the read that first showed the change ended, or the front
+// logged it), and last_seen, for a removal, when the last reading that
+// still had the IP was taken: the change lies between them (FrontChange).
+// Detail servers (space-separated IPs) is the set at watching, and via
+// how the front pod is read (prober, api-server, log).
 const (
 	// KindFrontWatching is droprun starting to read a front pod's
 	// servers (Detail servers: those chosen then).
@@ -182,12 +187,29 @@ const (
 	KindFrontAdded Kind = "front.added"
 	// KindFrontRemoved is a front pod no longer sending new requests to
 	// the IP (removed from its list, or fenced): some moment between
-	// last_seen and the event's time.
+	// last_seen and at.
 	KindFrontRemoved Kind = "front.removed"
 	// KindFrontPollError is a poll that failed (Detail error); the next
 	// removal's last_seen still bounds it.
 	KindFrontPollError Kind = "front.poll_error"
+
+	DetailFrontAt       = "at"
+	DetailFrontLastSeen = "last_seen"
 )
+
+// FrontChange returns when a front.* event's change was seen (Detail at,
+// else the event's time, as runs recorded before at did) and, for a
+// removal, when the front last still had the IP (zero when not known).
+func (e Event) FrontChange() (at, lastSeen time.Time) {
+	at = e.Time
+	if t, err := time.Parse(time.RFC3339Nano, e.Detail[DetailFrontAt]); err == nil {
+		at = t
+	}
+	if t, err := time.Parse(time.RFC3339Nano, e.Detail[DetailFrontLastSeen]); err == nil {
+		lastSeen = t
+	}
+	return at, lastSeen
+}
 
 // A pod's listener closing, seen from outside the app
 // (harness/closeprobe): a prober inside a node connected to the pod's IP

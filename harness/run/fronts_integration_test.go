@@ -20,27 +20,42 @@ import (
 )
 
 // TestIntegrationRunTraefik: through Traefik Proxy (an ingress controller
-// that sends to pod IPs from its own endpoint list, built from the Go
-// module proxy once and kept in the user's cache), both control windows
-// are clean, no-prestop's drops show as 502s, and graceful-drain, which
-// serves until it is out of every endpoint list, drops none beyond the
-// rig's floor. Traefik's access log (frontlog.jsonl) holds a line for
-// nearly every request, joined to the client's record by its ID, and
-// every 502 the client got is one Traefik logged. Traefik's API, read
-// every 20 ms from inside a node, shows it stop sending to every web pod
-// the rollouts deleted (front.removed): nine in ten placed to within
-// 100 ms, every one within a read's timeout (500 ms) and a poll.
+// that sends to pod IPs from its own endpoint list), read through its API
+// every 20 ms from inside a node; see testFront.
 func TestIntegrationRunTraefik(t *testing.T) {
+	testFront(t, "traefik", "prober")
+}
+
+// TestIntegrationRunCaddy: through Caddy, which finds the web pods by a
+// headless Service's DNS name, looked up again every second, and logs each
+// lookup; see testFront.
+func TestIntegrationRunCaddy(t *testing.T) {
+	testFront(t, "caddy", "log")
+}
+
+// testFront runs no-prestop and graceful-drain through the front target
+// (built from the Go module proxy once and kept in the user's cache):
+// both control windows are clean, no-prestop's drops show as 502s, and
+// graceful-drain, which serves until it is out of every endpoint list,
+// drops none beyond the rig's floor. The front's access log
+// (frontlog.jsonl) holds a line for nearly every request, joined to the
+// client's record by its ID, and every 502 the client got is one the front
+// logged. The front's own account of the pods it sends to, read via via,
+// shows it stop sending to every web pod the rollouts deleted
+// (front.removed): nine in ten placed to within 100 ms, every one within a
+// read's timeout (500 ms) and a poll. No-prestop's drops are explained by
+// the (pod, front pod) race windows, well above chance.
+func testFront(t *testing.T, target, via string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	needCluster(t, ctx)
-	sc := itScenario(t, `metadata: {name: e2e-traefik}
+	sc := itScenario(t, fmt.Sprintf(`metadata: {name: e2e-%s}
 variants:
   - variant: no-prestop
   - variant: graceful-drain
 rollouts: 2
-traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
-`)
+traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
+`, target, target))
 	dir := runDir(t)
 	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
@@ -65,24 +80,25 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 	}
 	defer ef.Close()
 	deleted := map[string]time.Time{} // web pod IP → deletion requested
-	removed := map[string]time.Time{} // web pod IP → Traefik stopped sending to it
+	removed := map[string]time.Time{} // web pod IP → the front stopped sending to it
 	var placed []time.Duration        // how closely each removal was placed
 	err = jsonl.Read(ef, analysis.EventsFile, func(e timeline.Event) error {
 		switch e.Kind {
 		case timeline.KindFrontWatching:
-			if e.Detail["via"] != "prober" {
-				t.Errorf("Traefik pod %s read via %q, want the prober inside a node", e.Pod, e.Detail["via"])
+			if e.Detail["via"] != via {
+				t.Errorf("%s pod %s read via %q, want %s", target, e.Pod, e.Detail["via"], via)
 			}
 		case timeline.KindPodDeletionRequested:
 			if strings.HasPrefix(e.Pod, "web-") && e.IP != "" {
 				deleted[e.IP] = e.Time
 			}
 		case timeline.KindFrontRemoved:
+			at, last := e.FrontChange()
 			if _, ok := removed[e.IP]; !ok {
-				removed[e.IP] = e.Time
+				removed[e.IP] = at
 			}
-			if last, err := time.Parse(time.RFC3339Nano, e.Detail["last_seen"]); err == nil {
-				placed = append(placed, e.Time.Sub(last))
+			if !last.IsZero() {
+				placed = append(placed, at.Sub(last))
 			}
 		}
 		return nil
@@ -96,25 +112,25 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 	for ip, d := range deleted {
 		r, ok := removed[ip]
 		if !ok {
-			t.Errorf("web pod %s, deleted at %s: Traefik's API never showed it stop sending to it", ip, d.Format("15:04:05.000"))
+			t.Errorf("web pod %s, deleted at %s: %s never showed it stop sending to it", ip, d.Format("15:04:05.000"), target)
 			continue
 		}
-		t.Logf("web pod %s: Traefik stopped sending to it %s after its deletion", ip, r.Sub(d).Round(time.Millisecond))
+		t.Logf("web pod %s: %s stopped sending to it %s after its deletion", ip, target, r.Sub(d).Round(time.Millisecond))
 	}
 	slices.Sort(placed)
 	if len(placed) == 0 {
 		t.Fatal("no front.removed event with the reading before it")
 	}
 	median, p90, worst := placed[len(placed)/2], placed[(len(placed)*9+9)/10-1], placed[len(placed)-1] // nearest rank
-	t.Logf("Traefik's %d stops placed to within %s (median), %s (p90), %s (worst)", len(placed), median.Round(time.Millisecond), p90.Round(time.Millisecond), worst.Round(time.Millisecond))
+	t.Logf("%s's %d stops placed to within %s (median), %s (p90), %s (worst)", target, len(placed), median.Round(time.Millisecond), p90.Round(time.Millisecond), worst.Round(time.Millisecond))
 	if p90 > 100*time.Millisecond || worst > 500*time.Millisecond+2*closeprobe.PollEvery {
 		t.Errorf("stops of sending placed to within %s (p90) and %s (worst); want 100 ms and a read's timeout plus a poll", p90, worst)
 	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
 	for _, v := range a.Summary.Variants {
-		t.Logf("traefik %s: %d drops of %d, classes %v, control %d/%d", v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
+		t.Logf("%s %s: %d drops of %d, classes %v, control %d/%d", target, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
 		if v.Control.Failures > 0 || v.Control.Requests == 0 {
-			t.Errorf("%s through traefik: control %d failures in %d requests, want a clean control window", v.Variant, v.Control.Failures, v.Control.Requests)
+			t.Errorf("%s through %s: control %d failures in %d requests, want a clean control window", v.Variant, target, v.Control.Failures, v.Control.Requests)
 		}
 		rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, traffic.HostOrigin)))
 		if err != nil {
@@ -140,35 +156,35 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: traefik}
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("traefik %s: %d of %d requests in Traefik's access log; failures by upstream and status: %v", v.Variant, joined, n, upstreams)
+		t.Logf("%s %s: %d of %d requests in its access log; failures by upstream and status: %v", target, v.Variant, joined, n, upstreams)
 		if n == 0 || float64(joined) < 0.95*float64(n) || bad502 > 0 {
-			t.Errorf("%s: %d of %d requests joined to Traefik's access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", v.Variant, joined, n, bad502)
+			t.Errorf("%s through %s: %d of %d requests joined to its access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", v.Variant, target, joined, n, bad502)
 		}
 		switch v.Variant {
 		case "no-prestop":
 			if v.Drops == 0 || v.Classes[traffic.Class502] == 0 {
-				t.Errorf("no-prestop through traefik: %d drops, classes %v; want drops, 502s among them", v.Drops, v.Classes)
+				t.Errorf("no-prestop through %s: %d drops, classes %v; want drops, 502s among them", target, v.Drops, v.Classes)
 			}
-			// Each drop is placed by the Traefik pod that handled it and
-			// the pod it chose: inside that (pod, Traefik pod) window,
-			// from the pod's listener close to Traefik's stop of sending
-			// to it, well above chance.
+			// Each drop is placed by the front pod that handled it and
+			// the pod it chose: inside that (pod, front pod) window,
+			// from the pod's listener close to the front's stop of
+			// sending to it, well above chance.
 			e := v.Explained
 			if e == nil {
-				t.Fatalf("no-prestop through traefik: no explanation of its %d drops", v.Drops)
+				t.Fatalf("no-prestop through %s: no explanation of its %d drops", target, v.Drops)
 			}
 			named := v.Drops - e.Why[analysis.WhyFrontNoLine]
 			shifted := 0.0
 			if e.Chance != nil {
 				shifted = e.Chance.TimesShifted
 			}
-			t.Logf("no-prestop through traefik: of %d drops, %d named a Traefik pod; explained %+v, times-shifted baseline %.0f", v.Drops, named, e, shifted)
+			t.Logf("no-prestop through %s: of %d drops, %d named a front pod; explained %+v, times-shifted baseline %.0f", target, v.Drops, named, e, shifted)
 			if got := float64(e.Explained + e.Cut); named == 0 || got < 0.95*float64(named) || got < shifted+0.5*float64(named) {
-				t.Errorf("no-prestop through traefik: %d of the %d drops that name a Traefik pod explained by its race windows (times-shifted baseline %.0f); want at least 95%%, and 50 points above the baseline", e.Explained+e.Cut, named, shifted)
+				t.Errorf("no-prestop through %s: %d of the %d drops that name a front pod explained by its race windows (times-shifted baseline %.0f); want at least 95%%, and 50 points above the baseline", target, e.Explained+e.Cut, named, shifted)
 			}
 		case "graceful-drain":
 			if v.Drops > floor {
-				t.Errorf("graceful-drain through traefik: %d drops, classes %v; want at most %d", v.Drops, v.Classes, floor)
+				t.Errorf("graceful-drain through %s: %d drops, classes %v; want at most %d", target, v.Drops, v.Classes, floor)
 			}
 		}
 	}
