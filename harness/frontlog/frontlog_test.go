@@ -2,6 +2,7 @@ package frontlog
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -63,5 +64,96 @@ func TestTraefikServers(t *testing.T) {
 	}
 	if _, err := TraefikServers([]byte("404 page not found")); err == nil {
 		t.Error("read a non-JSON answer")
+	}
+}
+
+// caddyLog is Caddy v2.11.9's log with droprun's config (CaddyConfig):
+// lines it logged, their times and IPs edited into a rollout. Four lookups
+// of the web pods' name: two pods; one gone and one new (listed twice);
+// a failed lookup; one pod. A fifth lookup's first line closes the fourth.
+func caddyLog(t *testing.T) [][]byte {
+	b, err := os.ReadFile("testdata/caddy.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines [][]byte
+	for l := range bytes.Lines(b) {
+		lines = append(lines, bytes.TrimSpace(l))
+	}
+	return lines
+}
+
+// TestParseCaddy reads Caddy's access-log lines (a 200, a 502 from a pod
+// that refused, a 503 with no upstream) and nothing else.
+func TestParseCaddy(t *testing.T) {
+	var got []Line
+	for _, l := range caddyLog(t) {
+		if line, ok := ParseCaddy("caddy-1", l); ok {
+			got = append(got, line)
+		}
+	}
+	at := func(s string) time.Time {
+		t.Helper()
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := []Line{
+		{Pod: "caddy-1", Start: at("2026-12-03T10:00:00.4975Z"), Duration: 2500 * time.Microsecond, RequestID: "0-1-17", Upstream: "10.244.1.5:8080", Status: 200, OriginStatus: 200},
+		{Pod: "caddy-1", Start: at("2026-12-03T10:00:00.9Z"), Duration: 200 * time.Millisecond, RequestID: "0-1-19", Upstream: "10.244.1.5:8080", Status: 502},
+		{Pod: "caddy-1", Start: at("2026-12-03T10:00:02.02Z"), Duration: 1100 * time.Microsecond, RequestID: "0-1-20", Status: 503},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d access-log lines, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		g := got[i]
+		if !g.Start.Equal(want[i].Start) {
+			t.Errorf("line %d starts %v, want %v", i, g.Start, want[i].Start)
+		}
+		g.Start = want[i].Start
+		if g != want[i] {
+			t.Errorf("line %d:\n got %+v\nwant %+v", i, g, want[i])
+		}
+	}
+	for _, bad := range []string{"", "not json", `{"logger":"http.log.access"}`, `{"logger":"http.log.error","ts":"2026-12-03T10:00:00Z","status":502}`} {
+		if l, ok := ParseCaddy("p", []byte(bad)); ok {
+			t.Errorf("%q read as %+v", bad, l)
+		}
+	}
+}
+
+// TestCaddyServers reads the pods Caddy sent to from its lookups: each is
+// returned when the next begins, from its last discovered IP on, its IPs
+// sorted once each; the failed lookup comes with Err and no IPs, and the
+// next good one starts at the failed one.
+func TestCaddyServers(t *testing.T) {
+	var got []string
+	c := &CaddyServers{}
+	for _, l := range caddyLog(t) {
+		if s, ok := c.Line(l); ok {
+			got = append(got, fmt.Sprintf("%s-%s %s err=%t", s.Start.Format("05.000000"), s.At.Format("05.000000"), strings.Join(s.IPs, ","), s.Err != ""))
+		}
+	}
+	want := []string{
+		"00.000100-00.002000 10.244.1.5,10.244.2.7 err=false",
+		"01.010000-01.011700 10.244.2.7,10.244.3.9 err=false",
+		"02.020000-02.020000  err=true",
+		"02.020000-02.031000 10.244.2.7 err=false", // the set before was last used at the failed lookup
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lookups:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A discovered IP before any lookup's first line belongs to none.
+	c = &CaddyServers{}
+	for _, l := range []string{
+		`{"logger":"http.reverse_proxy.upstreams.a","ts":"2026-12-03T10:00:00Z","msg":"discovered A record","ip":"10.0.0.1"}`,
+		`{"logger":"http.reverse_proxy.upstreams.a","ts":"2026-12-03T10:00:01Z","msg":"refreshing A upstreams"}`,
+	} {
+		if s, ok := c.Line([]byte(l)); ok {
+			t.Errorf("a lookup read from a half: %+v", s)
+		}
 	}
 }

@@ -119,6 +119,8 @@ func Apply(ctx context.Context, c kubernetes.Interface, owner Owner, objects ...
 			}
 		case *corev1ac.ServiceApplyConfiguration:
 			_, ref, err = applyOne(ctx, c.CoreV1().Services(*o.GetNamespace()), "Service", o, owner)
+		case *corev1ac.ConfigMapApplyConfiguration:
+			_, ref, err = applyOne(ctx, c.CoreV1().ConfigMaps(*o.GetNamespace()), "ConfigMap", o, owner)
 		case *corev1ac.ServiceAccountApplyConfiguration:
 			_, ref, err = applyOne(ctx, c.CoreV1().ServiceAccounts(*o.GetNamespace()), "ServiceAccount", o, owner)
 		case *rbacv1ac.RoleApplyConfiguration:
@@ -212,6 +214,9 @@ func opsFor(c kubernetes.Interface, r Ref) (kindOps, bool) {
 		return opsOf(d.Get, d.Delete), true
 	case "Service":
 		s := c.CoreV1().Services(ns)
+		return opsOf(s.Get, s.Delete), true
+	case "ConfigMap":
+		s := c.CoreV1().ConfigMaps(ns)
 		return opsOf(s.Get, s.Delete), true
 	case "ServiceAccount":
 		s := c.CoreV1().ServiceAccounts(ns)

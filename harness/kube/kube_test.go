@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -155,7 +156,7 @@ func TestApply(t *testing.T) {
 }
 
 // TestApplyFront: the Traefik front's objects (ServiceAccount, Role,
-// RoleBinding, Deployment, Service, Ingress) are applied as droprun's,
+// RoleBinding, Deployment, Service, Ingress) and Caddy's are applied as droprun's,
 // each refused over a same-named object droprun did not create, and
 // deleted by UID.
 func TestApplyFront(t *testing.T) {
@@ -193,8 +194,34 @@ func TestApplyFront(t *testing.T) {
 	if _, err := c.RbacV1().RoleBindings("ns").Get(ctx, "traefik", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("role binding not deleted: %v", err)
 	}
-	if err := DeleteOurs(ctx, c, []Ref{{"ConfigMap", "ns", "x", "u"}}, time.Second); err == nil {
+	if err := DeleteOurs(ctx, c, []Ref{{"Secret", "ns", "x", "u"}}, time.Second); err == nil {
 		t.Error("deleted a kind Apply never applies")
+	}
+
+	// Caddy's: its headless Service, its config as a ConfigMap.
+	c = fake.NewClientset()
+	web := render.Service("ns", "web", map[string]string{"app": "web"}, intstr.FromInt32(8080), 30080)
+	_, refs, err = Apply(ctx, c, testOwner, render.Caddy("ns", "droprun/caddy:v2.11.9", web, 8080)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds = kinds[:0]
+	for _, r := range refs {
+		kinds = append(kinds, r.Kind)
+	}
+	if want := "Service ConfigMap Deployment Service"; strings.Join(kinds, " ") != want {
+		t.Fatalf("applied %v, want %s", kinds, want)
+	}
+	cm, err := c.CoreV1().ConfigMaps("ns").Get(ctx, "caddy", metav1.GetOptions{})
+	if err != nil || !Ours(cm.Labels) || cm.Data["caddy.json"] == "" {
+		t.Fatalf("config map %+v, %v: want droprun's, with Caddy's config", cm, err)
+	}
+	enforceUID(c)
+	if err := DeleteOurs(ctx, c, refs, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().ConfigMaps("ns").Get(ctx, "caddy", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("config map not deleted: %v", err)
 	}
 }
 

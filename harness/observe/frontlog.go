@@ -16,10 +16,26 @@ import (
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // maxLogLine bounds one line of a front's log; a longer one is an error.
 const maxLogLine = 1 << 20
+
+// FrontLog says what to read from a front's log.
+type FrontLog struct {
+	// Container is the front's container.
+	Container string
+	// AccessLog reads a line as a request the front handled
+	// (frontlog.ParseTraefik).
+	AccessLog func(pod string, line []byte) (frontlog.Line, bool)
+	// Servers, for a front whose log says which pods it sends to
+	// (frontlog.CaddyServers), makes a reader for one pod's log; each
+	// change is recorded through Record as front.* events, at the time
+	// the front logged it. Nil for a front whose log does not.
+	Servers func() frontlog.ServersLog
+	Record  func(timeline.Event)
+}
 
 // FrontLogs follows the log of every front pod (those a label selector
 // matches in a namespace) from its container's start, through the API
@@ -28,26 +44,24 @@ const maxLogLine = 1 << 20
 type FrontLogs struct {
 	client    kubernetes.Interface
 	namespace string
-	container string
-	parse     func(pod string, line []byte) (frontlog.Line, bool)
-	w         *jsonl.Writer
-	factory   informers.SharedInformerFactory
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	FrontLog
+	w       *jsonl.Writer
+	factory informers.SharedInformerFactory
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	mu   sync.Mutex
 	seen map[types.UID]bool
 	errs []error
 }
 
-// StartFrontLogs follows the logs of container in the pods selector
-// matches in namespace, parses each line with parse (frontlog.ParseTraefik)
-// and writes the access-log lines to out (frontlog.jsonl) until Stop.
-func StartFrontLogs(ctx context.Context, client kubernetes.Interface, namespace, selector, container string,
-	parse func(pod string, line []byte) (frontlog.Line, bool), out io.Writer) (*FrontLogs, error) {
+// StartFrontLogs follows the logs of fl.Container in the pods selector
+// matches in namespace, and writes their access-log lines to out
+// (frontlog.jsonl) and their changes of servers to fl.Record, until Stop.
+func StartFrontLogs(ctx context.Context, client kubernetes.Interface, namespace, selector string, fl FrontLog, out io.Writer) (*FrontLogs, error) {
 	runCtx, cancel := context.WithCancel(ctx)
-	f := &FrontLogs{client: client, namespace: namespace, container: container, parse: parse,
+	f := &FrontLogs{client: client, namespace: namespace, FrontLog: fl,
 		w: jsonl.NewWriter(out, frontlog.File), ctx: runCtx, cancel: cancel, seen: map[types.UID]bool{}}
 	f.factory = podInformers(client, namespace, selector)
 	inf := f.factory.Core().V1().Pods().Informer()
@@ -72,7 +86,7 @@ func StartFrontLogs(ctx context.Context, client kubernetes.Interface, namespace,
 // pod.
 func (f *FrontLogs) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || !containerRunning(pod, f.container) {
+	if !ok || !containerRunning(pod, f.Container) {
 		return
 	}
 	f.mu.Lock()
@@ -81,9 +95,9 @@ func (f *FrontLogs) podSeen(obj any) {
 		return
 	}
 	f.seen[pod.UID] = true
-	name := pod.Name
+	name, node := pod.Name, pod.Spec.NodeName
 	f.wg.Go(func() {
-		if err := f.follow(name); err != nil && f.ctx.Err() == nil {
+		if err := f.follow(name, node); err != nil && f.ctx.Err() == nil {
 			f.mu.Lock()
 			f.errs = append(f.errs, fmt.Errorf("front pod %s's log: %w", name, err))
 			f.mu.Unlock()
@@ -102,23 +116,41 @@ func containerRunning(pod *corev1.Pod, container string) bool {
 
 // follow streams pod's log from its container's start until the stream
 // ends (the pod is gone) or Stop.
-func (f *FrontLogs) follow(pod string) error {
-	rc, err := f.client.CoreV1().Pods(f.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: f.container, Follow: true}).Stream(f.ctx)
+func (f *FrontLogs) follow(pod, node string) error {
+	rc, err := f.client.CoreV1().Pods(f.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: f.Container, Follow: true}).Stream(f.ctx)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return copyLines(pod, rc, f.parse, f.w)
+	return copyLines(pod, rc, f.AccessLog, f.w, f.servers(pod, node))
+}
+
+// servers returns what reads one front pod's log lines for the pods it
+// sends to, recording each change; nil for a front whose log does not say.
+func (fl FrontLog) servers(pod, node string) func([]byte) {
+	if fl.Servers == nil {
+		return nil
+	}
+	sl, fp := fl.Servers(), &frontPod{name: pod, node: node, via: "log"}
+	return func(b []byte) {
+		if s, ok := sl.Line(b); ok {
+			fp.change(s.Start, s.At, s.IPs, s.Err, fl.Record)
+		}
+	}
 }
 
 // copyLines writes every line of r that parse reads as an access-log line
-// to w, as logged by pod.
-func copyLines(pod string, r io.Reader, parse func(string, []byte) (frontlog.Line, bool), w *jsonl.Writer) error {
+// to w, as logged by pod, and gives every line to servers (when not nil).
+func copyLines(pod string, r io.Reader, parse func(string, []byte) (frontlog.Line, bool), w *jsonl.Writer, servers func([]byte)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	for sc.Scan() {
 		if l, ok := parse(pod, sc.Bytes()); ok {
 			w.Write(l)
+			continue
+		}
+		if servers != nil {
+			servers(sc.Bytes())
 		}
 	}
 	return sc.Err()

@@ -45,9 +45,13 @@ type Proxy struct {
 	// and a run records the lines (frontlog.jsonl).
 	AccessLog func(pod string, line []byte) (frontlog.Line, bool)
 	// API is the front's own account of the pod IPs it sends new
-	// requests to, read every 100 ms while a run lasts (observe's
+	// requests to, read every 20 ms while a run lasts (observe's
 	// FrontServers); nil for a front without one.
 	API *FrontAPI
+	// LogServers makes a reader of one front pod's log for the pod IPs
+	// it sends new requests to, for a front whose log says so (Caddy's
+	// DNS refreshes); nil for one whose log does not.
+	LogServers func() frontlog.ServersLog
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
@@ -76,9 +80,16 @@ var (
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
 			API:   &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers},
 			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
+	// Caddy is Caddy's reverse proxy, discovering the web pods by DNS: a
+	// headless Service's name, looked up again every second (dynamic A
+	// upstreams). Its log says when each lookup changed what it sends to.
+	Caddy = Path{Name: "caddy", NodePort: variant.GatewayNodePort, Drop: "502",
+		Proxy: &Proxy{Name: variant.CaddyName, PicksPod: true, AccessLog: frontlog.ParseCaddy,
+			LogServers: func() frontlog.ServersLog { return &frontlog.CaddyServers{} },
+			Image:      "droprun/caddy:v2.11.9", Source: "github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"}}
 )
 
-var all = []Path{NodePort, Gateway, Traefik}
+var all = []Path{NodePort, Gateway, Traefik, Caddy}
 
 // Lookup returns the path named name ("" is NodePort, the default).
 func Lookup(name string) (Path, bool) {

@@ -291,9 +291,10 @@ type Traffic struct {
 	Timeout *Duration `json:"timeout,omitempty"`
 	// Target is "nodeport" (direct: a dead pod shows as 000), "gateway"
 	// (through an in-cluster reverse proxy to the web Service: a dead
-	// upstream shows as 502) or "traefik" (through Traefik Proxy as an
+	// upstream shows as 502), "traefik" (through Traefik Proxy as an
 	// ingress controller, which sends to pod IPs from its own endpoint
-	// list). Default nodeport. See harness/path.
+	// list) or "caddy" (through Caddy's reverse proxy, which finds the
+	// pods' IPs by DNS). Default nodeport. See harness/path.
 	Target string `json:"target,omitempty"`
 	// Path is the HTTP path requested. Default /version.
 	Path string `json:"path,omitempty"`

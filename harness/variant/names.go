@@ -13,12 +13,17 @@ const (
 	// TraefikAPIPort serves Traefik's /ping and its API (the servers it
 	// sends to), inside the cluster only.
 	TraefikAPIPort = 9000
-	ContainerName  = "web"
-	ContainerPort  = 8080
-	ServicePort    = 80
-	WebNodePort    = 30080
+	// CaddyName names the Caddy front's Deployment, Service and
+	// ConfigMap; the headless Service whose DNS names the web pods is the
+	// web Service's name with DNSSuffix.
+	CaddyName     = "caddy"
+	DNSSuffix     = "-dns"
+	ContainerName = "web"
+	ContainerPort = 8080
+	ServicePort   = 80
+	WebNodePort   = 30080
 	// GatewayNodePort is the node port of the front a run deploys (the
-	// gateway or Traefik: one per run), which kind maps to the host's
+	// gateway, Traefik or Caddy: one per run), which kind maps to the host's
 	// gateway ports.
 	GatewayNodePort = 30081
 	// AppGOMAXPROCS is the bookshop container's GOMAXPROCS.

@@ -156,19 +156,26 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 		WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
 	}
 	if p := s.Path(); p.Proxy != nil && o.Service != nil {
-		o.Front = Front(p, s.Namespace, *o.Service.Name)
+		port := int32(variant.ContainerPort)
+		if c := s.App.Custom; c != nil {
+			port = int32(c.Port)
+		}
+		o.Front = Front(p, s.Namespace, o.Service, port)
 	}
 	return o, nil
 }
 
-// Front renders path p's front in namespace, sending to the Service
-// upstream (named like the Deployment, for a custom app too).
-func Front(p path.Path, namespace, upstream string) []any {
+// Front renders path p's front in namespace, sending to the web pods
+// behind the Service upstream (named like the Deployment, for a custom app
+// too), which listen on podPort.
+func Front(p path.Path, namespace string, upstream *corev1ac.ServiceApplyConfiguration, podPort int32) []any {
 	switch p.Proxy.Name {
 	case variant.TraefikName:
-		return Traefik(namespace, p.Proxy.Image, upstream)
+		return Traefik(namespace, p.Proxy.Image, *upstream.Name)
+	case variant.CaddyName:
+		return Caddy(namespace, p.Proxy.Image, upstream, podPort)
 	default: // the gateway, bookshop in gateway mode
-		return []any{Gateway(namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), upstream), GatewayService(namespace)}
+		return []any{Gateway(namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), *upstream.Name), GatewayService(namespace)}
 	}
 }
 

@@ -1,0 +1,70 @@
+package render_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/droprun/droprun/harness/testbed/render"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// TestCaddy: Caddy finds the web pods by a headless Service's DNS name
+// (the web Service's selector, the pods' port), looks it up every second,
+// and reads its config from the ConfigMap it mounts.
+func TestCaddy(t *testing.T) {
+	web := render.Service("ns", "shop", map[string]string{"app": "shop"}, intstr.FromInt32(9090), variant.WebNodePort)
+	objs := render.Caddy("ns", "droprun/caddy:v2.11.9", web, 9090)
+	if len(objs) != 4 {
+		t.Fatalf("%d objects, want the headless Service, ConfigMap, Deployment and Service", len(objs))
+	}
+	headless := objs[0].(*corev1ac.ServiceApplyConfiguration)
+	if *headless.Name != "shop"+variant.DNSSuffix || *headless.Spec.ClusterIP != "None" ||
+		headless.Spec.Selector["app"] != "shop" || *headless.Spec.Ports[0].Port != 9090 {
+		t.Errorf("headless Service %s: %+v, want shop-dns, no cluster IP, shop's pods on 9090", *headless.Name, headless.Spec)
+	}
+	cm := objs[1].(*corev1ac.ConfigMapApplyConfiguration)
+	var cfg struct {
+		Admin struct{ Disabled bool } `json:"admin"`
+		Apps  struct {
+			HTTP struct {
+				Servers map[string]struct {
+					Listen []string `json:"listen"`
+					Routes []struct {
+						Handle []map[string]any `json:"handle"`
+					} `json:"routes"`
+				} `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["caddy.json"]), &cfg); err != nil {
+		t.Fatalf("Caddy's config: %v", err)
+	}
+	web0 := cfg.Apps.HTTP.Servers["web"]
+	if !cfg.Admin.Disabled || len(web0.Listen) != 1 || web0.Listen[0] != ":8000" || len(web0.Routes) != 1 {
+		t.Fatalf("config %+v: want one server on :8000, no admin endpoint", cfg)
+	}
+	h := web0.Routes[0].Handle
+	proxy := h[len(h)-1]
+	up, _ := proxy["dynamic_upstreams"].(map[string]any)
+	if proxy["handler"] != "reverse_proxy" || up["source"] != "a" || up["name"] != "shop-dns.ns.svc.cluster.local." ||
+		up["port"] != "9090" || up["refresh"] != render.CaddyRefresh {
+		t.Errorf("reverse proxy %v: want dynamic A upstreams of shop-dns.ns.svc.cluster.local.:9090 every %s", proxy, render.CaddyRefresh)
+	}
+	d := objs[2]
+	b, err := render.YAML(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"image: droprun/caddy:v2.11.9", "imagePullPolicy: Never", "--config", "/etc/caddy/caddy.json", "automountServiceAccountToken: false"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("Caddy's Deployment lacks %q:\n%s", want, b)
+		}
+	}
+	if svc := objs[3].(*corev1ac.ServiceApplyConfiguration); *svc.Spec.Ports[0].NodePort != variant.GatewayNodePort {
+		t.Errorf("Caddy's Service on node port %d, want %d", *svc.Spec.Ports[0].NodePort, variant.GatewayNodePort)
+	}
+}
