@@ -25,8 +25,8 @@ request), take each deleted pod's latest node (when every node had
 stopped), and put a distribution-free upper confidence bound D on a high
 quantile of those: by default, with 95% confidence, for 99% of deletions
 every node stops routing within D. A run through a front that picks the pod
-itself (traffic.target: traefik) has a second hop: when each front pod
-stopped sending to the pod, from the front's own API. Each hop is bounded
+itself (traffic.target: traefik or caddy) has a second hop: when each front
+pod stopped sending to the pod, from the front's own API or log. Each hop is bounded
 over its own pairs, and the largest bound, whose hop the output names, is D:
 a pod must outlast every list that still names it. From D it prints:
 

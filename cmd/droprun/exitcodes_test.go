@@ -203,7 +203,7 @@ func exitCases(t *testing.T) map[string]commandCases {
 				// Bad input, found before a run directory or a cluster exists.
 				{name: "invalid scenario", args: []string{"run", badScenario}, code: 2, err: "nope"},
 				{name: "archive missing", args: []string{"run", "--output-dir", filepath.Join(custom, "run"), noArchive}, code: 2, err: "gone.tar: does not exist"},
-				{name: "neither a file nor a shipped scenario", args: []string{"run", missing}, code: 2, hint: "droprun run", err: "no shipped scenario of that name (shipped: compare-all,"},
+				{name: "neither a file nor a shipped scenario", args: []string{"run", missing}, code: 2, hint: "droprun run", err: "no shipped scenario of that name (shipped: caddy, compare-all,"},
 				{name: "a load balancer URL nobody named", args: []string{"run", lbScenario}, code: 2, hint: "droprun run", err: "name it: --allow-target shop.example.com:443"},
 				// --kubeconfig picks the cluster but keeps the scenario's url.
 				{name: "--kubeconfig keeps cluster.existing.url", args: []string{"run", "--kubeconfig", missing, lbScenario}, code: 2, hint: "droprun run", err: "name it: --allow-target shop.example.com:443"},

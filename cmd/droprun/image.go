@@ -24,12 +24,12 @@ func newImageCmd(s streams) *cobra.Command {
 func newImageFrontsCmd(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fronts",
-		Short: "Build the images of the fronts droprun deploys (Traefik) once, into the user's cache",
+		Short: "Build the images of the fronts droprun deploys (Traefik, Caddy) once, into the user's cache",
 		Long: `Build the image of every front a scenario's traffic.target can put in front of
-the pods and that is not bookshop itself (Traefik Proxy), from the Go module
+the pods and that is not bookshop itself (Traefik Proxy, Caddy), from the Go module
 proxy, into ~/.cache/droprun/fronts. A run through a front builds its image
 the first time anyway; this does it ahead, so that the build (about 6 minutes
-for Traefik on a 2-core machine) is not part of a run. An image already there
+for Traefik and 2 for Caddy on a 2-core machine) is not part of a run. An image already there
 is kept: delete its file to rebuild it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

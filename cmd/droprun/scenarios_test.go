@@ -48,7 +48,7 @@ func TestLoadScenarioResolution(t *testing.T) {
 	for _, arg := range []string{"nope", "scenarios/nope.yaml", "scenarios/demo", "other/demo.yaml", "README"} {
 		_, err := loadScenario(arg)
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "no shipped scenario of that name (shipped: compare-all, control, custom-app, demo,") {
+		if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), "no shipped scenario of that name (shipped: caddy, compare-all, control, custom-app, demo,") {
 			t.Errorf("loadScenario(%q) = %v, want a usage error listing the shipped scenarios", arg, err)
 		}
 	}

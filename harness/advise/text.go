@@ -52,7 +52,7 @@ func (h *Hop) writeMeasured(p linef, runs []string, named bool) {
 	}
 	what := "when each node stopped routing new connections to a pod being deleted"
 	if h.Front() {
-		what = fmt.Sprintf("when each %s stopped sending new requests to a pod being deleted (the pods it sends to, read from its own API)", h.chooser())
+		what = fmt.Sprintf("when each %s stopped sending new requests to a pod being deleted (the pods it sends to, from its own API or log)", h.chooser())
 	}
 	p("%s: %s, in seconds after the deletion request (or the kubelet's start of the preStop hook, where that came first).", head, what)
 	p("  %d (pod, %s) pairs from %d rollouts (%s pairs per rollout) in %s", h.Pairs, h.chooser(), h.Rollouts, stats.FormatSig(h.PairsPerRollout, 3), strings.Join(runs, ", "))
@@ -248,7 +248,7 @@ func sourceText(src string) string {
 	case analysis.RouteSourceKubeProxy:
 		return "as kube-proxy's first sync after the endpoint change (polled: the poll interval's resolution)"
 	case analysis.RouteSourceFront:
-		return "in the front pod's own list of the pods it sends to (its API, polled: front.removed events)"
+		return "in the front pod's own list of the pods it sends to (its API or its log: front.removed events)"
 	}
 	return src
 }
