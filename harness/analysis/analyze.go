@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,6 +157,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", RunFile, target, strings.Join(path.Names(), ", "))
 	}
+	sum.Unseen = unseenHop(ri.Traffic.URL)
 	podIPs, podNodes := podPlaces(events)
 	hops, err := readFrontHops(dir, sum)
 	if err != nil {
@@ -387,6 +390,48 @@ func (in *input) routedBy(entry string, rec traffic.Record) string {
 	return in.path.RoutingNode(entry, rec, in.podNodes)
 }
 
+// unseenHop says why a run whose client sent to target (TrafficInfo.URL)
+// has a hop it cannot time: a host beyond this machine is the user's own
+// load balancer or ingress (--allow-target). "" for 127.0.0.1, where
+// every front is one droprun deployed and reads.
+func unseenHop(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Hostname() == "" || u.Hostname() == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("per-hop times unavailable: the requests went to %s, a load balancer or ingress droprun did not deploy; "+
+		"it cannot read when that front stopped sending to each pod, or which pod it chose for a request, so no drop is timed or explained "+
+		"at that hop (docs/real-clusters.md: the load balancer's leg of the race)", u.Host)
+}
+
+// The hops a failure is charged to when none chose its pod by name.
+const (
+	// HopBeforeFront: through a front that picks the pod itself, a
+	// failure its access log has no failed line for: the front did not
+	// fail it, the way to the front did (or its log missed the line).
+	HopBeforeFront = "before the front (no failed line in its log)"
+	// HopUnknown: the node whose rules chose the pod is not known.
+	HopUnknown = "hop not known"
+)
+
+// hopOf names the hop routedBy is (see Failure.Hop).
+func (in *input) hopOf(routedBy string) string {
+	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
+	switch {
+	case routedBy == "" && front:
+		return HopBeforeFront
+	case routedBy == "":
+		return HopUnknown
+	case front:
+		return "front pod " + routedBy
+	default:
+		return "node " + routedBy
+	}
+}
+
 // record adds one request: to the rollout timelines, its window's tally by
 // entry node, and, when it failed, to the failures with its attribution.
 func (ps *pass) record(rec traffic.Record) error {
@@ -414,6 +459,7 @@ func (ps *pass) record(rec traffic.Record) error {
 	}
 	fl := Failure{Time: rec.Time, Variant: ps.variant, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
 		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.routedBy(node, rec)}
+	fl.Hop = in.hopOf(fl.RoutedBy)
 	if w >= 0 {
 		fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
 	}
@@ -435,6 +481,10 @@ func (ps *pass) record(rec traffic.Record) error {
 // race window (or not), and binned by time since the latest deletion d.
 func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletion, found bool) {
 	rs := &ps.rollouts[k]
+	if rs.ByHop == nil {
+		rs.ByHop = map[string]uint64{}
+	}
+	rs.ByHop[fl.Hop]++
 	// A client's stall (its pacing in the rig samples) excuses the host
 	// client's own requests only; a node's, every request's.
 	if rec.Class == traffic.ClassTimeout {
@@ -476,14 +526,27 @@ func (in *input) addServerView(rows []VariantSummary, p *plan, tl *Timeline) {
 			tail += row.Tail.Classes[c]
 		}
 	}
+	var failed uint64 // every timeout, reset and EOF the client had
+	for _, t := range append(append([]Tally(nil), tl.Tallies...), tl.Outside) {
+		for _, c := range answerable {
+			failed += t.Classes[c]
+		}
+	}
+	if server != nil && server.Exact() && server.Lost > raced+tail {
+		// What no failure of the client's is left to hide is not the
+		// client giving up: the pods answered it twice.
+		if hideable := failed - min(failed, raced); server.Lost-raced-tail > hideable {
+			server.Unhidden = server.Lost - raced - tail - hideable
+		}
+	}
 	for k := range rows {
 		rows[k].Server = server
 		if c := in.custom(); server == nil && c != nil && c.Metrics == nil {
 			rows[k].NoServerView = NoCustomMetrics
 		}
-		if server != nil && server.Exact() && server.Lost > raced+tail {
-			rows[k].Unreceived = server.Lost - raced - tail
-			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received, more than the %d timeouts, resets and EOFs a race window explains and the %d in the tails (the client gave up on answers that came)", server.Lost, raced, tail))
+		if server != nil && server.Exact() && server.Lost-server.Unhidden > raced+tail {
+			rows[k].Unreceived = server.Lost - server.Unhidden - raced - tail
+			rows[k].Suspect = append(rows[k].Suspect, fmt.Sprintf("the pods answered %d 2xx that the client never received, more than the %d timeouts, resets and EOFs a race window explains and the %d in the tails (the client gave up on answers that came)", server.Lost-server.Unhidden, raced, tail))
 		}
 	}
 }

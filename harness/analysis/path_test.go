@@ -148,6 +148,11 @@ func TestGatewayAttribution(t *testing.T) {
 	if want := map[string]int{analysis.AccountedRace: 40, analysis.AccountedConntrack: 10, analysis.WhyNoProxyPod: 2}; !maps.Equal(accounted, want) {
 		t.Errorf("failures accounted %v, want %v", accounted, want)
 	}
+	// By hop: n2's rules chose the pod of every 502; the 2 that never
+	// reached the gateway name no hop.
+	if want := map[string]uint64{"node n2": 50, analysis.HopUnknown: 2}; !maps.Equal(row.ByHop, want) || !maps.Equal(row.Rollouts[0].ByHop, want) {
+		t.Errorf("drops by hop %v (rollout 1: %v), want %v", row.ByHop, row.Rollouts[0].ByHop, want)
+	}
 }
 
 // TestStaleConntrackNeedsEvidence: the late 502s are put down to stale
@@ -202,9 +207,14 @@ func TestFrontAttribution(t *testing.T) {
 		t.Fatalf("the front's pair: %+v; want old-a1 unrouted by traefik-1 0.625 s after its deletion, from the front's API", front)
 	}
 	for _, f := range failures {
-		if f.Code == 502 && f.RoutedBy != "traefik-1" || f.Code == 0 && f.RoutedBy != "" {
-			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known", f)
+		if f.Code == 502 && (f.RoutedBy != "traefik-1" || f.Hop != "front pod traefik-1") || f.Code == 0 && (f.RoutedBy != "" || f.Hop != analysis.HopBeforeFront) {
+			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known, before the front", f)
 		}
+	}
+	// Per rollout, by hop: the front pod failed the 502s; the timeouts
+	// were not failed by the front.
+	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
+		t.Errorf("rollout 1's drops by hop %v, want %v", row.Rollouts[0].ByHop, want)
 	}
 	plain := rows(analyze(t, proxyRun(t, 7, "traefik", false), analysis.Options{}))["alpha"].Explained
 	if plain != nil {

@@ -115,4 +115,19 @@ func TestLostAnswersBeyondTheRace(t *testing.T) {
 			}
 		}
 	}
+	// A client that failed no request had nothing to give up on: the
+	// surplus is answers counted twice, not drops, and flags nothing.
+	clean := &Timeline{Outside: Tally{Requests: 10, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10}}}
+	rows := []VariantSummary{{Variant: "v"}}
+	in.addServerView(rows, p, clean)
+	if sv := rows[0].Server; sv == nil || sv.Lost != 5 || sv.Unhidden != 5 || len(rows[0].Suspect) > 0 || rows[0].Unreceived != 0 {
+		t.Errorf("no failure to hide behind: pods' view %+v, suspect %q, unreceived %d; want 5 lost, all 5 unhidden, nothing suspect", sv, rows[0].Suspect, rows[0].Unreceived)
+	}
+	// One timeout hides one of them; the other four are unhidden.
+	one := &Timeline{Outside: Tally{Requests: 11, Classes: map[traffic.Class]uint64{traffic.Class2xx: 10, traffic.ClassTimeout: 1}}}
+	rows = []VariantSummary{{Variant: "v"}}
+	in.addServerView(rows, p, one)
+	if sv := rows[0].Server; sv == nil || sv.Unhidden != 4 || len(rows[0].Suspect) != 1 || rows[0].Unreceived != 1 {
+		t.Errorf("one timeout: pods' view %+v, suspect %q, unreceived %d; want 4 unhidden, suspect for 1", sv, rows[0].Suspect, rows[0].Unreceived)
+	}
 }

@@ -24,6 +24,12 @@ type Summary struct {
 	// Warnings are problems with the raw data that did not stop the
 	// analysis (a results file cut off by a crash, a missing run.json).
 	Warnings []string `json:"warnings,omitempty"`
+	// Unseen says which hop of the requests' path the run could not time,
+	// and why: the requests went to a load balancer or ingress droprun
+	// did not deploy (cluster.existing.url), whose own list of pods and
+	// log it cannot read. Empty when it deployed every front it sent
+	// through.
+	Unseen string `json:"unseen,omitempty"`
 }
 
 // VariantSummary is one row: a variant's rollouts and what they dropped.
@@ -78,9 +84,12 @@ type VariantSummary struct {
 	Outside Tally `json:"outside"`
 	// ByNode tallies the rollout windows' requests by the node they
 	// entered the cluster through (empty when the entry is not known).
-	ByNode   map[string]Tally `json:"byNode,omitempty"`
-	Rollouts []RolloutSummary `json:"rollouts"`
-	Client   ClientSummary    `json:"client"`
+	ByNode map[string]Tally `json:"byNode,omitempty"`
+	// ByHop counts the rollout windows' drops by the hop that chose their
+	// pod (RolloutSummary.ByHop, summed).
+	ByHop    map[string]uint64 `json:"byHop,omitempty"`
+	Rollouts []RolloutSummary  `json:"rollouts"`
+	Client   ClientSummary     `json:"client"`
 	// Gaps are, per pod deleted by this row's rollouts, the time from
 	// deletion requested to its endpoint leaving the slice and to each
 	// node's kube-proxy syncing after that.
@@ -135,6 +144,12 @@ type ServerView struct {
 	// Lost is the 2xx the pods answered that the client never received
 	// (PodsAnswered2xx − ClientGot2xx when positive).
 	Lost uint64 `json:"lost"`
+	// Unhidden is the part of Lost (which counts it) that no failed request of the
+	// client's could hide: the client had no timeout, reset or EOF left
+	// for it. Those are not drops but requests a pod answered twice (a
+	// proxy re-sends a request when a reused connection closes under it)
+	// or that the client did not send; they make no row suspect.
+	Unhidden uint64 `json:"unhidden,omitempty"`
 	// Pods is the pods that answered the client; PodsFinal those whose
 	// count ends with their own exit totals; Uncertain the pods whose
 	// count is not exact.
@@ -216,6 +231,9 @@ type RolloutSummary struct {
 	ExcusedWhy string `json:"excusedWhy,omitempty"`
 	// ByNode tallies the window's requests by entry node.
 	ByNode map[string]Tally `json:"byNode,omitempty"`
+	// ByHop counts the window's drops by the hop that chose their pod
+	// (Failure.Hop): a node's kube-proxy rules or a front pod's own list.
+	ByHop map[string]uint64 `json:"byHop,omitempty"`
 	// SlowestNode is the node whose kube-proxy synced last after the
 	// rollout's endpoint changes, and SlowestSync how long after the
 	// deletion request (seconds): it set the race window.
@@ -281,6 +299,11 @@ type Failure struct {
 	// (path.RoutingNode); empty when not known.
 	Via      string `json:"via,omitempty"`
 	RoutedBy string `json:"routedBy,omitempty"`
+	// Hop names the hop that failed it, for the rollouts' ByHop: "node
+	// X" (X's kube-proxy rules chose the pod), "front pod X" (a front
+	// that picks the pod itself, from its access log), HopBeforeFront or
+	// HopUnknown.
+	Hop string `json:"hop,omitempty"`
 	// Excused is true for a timeout sent while the client was stalled.
 	Excused bool `json:"excused,omitempty"`
 	// Explained is how a rollout window's failure was accounted for: a

@@ -89,9 +89,11 @@ type htmlPage struct {
 	Interrupted bool
 	Error       string
 	Suspect     []string
-	Rows        []htmlRow
-	Reference   string
-	Verdicts    []htmlVerdict
+	// Unseen says which hop the run could not time (Summary.Unseen).
+	Unseen    string
+	Rows      []htmlRow
+	Reference string
+	Verdicts  []htmlVerdict
 	// Sweeps are the dose-response tables, each with its figure.
 	Sweeps    []htmlSweep
 	Figures   []htmlFigure
@@ -171,7 +173,9 @@ type htmlRollout struct {
 	Baseline                                string
 	// Nodes tallies the window by entry node; Slowest names the node whose
 	// kube-proxy synced last ("" when not recorded).
-	Nodes, Slowest                           string
+	Nodes, Slowest string
+	// Hops counts the drops by the hop that failed them (HopsText).
+	Hops                                     string
 	Dropped, BaselineDirty, MeasuredMismatch bool
 	// Rig is the rig's load during the window ("" when not sampled);
 	// RigSaturated says the machine was short of CPU.
@@ -186,7 +190,7 @@ type htmlRollout struct {
 type htmlGap struct{ Pod, Unready, Removed string }
 
 func buildPage(sum *analysis.Summary, in HTMLInput) (*htmlPage, error) {
-	p := &htmlPage{Title: "droprun report", Interrupted: sum.Interrupted, Error: sum.Error, Suspect: sum.Suspect,
+	p := &htmlPage{Title: "droprun report", Interrupted: sum.Interrupted, Error: sum.Error, Suspect: sum.Suspect, Unseen: sum.Unseen,
 		Scenario: string(in.ScenarioYAML), Version: sum.Cluster.DroprunVer}
 	if sum.Scenario != "" {
 		p.Title += ": " + sum.Scenario
@@ -575,6 +579,7 @@ func rolloutRows(v analysis.VariantSummary) []htmlRollout {
 			hr.Tail += " (" + classList(r.Tail.Classes) + ")"
 		}
 		hr.Flushed = flushed(r.ConntrackFlushed)
+		hr.Hops = HopsText(r.ByHop)
 		hr.Nodes = "–"
 		if len(r.ByNode) > 0 {
 			hr.Nodes = NodesText(r.ByNode)

@@ -152,6 +152,11 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		if len(v.ByNode) > 0 {
 			fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
 		}
+		for _, ro := range v.Rollouts {
+			if len(ro.ByHop) > 0 {
+				fmt.Fprintf(w, "%s rollout %d: drops by the hop that failed them: %s\n", v.Variant, ro.N, HopsText(ro.ByHop))
+			}
+		}
 		if t := ExplainedText(v.Explained); t != "" {
 			fmt.Fprintf(w, "%s: %s\n", v.Variant, t)
 		}
@@ -166,6 +171,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 					v.Variant, ro.N, ro.SlowestNode, ro.SlowestSync, ro.ProgrammingLatency)
 			}
 		}
+	}
+	if sum.Unseen != "" {
+		fmt.Fprintln(w, "note:", sum.Unseen)
 	}
 	for _, s := range sum.Warnings {
 		fmt.Fprintln(w, "warning:", s)
@@ -207,6 +215,9 @@ func ServerText(sv *analysis.ServerView) string {
 		s += fmt.Sprintf("; not exact: %d pods uncertain, %d failed scrapes of pods never read, %d read last before the traffic stopped, %d requests in flight when pods exited unsealed", sv.Uncertain, sv.Unread, sv.LowerBound, sv.InFlightAtExit)
 	case sv.Lost > 0:
 		s += fmt.Sprintf("; %d answered by the pods, never received by the client", sv.Lost)
+		if sv.Unhidden > 0 {
+			s += fmt.Sprintf(" (%d with no failed request of the client's to hide behind: not drops, but requests a pod answered twice, as when a proxy re-sends one on a reused connection that closed)", sv.Unhidden)
+		}
 	case uint64(max(sv.PodsAnswered2xx, 0)) == sv.ClientGot2xx:
 		s += ": exactly what the client received"
 	}
@@ -262,6 +273,27 @@ func NodesText(by map[string]analysis.Tally) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s %d failed of %d", n, by[n].Failures, by[n].Requests)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// HopsText lists drops by the hop that failed them, most first, e.g.
+// "front pod traefik-7dc6-x 212, before the front (no failed line in its
+// log) 3".
+func HopsText(by map[string]uint64) string {
+	hops := make([]string, 0, len(by))
+	for h := range by {
+		hops = append(hops, h)
+	}
+	sort.Slice(hops, func(i, j int) bool {
+		if by[hops[i]] != by[hops[j]] {
+			return by[hops[i]] > by[hops[j]]
+		}
+		return hops[i] < hops[j]
+	})
+	parts := make([]string, len(hops))
+	for i, h := range hops {
+		parts[i] = fmt.Sprintf("%s %d", h, by[h])
 	}
 	return strings.Join(parts, ", ")
 }
@@ -334,6 +366,9 @@ func Markdown(w io.Writer, sum *analysis.Summary) error {
 			c.WindowRequests, c.Drops, c.RateCI, c.Outcome, c.Control, c.Floor, c.Tail, c.Rate)
 	}
 	fmt.Fprintf(w, "\n%s\n", IntervalNote(rows))
+	if sum.Unseen != "" {
+		fmt.Fprintf(w, "\n- **note:** %s\n", sum.Unseen)
+	}
 	for _, s := range sum.Suspect {
 		fmt.Fprintf(w, "\n- **suspect:** %s", s)
 	}

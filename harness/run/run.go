@@ -492,6 +492,9 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		if len(row.ByNode) > 0 {
 			fmt.Fprintf(r.log, "  by entry node: %s\n", report.NodesText(row.ByNode))
 		}
+		if len(row.ByHop) > 0 {
+			fmt.Fprintf(r.log, "  drops by the hop that failed them: %s\n", report.HopsText(row.ByHop))
+		}
 	}
 	return runErr
 }
