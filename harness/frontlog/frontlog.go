@@ -3,7 +3,9 @@
 // pod logged it, with the request's ID, the upstream the front chose and
 // the status it returned. harness/observe writes the lines while a run
 // goes on, from each front pod's log stream; the analysis joins them to
-// the client's records by request ID (traffic.Record.RequestID). It
+// the client's records by request ID (traffic.Record.RequestID). It also
+// reads what a front says of the pods it sends to: Traefik's API answer
+// (TraefikServers) and Caddy's log of its DNS lookups (CaddyServers). It
 // imports no client-go.
 package frontlog
 
