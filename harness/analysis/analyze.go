@@ -159,12 +159,12 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	}
 	sum.Unseen = unseenHop(ri.Traffic.URL)
 	podIPs, podNodes := podPlaces(events)
-	hops, err := readFrontHops(dir, sum)
+	frontLog, err := readFrontLog(dir, sum)
 	if err != nil {
 		return nil, err
 	}
 	in := &input{sc: sc, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
-		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podIPs: podIPs, podNodes: podNodes, hops: hops, failure: o.Failure}
+		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podIPs: podIPs, podNodes: podNodes, frontLog: frontLog, failure: o.Failure}
 	for _, v := range sc.Variants {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
@@ -282,7 +282,7 @@ type input struct {
 	path      path.Path           // the way the requests took
 	podIPs    map[string]string   // pod → IP
 	podNodes  map[string]string   // pod → node
-	hops      map[string]frontHop // request ID → the front pod and the pod it chose (failed lines of frontlog.jsonl)
+	frontLog  *frontLog // through a front that logs requests: its failed lines and its 2xx answers
 	failure   func(Failure) error
 }
 
@@ -385,7 +385,8 @@ func (ps *pass) read(f resultsFile, sum *Summary) error {
 // itself, the front pod its access log names ("" when it names none).
 func (in *input) routedBy(entry string, rec traffic.Record) string {
 	if p := in.path.Proxy; p != nil && p.PicksPod {
-		return in.hops[rec.RequestID()].pod
+		h, _ := in.frontLog.hop(rec.RequestID())
+		return h.pod
 	}
 	return in.path.RoutingNode(entry, rec, in.podNodes)
 }
@@ -410,17 +411,24 @@ func unseenHop(target string) string {
 // The hops a failure is charged to when none chose its pod by name.
 const (
 	// HopBeforeFront: through a front that picks the pod itself, a
-	// failure its access log has no failed line for: the front did not
-	// fail it, the way to the front did (or its log missed the line).
+	// failure its access log has no line for: the front did not fail it,
+	// the way to the front did (or its log missed the line).
 	HopBeforeFront = "before the front (no failed line in its log)"
+	// HopAfterFront: a failure the front's access log says it answered
+	// 2xx: the pod answered, and the answer was lost between the front
+	// and the client, or came after the client gave up (WhyFrontAnswered).
+	HopAfterFront = "after the front (it answered 2xx; the client never received it)"
 	// HopUnknown: the node whose rules chose the pod is not known.
 	HopUnknown = "hop not known"
 )
 
-// hopOf names the hop routedBy is (see Failure.Hop).
-func (in *input) hopOf(routedBy string) string {
+// hopOf names the hop routedBy is (see Failure.Hop) for the failed
+// request rec.
+func (in *input) hopOf(routedBy string, rec traffic.Record) string {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
 	switch {
+	case routedBy == "" && front && in.frontLog.answeredOK(rec.RequestID()):
+		return HopAfterFront
 	case routedBy == "" && front:
 		return HopBeforeFront
 	case routedBy == "":
@@ -459,7 +467,7 @@ func (ps *pass) record(rec traffic.Record) error {
 	}
 	fl := Failure{Time: rec.Time, Variant: ps.variant, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
 		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.routedBy(node, rec)}
-	fl.Hop = in.hopOf(fl.RoutedBy)
+	fl.Hop = in.hopOf(fl.RoutedBy, rec)
 	if w >= 0 {
 		fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout
 	}

@@ -37,6 +37,12 @@ const (
 	// its access log, and no line of it has the request's ID (the front
 	// never got it, or its log was not recorded).
 	WhyFrontNoLine = "not in the front's access log: the front pod that chose its pod is not known"
+	// WhyFrontAnswered: the front's access log says it answered the
+	// request 2xx (its pod answered it): no shutdown refused it, and the
+	// answer was lost on the way back to the client, or came after the
+	// client's timeout. The rig's (a starved node or client) or the
+	// front's own delay, never a race window's.
+	WhyFrontAnswered = "the front answered it 2xx: lost on the way back to the client, or answered after the client gave up"
 )
 
 // inFlightSlack is how far before a pod's listener closed a request may
@@ -199,7 +205,7 @@ type explainer struct {
 	// (path.Proxy.PicksPod): the "nodes" are then front pods, and a
 	// request matches only the window of the pod its hop names.
 	front bool
-	hops  map[string]frontHop
+	log   *frontLog
 }
 
 // attempt is one failure matched against a rollout's race windows: the
@@ -216,7 +222,7 @@ type attempt struct {
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
 	ex := &explainer{routes: indexRoutes(in.events, front), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
-		front: front, hops: in.hops}
+		front: front, log: in.frontLog}
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
@@ -355,6 +361,8 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		return why, ""
 	}
 	switch {
+	case ex.front && node == "" && ex.log.answeredOK(rec.RequestID()):
+		return unexplained(WhyFrontAnswered)
 	case ex.front && node == "":
 		return unexplained(WhyFrontNoLine)
 	case ex.front:
@@ -370,7 +378,8 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	}
 	var ip string // through a front, the pod it chose
 	if ex.front {
-		ip = ex.hops[rec.RequestID()].ip
+		h, _ := ex.log.hop(rec.RequestID())
+		ip = h.ip
 	}
 	ex.tried[n] = append(ex.tried[n], attempt{node, ip, rec})
 	best, cut, noClose, noUnroute := ex.match(n, node, ip, rec)

@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
@@ -14,10 +16,33 @@ import (
 // pod that handled it and the IP of the pod it sent it to ("" for none).
 type frontHop struct{ pod, ip string }
 
-// readFrontHops indexes, by request ID, the lines of frontlog.jsonl in
-// which the front did not answer 2xx: those of the requests that can have
-// failed (the client's failures are joined to them). Nil without the file.
-func readFrontHops(dir string, sum *Summary) (map[string]frontHop, error) {
+// frontLog is what the analysis keeps of frontlog.jsonl, bounded by the
+// failures and one bit per request: the lines in which the front did not
+// answer 2xx, by request ID (the client's failures are joined to them),
+// and which requests the front did answer 2xx. A request the client
+// failed and the front answered 2xx was lost after the front: on the way
+// back to the client, or answered after the client gave up.
+type frontLog struct {
+	failed   map[string]frontHop
+	answered idSet
+}
+
+// hop is the failed line of request id, if the front logged one.
+func (f *frontLog) hop(id string) (frontHop, bool) {
+	if f == nil {
+		return frontHop{}, false
+	}
+	h, ok := f.failed[id]
+	return h, ok
+}
+
+// answeredOK reports whether the front answered request id 2xx.
+func (f *frontLog) answeredOK(id string) bool {
+	return f != nil && id != "" && f.answered.has(id)
+}
+
+// readFrontLog reads frontlog.jsonl; nil without the file.
+func readFrontLog(dir string, sum *Summary) (*frontLog, error) {
 	f, err := os.Open(filepath.Join(dir, frontlog.File))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -26,20 +51,77 @@ func readFrontHops(dir string, sum *Summary) (map[string]frontHop, error) {
 		return nil, err
 	}
 	defer f.Close()
-	hops := map[string]frontHop{}
+	fl := &frontLog{failed: map[string]frontHop{}}
 	err = jsonl.Read(f, frontlog.File, func(l frontlog.Line) error {
-		if l.RequestID == "" || l.Status >= 200 && l.Status < 300 {
+		if l.RequestID == "" {
+			return nil
+		}
+		if l.Status >= 200 && l.Status < 300 {
+			fl.answered.add(l.RequestID)
 			return nil
 		}
 		h := frontHop{pod: l.Pod}
 		if host, _, err := net.SplitHostPort(l.Upstream); err == nil {
 			h.ip = host
 		}
-		hops[l.RequestID] = h
+		fl.failed[l.RequestID] = h
 		return nil
 	})
 	if err := warnTruncated(err, sum); err != nil {
 		return nil, err
 	}
-	return hops, nil
+	return fl, nil
+}
+
+// idSet is a set of request IDs. droprun's IDs are prefix-N, N counting
+// from 1 in base 36 (traffic's withRequestIDs), so each prefix keeps a
+// bitset of its Ns: one bit per request. Any other ID is kept whole.
+type idSet struct {
+	bits  map[string][]uint64
+	other map[string]bool
+}
+
+// maxIDBits bounds one prefix's bitset (16 MiB): an N beyond it is kept
+// whole, so a stray line cannot make the set allocate without bound.
+const maxIDBits = 1 << 27
+
+func splitID(id string) (string, uint64, bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(id[i+1:], 36, 64)
+	if err != nil || n >= maxIDBits {
+		return "", 0, false
+	}
+	return id[:i], n, true
+}
+
+func (s *idSet) add(id string) {
+	prefix, n, ok := splitID(id)
+	if !ok {
+		if s.other == nil {
+			s.other = map[string]bool{}
+		}
+		s.other[id] = true
+		return
+	}
+	if s.bits == nil {
+		s.bits = map[string][]uint64{}
+	}
+	b := s.bits[prefix]
+	if w := int(n / 64); w >= len(b) {
+		b = append(b, make([]uint64, w+1-len(b)+len(b)/2)...) // grow by half again
+	}
+	b[n/64] |= 1 << (n % 64)
+	s.bits[prefix] = b
+}
+
+func (s *idSet) has(id string) bool {
+	prefix, n, ok := splitID(id)
+	if !ok {
+		return s.other[id]
+	}
+	b := s.bits[prefix]
+	return int(n/64) < len(b) && b[n/64]&(1<<(n%64)) != 0
 }

@@ -86,6 +86,10 @@ variants:
 		for _, id := range []string{"a-1", "a-2"} {
 			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.1:8080", Status: 502})
 		}
+		// Two timeouts inside the window that the front answered 200:
+		// the client lost the answers, the pod did not refuse them.
+		failures = append(failures, analysistest.Failure{From: 4.2, To: 4.22, Err: analysistest.Timeout, RequestID: "a-z"})
+		lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: "a-z", Upstream: "10.0.0.1:8080", Status: 200, OriginStatus: 200})
 	}
 	return analysistest.Write(t, analysistest.Run{Scenario: sc, RunJSON: runJSON, Events: events, Failures: failures,
 		Traffic: map[string][2]float64{"alpha": {0, 10}}, Targets: []string{"http://127.0.0.1:30081/version"},
@@ -171,7 +175,9 @@ func TestStaleConntrackNeedsEvidence(t *testing.T) {
 // (old-a1, traefik-1) window, from old-a1's listener close (4.1 s) to
 // traefik-1's stop of sending to it (4.625 s), whatever the nodes' rules
 // say; those sent after it are outside; the timeouts in no line of the
-// log name no front pod. Without the access log and the front's stops (a
+// log name no front pod, and those the front logged as answered 200 are
+// charged to the way back from it, never to the window they were sent
+// in. Without the access log and the front's stops (a
 // run recorded before droprun watched the front), nothing is explained and
 // nothing said: the nodes' rules did not choose the pods.
 func TestFrontAttribution(t *testing.T) {
@@ -181,9 +187,10 @@ func TestFrontAttribution(t *testing.T) {
 	e := row.Explained
 	// One 502 every 10 ms: 4.30–4.67 s, 38, inside the window (4.625 s
 	// plus the 50 ms slack), 4.68 and 4.69 s after it, 10 at 6.5 s; 2
-	// timeouts in no line.
-	if row.Drops != 52 || e == nil || e.Explained != 38 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 12 || e.Why[analysis.WhyFrontNoLine] != 2 {
-		t.Fatalf("drops %d, explained %+v; want 38 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log", row.Drops, e)
+	// timeouts in no line, 2 answered 200 by the front.
+	if row.Drops != 54 || e == nil || e.Explained != 38 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 12 ||
+		e.Why[analysis.WhyFrontNoLine] != 2 || e.Why[analysis.WhyFrontAnswered] != 2 {
+		t.Fatalf("drops %d, explained %+v; want 38 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log, 2 the front answered", row.Drops, e)
 	}
 	var front *analysis.RouteGap
 	nodes := 0
@@ -207,13 +214,16 @@ func TestFrontAttribution(t *testing.T) {
 		t.Fatalf("the front's pair: %+v; want old-a1 unrouted by traefik-1 0.625 s after its deletion, from the front's API", front)
 	}
 	for _, f := range failures {
-		if f.Code == 502 && (f.RoutedBy != "traefik-1" || f.Hop != "front pod traefik-1") || f.Code == 0 && (f.RoutedBy != "" || f.Hop != analysis.HopBeforeFront) {
-			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known, before the front", f)
+		answered := f.Time.Before(analysistest.At(4.25))
+		if f.Code == 502 && (f.RoutedBy != "traefik-1" || f.Hop != "front pod traefik-1") ||
+			f.Code == 0 && answered && (f.RoutedBy != "" || f.Hop != analysis.HopAfterFront || f.Explained != analysis.WhyFrontAnswered) ||
+			f.Code == 0 && !answered && (f.RoutedBy != "" || f.Hop != analysis.HopBeforeFront) {
+			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known, before the front or (answered) after it", f)
 		}
 	}
 	// Per rollout, by hop: the front pod failed the 502s; the timeouts
 	// were not failed by the front.
-	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
+	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2, analysis.HopAfterFront: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
 		t.Errorf("rollout 1's drops by hop %v, want %v", row.Rollouts[0].ByHop, want)
 	}
 	plain := rows(analyze(t, proxyRun(t, 7, "traefik", false), analysis.Options{}))["alpha"].Explained

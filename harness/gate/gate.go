@@ -433,7 +433,9 @@ func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64,
 // rollout is granted all of it. On a cluster that shares the rig's CPU
 // (shared), answers lost so are the host starving the pods or the client,
 // so that rollout's drops inside race windows prove nothing either, as in
-// a starved one; its other drops still count.
+// a starved one; its other drops still count. Through a front that logs
+// every request, the drops it logged as answered 2xx (HopAfterFront) are
+// lost answers the same way, known one by one.
 func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, shared bool) (uint64, string) {
 	var n uint64
 	var why []string
@@ -450,6 +452,17 @@ func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, 
 			w += fmt.Sprintf(", %s of them inside a race window%s", stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro)))
 		}
 		n = max(n, h)
+		why = append(why, w)
+	}
+	// Through a front that logs every request, each drop it answered 2xx
+	// is a lost answer by the front's own account, request by request.
+	if a := ro.ByHop[analysis.HopAfterFront]; a > 0 {
+		w := fmt.Sprintf("while the front answered %s of them 2xx (its access log) and the client never received the answers", stats.FormatCount(a))
+		if shared {
+			a += raced(ro)
+			w += fmt.Sprintf(", %s of them inside a race window%s", stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro)))
+		}
+		n = max(n, a)
 		why = append(why, w)
 	}
 	return min(n, drops), strings.Join(why, ", and ")

@@ -316,6 +316,41 @@ func TestUnreceivedAnswers(t *testing.T) {
 	}
 }
 
+// TestFrontAnsweredDrops: through a front that logs every request, the
+// drops it answered 2xx (the client never received the answers) leave a
+// breach by them alone inconclusive, named as such; refusals beside them
+// still fail.
+func TestFrontAnsweredDrops(t *testing.T) {
+	after := func(answered, refused uint64) analysis.VariantSummary {
+		v := row("graceful-drain", 9500, 0, answered+refused, 0)
+		ro := &v.Rollouts[1]
+		ro.Window.Classes = map[traffic.Class]uint64{traffic.Class2xx: 9500 - answered - refused, traffic.ClassTimeout: answered, traffic.Class502: refused}
+		ro.ByHop = map[string]uint64{analysis.HopAfterFront: answered}
+		ro.Explained = &analysis.Explained{Unexplained: answered, Why: map[string]uint64{analysis.WhyFrontAnswered: answered}}
+		if refused > 0 {
+			ro.ByHop["front pod traefik-1"] = refused
+			ro.Explained.Explained = refused
+		}
+		return v
+	}
+	for _, tc := range []doubtCase{
+		{"answered by the front", after(23, 0), false, Inconclusive,
+			"rollout 2 dropped 23 while the front answered 23 of them 2xx (its access log) and the client never received the answers: above the limit 5 per rollout, but the rig"},
+		{"answered by the front beside refusals", after(23, 10), false, Fail,
+			"rollout 2 dropped 33 (10 of them the variant's beyond doubt, while the front answered 23 of them 2xx"},
+		{"nothing answered", after(0, 10), false, Fail,
+			"rollout 2 dropped 10: above the limit 5 per rollout (1 of 3 rollouts)"},
+	} {
+		r, err := Check(run(tc.row), Limits{Confidence: 0.95, MaxDropsPerRollout: i64(5)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := result(t, r, "graceful-drain", CheckPerRollout); res.Verdict != tc.verdict || !strings.Contains(res.Message, tc.want) {
+			t.Errorf("%s: per rollout %v %q; want %v containing %q", tc.name, res.Verdict, res.Message, tc.verdict, tc.want)
+		}
+	}
+}
+
 // TestStarvedRollout: a rollout during which the rig was short of CPU
 // breaks a limit only with drops inside race windows (the variant's
 // beyond doubt); with none there it is inconclusive, named as the rig's;

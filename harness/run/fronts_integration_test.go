@@ -37,7 +37,8 @@ func TestIntegrationRunCaddy(t *testing.T) {
 // (built from the Go module proxy once and kept in the user's cache):
 // both control windows are clean, no-prestop's drops show as 502s, and
 // graceful-drain, which serves until it is out of every endpoint list,
-// drops none beyond the rig's floor. The front's access log
+// drops none beyond the rig's floor and the answers the front gave that
+// the client never received (charged to the way back from the front). The front's access log
 // (frontlog.jsonl) holds a line for nearly every request, joined to the
 // client's record by its ID, and every 502 the client got is one the front
 // logged. The front's own account of the pods it sends to, read via via,
@@ -137,7 +138,7 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 		if err != nil {
 			t.Fatal(err)
 		}
-		var n, joined, bad502 int
+		var n, joined, bad502, answered int
 		upstreams := map[string]int{}
 		err = traffic.ReadResults(rf, func(rec traffic.Record) error {
 			n++
@@ -150,6 +151,9 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 			}
 			if ok && rec.Class.Failed() {
 				upstreams[fmt.Sprintf("%s %d", l.Upstream, l.Status)]++
+				if l.Status >= 200 && l.Status < 300 {
+					answered++
+				}
 			}
 			return nil
 		})
@@ -160,6 +164,13 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 		t.Logf("%s %s: %d of %d requests in its access log; failures by upstream and status: %v", target, v.Variant, joined, n, upstreams)
 		if n == 0 || float64(joined) < 0.95*float64(n) || bad502 > 0 {
 			t.Errorf("%s through %s: %d of %d requests joined to its access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", v.Variant, target, joined, n, bad502)
+		}
+		// The drops the front answered 2xx (the client never received the
+		// answers) are charged to the way back from the front, each one
+		// a line of its log the test finds too.
+		after := v.ByHop[analysis.HopAfterFront]
+		if after > uint64(answered) {
+			t.Errorf("%s through %s: %d drops charged to %q, but only %d failed requests have a 2xx line in its log", v.Variant, target, after, analysis.HopAfterFront, answered)
 		}
 		switch v.Variant {
 		case "no-prestop":
@@ -174,7 +185,7 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 			if e == nil {
 				t.Fatalf("no-prestop through %s: no explanation of its %d drops", target, v.Drops)
 			}
-			named := v.Drops - e.Why[analysis.WhyFrontNoLine]
+			named := v.Drops - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
 			shifted := 0.0
 			if e.Chance != nil {
 				shifted = e.Chance.TimesShifted
@@ -184,8 +195,11 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 				t.Errorf("no-prestop through %s: %d of the %d drops that name a front pod explained by its race windows (times-shifted baseline %.0f); want at least 95%%, and 50 points above the baseline", target, e.Explained+e.Cut, named, shifted)
 			}
 		case "graceful-drain":
-			if v.Drops > floor {
-				t.Errorf("graceful-drain through %s: %d drops, classes %v; want at most %d", target, v.Drops, v.Classes, floor)
+			// What the front answered is no shutdown's refusal: the rig
+			// lost it (a CI run: 23 timeouts Traefik logged as 200, in a
+			// rollout with a stall). Every other drop is graceful-drain's.
+			if v.Drops-after > floor {
+				t.Errorf("graceful-drain through %s: %d drops (%d the front answered 2xx), classes %v; want at most %d beside those", target, v.Drops, after, v.Classes, floor)
 			}
 		}
 	}

@@ -420,9 +420,6 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	if err := r.flushConntrack(ctx, v.Name, 0); err != nil {
 		return err
 	}
-	// The pods' counters before the traffic, so the pods' view does not
-	// count WaitAnswering's requests as answers the client never got.
-	r.scrapeApp(ctx)
 
 	resultsFile, err := r.out.Results(v.Name, traffic.HostOrigin)
 	if err != nil {
@@ -437,7 +434,8 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		RequestIDs: sc.Path().Proxy != nil && sc.Path().Proxy.AccessLog != nil,
 	}
 	// The pods' counters just before traffic starts: the baseline the
-	// pods' view counts from (scrapes are 5 s apart otherwise).
+	// pods' view counts from (scrapes are 5 s apart otherwise), after
+	// WaitAnswering's requests, which the client did not send.
 	r.scrapeApp(ctx)
 	var sent, failed atomic.Uint64
 	// The host client is the one load source today (traffic.Source).
