@@ -278,11 +278,11 @@ type input struct {
 	rig       []RigSample
 	stalls    stalls
 	app       []appmetrics.Record
-	nodes     map[string]string   // target URL → entry node
-	path      path.Path           // the way the requests took
-	podIPs    map[string]string   // pod → IP
-	podNodes  map[string]string   // pod → node
-	frontLog  *frontLog // through a front that logs requests: its failed lines and its 2xx answers
+	nodes     map[string]string // target URL → entry node
+	path      path.Path         // the way the requests took
+	podIPs    map[string]string // pod → IP
+	podNodes  map[string]string // pod → node
+	frontLog  *frontLog         // through a front that logs requests: its failed lines and its 2xx answers
 	failure   func(Failure) error
 }
 
