@@ -414,10 +414,11 @@ const (
 	// failure its access log has no line for: the front did not fail it,
 	// the way to the front did (or its log missed the line).
 	HopBeforeFront = "before the front (no failed line in its log)"
-	// HopAfterFront: a failure the front's access log says it answered
-	// 2xx: the pod answered, and the answer was lost between the front
-	// and the client, or came after the client gave up (WhyFrontAnswered).
-	HopAfterFront = "after the front (it answered 2xx; the client never received it)"
+	// HopFrontAnswered: a failure the front's access log says it
+	// answered 2xx: the pod answered, and the front got the request too
+	// late (a starved front reads it after the client gave up) or its
+	// answer was lost on the way back (WhyFrontAnswered).
+	HopFrontAnswered = "the front answered it 2xx (the client never received the answer)"
 	// HopUnknown: the node whose rules chose the pod is not known.
 	HopUnknown = "hop not known"
 )
@@ -428,7 +429,7 @@ func (in *input) hopOf(routedBy string, rec traffic.Record) string {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
 	switch {
 	case routedBy == "" && front && in.frontLog.answeredOK(rec.RequestID()):
-		return HopAfterFront
+		return HopFrontAnswered
 	case routedBy == "" && front:
 		return HopBeforeFront
 	case routedBy == "":

@@ -38,11 +38,11 @@ const (
 	// never got it, or its log was not recorded).
 	WhyFrontNoLine = "not in the front's access log: the front pod that chose its pod is not known"
 	// WhyFrontAnswered: the front's access log says it answered the
-	// request 2xx (its pod answered it): no shutdown refused it, and the
-	// answer was lost on the way back to the client, or came after the
-	// client's timeout. The rig's (a starved node or client) or the
-	// front's own delay, never a race window's.
-	WhyFrontAnswered = "the front answered it 2xx: lost on the way back to the client, or answered after the client gave up"
+	// request 2xx (its pod answered it): no shutdown refused it. The
+	// front read it after the client had given up, or its answer was
+	// lost on the way back: the rig's (a starved front pod, node or
+	// client) or the front's own delay, never a race window's.
+	WhyFrontAnswered = "the front answered it 2xx: it read the request after the client gave up, or the answer was lost on the way back"
 )
 
 // inFlightSlack is how far before a pod's listener closed a request may

@@ -20,8 +20,9 @@ type frontHop struct{ pod, ip string }
 // failures and one bit per request: the lines in which the front did not
 // answer 2xx, by request ID (the client's failures are joined to them),
 // and which requests the front did answer 2xx. A request the client
-// failed and the front answered 2xx was lost after the front: on the way
-// back to the client, or answered after the client gave up.
+// failed and the front answered 2xx was no shutdown's refusal: the front
+// read it after the client gave up, or its answer was lost on the way
+// back (WhyFrontAnswered).
 type frontLog struct {
 	failed   map[string]frontHop
 	answered idSet

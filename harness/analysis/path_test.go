@@ -216,14 +216,14 @@ func TestFrontAttribution(t *testing.T) {
 	for _, f := range failures {
 		answered := f.Time.Before(analysistest.At(4.25))
 		if f.Code == 502 && (f.RoutedBy != "traefik-1" || f.Hop != "front pod traefik-1") ||
-			f.Code == 0 && answered && (f.RoutedBy != "" || f.Hop != analysis.HopAfterFront || f.Explained != analysis.WhyFrontAnswered) ||
+			f.Code == 0 && answered && (f.RoutedBy != "" || f.Hop != analysis.HopFrontAnswered || f.Explained != analysis.WhyFrontAnswered) ||
 			f.Code == 0 && !answered && (f.RoutedBy != "" || f.Hop != analysis.HopBeforeFront) {
 			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known, before the front or (answered) after it", f)
 		}
 	}
 	// Per rollout, by hop: the front pod failed the 502s; the timeouts
 	// were not failed by the front.
-	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2, analysis.HopAfterFront: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
+	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2, analysis.HopFrontAnswered: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
 		t.Errorf("rollout 1's drops by hop %v, want %v", row.Rollouts[0].ByHop, want)
 	}
 	plain := rows(analyze(t, proxyRun(t, 7, "traefik", false), analysis.Options{}))["alpha"].Explained

@@ -302,7 +302,7 @@ type Failure struct {
 	// Hop names the hop that failed it, for the rollouts' ByHop: "node
 	// X" (X's kube-proxy rules chose the pod), "front pod X" (a front
 	// that picks the pod itself, from its access log), HopBeforeFront,
-	// HopAfterFront or HopUnknown.
+	// HopFrontAnswered or HopUnknown.
 	Hop string `json:"hop,omitempty"`
 	// Excused is true for a timeout sent while the client was stalled.
 	Excused bool `json:"excused,omitempty"`

@@ -434,7 +434,7 @@ func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64,
 // (shared), answers lost so are the host starving the pods or the client,
 // so that rollout's drops inside race windows prove nothing either, as in
 // a starved one; its other drops still count. Through a front that logs
-// every request, the drops it logged as answered 2xx (HopAfterFront) are
+// every request, the drops it logged as answered 2xx (HopFrontAnswered) are
 // lost answers the same way, known one by one.
 func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, shared bool) (uint64, string) {
 	var n uint64
@@ -456,7 +456,7 @@ func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, 
 	}
 	// Through a front that logs every request, each drop it answered 2xx
 	// is a lost answer by the front's own account, request by request.
-	if a := ro.ByHop[analysis.HopAfterFront]; a > 0 {
+	if a := ro.ByHop[analysis.HopFrontAnswered]; a > 0 {
 		w := fmt.Sprintf("while the front answered %s of them 2xx (its access log) and the client never received the answers", stats.FormatCount(a))
 		if shared {
 			a += raced(ro)

@@ -325,7 +325,7 @@ func TestFrontAnsweredDrops(t *testing.T) {
 		v := row("graceful-drain", 9500, 0, answered+refused, 0)
 		ro := &v.Rollouts[1]
 		ro.Window.Classes = map[traffic.Class]uint64{traffic.Class2xx: 9500 - answered - refused, traffic.ClassTimeout: answered, traffic.Class502: refused}
-		ro.ByHop = map[string]uint64{analysis.HopAfterFront: answered}
+		ro.ByHop = map[string]uint64{analysis.HopFrontAnswered: answered}
 		ro.Explained = &analysis.Explained{Unexplained: answered, Why: map[string]uint64{analysis.WhyFrontAnswered: answered}}
 		if refused > 0 {
 			ro.ByHop["front pod traefik-1"] = refused

@@ -168,9 +168,9 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 		// The drops the front answered 2xx (the client never received the
 		// answers) are charged to the way back from the front, each one
 		// a line of its log the test finds too.
-		after := v.ByHop[analysis.HopAfterFront]
+		after := v.ByHop[analysis.HopFrontAnswered]
 		if after > uint64(answered) {
-			t.Errorf("%s through %s: %d drops charged to %q, but only %d failed requests have a 2xx line in its log", v.Variant, target, after, analysis.HopAfterFront, answered)
+			t.Errorf("%s through %s: %d drops charged to %q, but only %d failed requests have a 2xx line in its log", v.Variant, target, after, analysis.HopFrontAnswered, answered)
 		}
 		switch v.Variant {
 		case "no-prestop":
