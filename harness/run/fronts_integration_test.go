@@ -153,6 +153,11 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 				upstreams[fmt.Sprintf("%s %d", l.Upstream, l.Status)]++
 				if l.Status >= 200 && l.Status < 300 {
 					answered++
+					// Where the time went: before the front read it,
+					// or in its answer.
+					t.Logf("%s %s: %s answered %s (sent %s) 200: read %s after it was sent, answered in %s; the client: %s after %s",
+						target, v.Variant, l.Pod, rec.RequestID(), rec.Time.Format("15:04:05.000"), l.Start.Sub(rec.Time).Round(time.Millisecond),
+						l.Duration.Round(time.Millisecond), rec.Class, rec.Latency.Round(time.Millisecond))
 				}
 			}
 			return nil
