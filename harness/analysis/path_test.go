@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,6 +225,9 @@ func TestFrontAttribution(t *testing.T) {
 	}
 	// Per rollout, by hop: the front pod failed the 502s; the timeouts
 	// were not failed by the front.
+	if !slices.ContainsFunc(row.Suspect, func(s string) bool { return strings.Contains(s, "rollout 1: the front answered 2 of its drops 2xx") }) {
+		t.Errorf("suspect %q: want the 2 answers the front gave named", row.Suspect)
+	}
 	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2, analysis.HopFrontAnswered: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
 		t.Errorf("rollout 1's drops by hop %v, want %v", row.Rollouts[0].ByHop, want)
 	}

@@ -145,6 +145,9 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 	if r.Excused > 0 {
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were in flight while the rig stalled (%s): they are excused: counted among the drops, but the stalled rig, not the variant, may have caused them (the measurable tally leaves them out)", r.N, r.Excused, r.ExcusedWhy))
 	}
+	if n := r.ByHop[HopFrontAnswered]; n > 0 {
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: the front answered %d of its drops 2xx (its access log): the pods did not refuse them; the front read them after the client gave up, or the answers were lost on the way back (a starved rig or front)", r.N, n))
+	}
 	if expected != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != expected {
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d deleted pods of variant %s, not %s (live template: %s)", r.N, r.MeasuredVariant, expected, r.LiveTemplate))
 	}

