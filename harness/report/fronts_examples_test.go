@@ -78,3 +78,59 @@ func TestShippedFronts(t *testing.T) {
 		})
 	}
 }
+
+// TestShippedSweepTraefik holds "A sweep through Traefik" of
+// results/README.md to the shipped run (results/examples/fronts/
+// sweep-traefik): the native preStop sleep at 0-4 s, 3 rollouts each,
+// clean controls; drops fall with the sleep and stop from 3 s; every drop
+// not excused is explained by a (pod, Traefik pod) race window and charged
+// to the Traefik pod; advise bounds both hops, the nodes' rules set the
+// path's bound (3.071 s, beside Traefik's 2.674 s), and it says the sweep
+// agrees (clean from 3, below the recommended 4).
+func TestShippedSweepTraefik(t *testing.T) {
+	sum := shipped(t, "fronts/sweep-traefik")
+	if sum.Traffic.Target != "traefik" || sum.Traffic.Rate != 300 || sum.Traffic.Rollouts != 3 {
+		t.Fatalf("traffic %+v, want traefik at 300 req/s, 3 rollouts", sum.Traffic)
+	}
+	want := map[string]uint64{"0": 1376, "1": 331, "2": 1, "3": 0, "4": 0}
+	if len(sum.Variants) != len(want) {
+		t.Fatalf("%d rows, want %d", len(sum.Variants), len(want))
+	}
+	for _, v := range sum.Variants {
+		if v.Sweep == nil || v.Sweep.Field != "preStopSeconds" {
+			t.Fatalf("%s: sweep %+v, want preStopSeconds", v.Variant, v.Sweep)
+		}
+		drops, ok := want[v.Sweep.Value]
+		if !ok || v.Drops != drops {
+			t.Errorf("preStop %s s: %d drops, want %d", v.Sweep.Value, v.Drops, drops)
+		}
+		if v.Control.Failures > 0 || v.Control.Requests < 1500 || v.WindowRequests < 12000 {
+			t.Errorf("preStop %s s: control %d/%d, %d window requests; want a clean control and 3 rollouts' windows", v.Sweep.Value, v.Control.Failures, v.Control.Requests, v.WindowRequests)
+		}
+		var front uint64
+		for h, n := range v.ByHop {
+			if strings.HasPrefix(h, "front pod traefik-") {
+				front += n
+			}
+		}
+		if front != v.Drops {
+			t.Errorf("preStop %s s: %d of %d drops charged to the Traefik pod (%v)", v.Sweep.Value, front, v.Drops, v.ByHop)
+		}
+		if v.Drops > 0 && (v.Explained == nil || v.Explained.Explained+v.Excused != v.Drops) {
+			t.Errorf("preStop %s s: %d drops, %d excused, explained %+v; want every other one in a race window", v.Sweep.Value, v.Drops, v.Excused, v.Explained)
+		}
+	}
+	advice, err := os.ReadFile("../../results/examples/fronts/sweep-traefik/advise.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"The path: hop kube-proxy sets the bound, 3.071 s, the largest (beside traefik's 2.674 s)",
+		"0: 1180 dropped; 1: 331 dropped; 2: 1 dropped; 3: clean; 4: clean",
+		"CONSERVATIVE: clean from 3, below the recommended 4",
+	} {
+		if !strings.Contains(string(advice), s) {
+			t.Errorf("advise.txt lacks %q", s)
+		}
+	}
+}
