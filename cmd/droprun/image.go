@@ -28,7 +28,7 @@ func newImageFrontsCmd(s streams) *cobra.Command {
 		Long: `Build the image of every front a scenario's traffic.target can put in front of
 the pods and that is not bookshop itself (Traefik Proxy, Caddy), from the Go module
 proxy, into ~/.cache/droprun/fronts. A run through a front builds its image
-the first time anyway; this does it ahead, so that the build (about 6 minutes
+the first time anyway; this does it ahead, so that the build (6 to 9 minutes
 for Traefik and 2 for Caddy on a 2-core machine) is not part of a run. An image already there
 is kept: delete its file to rebuild it.`,
 		Args: cobra.NoArgs,
