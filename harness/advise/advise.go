@@ -239,10 +239,14 @@ type Hop struct {
 	// ByMode groups the nodes' pairs by kube-proxy mode (none for a
 	// front); ByNode is set when the pairs come from more than one node
 	// (or front pod).
-	ByMode  []Group `json:"byKubeProxyMode,omitempty"`
-	ByNode  []Group `json:"byNode,omitempty"`
-	Bound   Bound   `json:"bound"`
-	Tighten Tighten `json:"tighten"`
+	ByMode []Group `json:"byKubeProxyMode,omitempty"`
+	ByNode []Group `json:"byNode,omitempty"`
+	// Resolution is how closely a front's stops were placed
+	// (RouteGap.UnroutedResolution): each delay is the late end of a
+	// bracket this wide, so it is late by at most that much.
+	Resolution *Dist   `json:"resolution,omitempty"`
+	Bound      Bound   `json:"bound"`
+	Tighten    Tighten `json:"tighten"`
 }
 
 // Front says whether the hop is a front's rather than the nodes' rules.
@@ -363,6 +367,7 @@ type hopGaps struct {
 	delOrder       []string
 	missing        []Pair
 	sources        map[string]int
+	resolution     []float64 // the widths of a front's stops' brackets
 }
 
 // gaps gathers the runs' route gaps for Advise, by hop (kube-proxy
@@ -510,6 +515,9 @@ func (c *gaps) add(h *hopGaps, run, variant, mode string, g analysis.RouteGap, h
 	h.byNode[g.Node] = append(h.byNode[g.Node], delay)
 	h.rollouts[fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout)] = true
 	h.sources[cmp.Or(g.Source, "unknown")]++
+	if g.UnroutedResolution > 0 {
+		h.resolution = append(h.resolution, g.UnroutedResolution)
+	}
 }
 
 // measure is the hop's distributions and bound; false when no deletion
@@ -524,6 +532,10 @@ func (h *hopGaps) measure(o Options) (Hop, bool) {
 	m.PairsPerRollout = float64(m.Pairs) / float64(m.Rollouts)
 	m.DeletionsPerRollout = float64(m.Deletions) / float64(m.Rollouts)
 	m.Latest, m.All = distOf(latest), distOf(h.vals)
+	if len(h.resolution) > 0 {
+		d := distOf(h.resolution)
+		m.Resolution = &d
+	}
 	m.ByMode = groups(h.byMode)
 	if len(h.byNode) > 1 {
 		m.ByNode = groups(h.byNode)

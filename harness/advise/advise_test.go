@@ -494,8 +494,10 @@ func TestAdviseThroughAFront(t *testing.T) {
 				if r == len(v.Rollouts) && i == 1 {
 					d = top
 				}
+				// Each stop read from the front's API to within 40 ms,
+				// but droprun-traefik-b's to within 300 ms.
 				v.Routes = append(v.Routes, analysis.RouteGap{Rollout: r, Pod: fmt.Sprintf("%s-pod-%d", v.Variant, r), Node: front,
-					Unrouted: d, Source: analysis.RouteSourceFront, AppTimes: true, SIGTERM: 0.05, ListenerClosed: 0.07})
+					Unrouted: d, UnroutedResolution: 0.04 + 0.26*float64(i), Source: analysis.RouteSourceFront, AppTimes: true, SIGTERM: 0.05, ListenerClosed: 0.07})
 			}
 		}
 		return v
@@ -524,6 +526,9 @@ func TestAdviseThroughAFront(t *testing.T) {
 				t.Errorf("traefik hop: %d pairs, %d deletions, latest max %g, %d front pods, modes %v, sources %v; want 20, 10, %g, 2, none, 20 front-api",
 					front.Pairs, front.Deletions, front.Latest.Max, len(front.ByNode), front.ByMode, front.Sources, c.front)
 			}
+			if r := front.Resolution; r == nil || r.N != 20 || r.Max != 0.3 || nodes.Resolution != nil {
+				t.Errorf("traefik hop's stops placed to within %+v (the nodes' %+v); want 20 stops, the worst to within 300 ms, the nodes' exact", r, nodes.Resolution)
+			}
 			// 10 deletions bound only a low quantile, by their maximum.
 			if a.Name != c.wantHop || a.Bound.Seconds != max(0.5, c.front) || a.PreStopSleepSeconds != c.wantStop {
 				t.Errorf("set by %s at %g s, preStop %d; want %s, %g s, %d", a.Name, a.Bound.Seconds, a.PreStopSleepSeconds, c.wantHop, max(0.5, c.front), c.wantStop)
@@ -541,6 +546,8 @@ func TestAdviseThroughAFront(t *testing.T) {
 				"20 (pod, traefik pod) pairs",
 				"traefik pod droprun-traefik-b",
 				"latest traefik pod per deletion",
+				"each of 20 stops was placed to within",
+				"300 ms (max)",
 				"The path: hop " + c.wantHop + " sets the bound",
 				"Recommendation (D = " + secs(a.Bound.Seconds) + ", hop " + c.wantHop + "'s bound)",
 			} {

@@ -68,6 +68,10 @@ func (h *Hop) writeMeasured(p linef, runs []string, named bool) {
 			p("  %d seen by %q", h.Sources[src], src)
 		}
 	}
+	if r := h.Resolution; r != nil {
+		p("  each of %d stops was placed to within %s (median), %s (p90), %s (max) by the front's readings: each delay is the late end of its bracket",
+			r.N, short(r.Median), short(r.P90), short(r.Max))
+	}
 	h.writeDists(p)
 	h.writeMissing(p)
 }

@@ -57,6 +57,9 @@ const inFlightSlack = 50 * time.Millisecond
 type routeStep struct {
 	t                 time.Time
 	removed, snapshot bool
+	// lastSeen, for a front's change, is when the last reading before it
+	// began: the change happened between lastSeen and t.
+	lastSeen time.Time
 }
 
 // unrouteAfterGone bounds how long after a pod is gone a node's removal of
@@ -91,14 +94,14 @@ func indexRoutes(events []timeline.Event, front bool) routeIndex {
 				ix.watched[e.Pod] = at
 				ix.steps[e.Pod] = map[string][]routeStep{}
 				for ip := range strings.FieldsSeq(e.Detail["servers"]) {
-					ix.steps[e.Pod][ip] = append(ix.steps[e.Pod][ip], routeStep{at, false, true})
+					ix.steps[e.Pod][ip] = append(ix.steps[e.Pod][ip], routeStep{t: at, snapshot: true})
 				}
 			case timeline.KindFrontAdded, timeline.KindFrontRemoved:
 				if ix.steps[e.Pod] == nil {
 					ix.steps[e.Pod] = map[string][]routeStep{}
 				}
-				at, _ := e.FrontChange()
-				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{at, e.Kind == timeline.KindFrontRemoved, false})
+				at, last := e.FrontChange()
+				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{t: at, removed: e.Kind == timeline.KindFrontRemoved, lastSeen: last})
 			}
 		}
 		return ix
@@ -117,7 +120,7 @@ func indexRoutes(events []timeline.Event, front bool) routeIndex {
 			if ix.steps[e.Node] == nil {
 				ix.steps[e.Node] = map[string][]routeStep{}
 			}
-			ix.steps[e.Node][e.IP] = append(ix.steps[e.Node][e.IP], routeStep{e.Time, e.Kind == timeline.KindRouteRemoved, e.Kind == timeline.KindRouteSnapshot})
+			ix.steps[e.Node][e.IP] = append(ix.steps[e.Node][e.IP], routeStep{t: e.Time, removed: e.Kind == timeline.KindRouteRemoved, snapshot: e.Kind == timeline.KindRouteSnapshot})
 		}
 	}
 	return ix
@@ -147,19 +150,19 @@ func (ix routeIndex) watching(node string, t time.Time) bool {
 // until (the end of the pod's life, plus a margin), that node stopped
 // routing to ip. A route to ip added after t first means the IP was given
 // to another pod before node was seen to drop this one: not found.
-func (ix routeIndex) removedAfter(node, ip string, t, until time.Time) (time.Time, bool) {
+func (ix routeIndex) removedAfter(node, ip string, t, until time.Time) (routeStep, bool) {
 	for _, s := range ix.steps[node][ip] {
 		switch {
 		case s.t.Before(t):
 		case s.t.After(until):
-			return time.Time{}, false
+			return routeStep{}, false
 		case s.removed:
-			return s.t, true
+			return s, true
 		case !s.snapshot:
-			return time.Time{}, false // re-added: the IP is another pod's now
+			return routeStep{}, false // re-added: the IP is another pod's now
 		}
 	}
-	return time.Time{}, false
+	return routeStep{}, false
 }
 
 // podsGone returns when each pod was gone from the API.
@@ -306,10 +309,13 @@ func (ps pairSources) pairs(events []timeline.Event, n int, d deletion, routes r
 			if end, ok := ps.gone[d.pod]; ok {
 				until = end.Add(unrouteAfterGone)
 			}
-			if t, ok := routes.removedAfter(node, g.IP, d.t, until); ok {
-				g.Unrouted = since(t)
+			if step, ok := routes.removedAfter(node, g.IP, d.t, until); ok {
+				g.Unrouted = since(step.t)
 				if !front {
 					g.Source = RouteSourceDataPlane
+				}
+				if !step.lastSeen.IsZero() {
+					g.UnroutedResolution = step.t.Sub(step.lastSeen).Seconds()
 				}
 			}
 		}

@@ -263,7 +263,7 @@ func TestRemovedAfterIsBoundedByThePodsLife(t *testing.T) {
 		{Time: at(5), Kind: timeline.KindRouteAdded, Node: "a", IP: "10.0.0.2"}, // reused
 		{Time: at(300), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.2"},
 	}, false)
-	if got, ok := ix.removedAfter("a", "10.0.0.1", at(0), at(40)); !ok || !got.Equal(at(1)) {
+	if got, ok := ix.removedAfter("a", "10.0.0.1", at(0), at(40)); !ok || !got.t.Equal(at(1)) {
 		t.Errorf("inside the pod's life: %v, %v", got, ok)
 	}
 	if _, ok := ix.removedAfter("a", "10.0.0.1", at(0), at(0.5)); ok {

@@ -39,6 +39,12 @@ type RouteGap struct {
 	// RouteSourceFront when Node is a front pod).
 	Unrouted float64 `json:"unroutedSeconds"`
 	Source   string  `json:"source,omitempty"`
+	// UnroutedResolution is how closely Unrouted is placed, for a front
+	// pod: the stop came between the start of the last reading that still
+	// had the pod (its API read, or its DNS lookup) and the end of the
+	// first that did not (Unrouted), this many seconds apart. 0 when exact
+	// or not known.
+	UnroutedResolution float64 `json:"unroutedResolutionSeconds,omitempty"`
 	// SIGTERM and ListenerClosed are the app's own account (bookshop's
 	// termination message), when AppTimes says it gave one: when its
 	// process got SIGTERM and when it closed its listening socket. Either

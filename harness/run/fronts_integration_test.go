@@ -43,8 +43,8 @@ func TestIntegrationRunCaddy(t *testing.T) {
 // client's record by its ID, and every 502 the client got is one the front
 // logged. The front's own account of the pods it sends to, read via via,
 // shows it stop sending to every web pod the rollouts deleted
-// (front.removed): half placed to within 250 ms, every one within a read's
-// timeout (500 ms) and two polls. (Traefik's reads slow down while it
+// (front.removed): half placed to within 250 ms, every one within two
+// reads' timeouts (500 ms each) and a poll. (Traefik's reads slow down while it
 // applies a change: medians of 35-153 ms in six runs here, single stops
 // up to 400 ms; docs/fronts.md.) No-prestop's drops are explained by the
 // (pod, front pod) race windows, well above chance; those the rig excused
@@ -128,8 +128,12 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 	}
 	median, p90, worst := placed[len(placed)/2], placed[(len(placed)*9+9)/10-1], placed[len(placed)-1] // nearest rank
 	t.Logf("%s's %d stops placed to within %s (median), %s (p90), %s (worst)", target, len(placed), median.Round(time.Millisecond), p90.Round(time.Millisecond), worst.Round(time.Millisecond))
-	if median > 250*time.Millisecond || worst > 500*time.Millisecond+2*closeprobe.PollEvery {
-		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want 250 ms and a read's timeout plus two polls", median, worst)
+	// A bracket spans two reads (the last that had the pod, from its
+	// start, and the first that did not, to its end): its worst is two
+	// reads' timeouts and a poll (a CI-like run: 733 ms, as Traefik
+	// applied a change).
+	if median > 250*time.Millisecond || worst > 2*500*time.Millisecond+closeprobe.PollEvery {
+		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want 250 ms and two reads' timeouts plus a poll", median, worst)
 	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
 	for _, v := range a.Summary.Variants {
