@@ -159,7 +159,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	}
 	sum.Unseen = unseenHop(ri.Traffic.URL)
 	podIPs, podNodes := podPlaces(events)
-	frontLog, err := readFrontLog(dir, sum)
+	frontLog, err := readFrontLog(dir, sum, events)
 	if err != nil {
 		return nil, err
 	}

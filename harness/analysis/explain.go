@@ -58,7 +58,8 @@ type routeStep struct {
 	t                 time.Time
 	removed, snapshot bool
 	// lastSeen, for a front's change, is when the last reading before it
-	// began: the change happened between lastSeen and t.
+	// began, or, for a stop, the front's last logged send to the pod if
+	// later: the change happened between lastSeen and t.
 	lastSeen time.Time
 }
 
@@ -80,8 +81,9 @@ type routeIndex struct {
 
 // indexRoutes indexes the nodes' rules, or, with front set, each front
 // pod's list of the pods it sends to (front.* events), as if each front
-// pod were a node: it is the hop that chooses the pod.
-func indexRoutes(events []timeline.Event, front bool) routeIndex {
+// pod were a node: it is the hop that chooses the pod. sends (nil
+// without an access log) narrows each front stop's bracket.
+func indexRoutes(events []timeline.Event, front bool, sends *frontLog) routeIndex {
 	ix := routeIndex{steps: map[string]map[string][]routeStep{}, watched: map[string]time.Time{}, failed: map[string]time.Time{}}
 	if front {
 		for _, e := range events {
@@ -101,6 +103,11 @@ func indexRoutes(events []timeline.Event, front bool) routeIndex {
 					ix.steps[e.Pod] = map[string][]routeStep{}
 				}
 				at, last := e.FrontChange()
+				if e.Kind == timeline.KindFrontRemoved {
+					if sent := sends.sentBefore(e.Pod, e.IP, at); sent.After(last) {
+						last = sent
+					}
+				}
 				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{t: at, removed: e.Kind == timeline.KindFrontRemoved, lastSeen: last})
 			}
 		}
@@ -224,7 +231,7 @@ type attempt struct {
 // beside the pod's own SIGTERM and listener close.
 func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
-	ex := &explainer{routes: indexRoutes(in.events, front), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
+	ex := &explainer{routes: indexRoutes(in.events, front, in.frontLog), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
 		front: front, log: in.frontLog}
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
@@ -236,7 +243,7 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	// but the web Service's other clients go through them.
 	hops := []routeIndex{ex.routes}
 	if front {
-		hops = append(hops, indexRoutes(in.events, false))
+		hops = append(hops, indexRoutes(in.events, false, nil))
 	}
 	for _, rs := range rollouts {
 		end := rs.WindowEnd

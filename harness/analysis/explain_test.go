@@ -262,7 +262,7 @@ func TestRemovedAfterIsBoundedByThePodsLife(t *testing.T) {
 		{Time: at(1), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"},
 		{Time: at(5), Kind: timeline.KindRouteAdded, Node: "a", IP: "10.0.0.2"}, // reused
 		{Time: at(300), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.2"},
-	}, false)
+	}, false, nil)
 	if got, ok := ix.removedAfter("a", "10.0.0.1", at(0), at(40)); !ok || !got.t.Equal(at(1)) {
 		t.Errorf("inside the pod's life: %v, %v", got, ok)
 	}

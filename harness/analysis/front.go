@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/timeline"
 )
 
 // frontHop is what a front's access log says of one request: the front
@@ -26,6 +28,26 @@ type frontHop struct{ pod, ip string }
 type frontLog struct {
 	failed   map[string]frontHop
 	answered idSet
+	// sent is, per front stop (a front.removed event), the latest send
+	// to that pod the front pod logged within the stop's bracket.
+	sent map[frontStop]time.Time
+}
+
+// frontStop is one front pod's stop of sending to one pod IP, as its
+// readings (its API, or its DNS lookups) placed it: between lastSeen and
+// at (timeline.Event.FrontChange).
+type frontStop struct {
+	front, ip string
+	at        int64 // Unix ns: a time.Time is no map key
+}
+
+// sentBefore is the latest send the front logged to the pod of stop
+// within its bracket: the stop came after it. Zero when none.
+func (f *frontLog) sentBefore(front, ip string, at time.Time) time.Time {
+	if f == nil {
+		return time.Time{}
+	}
+	return f.sent[frontStop{front, ip, at.UnixNano()}]
 }
 
 // hop is the failed line of request id, if the front logged one.
@@ -42,8 +64,14 @@ func (f *frontLog) answeredOK(id string) bool {
 	return f != nil && id != "" && f.answered.has(id)
 }
 
-// readFrontLog reads frontlog.jsonl; nil without the file.
-func readFrontLog(dir string, sum *Summary) (*frontLog, error) {
+// readFrontLog reads frontlog.jsonl; nil without the file. Besides the
+// failures and answers, it finds for each front stop among events the
+// front's last logged send to the pod within the stop's bracket: a front
+// that sent a request to a pod at T had not stopped sending to it before
+// T, so the stop is placed from the later of that send and the last
+// reading that still had the pod (a read that stalls while the front
+// applies a change widens the readings' bracket, not the sends').
+func readFrontLog(dir string, sum *Summary, events []timeline.Event) (*frontLog, error) {
 	f, err := os.Open(filepath.Join(dir, frontlog.File))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -52,8 +80,16 @@ func readFrontLog(dir string, sum *Summary) (*frontLog, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fl := &frontLog{failed: map[string]frontHop{}}
+	fl := &frontLog{failed: map[string]frontHop{}, sent: map[frontStop]time.Time{}}
+	stops := frontStops(events)
 	err = jsonl.Read(f, frontlog.File, func(l frontlog.Line) error {
+		host, _, _ := net.SplitHostPort(l.Upstream)
+		for _, st := range stops[frontHop{l.Pod, host}] {
+			key := frontStop{l.Pod, host, st.t.UnixNano()}
+			if l.Start.After(st.lastSeen) && l.Start.Before(st.t) && l.Start.After(fl.sent[key]) {
+				fl.sent[key] = l.Start
+			}
+		}
 		if l.RequestID == "" {
 			return nil
 		}
@@ -61,17 +97,28 @@ func readFrontLog(dir string, sum *Summary) (*frontLog, error) {
 			fl.answered.add(l.RequestID)
 			return nil
 		}
-		h := frontHop{pod: l.Pod}
-		if host, _, err := net.SplitHostPort(l.Upstream); err == nil {
-			h.ip = host
-		}
-		fl.failed[l.RequestID] = h
+		fl.failed[l.RequestID] = frontHop{pod: l.Pod, ip: host}
 		return nil
 	})
 	if err := warnTruncated(err, sum); err != nil {
 		return nil, err
 	}
 	return fl, nil
+}
+
+// frontStops is every front stop among events with its bracket, by
+// (front pod, pod IP).
+func frontStops(events []timeline.Event) map[frontHop][]routeStep {
+	out := map[frontHop][]routeStep{}
+	for _, e := range events {
+		if e.Kind != timeline.KindFrontRemoved {
+			continue
+		}
+		at, last := e.FrontChange()
+		k := frontHop{e.Pod, e.IP}
+		out[k] = append(out[k], routeStep{t: at, removed: true, lastSeen: last})
+	}
+	return out
 }
 
 // idSet is a set of request IDs. droprun's IDs are prefix-N, N counting
