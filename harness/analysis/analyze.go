@@ -317,6 +317,7 @@ func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) 
 	rows := in.rows(v, p, ps.tl, ps.rollouts)
 	for k := range rows {
 		rows[k].Routes, rows[k].Explained = ps.ex.rowRoutes(rows[k].Rollouts)
+		rows[k].suspectProxyOwn()
 	}
 	// rows filled in the rollouts' tallies, rig and kube-proxy figures:
 	// only now are they what the summary says.

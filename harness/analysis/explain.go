@@ -32,6 +32,14 @@ const (
 	// never showed in its rules), so no race window can be drawn.
 	WhyNoUnroute = "the node was not seen to stop routing to the deleted pods"
 	WhyOutside   = "outside every (pod, node) race window"
+	// WhyProxyOwn: a 502 from a proxy that sends through the nodes'
+	// rules (the gateway), sent after the proxy pod's node had stopped
+	// routing to every pod the rollout deleted, with no dial left
+	// unanswered there (the flush after the rollout found no stale
+	// SYN_SENT entry on that node): the network sent its dial to a live
+	// pod, so the proxy failed it itself, most often a starved proxy pod
+	// or node that let its dial timeout pass before it ran.
+	WhyProxyOwn = "the proxy's own 502: sent after its node stopped routing to the deleted pods, with no unanswered dial there (a starved proxy)"
 	// WhyFrontNoLine: through a front that picks the pod itself
 	// (Traefik), the front pod that handled a request is known only from
 	// its access log, and no line of it has the request's ID (the front
@@ -415,6 +423,8 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	case ex.staleConntrack(n, node, proxied, rec):
 		e.Conntrack++
 		how = AccountedConntrack
+	case ex.proxyOwn(n, node, proxied, rec):
+		return unexplained(WhyProxyOwn)
 	default:
 		return unexplained(WhyOutside)
 	}
@@ -523,23 +533,41 @@ func (ex *explainer) chance(n int, e *Explained) {
 // staleConntrack reports whether a failure of rollout n routed by node,
 // outside every race window, is one a stale conntrack entry left (see
 // Explained.Conntrack). All of it must hold: a class that gets no answer
-// (a timeout; through a proxy, a 502); node held a race window open for a
-// pod the rollout deleted, so connections went to a dead pod and could
-// leave SYN_SENT entries; the request was sent after node stopped routing
-// to every such pod; and the flush after the rollout cleared stale entries
-// on node.
+// (a timeout; through a proxy, a 502); the request was sent after node
+// stopped routing to the pods the rollout deleted (routedAway); and the
+// flush after the rollout cleared stale entries on node.
 func (ex *explainer) staleConntrack(n int, node string, proxied bool, rec traffic.Record) bool {
 	if rec.Class != traffic.ClassTimeout && !(proxied && rec.Class == traffic.Class502) {
 		return false
 	}
-	if ex.flushed[n][node] == 0 {
+	return ex.flushed[n][node] > 0 && ex.routedAway(n, node, rec)
+}
+
+// proxyOwn reports whether a 502 of rollout n, through a proxy that sends
+// through node's rules (not a front that picks the pod itself), outside
+// every race window, is the proxy's own (WhyProxyOwn): sent after node
+// stopped routing to the pods the rollout deleted, and the flush after
+// the rollout ran on node and found no stale entry, so no dial from node
+// went unanswered.
+func (ex *explainer) proxyOwn(n int, node string, proxied bool, rec traffic.Record) bool {
+	if !proxied || ex.front || rec.Class != traffic.Class502 {
 		return false
 	}
+	stale, flushed := ex.flushed[n][node]
+	return flushed && stale == 0 && ex.routedAway(n, node, rec)
+}
+
+// routedAway reports whether node held a race window open for a pod
+// rollout n deleted (connections went to a dead pod) and rec was sent
+// after node stopped routing to every such pod deleted before rec ended
+// (a pod deleted later was serving while rec was on its way).
+func (ex *explainer) routedAway(n int, node string, rec traffic.Record) bool {
 	var last time.Time
 	raced := false
+	end := rec.Time.Add(rec.Latency)
 	for _, i := range ex.byRollout[n] {
 		g := &ex.gaps[i]
-		if g.Node != node || g.Source != RouteSourceDataPlane {
+		if g.Node != node || g.Source != RouteSourceDataPlane || !g.Deleted.Before(end) {
 			continue
 		}
 		if g.Unrouted < 0 {

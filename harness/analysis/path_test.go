@@ -26,7 +26,8 @@ import (
 // answers 502 to the requests sent in [4.3, 4.7) s, and two requests at
 // 4.25 s got no answer at all (no proxy pod named). Ten more 502s come at
 // 6.5 s, long after n2 stopped routing to old-a1; the conntrack flush
-// after the rollout cleared flushed stale entries on n2.
+// after the rollout cleared flushed stale entries on n2 (with flushed < 0,
+// no flush was recorded).
 func gatewayRun(t *testing.T, flushed int) string { return proxyRun(t, flushed, "gateway", false) }
 
 // proxyRun is gatewayRun through the front target. With front, the run
@@ -69,9 +70,11 @@ variants:
 		analysistest.Pod(6.0, timeline.KindPodGone, "old-a1"),
 		analysistest.Mark(7, timeline.KindRolloutComplete, "alpha", 1),
 		analysistest.Mark(9, timeline.KindWindowClose, "alpha", 1, "phase", "rollout"),
-		{T: 9.1, Event: timeline.Event{Kind: timeline.KindConntrackFlushed, Detail: map[string]string{"variant": "alpha", "rollout": "1"},
-			Flushed: map[string]int{"n1": 0, "n2": flushed}}},
 		{T: 10, Event: timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": "alpha"}}},
+	}
+	if flushed >= 0 {
+		events = append(events, analysistest.Event{T: 9.1, Event: timeline.Event{Kind: timeline.KindConntrackFlushed, Detail: map[string]string{"variant": "alpha", "rollout": "1"},
+			Flushed: map[string]int{"n1": 0, "n2": flushed}}})
 	}
 	failures := []analysistest.Failure{
 		{From: 4.25, To: 4.27, Err: analysistest.Timeout},
@@ -176,11 +179,22 @@ func TestGatewayAttribution(t *testing.T) {
 
 // TestStaleConntrackNeedsEvidence: the late 502s are put down to stale
 // conntrack entries only when the flush after the rollout found some on
-// the node that routed them; without that they stay unexplained.
+// the node that routed them. When it ran and found none, no dial from
+// that node went unanswered: they are the gateway's own (WhyProxyOwn),
+// and the row is suspect. Without a flush recorded they stay outside
+// every race window.
 func TestStaleConntrackNeedsEvidence(t *testing.T) {
-	e := rows(analyze(t, gatewayRun(t, 0), analysis.Options{}))["alpha"].Explained
-	if e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 10 {
-		t.Fatalf("explained %+v; want the 10 late 502s outside every race window, none by conntrack", e)
+	row := rows(analyze(t, gatewayRun(t, 0), analysis.Options{}))["alpha"]
+	e := row.Explained
+	if e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyProxyOwn] != 10 || e.Why[analysis.WhyOutside] != 0 {
+		t.Fatalf("explained %+v; want the 10 late 502s the gateway's own, none by conntrack", e)
+	}
+	if len(row.Suspect) != 1 || !strings.Contains(row.Suspect[0], "the proxy failed 10 of its drops itself") {
+		t.Errorf("suspect %q; want the 10 the gateway failed itself named", row.Suspect)
+	}
+	e = rows(analyze(t, gatewayRun(t, -1), analysis.Options{}))["alpha"].Explained
+	if e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 10 || e.Why[analysis.WhyProxyOwn] != 0 {
+		t.Fatalf("explained %+v without a flush recorded; want the 10 late 502s outside every race window", e)
 	}
 }
 

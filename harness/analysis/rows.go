@@ -156,6 +156,17 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 	}
 }
 
+// suspectProxyOwn makes the row suspect for each rollout with drops the
+// proxy failed itself (WhyProxyOwn): known only once the rollouts'
+// drops are explained.
+func (vs *VariantSummary) suspectProxyOwn() {
+	for _, r := range vs.Rollouts {
+		if e := r.Explained; e != nil && e.Why[WhyProxyOwn] > 0 {
+			vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: the proxy failed %d of its drops itself (502s sent after its node stopped routing to the deleted pods, with no unanswered dial there): no shutdown refused them (a starved proxy pod or node)", r.N, e.Why[WhyProxyOwn]))
+		}
+	}
+}
+
 // remove takes n requests of class c out of t (they were excused).
 func (t *Tally) remove(c traffic.Class, n uint64) {
 	if n == 0 {

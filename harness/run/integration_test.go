@@ -284,9 +284,13 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := a.Summary
 	stopScraping()
 	checkMetrics(t, dir, sawRollout, pushed)
+	a, dir = quietRig(ctx, t, a, dir, func(dir string) (*analysis.Analysis, error) {
+		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	})
+	sum := a.Summary
 	// The nodes' CPU weight was lowered for the run and is back now.
 	if weightErr == nil {
 		if sum.Cluster.CPUWeight == "" {
@@ -588,6 +592,12 @@ func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-cha
 // the data cannot place it, and the analysis must say so (WhyNoProxyPod)
 // rather than count it inside or outside a window. Such requests may not
 // be most of the drops. (A CI run had 80 of 917 drops so, all timeouts.)
+// Nor is a 502 the gateway made itself after its node had stopped
+// routing to the deleted pods, with no unanswered dial there
+// (WhyProxyOwn: a clean-clone CI run here had 41 of 519 so, sent 0.50-0.58
+// s after the deletion while the gateway's node got 14% of a core, each
+// answered after 0.5 s, the gateway's dial timeout); such drops make the
+// row suspect and are left out of the 95%.
 func TestIntegrationRunGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -598,14 +608,18 @@ variants:
 rollouts: 1
 traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 `)
-	a, err := Run(ctx, sc, Options{Dir: runDir(t), Log: testWriter{t}, Keep: true,
-		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	measure := func(dir string) (*analysis.Analysis, error) {
+		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
+			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	}
+	a, err := measure(runDir(t))
 	if a != nil {
 		itCreated = true
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	a, _ = quietRig(ctx, t, a, runDir(t), measure)
 	v := a.Summary.Variants[0]
 	t.Logf("gateway no-prestop: %d drops, classes %v", v.Drops, v.Classes)
 	if v.Classes[traffic.Class502] == 0 {
@@ -619,12 +633,61 @@ traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
 	if e == nil || v.Drops == 0 {
 		t.Fatalf("gateway no-prestop: %d drops, explained %+v; want drops, and an explanation", v.Drops, e)
 	}
-	unnamed := e.Why[analysis.WhyNoProxyPod]
-	if named := v.Drops - unnamed; 2*unnamed > v.Drops || float64(e.Explained+e.Conntrack+e.Cut) < 0.95*float64(named) {
-		t.Errorf("gateway no-prestop: %d drops, %d naming no gateway pod, explained %+v; want at least 95%% of those naming one explained by the gateway pod's node's race windows or its stale conntrack entries, and those naming none less than half", v.Drops, unnamed, e)
+	unnamed, own := e.Why[analysis.WhyNoProxyPod], e.Why[analysis.WhyProxyOwn]
+	if named := v.Drops - unnamed - own; 2*(unnamed+own) > v.Drops || float64(e.Explained+e.Conntrack+e.Cut) < 0.95*float64(named) {
+		t.Errorf("gateway no-prestop: %d drops, %d naming no gateway pod, %d the gateway's own, explained %+v; want at least 95%% of the rest explained by the gateway pod's node's race windows or its stale conntrack entries, and the two left out less than half", v.Drops, unnamed, own, e)
 	} else {
-		t.Logf("gateway no-prestop: of %d drops naming the gateway pod, %d explained by a race window, %d by stale conntrack entries, %d cut by the close; %d named none", named, e.Explained, e.Conntrack, e.Cut, unnamed)
+		t.Logf("gateway no-prestop: of %d drops naming the gateway pod and not its own, %d explained by a race window, %d by stale conntrack entries, %d cut by the close; %d named none, %d the gateway's own", named, e.Explained, e.Conntrack, e.Cut, unnamed, own)
 	}
+	if own > 0 && len(v.Suspect) == 0 {
+		t.Errorf("gateway no-prestop: %d drops the gateway failed itself, and the row is not suspect", own)
+	}
+}
+
+// quietRig returns a, measured in dir, or, when the rig stalled in it
+// with requests in flight (timeouts excused as the rig's, or a control
+// window that failed while the rig was saturated), a second measurement
+// and its directory (dir-again). The analysis marks such a row suspect,
+// and the cluster tests' expectations hold for a quiet rig only: a shared
+// CI machine is not always one (a CI run's TestIntegrationRun had 16 of
+// no-prestop's timeouts excused, and failed on that alone). So a stall is
+// logged with its evidence and measured again, once; the second
+// measurement is checked whatever it shows, so a rig that stalls every
+// time still fails the test. A window flagged saturated that lost nothing
+// is not measured again: the row stays trusted.
+func quietRig(ctx context.Context, t *testing.T, a *analysis.Analysis, dir string, measure func(dir string) (*analysis.Analysis, error)) (*analysis.Analysis, string) {
+	t.Helper()
+	stalls := rigStalls(a.Summary)
+	if len(stalls) == 0 {
+		return a, dir
+	}
+	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring once more", strings.Join(stalls, "; "))
+	if ctx.Err() != nil {
+		t.Fatal(ctx.Err())
+	}
+	dir += "-again"
+	again, err := measure(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return again, dir
+}
+
+// rigStalls names the windows of sum that lost requests while the rig
+// stalled, with the analysis's evidence.
+func rigStalls(sum *analysis.Summary) []string {
+	var out []string
+	for _, v := range sum.Variants {
+		if v.Control.Failures > 0 && v.ControlRig != nil && v.ControlRig.Saturated {
+			out = append(out, fmt.Sprintf("%s's control window (%d failures; rig: %s)", v.Variant, v.Control.Failures, v.ControlRig))
+		}
+		for _, r := range v.Rollouts {
+			if r.Excused > 0 {
+				out = append(out, fmt.Sprintf("%s rollout %d (%d timeouts excused: %s)", v.Variant, r.N, r.Excused, r.ExcusedWhy))
+			}
+		}
+	}
+	return out
 }
 
 // runDir is a test's run directory: a temporary one, or DIR/<test name>

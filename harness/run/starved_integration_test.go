@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/rig"
 	"github.com/droprun/droprun/harness/testbed"
@@ -56,29 +57,47 @@ func TestIntegrationStarvedRig(t *testing.T) {
 
 func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
 	sc := itScenario(t, "metadata: {name: starved}\nvariants: [{variant: graceful-drain}]\nrollouts: 3\ntraffic: {rate: 1000}\n")
-	hog := &hogAt{w: testWriter{t}, at: "rollout 2/3:", delay: 2 * time.Second, length: 10 * time.Second, t: t}
+	procs := ""
 	if besideNodes {
-		hog.procs = hogBesideNodes(t)
+		procs = hogBesideNodes(t)
 	}
-	defer hog.wait()
-	a, err := Run(ctx, sc, Options{Dir: runDir(t), Log: hog, Keep: true,
-		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	if a != nil {
-		itCreated = true
+	measure := func(dir string) *analysis.Analysis {
+		hog := &hogAt{w: testWriter{t}, at: "rollout 2/3:", delay: 2 * time.Second, length: 10 * time.Second, procs: procs, t: t}
+		defer hog.wait()
+		a, err := Run(ctx, sc, Options{Dir: dir, Log: hog, Keep: true,
+			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+		if a != nil {
+			itCreated = true
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hog.started() {
+			t.Fatal("the hog never started: the run never logged rollout 2")
+		}
+		if n := len(a.Summary.Variants[0].Rollouts); n != 3 {
+			t.Fatalf("%d rollouts, want 3", n)
+		}
+		return a
 	}
-	if err != nil {
-		t.Fatal(err)
+	// The rollouts without the hog must be clean, which holds on a quiet
+	// rig only: one the rig stalled in by itself is measured again, once
+	// (as quietRig).
+	a := measure(runDir(t))
+	var stalls []string
+	for _, k := range []int{0, 2} {
+		if ro := a.Summary.Variants[0].Rollouts[k]; ro.Excused > 0 || (ro.Rig != nil && ro.Rig.Saturated) {
+			stalls = append(stalls, fmt.Sprintf("rollout %d (%d timeouts excused; rig: %s)", ro.N, ro.Excused, ro.Rig))
+		}
 	}
-	if !hog.started() {
-		t.Fatal("the hog never started: the run never logged rollout 2")
+	if len(stalls) > 0 {
+		t.Logf("the rig stalled without the hog in %s: measuring once more", strings.Join(stalls, "; "))
+		a = measure(runDir(t) + "-again")
 	}
 	// A cluster that has run many tests drops a few requests of its own
 	// at 1000 req/s (3-6 in 15,000 measured here): the limit allows them.
 	const floor = 5
 	v := a.Summary.Variants[0]
-	if len(v.Rollouts) != 3 {
-		t.Fatalf("%d rollouts, want 3", len(v.Rollouts))
-	}
 	for _, ro := range v.Rollouts {
 		t.Logf("rollout %d: %d dropped of %d (excused %d, %s), rig %s, explained %+v", ro.N, ro.Window.Failures, ro.Window.Requests, ro.Excused, ro.ExcusedWhy, ro.Rig, ro.Explained)
 	}
