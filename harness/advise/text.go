@@ -69,7 +69,7 @@ func (h *Hop) writeMeasured(p linef, runs []string, named bool) {
 		}
 	}
 	if r := h.Resolution; r != nil {
-		p("  each of %d stops was placed to within %s (median), %s (p90), %s (max) by the front's readings and its last logged send to the pod: each delay is the late end of its bracket",
+		p("  each of %d stops was placed to within %s (median), %s (p90), %s (max) by the front's readings and its access log (its last send to the pod; through Traefik, its picks of the others): each delay is the late end of its bracket",
 			r.N, short(r.Median), short(r.P90), short(r.Max))
 	}
 	h.writeDists(p)

@@ -159,7 +159,11 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	}
 	sum.Unseen = unseenHop(ri.Traffic.URL)
 	podIPs, podNodes := podPlaces(events)
-	frontLog, err := readFrontLog(dir, sum, events)
+	var rotation time.Duration
+	if via.Proxy != nil {
+		rotation = via.Proxy.RoundRobin
+	}
+	frontLog, err := readFrontLog(dir, sum, events, rotation)
 	if err != nil {
 		return nil, err
 	}

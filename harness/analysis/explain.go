@@ -67,7 +67,9 @@ type routeStep struct {
 	removed, snapshot bool
 	// lastSeen, for a front's change, is when the last reading before it
 	// began, or, for a stop, the front's last logged send to the pod if
-	// later: the change happened between lastSeen and t.
+	// later: the change happened between lastSeen and t (for a stop, t
+	// is the earlier of the reading that showed it and when the front's
+	// picks of its other pods show it: roundRobin).
 	lastSeen time.Time
 }
 
@@ -114,6 +116,9 @@ func indexRoutes(events []timeline.Event, front bool, sends *frontLog) routeInde
 				if e.Kind == timeline.KindFrontRemoved {
 					if sent := sends.sentBefore(e.Pod, e.IP, at); sent.After(last) {
 						last = sent
+					}
+					if by := sends.stoppedBy(e.Pod, e.IP, at); !by.IsZero() && by.After(last) {
+						at = by
 					}
 				}
 				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{t: at, removed: e.Kind == timeline.KindFrontRemoved, lastSeen: last})

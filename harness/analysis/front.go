@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +30,11 @@ type frontLog struct {
 	failed   map[string]frontHop
 	answered idSet
 	// sent is, per front stop (a front.removed event), the latest send
-	// to that pod the front pod logged within the stop's bracket.
-	sent map[frontStop]time.Time
+	// to that pod the front pod logged within the stop's bracket; and,
+	// through a front that picks its pods in turn, stopped is when its
+	// picks of the other pods show it had stopped (roundRobin).
+	sent    map[frontStop]time.Time
+	stopped map[frontStop]time.Time
 }
 
 // frontStop is one front pod's stop of sending to one pod IP, as its
@@ -48,6 +52,15 @@ func (f *frontLog) sentBefore(front, ip string, at time.Time) time.Time {
 		return time.Time{}
 	}
 	return f.sent[frontStop{front, ip, at.UnixNano()}]
+}
+
+// stoppedBy is when the front's picks of its other pods show it had
+// stopped sending to the pod of stop (roundRobin). Zero when they do not.
+func (f *frontLog) stoppedBy(front, ip string, at time.Time) time.Time {
+	if f == nil {
+		return time.Time{}
+	}
+	return f.stopped[frontStop{front, ip, at.UnixNano()}]
 }
 
 // hop is the failed line of request id, if the front logged one.
@@ -70,8 +83,10 @@ func (f *frontLog) answeredOK(id string) bool {
 // that sent a request to a pod at T had not stopped sending to it before
 // T, so the stop is placed from the later of that send and the last
 // reading that still had the pod (a read that stalls while the front
-// applies a change widens the readings' bracket, not the sends').
-func readFrontLog(dir string, sum *Summary, events []timeline.Event) (*frontLog, error) {
+// applies a change widens the readings' bracket, not the sends'). With
+// rotation set (path.Proxy.RoundRobin), the front's picks of its other
+// pods place the stop's late end too (roundRobin).
+func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation time.Duration) (*frontLog, error) {
 	f, err := os.Open(filepath.Join(dir, frontlog.File))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -82,6 +97,10 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event) (*frontLog,
 	defer f.Close()
 	fl := &frontLog{failed: map[string]frontHop{}, sent: map[frontStop]time.Time{}}
 	stops := frontStops(events)
+	var rr *roundRobin
+	if rotation > 0 {
+		rr = newRoundRobin(events, rotation)
+	}
 	err = jsonl.Read(f, frontlog.File, func(l frontlog.Line) error {
 		host, _, _ := net.SplitHostPort(l.Upstream)
 		for _, st := range stops[frontHop{l.Pod, host}] {
@@ -90,6 +109,7 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event) (*frontLog,
 				fl.sent[key] = l.Start
 			}
 		}
+		rr.pick(l, host)
 		if l.RequestID == "" {
 			return nil
 		}
@@ -103,7 +123,135 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event) (*frontLog,
 	if err := warnTruncated(err, sum); err != nil {
 		return nil, err
 	}
+	fl.stopped = rr.stops()
 	return fl, nil
+}
+
+// roundRobin places the late end of a front's stops from its picks, for a
+// front that picks its pods in turn (Traefik's weighted round robin, every
+// weight 1): each pod it can send to once a round, in an order that may
+// change from round to round, and a new first round whenever it applies a
+// new list of pods, at most once per rotation. Between two picks of a pod
+// it still had, it picked at most 2(n-1) others, n the most pods it had at
+// once (or picked within the bracket), and at most 3(n-1) across one new
+// list; so within a rotation, 3n-2 picks of others after its last pick of
+// the pod show it had stopped by the last of them. A line's pick lies
+// between its start, when the front read the request, and
+// frontlog.Line.Picked (its end, when the log does not say when its
+// upstream part began); only lines started after every pick of the pod
+// (the latest Picked of its sends) and after the last reading that still
+// had it count: the pod could be picked then (a pod once stopped is never
+// picked again).
+type roundRobin struct {
+	rotation time.Duration
+	most     map[string]int      // front pod → the most pods it had at once
+	stopsOf  map[string][]rrStop // front pod → its stops
+	// last is the latest Picked of a send to the stop's pod within its
+	// bracket; others the front pod's sends to other pods there, at most
+	// maxPicks.
+	last   map[frontStop]time.Time
+	others map[frontStop][]rrPick
+}
+
+// rrPick is one send to another pod: its line's start, Picked and pod IP.
+type rrPick struct {
+	start, picked time.Time
+	ip            string
+}
+
+// rrStop is one front stop and its readings' bracket.
+type rrStop struct {
+	key          frontStop
+	lastSeen, at time.Time
+}
+
+// maxPicks bounds the picks kept per stop (a bracket is at most a second
+// or two of one front pod's requests).
+const maxPicks = 1 << 14
+
+// newRoundRobin indexes the front stops among events by front pod, and
+// each front pod's most pods at once from its readings.
+func newRoundRobin(events []timeline.Event, rotation time.Duration) *roundRobin {
+	rr := &roundRobin{rotation: rotation, most: map[string]int{}, stopsOf: map[string][]rrStop{},
+		last: map[frontStop]time.Time{}, others: map[frontStop][]rrPick{}}
+	sets := map[string]map[string]bool{}
+	for _, e := range events {
+		switch e.Kind {
+		case timeline.KindFrontWatching:
+			sets[e.Pod] = map[string]bool{}
+			for ip := range strings.FieldsSeq(e.Detail["servers"]) {
+				sets[e.Pod][ip] = true
+			}
+		case timeline.KindFrontAdded:
+			if sets[e.Pod] == nil {
+				sets[e.Pod] = map[string]bool{}
+			}
+			sets[e.Pod][e.IP] = true
+		case timeline.KindFrontRemoved:
+			delete(sets[e.Pod], e.IP)
+			at, last := e.FrontChange()
+			rr.stopsOf[e.Pod] = append(rr.stopsOf[e.Pod], rrStop{frontStop{e.Pod, e.IP, at.UnixNano()}, last, at})
+			continue
+		default:
+			continue
+		}
+		rr.most[e.Pod] = max(rr.most[e.Pod], len(sets[e.Pod]))
+	}
+	return rr
+}
+
+// pick adds one line of the front's log, sent to host.
+func (rr *roundRobin) pick(l frontlog.Line, host string) {
+	if rr == nil || host == "" {
+		return
+	}
+	end := l.Picked()
+	for _, st := range rr.stopsOf[l.Pod] {
+		switch {
+		case !l.Start.Before(st.at):
+		case host == st.key.ip:
+			// Picked between its start and Picked: maybe after
+			// lastSeen even if it started before.
+			if end.After(st.lastSeen) {
+				rr.last[st.key] = later(rr.last[st.key], end)
+			}
+		case l.Start.After(st.lastSeen) && len(rr.others[st.key]) < maxPicks:
+			rr.others[st.key] = append(rr.others[st.key], rrPick{l.Start, end, host})
+		}
+	}
+}
+
+// stops returns, per stop, when the picks show it had stopped: the
+// (3n-2)-th Picked of the picks of other pods that started after the last pick of its
+// pod (or after its last reading), within a rotation of it and before the
+// readings' own late end.
+func (rr *roundRobin) stops() map[frontStop]time.Time {
+	if rr == nil {
+		return nil
+	}
+	out := map[frontStop]time.Time{}
+	for _, stops := range rr.stopsOf {
+		for _, st := range stops {
+			from := later(st.lastSeen, rr.last[st.key])
+			var ends []time.Time
+			ips := map[string]bool{st.key.ip: true} // a pod missed by the readings still counts
+			for _, p := range rr.others[st.key] {
+				ips[p.ip] = true
+				if p.start.After(from) {
+					ends = append(ends, p.picked)
+				}
+			}
+			n := 3*max(rr.most[st.key.front], len(ips)) - 2
+			if n <= 0 || len(ends) < n {
+				continue
+			}
+			slices.SortFunc(ends, time.Time.Compare)
+			if by := ends[n-1]; by.Before(st.at) && by.Sub(from) < rr.rotation {
+				out[st.key] = by
+			}
+		}
+	}
+	return out
 }
 
 // frontStops is every front stop among events with its bracket, by

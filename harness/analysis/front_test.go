@@ -1,6 +1,12 @@
 package analysis
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/droprun/droprun/harness/frontlog"
+	"github.com/droprun/droprun/harness/timeline"
+)
 
 // TestIDSet: droprun's IDs (prefix-N, N in base 36) are kept as bits of
 // their prefix's set, any other ID whole; an N past the bound is kept
@@ -26,5 +32,65 @@ func TestIDSet(t *testing.T) {
 	}
 	if !s.other["x-zzzzzzzzzzzz"] || len(s.other) != 2 {
 		t.Errorf("kept whole: %v, want odd and the N past the bound", s.other)
+	}
+}
+
+// TestRoundRobinStops: a front that picks its pods in turn (three at most:
+// A, B, C) stopped sending to A between its readings at 0 and 500 ms. Its
+// last pick of A ended at 101 ms; 3n-2 = 7 picks of B and C started
+// after it, the 7th ended at 166 ms: A was gone by then (the same when A's
+// last send waited 2 s on its upstream: Traefik logs when its upstream
+// part began, after the pick). Fewer picks, picks by
+// another front pod, picks that span a rotation, or a pick of A that
+// started before the last reading and ended after the others started
+// leave the stop where the readings put it.
+func TestRoundRobinStops(t *testing.T) {
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	events := []timeline.Event{
+		{Kind: timeline.KindFrontWatching, Pod: "f1", Detail: map[string]string{"servers": "A B"}},
+		{Kind: timeline.KindFrontAdded, Pod: "f1", IP: "C"},
+		{Kind: timeline.KindFrontWatching, Pod: "f2", Detail: map[string]string{"servers": "A B C"}},
+		{Kind: timeline.KindFrontRemoved, Pod: "f1", IP: "A", Detail: map[string]string{
+			timeline.DetailFrontAt: ms(500).Format(time.RFC3339Nano), timeline.DetailFrontLastSeen: ms(0).Format(time.RFC3339Nano)}},
+		{Kind: timeline.KindFrontAdded, Pod: "f1", IP: "D"},
+	}
+	send := func(pod, host string, start int) frontlog.Line {
+		return frontlog.Line{Pod: pod, Start: ms(start), Duration: time.Millisecond, Upstream: host + ":8080"}
+	}
+	stop := frontStop{"f1", "A", ms(500).UnixNano()}
+	for _, c := range []struct {
+		name     string
+		rotation time.Duration
+		lines    []frontlog.Line
+		want     time.Time
+	}{
+		{"seven picks of others", 2 * time.Second, []frontlog.Line{
+			send("f1", "A", 100), send("f2", "B", 102), send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
+			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f1", "B", 165), send("f1", "C", 175)}, ms(166)},
+		{"a pick of A whose upstream part took 2 s", 2 * time.Second, []frontlog.Line{
+			{Pod: "f1", Start: ms(100), Duration: 2 * time.Second, Origin: 2*time.Second - time.Millisecond, Upstream: "A:8080"},
+			send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
+			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f1", "B", 165)}, ms(166)},
+		{"six", 2 * time.Second, []frontlog.Line{
+			send("f1", "A", 100), send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
+			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f2", "C", 165)}, time.Time{}},
+		{"past a rotation", 50 * time.Millisecond, []frontlog.Line{
+			send("f1", "A", 100), send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
+			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f1", "B", 165)}, time.Time{}},
+		{"a pick of A that ended late", 2 * time.Second, []frontlog.Line{
+			{Pod: "f1", Start: ms(-5), Duration: 140 * time.Millisecond, Upstream: "A:8080"},
+			send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
+			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155)}, time.Time{}},
+	} {
+		rr := newRoundRobin(events, c.rotation)
+		if rr.most["f1"] != 3 {
+			t.Fatalf("f1 had at most %d pods at once, want 3", rr.most["f1"])
+		}
+		for _, l := range c.lines {
+			rr.pick(l, l.Upstream[:1])
+		}
+		if got := rr.stops()[stop]; !got.Equal(c.want) {
+			t.Errorf("%s: stopped by %v, want %v", c.name, got.Sub(base), c.want.Sub(base))
+		}
 	}
 }

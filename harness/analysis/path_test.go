@@ -36,7 +36,7 @@ func gatewayRun(t *testing.T, flushed int) string { return proxyRun(t, flushed, 
 // before at 4.525 s), and its access log names it for the 502s: those at
 // 4.3–4.7 s carry ID a-1, those at 6.5 s ID a-2; the timeouts at 4.25 s
 // are in no line.
-func proxyRun(t *testing.T, flushed int, target string, front bool) string {
+func proxyRun(t *testing.T, flushed int, target string, front bool, extra ...analysistest.Event) string {
 	sc := `apiVersion: droprun/v1alpha1
 kind: Scenario
 metadata: {name: synthetic}
@@ -72,6 +72,7 @@ variants:
 		analysistest.Mark(9, timeline.KindWindowClose, "alpha", 1, "phase", "rollout"),
 		{T: 10, Event: timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": "alpha"}}},
 	}
+	events = append(events, extra...)
 	if flushed >= 0 {
 		events = append(events, analysistest.Event{T: 9.1, Event: timeline.Event{Kind: timeline.KindConntrackFlushed, Detail: map[string]string{"variant": "alpha", "rollout": "1"},
 			Flushed: map[string]int{"n1": 0, "n2": flushed}}})
@@ -195,6 +196,27 @@ func TestStaleConntrackNeedsEvidence(t *testing.T) {
 	e = rows(analyze(t, gatewayRun(t, -1), analysis.Options{}))["alpha"].Explained
 	if e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 10 || e.Why[analysis.WhyProxyOwn] != 0 {
 		t.Fatalf("explained %+v without a flush recorded; want the 10 late 502s outside every race window", e)
+	}
+}
+
+// TestConntrackPodDeletedLater: the late 502s (sent at 6.5 s, answered
+// by 7.1 s) are put down to stale conntrack entries even though the
+// rollout deleted a second pod at 8 s whose route n2 was never seen to
+// remove: that pod was serving while they were on their way.
+func TestConntrackPodDeletedLater(t *testing.T) {
+	pod := func(t float64, kind timeline.Kind) analysistest.Event {
+		e := analysistest.Pod(t, kind, "old-a2")
+		e.Event.Node, e.Event.IP = "n1", "10.0.0.2"
+		return e
+	}
+	later := []analysistest.Event{
+		{T: 0, Event: timeline.Event{Kind: timeline.KindRouteSnapshot, Node: "n2", IP: "10.0.0.2"}},
+		pod(0, timeline.KindPodSnapshot),
+		pod(8, timeline.KindPodDeletionRequested),
+	}
+	e := rows(analyze(t, proxyRun(t, 7, "gateway", false, later...), analysis.Options{}))["alpha"].Explained
+	if e == nil || e.Conntrack != 10 || e.Why[analysis.WhyOutside] != 0 {
+		t.Fatalf("explained %+v; want the 10 late 502s by stale conntrack entries", e)
 	}
 }
 

@@ -28,6 +28,10 @@ type Line struct {
 	// took to answer.
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"durationNs"`
+	// Origin is how long the upstream part took, from just after the
+	// front picked the upstream to its answer (Traefik's OriginDuration);
+	// 0 when not known. So the front picked it by Picked.
+	Origin time.Duration `json:"originNs,omitempty"`
 	// RequestID is the request's X-Request-Id header ("" without one).
 	RequestID string `json:"requestId,omitempty"`
 	// Upstream is the address (pod IP:port) the front sent it to; ""
@@ -42,10 +46,15 @@ type Line struct {
 	Retries int `json:"retries,omitempty"`
 }
 
+// Picked is when the front had picked the line's upstream at the latest:
+// before its upstream part began (Start + Duration - Origin).
+func (l Line) Picked() time.Time { return l.Start.Add(l.Duration - l.Origin) }
+
 // traefikLine is the part of a Traefik JSON access log line Line keeps.
 type traefikLine struct {
 	StartUTC         time.Time `json:"StartUTC"`
 	Duration         int64     `json:"Duration"`
+	OriginDuration   int64     `json:"OriginDuration"`
 	ServiceAddr      string    `json:"ServiceAddr"`
 	DownstreamStatus int       `json:"DownstreamStatus"`
 	OriginStatus     int       `json:"OriginStatus"`
@@ -60,7 +69,7 @@ func ParseTraefik(pod string, b []byte) (Line, bool) {
 	if json.Unmarshal(b, &t) != nil || t.StartUTC.IsZero() || t.DownstreamStatus == 0 {
 		return Line{}, false
 	}
-	return Line{Pod: pod, Start: t.StartUTC, Duration: time.Duration(t.Duration), RequestID: t.RequestID,
+	return Line{Pod: pod, Start: t.StartUTC, Duration: time.Duration(t.Duration), Origin: time.Duration(t.OriginDuration), RequestID: t.RequestID,
 		Upstream: t.ServiceAddr, Status: t.DownstreamStatus, OriginStatus: t.OriginStatus, Retries: t.RetryAttempts}, true
 }
 

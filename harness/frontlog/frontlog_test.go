@@ -30,7 +30,7 @@ func TestParseTraefik(t *testing.T) {
 	if ok.Pod != "traefik-1" || ok.Status != 200 || ok.OriginStatus != 200 || ok.RequestID == "" || ok.Upstream == "" || ok.Start.IsZero() || ok.Duration <= 0 {
 		t.Errorf("a 200: %+v", ok)
 	}
-	want := Line{Pod: "traefik-1", Start: time.Date(2026, 12, 3, 8, 0, 8, 994519040, time.UTC), Duration: 2000943243,
+	want := Line{Pod: "traefik-1", Start: time.Date(2026, 12, 3, 8, 0, 8, 994519040, time.UTC), Duration: 2000943243, Origin: 2000904931,
 		RequestID: "no-prestop-4sz", Upstream: "10.244.1.3:8080", Status: 499, OriginStatus: 499}
 	if !cut.Start.Equal(want.Start) {
 		t.Errorf("start %v, want %v", cut.Start, want.Start)
@@ -38,6 +38,11 @@ func TestParseTraefik(t *testing.T) {
 	cut.Start = want.Start
 	if cut != want {
 		t.Errorf("the client gave up after 2 s:\n got %+v\nwant %+v", cut, want)
+	}
+	// Traefik picked the upstream before its 2 s upstream part began:
+	// within 39 µs of the start.
+	if got := cut.Picked().Sub(cut.Start); got != 38312 {
+		t.Errorf("picked %v after the start, want 38.312µs", got)
 	}
 	for _, bad := range []string{"", "not json", `{"level":"info"}`, `{"StartUTC":"2026-12-03T08:00:08Z"}`} {
 		if l, ok := ParseTraefik("p", []byte(bad)); ok {

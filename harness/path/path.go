@@ -2,6 +2,7 @@ package path
 
 import (
 	"slices"
+	"time"
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/traffic"
@@ -52,6 +53,15 @@ type Proxy struct {
 	// it sends new requests to, for a front whose log says so (Caddy's
 	// DNS refreshes); nil for one whose log does not.
 	LogServers func() frontlog.ServersLog
+	// RoundRobin is set for a front that picks its pods in turn, every
+	// pod once a round, and applies a new list of pods no more often than
+	// every RoundRobin (Traefik: weighted round robin, every weight 1, a
+	// new configuration at most every providersThrottleDuration, 2 s).
+	// Within that time a pod it still has is picked at least once in any
+	// 3n-2 of its picks, n the most pods it had: the analysis places its
+	// stop of sending to a pod by the picks of the others (zero: it
+	// cannot).
+	RoundRobin time.Duration
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
@@ -78,8 +88,9 @@ var (
 	// module of its own with a directory its module zip leaves out.
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
-			API:   &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers},
-			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
+			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers},
+			RoundRobin: 2 * time.Second,
+			Image:      "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 	// Caddy is Caddy's reverse proxy, discovering the web pods by DNS: a
 	// headless Service's name, looked up again every second (dynamic A
 	// upstreams). Its log says when each lookup changed what it sends to.

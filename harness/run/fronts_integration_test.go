@@ -43,8 +43,9 @@ func TestIntegrationRunCaddy(t *testing.T) {
 // client's record by its ID, and every 502 the client got is one the front
 // logged. The front's own account of the pods it sends to, read via via,
 // shows it stop sending to every web pod the rollouts deleted
-// (front.removed), each stop placed by its readings and narrowed by the
-// front's last logged send to the pod: half to within 100 ms, every one
+// (front.removed), each stop placed by its readings and narrowed by its
+// access log (the front's last send to the pod; through Traefik, its
+// picks of the others after it): half to within 100 ms, every one
 // within two reads' timeouts (500 ms each) and a poll. (Traefik's reads
 // slow down while it applies a change; docs/fronts.md.) No-prestop's drops are explained by the
 // (pod, front pod) race windows, well above chance; those the rig excused
@@ -127,9 +128,9 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
 		t.Fatal("no front.removed event with the reading before it")
 	}
 	t.Logf("%s's %d stops placed by its readings alone to within %s (median), %s (worst)", target, len(placed), placed[len(placed)/2].Round(time.Millisecond), placed[len(placed)-1].Round(time.Millisecond))
-	// The analysis narrows each bracket by the front's last logged send
-	// to the pod (RouteGap.UnroutedResolution); that is what advise and
-	// the report quote.
+	// The analysis narrows each bracket by the front's access log
+	// (RouteGap.UnroutedResolution); that is what advise and the report
+	// quote.
 	var narrowed []time.Duration
 	for _, v := range a.Summary.Variants {
 		for _, g := range v.Routes {

@@ -55,6 +55,9 @@ func Traefik(namespace, image, upstream string) []any {
 		"--providers.kubernetesIngress=true",
 		"--providers.kubernetesIngress.namespaces=" + namespace,
 		"--providers.kubernetesIngress.disableClusterScopeResources=true",
+		// Traefik's default, set so the analysis can rely on it: a new
+		// list of pods at most every 2 s (path.Traefik's RoundRobin).
+		"--providers.providersThrottleDuration=2s",
 		"--accessLog=true",
 		"--accessLog.format=json",
 		"--accessLog.fields.headers.defaultMode=drop",
