@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,7 +226,9 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
 // prestop-sleep, prestop-sleep-action, graceful-drain and the trap's later
 // rollouts drop at least 100 times less than no-prestop; naive-shutdown
 // drops; prestop-exec-distroless drops and its failed hook is reported; the
-// trap's first rollout drops. It takes about 15 minutes and runs wherever
+// trap's first rollout drops. A variant the rig stalled in is checked in
+// a second measurement of it alone, after no-prestop. It takes about 15
+// minutes (20 with a second measurement) and runs wherever
 // a cluster can be made, so the README's claims are checked on every
 // landing; DROPRUN_E2E_ALL=0 skips it for a quick local round, and
 // DROPRUN_E2E_DIR=DIR keeps its run directory (DIR/TestIntegrationRunAllVariants).
@@ -248,7 +252,6 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	needCluster(t, ctx)
-	rollouts := *sc.Rollouts
 	dir := runDir(t)
 	metricsAddr := freeAddr(t)
 	pushed := make(chan string, 1)
@@ -286,20 +289,45 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	}
 	stopScraping()
 	checkMetrics(t, dir, sawRollout, pushed)
-	a, dir = quietRig(ctx, t, a, dir, func(dir string) (*analysis.Analysis, error) {
-		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
-			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	})
-	sum := a.Summary
 	// The nodes' CPU weight was lowered for the run and is back now.
 	if weightErr == nil {
-		if sum.Cluster.CPUWeight == "" {
+		if a.Summary.Cluster.CPUWeight == "" {
 			t.Errorf("the run did not lower the nodes' CPU weight (%s)", weight.File)
 		}
 		if after, err := rig.FindDockerCPU("/sys/fs/cgroup"); err != nil || after.Old != weight.Old {
 			t.Errorf("%s is %d after the run, was %d (%v)", weight.File, after.Old, weight.Old, err)
 		}
 	}
+	// The expectations below hold for a quiet rig only, and a shared CI
+	// machine is not always one: the variants the rig stalled in (see
+	// rigStalls) are checked in a second measurement of them alone (with
+	// no-prestop, the reference), not in this one.
+	stalled := rigStalls(a.Summary)
+	checkRun(t, sc, a, dir, stalled)
+	if len(stalled) == 0 {
+		return
+	}
+	again := stalledOnly(sc, stalled)
+	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring %s again",
+		strings.Join(slices.Sorted(maps.Values(stalled)), "; "), strings.Join(variantNames(again), ", "))
+	dir += "-again"
+	a, err = Run(ctx, again, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, again, a, dir, nil)
+}
+
+// checkRun checks every expectation of testRun that applies to the rows of
+// a, sc's run in dir, except those a stalled rig may break in the rows of
+// the variants in stalled: their drops, control windows, race windows and
+// suspicion. The accounting of every row is checked regardless.
+func checkRun(t *testing.T, sc *scenario.Scenario, a *analysis.Analysis, dir string, stalled map[string]string) {
+	t.Helper()
+	rollouts := *sc.Rollouts
+	sum := a.Summary
+	quiet := func(row string) bool { _, ok := stalled[analysis.RowVariant(row)]; return !ok }
 	rows := map[string]analysis.VariantSummary{}
 	for _, v := range sum.Variants {
 		rows[v.Variant] = v
@@ -316,7 +344,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	// client apart from the race.
 	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
 		good, ok := rows[name]
-		if !ok {
+		if !ok || !quiet(name) {
 			continue
 		}
 		t.Logf("%s: %d of %d rollouts saturated the rig; drops %d (%d excused timeouts)", name, good.SaturatedRollouts, len(good.Rollouts), good.Drops, good.Excused)
@@ -350,7 +378,9 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	for _, v := range sum.Variants {
 		checkPairs(t, v)
 	}
-	checkExplained(t, dir, bad)
+	if quiet("no-prestop") {
+		checkExplained(t, dir, bad)
+	}
 	checkProbedCloses(t, dir)
 	// What the scenario exists to show, over its rollouts: every fix drops
 	// less than no-prestop (the test over rollouts, 95 %). With 4
@@ -364,7 +394,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	if len(sum.Variants) > 1 && sum.Variants[0].Variant == "no-prestop" {
 		for k, c := range report.CompareVariants(sum) {
 			v := sum.Variants[k+1]
-			if _, fix := map[string]bool{"prestop-sleep": true, "prestop-sleep-action": true, "graceful-drain": true, "the-trap": true}[v.Variant]; !fix {
+			if _, fix := map[string]bool{"prestop-sleep": true, "prestop-sleep-action": true, "graceful-drain": true, "the-trap": true}[v.Variant]; !fix || !quiet(v.Variant) {
 				continue
 			}
 			undecided := strings.HasPrefix(c, "no difference detected between "+v.Variant+" and no-prestop") && strings.Contains(c, "would detect")
@@ -378,6 +408,9 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		}
 	}
 	for _, name := range []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"} {
+		if !quiet(name) {
+			continue
+		}
 		for _, g := range rows[name].Routes {
 			if g.Known() && g.Window >= 0 {
 				t.Errorf("%s rollout %d: %s", name, g.Rollout, g.RaceText())
@@ -393,13 +426,15 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		t.Error("the distroless variant's failed preStop hook was not reported")
 	}
 	for _, v := range sum.Variants {
-		if v.Control.Failures != 0 || v.Control.Requests == 0 {
+		if v.Control.Requests == 0 || v.Control.Failures != 0 && quiet(v.Variant) {
 			t.Errorf("%s control window: %d failures in %d requests", v.Variant, v.Control.Failures, v.Control.Requests)
 		}
 		// The README's claims rest on clean rows: none suspect, and every
 		// request inside a window (the catch-all Outside bucket empty).
 		for _, why := range v.Suspect {
-			t.Errorf("%s is suspect: %s", v.Variant, why)
+			if quiet(v.Variant) {
+				t.Errorf("%s is suspect: %s", v.Variant, why)
+			}
 		}
 		if v.Outside.Requests != 0 {
 			t.Errorf("%s: %d requests outside every window", v.Variant, v.Outside.Requests)
@@ -597,7 +632,9 @@ func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-cha
 // (WhyProxyOwn: a clean-clone CI run here had 41 of 519 so, sent 0.50-0.58
 // s after the deletion while the gateway's node got 14% of a core, each
 // answered after 0.5 s, the gateway's dial timeout); such drops make the
-// row suspect and are left out of the 95%.
+// row suspect and are left out of the 95%. The rate is 300 req/s, as the
+// fronts' tests: at 500 the gateway's node was starved in CI runs (302 of
+// 794 drops the gateway's own once).
 func TestIntegrationRunGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -606,7 +643,7 @@ func TestIntegrationRunGateway(t *testing.T) {
 variants:
   - variant: no-prestop
 rollouts: 1
-traffic: {rate: 500, control: 5s, between: 3s, settle: 3s, target: gateway}
+traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: gateway}
 `)
 	measure := func(dir string) (*analysis.Analysis, error) {
 		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
@@ -661,7 +698,7 @@ func quietRig(ctx context.Context, t *testing.T, a *analysis.Analysis, dir strin
 	if len(stalls) == 0 {
 		return a, dir
 	}
-	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring once more", strings.Join(stalls, "; "))
+	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring once more", strings.Join(slices.Sorted(maps.Values(stalls)), "; "))
 	if ctx.Err() != nil {
 		t.Fatal(ctx.Err())
 	}
@@ -673,19 +710,56 @@ func quietRig(ctx context.Context, t *testing.T, a *analysis.Analysis, dir strin
 	return again, dir
 }
 
-// rigStalls names the windows of sum that lost requests while the rig
-// stalled, with the analysis's evidence.
-func rigStalls(sum *analysis.Summary) []string {
-	var out []string
+// rigStalls returns the variants of sum with a window that lost requests
+// while the rig stalled (timeouts excused as the rig's, or a control window
+// that failed while it was saturated), each with the analysis's evidence.
+func rigStalls(sum *analysis.Summary) map[string]string {
+	out := map[string]string{}
+	add := func(row, why string) {
+		v := analysis.RowVariant(row)
+		if out[v] != "" {
+			why = out[v] + "; " + why
+		}
+		out[v] = why
+	}
 	for _, v := range sum.Variants {
 		if v.Control.Failures > 0 && v.ControlRig != nil && v.ControlRig.Saturated {
-			out = append(out, fmt.Sprintf("%s's control window (%d failures; rig: %s)", v.Variant, v.Control.Failures, v.ControlRig))
+			add(v.Variant, fmt.Sprintf("%s's control window (%d failures; rig: %s)", v.Variant, v.Control.Failures, v.ControlRig))
 		}
 		for _, r := range v.Rollouts {
 			if r.Excused > 0 {
-				out = append(out, fmt.Sprintf("%s rollout %d (%d timeouts excused: %s)", v.Variant, r.N, r.Excused, r.ExcusedWhy))
+				add(v.Variant, fmt.Sprintf("%s rollout %d (%d timeouts excused: %s)", v.Variant, r.N, r.Excused, r.ExcusedWhy))
 			}
 		}
+	}
+	return out
+}
+
+// stalledOnly returns a copy of sc that measures only the variants in
+// stalled, after no-prestop (the reference the fixes are checked against)
+// when sc has it.
+func stalledOnly(sc *scenario.Scenario, stalled map[string]string) *scenario.Scenario {
+	out := *sc
+	out.Variants = nil
+	for _, v := range sc.Variants {
+		if _, ok := stalled[variantName(v)]; ok || variantName(v) == "no-prestop" {
+			out.Variants = append(out.Variants, v)
+		}
+	}
+	return &out
+}
+
+func variantName(v scenario.Variant) string {
+	if v.Name != "" {
+		return v.Name
+	}
+	return v.Variant
+}
+
+func variantNames(sc *scenario.Scenario) []string {
+	var out []string
+	for _, v := range sc.Variants {
+		out = append(out, variantName(v))
 	}
 	return out
 }
