@@ -91,6 +91,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// HTTP/1.1 and HTTP/2 over cleartext (prior knowledge, droprun's
+	// protocol h2c) on the one port. Shutdown sends every HTTP/2
+	// connection a GOAWAY; Close cuts them as it cuts HTTP/1.1 ones; a
+	// response with "Connection: close" (drain-close) makes net/http send
+	// its HTTP/2 connection a GOAWAY instead.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 
 	// Listen before logging, so the log names the port actually bound.
 	l, err := net.Listen("tcp", cfg.addr)

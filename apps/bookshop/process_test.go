@@ -793,3 +793,50 @@ func TestProcessTerminationLogUnwritable(t *testing.T) {
 		})
 	}
 }
+
+// h2c: bookshop answers HTTP/2 over cleartext (prior knowledge) on its one
+// port. A naive shutdown lets the stream in flight finish and sends its
+// connection a GOAWAY, so a new request needs a new connection, which the
+// closed listener refuses: what an HTTP/2 client meets on a pod that stops
+// while routes still lead to it.
+func TestProcessH2C(t *testing.T) {
+	t.Parallel()
+	p := startBookshop(t, "--shutdown", "naive", "--shutdown-timeout", "5s")
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	resp, err := p.getWith(tr, "/version")
+	if err != nil || resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		t.Fatalf("h2c GET /version: %v, %v; want 200 over HTTP/2", resp, err)
+	}
+
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	slow := make(chan result, 1)
+	go func() {
+		resp, err := p.getWith(tr, "/version?delay=1s")
+		slow <- result{resp, err}
+	}()
+	waitFor(t, 5*time.Second, "the slow stream is in flight", func() bool {
+		n, err := p.inFlight()
+		return err == nil && n == 1
+	})
+	p.signal(t, syscall.SIGTERM)
+	p.waitRefused(t, 500*time.Millisecond)
+	if _, err := p.getWith(tr, "/version"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a new stream after SIGTERM: %v; want its new connection refused (the old one went away)", err)
+	}
+	select {
+	case r := <-slow:
+		if r.err != nil || r.resp.StatusCode != http.StatusOK || r.resp.ProtoMajor != 2 {
+			t.Errorf("the stream in flight: %v, %v; want it finished, 200 over HTTP/2", r.resp, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream in flight did not complete")
+	}
+	if state := p.wait(t, 5*time.Second); state.ExitCode() != 0 {
+		t.Errorf("exit = %v, want exit status 0", state)
+	}
+}

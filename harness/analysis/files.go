@@ -121,13 +121,16 @@ type TrafficInfo struct {
 	// the same for runs recorded before Protocol (see ProtocolOf).
 	Protocol  traffic.Protocol `json:"protocol,omitempty"`
 	KeepAlive bool             `json:"keepAlive"`
-	Method    string           `json:"method"`
-	Timeout   string           `json:"timeout"`
-	Target    string           `json:"target"`
-	Rollouts  int              `json:"rollouts"`
-	Settle    string           `json:"settle"`
-	Control   string           `json:"control"`
-	Between   string           `json:"between"`
+	// Connections is, for a multiplexed protocol (h2c), how many
+	// connections the client kept to each target.
+	Connections int    `json:"connections,omitempty"`
+	Method      string `json:"method"`
+	Timeout     string `json:"timeout"`
+	Target      string `json:"target"`
+	Rollouts    int    `json:"rollouts"`
+	Settle      string `json:"settle"`
+	Control     string `json:"control"`
+	Between     string `json:"between"`
 	// ClientProcs is the client's GOMAXPROCS during the run.
 	ClientProcs int `json:"clientProcs,omitempty"`
 }

@@ -388,6 +388,9 @@ func headerFacts(sum *analysis.Summary, in HTMLInput) []htmlFact {
 			tr = append(tr, "through the "+t.Target)
 		}
 		tr = append(tr, t.ProtocolOf().Text())
+		if t.Connections > 0 {
+			tr = append(tr, plural(t.Connections, "connection", "connections")+" per target")
+		}
 		if t.Timeout != "" {
 			tr = append(tr, "timeout "+t.Timeout)
 		}

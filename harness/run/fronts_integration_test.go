@@ -34,7 +34,11 @@ func TestIntegrationRunCaddy(t *testing.T) {
 }
 
 // testFront runs no-prestop and graceful-drain through the front target
-// (built from the Go module proxy once and kept in the user's cache):
+// (built from the Go module proxy once and kept in the user's cache), at
+// 150 req/s: a front, its access log streamed through the API server and
+// its readings keep this 2-core machine 90-98 % busy at 300 (a clean-clone
+// CI run lost 3,014 answers Traefik gave), and a run the rig stalled in is
+// measured again once (quietRig):
 // both control windows are clean, no-prestop's drops show as 502s, and
 // graceful-drain, which serves until it is out of every endpoint list,
 // drops none beyond the rig's floor and the answers the front gave that
@@ -60,17 +64,20 @@ variants:
   - variant: no-prestop
   - variant: graceful-drain
 rollouts: 2
-traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: %s}
+traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, target: %s}
 `, target, target))
-	dir := runDir(t)
-	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
-		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	measure := func(dir string) (*analysis.Analysis, error) {
+		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
+			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	}
+	a, err := measure(runDir(t))
 	if a != nil {
 		itCreated = true
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	a, dir := quietRig(ctx, t, a, runDir(t), measure)
 	lines := map[string]frontlog.Line{}
 	f, err := os.Open(filepath.Join(dir, frontlog.File))
 	if err != nil {

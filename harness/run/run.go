@@ -427,7 +427,7 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	}
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
 	cfg := traffic.Config{
-		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Method: sc.Traffic.Method,
+		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Connections: sc.Traffic.Connections, Method: sc.Traffic.Method,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
 		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
 		// A front that logs each request's ID joins its line to the record.
@@ -458,7 +458,11 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	defer stopProgress()
 	r.metrics.Phase(v.Name, metrics.PhaseControl)
 	r.rec.Mark(timeline.KindTrafficStart, map[string]string{"variant": v.Name, "rate": strconv.Itoa(cfg.Rate)})
-	fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s; control window %s\n", cfg.Rate, targetsText(cfg.Targets), sc.Traffic.Control)
+	proto := cfg.Protocol.Text()
+	if cfg.Connections > 0 {
+		proto += fmt.Sprintf(", %d per target", cfg.Connections)
+	}
+	fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s (%s); control window %s\n", cfg.Rate, targetsText(cfg.Targets), proto, sc.Traffic.Control)
 
 	runErr := r.rollouts(ctx, rv, &lastFailure, &failed)
 
@@ -706,7 +710,7 @@ func (r *runner) trafficInfo() analysis.TrafficInfo {
 	t := r.sc.Traffic
 	method := traffic.Config{Method: t.Method}.RequestMethod()
 	targets := r.tb.Targets()
-	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, Protocol: t.Protocol(), KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
+	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, Protocol: t.Protocol(), Connections: t.Connections, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
 		ClientProcs: runtime.GOMAXPROCS(0)}
 }

@@ -103,6 +103,10 @@ func (s *Scenario) Default() {
 	setDefault(&t.Target, path.NodePort.Name)
 	setDefault(&t.Path, DefaultPath)
 	setDefault(&t.Method, traffic.DefaultMethod)
+	setDefault(&t.Wire, WireHTTP1)
+	if t.Wire == WireH2C {
+		setDefault(&t.Connections, traffic.DefaultConnections)
+	}
 	setDefault(&t.Timeout, D(DefaultTimeout))
 	setDefault(&t.Control, D(DefaultControl))
 	setDefault(&t.Between, D(DefaultBetween))

@@ -285,6 +285,17 @@ type Traffic struct {
 	// keep-alive, Go's client retries some failed requests on a new
 	// connection behind droprun's back; droprun counts them as masked.
 	KeepAlive bool `json:"keepAlive,omitempty"`
+	// Wire is the protocol the client speaks (traffic.protocol): "http1"
+	// (the default; keepAlive says a new connection per request or kept
+	// alive ones) or "h2c", HTTP/2 over cleartext with prior knowledge,
+	// every request a stream on one of Connections long-lived connections
+	// per target. Bookshop serves both on its one port. h2c goes to the
+	// pods directly (target nodeport): the fronts here answer HTTP/1.1.
+	Wire string `json:"protocol,omitempty"`
+	// Connections is, with protocol h2c, how many connections the client
+	// keeps to each target, a fleet of HTTP/2 clients (each connection is
+	// routed to one pod once, when it opens). Default 4.
+	Connections int `json:"connections,omitempty"`
 	// Method is the HTTP method of every request. Default GET.
 	Method string `json:"method,omitempty"`
 	// Timeout per request. Default 2s.
@@ -325,9 +336,21 @@ func (s *Scenario) Index(name string) int {
 	return -1
 }
 
+// The protocols a scenario's traffic.protocol may name.
+const (
+	WireHTTP1 = "http1"
+	WireH2C   = "h2c"
+)
+
 // Protocol is how the client talks to the targets: HTTP/1.1 over a new
-// connection per request, or over kept-alive connections (keepAlive).
-func (t Traffic) Protocol() traffic.Protocol { return traffic.HTTP1(t.KeepAlive) }
+// connection per request, or over kept-alive connections (keepAlive), or
+// HTTP/2 streams (protocol h2c).
+func (t Traffic) Protocol() traffic.Protocol {
+	if t.Wire == WireH2C {
+		return traffic.ProtocolH2C
+	}
+	return traffic.HTTP1(t.KeepAlive)
+}
 
 // Path is the way the scenario's requests take (traffic.target); NodePort
 // for a target validation would refuse.

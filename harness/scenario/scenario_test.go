@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // TestLoadTestdata loads every testdata file: valid-*.yaml must load, and
@@ -205,6 +207,43 @@ func TestPortLayout(t *testing.T) {
 		all := strings.Join(got, "\n")
 		if tc.want == "" && len(got) > 0 || tc.want != "" && !strings.Contains(all, tc.want) {
 			t.Errorf("%d nodes, hostPort %d, gatewayHostPort %d: %q; want %q", tc.nodes, tc.web, tc.gw, got, tc.want)
+		}
+	}
+}
+
+// TestTrafficProtocol: traffic.protocol names the client's protocol, h2c
+// with its connections, and every combination that cannot work is refused
+// with what to do.
+func TestTrafficProtocol(t *testing.T) {
+	const head = "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: p}\nvariants: [{variant: no-prestop}]\n"
+	tests := []struct {
+		traffic string
+		want    traffic.Protocol
+		conns   int
+		err     string
+	}{
+		{"{}", traffic.ProtocolNewConnection, 0, ""},
+		{"{keepAlive: true}", traffic.ProtocolKeepAlive, 0, ""},
+		{"{protocol: http1, keepAlive: true}", traffic.ProtocolKeepAlive, 0, ""},
+		{"{protocol: h2c}", traffic.ProtocolH2C, traffic.DefaultConnections, ""},
+		{"{protocol: h2c, connections: 8}", traffic.ProtocolH2C, 8, ""},
+		{"{protocol: h3}", "", 0, `traffic.protocol: "h3" is not a protocol droprun speaks`},
+		{"{protocol: h2c, keepAlive: true}", "", 0, "traffic.keepAlive: is set with protocol h2c"},
+		{"{protocol: h2c, target: traefik}", "", 0, "traffic.protocol: h2c with target traefik (fix: use target nodeport"},
+		{"{connections: 4}", "", 0, "traffic.connections: is 4 with protocol http1"},
+		{"{protocol: h2c, connections: 300}", "", 0, "traffic.connections: is 300 (fix: give 1 to 256"},
+	}
+	for _, tt := range tests {
+		s, err := Parse("p.yaml", []byte(head+"traffic: "+tt.traffic+"\n"))
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("traffic %s: %v, want an error containing %q", tt.traffic, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("traffic %s: %v", tt.traffic, err)
+		case s.Traffic.Protocol() != tt.want || s.Traffic.Connections != tt.conns:
+			t.Errorf("traffic %s: protocol %s with %d connections, want %s with %d", tt.traffic, s.Traffic.Protocol(), s.Traffic.Connections, tt.want, tt.conns)
 		}
 	}
 }

@@ -262,6 +262,18 @@ func (s *Scenario) validateTraffic(v *validator) {
 	if t.Path == "" || t.Path[0] != '/' {
 		v.add("traffic.path", fmt.Sprintf("%q does not start with /", t.Path), "use an absolute path such as /version")
 	}
+	switch {
+	case t.Wire != WireHTTP1 && t.Wire != WireH2C:
+		v.add("traffic.protocol", fmt.Sprintf("%q is not a protocol droprun speaks", t.Wire), "use http1 (the default; keepAlive chooses its connections) or h2c (HTTP/2 streams over cleartext)")
+	case t.Wire == WireH2C && t.KeepAlive:
+		v.add("traffic.keepAlive", "is set with protocol h2c", "leave it out: h2c always keeps its connections (traffic.connections says how many)")
+	case t.Wire == WireH2C && t.Target != path.NodePort.Name:
+		v.add("traffic.protocol", fmt.Sprintf("h2c with target %s", t.Target), "use target nodeport: h2c goes to the pods directly, and the fronts here answer the client over HTTP/1.1 only")
+	case t.Wire == WireHTTP1 && t.Connections != 0:
+		v.add("traffic.connections", fmt.Sprintf("is %d with protocol http1", t.Connections), "leave it out: HTTP/1.1 opens a connection per request in flight; connections applies to protocol h2c")
+	case t.Connections < 0 || t.Connections > traffic.MaxConnections:
+		v.add("traffic.connections", fmt.Sprintf("is %d", t.Connections), fmt.Sprintf("give 1 to %d connections per target, or leave it out for %d", traffic.MaxConnections, traffic.DefaultConnections))
+	}
 	if !slices.Contains(traffic.Methods(), t.Method) {
 		v.add("traffic.method", fmt.Sprintf("%q is not a method droprun sends", t.Method), "use one of "+strings.Join(traffic.Methods(), ", "))
 	}

@@ -230,21 +230,56 @@ func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
 // Timeout and Proxy would build, plus a dialer that refuses every address
 // but addrs (vegeta's KeepAlive option would replace a guarded dialer with
 // its own, so the client is built here), and the watch that bounds each
-// request and sees net/http's hidden retries.
+// request and sees net/http's hidden retries. For a multiplexed protocol
+// it is a fleet of cfg.Connections HTTP/2 transports, each holding one
+// connection per target.
 func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch) {
-	tr := &http.Transport{
-		Proxy:              nil, // never a proxy: the load goes to addrs and nowhere else
-		DialContext:        noteErrors(guardDial(dial, addrs)),
-		DisableKeepAlives:  !cfg.Protocol.ReusesConnections(),
-		DisableCompression: true,
-		MaxIdleConns:       int(min(cfg.MaxWorkers, 1<<20)),
-		// Enough idle connections that a kept-alive attack reuses them
-		// instead of churning: one per worker.
-		MaxIdleConnsPerHost: int(min(cfg.MaxWorkers, 1<<20)),
-		IdleConnTimeout:     90 * time.Second,
+	workers := int(min(cfg.MaxWorkers, 1<<20))
+	newTransport := func() *http.Transport {
+		return &http.Transport{
+			Proxy:              nil, // never a proxy: the load goes to addrs and nowhere else
+			DialContext:        noteErrors(guardDial(dial, addrs)),
+			DisableKeepAlives:  !cfg.Protocol.ReusesConnections(),
+			DisableCompression: true,
+			MaxIdleConns:       workers,
+			// Enough idle connections that a kept-alive attack reuses them
+			// instead of churning: one per worker.
+			MaxIdleConnsPerHost: workers,
+			IdleConnTimeout:     90 * time.Second,
+		}
 	}
-	w := &watch{next: tr, timeout: cfg.Timeout}
+	var next http.RoundTripper = newTransport()
+	if cfg.Protocol.Multiplexed() {
+		f := &fleet{}
+		for range cfg.Connections {
+			tr := newTransport()
+			tr.Protocols = new(http.Protocols)
+			// Prior knowledge: http:// URLs speak HTTP/2 at once. net/http
+			// opens a second connection to a target only when the first
+			// is full (the server's stream limit) or going away (GOAWAY).
+			tr.Protocols.SetUnencryptedHTTP2(true)
+			f.clients = append(f.clients, tr)
+		}
+		next = f
+	}
+	w := &watch{next: next, timeout: cfg.Timeout}
+	if cfg.Protocol.Multiplexed() {
+		w.unseen = refusedStream
+	}
 	return &http.Client{Transport: w}, w
+}
+
+// fleet spreads requests round robin over its clients, each a transport
+// with its own connections, as many HTTP/2 clients behind one service
+// would.
+type fleet struct {
+	clients []http.RoundTripper
+	n       atomic.Uint64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (f *fleet) RoundTrip(req *http.Request) (*http.Response, error) {
+	return f.clients[(f.n.Add(1)-1)%uint64(len(f.clients))].RoundTrip(req)
 }
 
 // Done returns a channel that is closed when the attack has ended (by Stop,

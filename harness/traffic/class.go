@@ -17,8 +17,19 @@ const (
 	// reset seen while writing) after the connection was accepted.
 	ClassReset Class = "000:reset"
 	// ClassEOF is a connection the server closed cleanly before a complete
-	// response: "EOF", "unexpected EOF", "server closed idle connection".
+	// response: "EOF", "unexpected EOF", "server closed idle connection";
+	// over HTTP/2, a connection closed with the stream in flight, after a
+	// GOAWAY that covered it or without one.
 	ClassEOF Class = "000:eof"
+	// ClassGoAway is an HTTP/2 stream the server refused before it started
+	// (a GOAWAY whose last stream ID is below it, or REFUSED_STREAM): the
+	// server never saw it, so a retry is safe. net/http retries such a
+	// stream on a new connection, so the class shows only when the retry
+	// failed too or could not be made; a served retry is masked.
+	ClassGoAway Class = "000:goaway"
+	// ClassStreamReset is an HTTP/2 stream reset (RST_STREAM) after it
+	// started: the server had it and gave it up.
+	ClassStreamReset Class = "000:stream-reset"
 	// ClassTimeout is a request that did not complete within Config.Timeout
 	// (dial, headers or body), e.g. a SYN routed to a pod that no longer exists.
 	ClassTimeout Class = "000:timeout"
@@ -65,6 +76,10 @@ var catalogue = [...]ClassInfo{
 		Meaning: "the connection was accepted, then reset (or a write hit a broken pipe): cut by the process as it stopped"},
 	{Class: ClassEOF, Label: "closed before a response", Colour: "#9467bd", Race: true,
 		Meaning: "the server closed the connection before a complete response: a stopping process closing its connections, or an idle kept-alive connection closed under a client sending on it"},
+	{Class: ClassGoAway, Label: "HTTP/2 stream refused (GOAWAY)", Colour: "#ffbb78", Race: true,
+		Meaning: "an HTTP/2 server going away refused a stream it had not started, and the client's retry on a new connection failed too: new streams still reached a stopping process"},
+	{Class: ClassStreamReset, Label: "HTTP/2 stream reset", Colour: "#c49c94", Race: true,
+		Meaning: "an HTTP/2 server reset a stream it had started: a stopping process giving up requests in flight"},
 	{Class: ClassTimeout, Label: "timeout", Colour: "#1f77b4",
 		Meaning: "no complete answer within the client's timeout: a connection sent to a pod address that no longer answers at all, or, alone and few, a busy rig"},
 	{Class: ClassOther, Label: "other error", Colour: "#8c564b",
@@ -133,7 +148,19 @@ var transportRules = []struct {
 		"timeout awaiting response headers",
 		"TLS handshake timeout",
 	}},
+	// net/http's HTTP/2 client: errClientConnGotGoAway, a GOAWAY with an
+	// error on a first stream, a REFUSED_STREAM reset; then any other
+	// stream error; then http2GoAwayError, the connection closed after a
+	// GOAWAY that covered the stream.
+	{ClassGoAway, []string{
+		"graceful shutdown GOAWAY",
+		"received GOAWAY from server",
+		"; REFUSED_STREAM",
+		"stream refused before it started", // refusedStream, a hidden failure's text
+	}},
+	{ClassStreamReset, []string{"stream error: stream ID"}},
 	{ClassEOF, []string{
+		"server sent GOAWAY and closed the connection",
 		"EOF",                           // "EOF", "unexpected EOF"
 		"server closed idle connection", // net/http, on a kept-alive connection
 	}},

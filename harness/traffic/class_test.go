@@ -15,7 +15,7 @@ import (
 )
 
 func TestClassesOrderAndFailed(t *testing.T) {
-	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
+	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:goaway", "000:stream-reset", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
 	got := Classes()
 	if !slices.Equal(got, want) {
 		t.Fatalf("Classes() = %v, want %v", got, want)
@@ -95,6 +95,14 @@ func TestClassifyText(t *testing.T) {
 		{"eof", 0, u + "EOF", ClassEOF},
 		{"unexpected eof in body", 0, "unexpected EOF", ClassEOF},
 		{"server closed idle", 0, u + "http: server closed idle connection", ClassEOF},
+		// net/http's HTTP/2 client, its own texts.
+		{"h2 goaway, retry refused", 0, u + "http2: Transport received Server's graceful shutdown GOAWAY", ClassGoAway},
+		{"h2 goaway with an error", 0, u + "http2: Transport received GOAWAY from server ErrCode:PROTOCOL_ERROR", ClassGoAway},
+		{"h2 refused stream", 0, u + "stream error: stream ID 7; REFUSED_STREAM; received from peer", ClassGoAway},
+		{"h2 stream reset", 0, u + "stream error: stream ID 9; INTERNAL_ERROR; received from peer", ClassStreamReset},
+		{"h2 closed after goaway", 0, u + `http2: server sent GOAWAY and closed the connection; LastStreamID=11, ErrCode=NO_ERROR, debug=""`, ClassEOF},
+		{"h2 connection lost", 0, u + "unexpected EOF", ClassEOF},
+		{"h2 refusal a retry hid", 0, refusedStream, ClassGoAway},
 		{"client timeout awaiting headers", 0, u + "context deadline exceeded (Client.Timeout exceeded while awaiting headers)", ClassTimeout},
 		{"client timeout in body", 0, "context deadline exceeded (Client.Timeout or context cancellation while reading body)", ClassTimeout},
 		{"dial timeout", 0, u + "dial tcp 127.0.0.1:30080: i/o timeout", ClassTimeout},

@@ -65,6 +65,13 @@ type Config struct {
 	// failure is hidden whatever the method: every net/http retry is
 	// counted and a request it saved is marked masked.
 	Protocol Protocol
+	// Connections is, for a multiplexed protocol (ProtocolH2C), how many
+	// connections the client keeps to each target: a fleet of that many
+	// HTTP/2 clients, requests spread over them round robin. One would
+	// pin a target's whole load to the one pod its connection was routed
+	// to. Zero means DefaultConnections; it must be zero for HTTP/1.1,
+	// which opens a connection per request in flight.
+	Connections int
 	// Method is the HTTP method of every request, one of Methods(); empty
 	// means DefaultMethod (GET), whatever the protocol.
 	Method string
@@ -125,6 +132,12 @@ func (c Config) Validate() error {
 	if err := c.Protocol.check(); err != nil {
 		return err
 	}
+	switch {
+	case c.Connections != 0 && !c.Protocol.Multiplexed():
+		return fmt.Errorf("traffic: Config.Connections %d: only %s multiplexes requests over a fixed number of connections; with %s leave it 0", c.Connections, ProtocolH2C, c.Protocol.Text())
+	case c.Connections < 0 || c.Connections > MaxConnections:
+		return fmt.Errorf("traffic: Config.Connections %d: want 1 to %d per target (0 means %d)", c.Connections, MaxConnections, DefaultConnections)
+	}
 	if c.MaxWorkers > WorkerCap {
 		return fmt.Errorf("traffic: Config.MaxWorkers %d: at most %d requests may be in flight (one connection each)", c.MaxWorkers, WorkerCap)
 	}
@@ -142,8 +155,20 @@ func (c Config) withDefaults() Config {
 	if c.MaxWorkers == 0 {
 		c.MaxWorkers = DefaultWorkers(c.Rate, c.Timeout)
 	}
+	if c.Connections == 0 && c.Protocol.Multiplexed() {
+		c.Connections = DefaultConnections
+	}
 	return c
 }
+
+// DefaultConnections is Config.Connections when it is zero: per target,
+// enough connections that kube-proxy spreads them over both pods of a
+// two-replica Deployment in most draws (each lands on either pod by
+// chance: all four on one pod in 1 of 8 draws).
+const DefaultConnections = 4
+
+// MaxConnections bounds Config.Connections.
+const MaxConnections = 256
 
 // DefaultWorkers is the worker bound for rate and timeout when none is
 // given: 2 × rate × timeout in seconds, between MinMaxWorkers and

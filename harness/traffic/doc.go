@@ -31,6 +31,11 @@
 // "Connection: close", like curl: that is what exposes the routing race of
 // a rolling update (a new connection routed to a pod that is gone is
 // refused or times out). With ProtocolKeepAlive (Config.Protocol) connections are reused.
+// With ProtocolH2C every request is an HTTP/2 stream (cleartext, prior
+// knowledge) on one of Config.Connections connections per target, each
+// held by its own transport, requests spread over them round robin: a
+// fleet of HTTP/2 clients. A connection is replaced when the server sends
+// GOAWAY or closes it.
 // Every request uses Config.Method, GET unless set, and carries no body.
 //
 // # Hidden retries
@@ -53,7 +58,8 @@
 // # Outcome classes
 //
 // Each request is exactly one Class: 2xx, 000:refused, 000:reset, 000:eof,
-// 000:timeout, 000:other, 502, 503, 5xx:other, 4xx. The names are stable
+// 000:goaway, 000:stream-reset, 000:timeout, 000:other, 502, 503,
+// 5xx:other, 4xx (the two HTTP/2 ones with ProtocolH2C only). The names are stable
 // (CSV columns, metric labels). Transport failures (code 0) are classified
 // from Go's error text; the text itself is kept in Record.Error. Every class
 // but 2xx is a failure; 1xx and 3xx responses are 000:other, because the

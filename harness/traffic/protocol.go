@@ -8,8 +8,8 @@ import (
 
 // Protocol is how the client talks to its targets. It is a mode, not a
 // switch: HTTP/1.1 with a new connection per request or with kept-alive
-// connections today; HTTP/2 and gRPC (the issue "Every connection real
-// clients make") are the next entries of protocols.
+// connections, and HTTP/2 over cleartext (h2c); gRPC is the next entry of
+// protocols.
 type Protocol string
 
 const (
@@ -23,6 +23,13 @@ const (
 	// (Stats.Retried) and marks a request served only thanks to it as
 	// masked (Record.Hidden, Record.Masked).
 	ProtocolKeepAlive Protocol = "http1-keep-alive"
+	// ProtocolH2C is HTTP/2 over cleartext with prior knowledge: every
+	// request is a stream on one of Config.Connections long-lived
+	// connections per target, as a fleet of HTTP/2 clients would hold. A
+	// server shutting down sends GOAWAY: the streams it had not started
+	// are refused (ClassGoAway) and net/http retries them on a new
+	// connection, which the client counts as masked, as for keep-alive.
+	ProtocolH2C Protocol = "h2c"
 )
 
 // ProtocolInfo is what a protocol means for a measurement.
@@ -34,11 +41,16 @@ type ProtocolInfo struct {
 	// earlier one opened: a routing change then reaches it only when the
 	// connection is closed, and failures can be masked by retries.
 	ReusesConnections bool
+	// Multiplexed is true when many requests share one connection at
+	// once (HTTP/2 streams): the client then holds a fixed number of
+	// connections (Config.Connections) instead of one per worker.
+	Multiplexed bool
 }
 
 var protocols = []ProtocolInfo{
-	{ProtocolNewConnection, "a new connection per request", false},
-	{ProtocolKeepAlive, "keep-alive connections", true},
+	{ProtocolNewConnection, "a new connection per request", false, false},
+	{ProtocolKeepAlive, "keep-alive connections", true, false},
+	{ProtocolH2C, "HTTP/2 (h2c) streams over long-lived connections", true, true},
 }
 
 // Info returns what p means; the zero Protocol is ProtocolNewConnection.
@@ -66,6 +78,13 @@ func HTTP1(keepAlive bool) Protocol {
 func (p Protocol) ReusesConnections() bool {
 	info, _ := p.Info()
 	return info.ReusesConnections
+}
+
+// Multiplexed reports whether p sends many requests over one connection at
+// once.
+func (p Protocol) Multiplexed() bool {
+	info, _ := p.Info()
+	return info.Multiplexed
 }
 
 // Text says p in a report ("a new connection per request").

@@ -24,6 +24,12 @@ const HiddenHeader = "X-Droprun-Hidden-Failure"
 // error, so this should not happen).
 const unseenFailure = "net/http retried the request on another connection without a read or write error on the first"
 
+// refusedStream is a hidden failure's text over HTTP/2 when the connection
+// returned no error: net/http retries a stream on a new connection without
+// one only when the server refused it before it started (a GOAWAY below
+// its ID, or REFUSED_STREAM). It is classified ClassGoAway.
+const refusedStream = "http2: stream refused before it started (the server's GOAWAY or REFUSED_STREAM); net/http retried it on a new connection"
+
 // watch is the attack's RoundTripper around its http.Transport. It bounds
 // each request by the attack's timeout and records, per request, every
 // retry net/http made behind the caller's back: net/http retries a request
@@ -41,13 +47,16 @@ const unseenFailure = "net/http retried the request on another connection withou
 type watch struct {
 	next    http.RoundTripper
 	timeout time.Duration
+	// unseen is a hidden failure's text when its connection returned no
+	// error: unseenFailure, or refusedStream over HTTP/2.
+	unseen string
 	// retried counts the requests net/http retried at least once.
 	retried atomic.Uint64
 }
 
 // RoundTrip implements http.RoundTripper.
 func (w *watch) RoundTrip(req *http.Request) (*http.Response, error) {
-	var at attempts
+	at := attempts{unseen: w.unseen}
 	trace := &httptrace.ClientTrace{GetConn: at.getConn, GotConn: at.gotConn}
 	ctx, cancel := context.WithTimeout(httptrace.WithClientTrace(req.Context(), trace), w.timeout)
 	resp, err := w.next.RoundTrip(req.WithContext(ctx))
@@ -78,13 +87,14 @@ type attempts struct {
 	mu     sync.Mutex
 	conn   net.Conn // the connection of the current attempt
 	hidden []string
+	unseen string // the failure's text when conn returned no error
 }
 
 func (a *attempts) getConn(string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {
-		a.hidden = append(a.hidden, failureOf(a.conn))
+		a.hidden = append(a.hidden, failureOf(a.conn, a.unseen))
 		a.conn = nil
 	}
 }
@@ -101,24 +111,28 @@ func (a *attempts) failures() []string {
 	return a.hidden
 }
 
-// failureOf returns the text of the first error conn returned. Under TLS
-// the transport's connection is a *tls.Conn over the errConn: it is
-// unwrapped (NetConn) to reach it.
-func failureOf(conn net.Conn) string {
+// failureOf returns the text of the first error conn returned, unseen if
+// none (or unseenFailure when unseen is empty). Under TLS the transport's
+// connection is a *tls.Conn over the errConn: it is unwrapped (NetConn)
+// to reach it.
+func failureOf(conn net.Conn, unseen string) string {
+	if unseen == "" {
+		unseen = unseenFailure
+	}
 	for conn != nil {
 		switch c := conn.(type) {
 		case *errConn:
 			if err := c.firstErr(); err != nil {
 				return err.Error()
 			}
-			return unseenFailure
+			return unseen
 		case interface{ NetConn() net.Conn }:
 			conn = c.NetConn()
 		default:
-			return unseenFailure
+			return unseen
 		}
 	}
-	return unseenFailure
+	return unseen
 }
 
 // cancelBody ends the request's context when the body is closed (vegeta

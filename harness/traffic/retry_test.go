@@ -193,13 +193,13 @@ func TestHiddenFailureTextUnderTLS(t *testing.T) {
 	ec.note(errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"))
 	tc := tls.Client(ec, &tls.Config{InsecureSkipVerify: true})
 	defer tc.Close()
-	if got := failureOf(tc); got != "read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer" {
+	if got := failureOf(tc, ""); got != "read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer" {
 		t.Errorf("failureOf(tls.Conn) = %q", got)
 	}
-	if got := failureOf(&errConn{Conn: client}); got != unseenFailure {
+	if got := failureOf(&errConn{Conn: client}, ""); got != unseenFailure {
 		t.Errorf("a connection without an error: %q", got)
 	}
-	if got := failureOf(client); got != unseenFailure {
+	if got := failureOf(client, ""); got != unseenFailure {
 		t.Errorf("a connection droprun did not wrap: %q", got)
 	}
 }
