@@ -69,8 +69,13 @@ traffic: {rate: 300, protocol: h2c, connections: 4, control: 5s, between: 3s, se
 			if v.Drops-v.Excused > floor {
 				t.Errorf("h2c graceful-drain: %d drops (%d excused as the rig's), classes %v; want at most %d", v.Drops, v.Excused, v.Classes, floor)
 			}
-			if v.Masked > 0 {
-				t.Logf("h2c graceful-drain: %d streams refused and retried behind the client's back, by class %v", v.Masked, slices.Sorted(maps.Keys(v.MaskedClasses)))
+			// What a retry hid is the GOAWAY's refusal (or the
+			// connection closing under the stream), never unknown.
+			t.Logf("h2c graceful-drain: %d streams retried behind the client's back, by class %v", v.Masked, v.MaskedClasses)
+			for _, c := range slices.Sorted(maps.Keys(v.MaskedClasses)) {
+				if c != traffic.ClassGoAway && c != traffic.ClassEOF && c != traffic.ClassReset {
+					t.Errorf("h2c graceful-drain: %d masked streams hid a failure of class %s, want %s (or the connection closing)", v.MaskedClasses[c], c, traffic.ClassGoAway)
+				}
 			}
 		}
 	}

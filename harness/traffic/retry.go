@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -175,6 +176,11 @@ func (c *errConn) Write(p []byte) (int, error) {
 }
 
 func (c *errConn) note(err error) {
+	if errors.Is(err, net.ErrClosed) {
+		// The client closed it itself (after a GOAWAY, or after an error
+		// already noted): a consequence, not the failure.
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err == nil {

@@ -203,3 +203,30 @@ func TestHiddenFailureTextUnderTLS(t *testing.T) {
 		t.Errorf("a connection droprun did not wrap: %q", got)
 	}
 }
+
+// A connection the client closed itself (net/http's HTTP/2 client closes
+// one after a GOAWAY) fails its reads with "use of closed network
+// connection": that is not the failure a retry hid, so over HTTP/2 the
+// hidden failure is the refused stream.
+func TestHiddenFailureIgnoresOwnClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := &errConn{Conn: c}
+	ec.Close()
+	if _, err := ec.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read on a closed connection: %v, want net.ErrClosed", err)
+	}
+	if got := failureOf(ec, refusedStream); got != refusedStream {
+		t.Errorf("failureOf(own close) = %q, want %q", got, refusedStream)
+	}
+	if c := Classify(0, refusedStream); c != ClassGoAway {
+		t.Errorf("the refused stream's text is classified %s, want %s", c, ClassGoAway)
+	}
+}
