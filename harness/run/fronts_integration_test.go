@@ -14,7 +14,6 @@ import (
 	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
-	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -38,7 +37,7 @@ func TestIntegrationRunCaddy(t *testing.T) {
 // 150 req/s: a front, its access log streamed through the API server and
 // its readings keep this 2-core machine 90-98 % busy at 300 (a clean-clone
 // CI run lost 3,014 answers Traefik gave), and a run the rig stalled in is
-// measured again once (quietRig):
+// measured again once (quietRun):
 // both control windows are clean, no-prestop's drops show as 502s, and
 // graceful-drain, which serves until it is out of every endpoint list,
 // drops none beyond the rig's floor and the answers the front gave that
@@ -66,18 +65,7 @@ variants:
 rollouts: 2
 traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, target: %s}
 `, target, target))
-	measure := func(dir string) (*analysis.Analysis, error) {
-		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
-			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	}
-	a, err := measure(runDir(t))
-	if a != nil {
-		itCreated = true
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, dir := quietRig(ctx, t, a, runDir(t), measure)
+	a, dir := quietRun(ctx, t, sc)
 	lines := map[string]frontlog.Line{}
 	f, err := os.Open(filepath.Join(dir, frontlog.File))
 	if err != nil {

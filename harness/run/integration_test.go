@@ -645,18 +645,7 @@ variants:
 rollouts: 1
 traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: gateway}
 `)
-	measure := func(dir string) (*analysis.Analysis, error) {
-		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
-			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	}
-	a, err := measure(runDir(t))
-	if a != nil {
-		itCreated = true
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ = quietRig(ctx, t, a, runDir(t), measure)
+	a, _ := quietRun(ctx, t, sc)
 	v := a.Summary.Variants[0]
 	t.Logf("gateway no-prestop: %d drops, classes %v", v.Drops, v.Classes)
 	if v.Classes[traffic.Class502] == 0 {
@@ -681,8 +670,8 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: gateway}
 	}
 }
 
-// quietRig returns a, measured in dir, or, when the rig stalled in it
-// with requests in flight (timeouts excused as the rig's, or a control
+// quietRun runs sc in runDir(t) and returns its analysis and directory,
+// or, when the rig stalled in it with requests in flight (timeouts excused as the rig's, or a control
 // window that failed while the rig was saturated), a second measurement
 // and its directory (dir-again). The analysis marks such a row suspect,
 // and the cluster tests' expectations hold for a quiet rig only: a shared
@@ -692,8 +681,21 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: gateway}
 // measurement is checked whatever it shows, so a rig that stalls every
 // time still fails the test. A window flagged saturated that lost nothing
 // is not measured again: the row stays trusted.
-func quietRig(ctx context.Context, t *testing.T, a *analysis.Analysis, dir string, measure func(dir string) (*analysis.Analysis, error)) (*analysis.Analysis, string) {
+func quietRun(ctx context.Context, t *testing.T, sc *scenario.Scenario) (*analysis.Analysis, string) {
 	t.Helper()
+	measure := func(dir string) *analysis.Analysis {
+		a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
+			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+		if a != nil {
+			itCreated = true // Run created or reused it; the package deletes it
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	dir := runDir(t)
+	a := measure(dir)
 	stalls := rigStalls(a.Summary)
 	if len(stalls) == 0 {
 		return a, dir
@@ -703,11 +705,7 @@ func quietRig(ctx context.Context, t *testing.T, a *analysis.Analysis, dir strin
 		t.Fatal(ctx.Err())
 	}
 	dir += "-again"
-	again, err := measure(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return again, dir
+	return measure(dir), dir
 }
 
 // rigStalls returns the variants of sum with a window that lost requests

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -30,18 +28,7 @@ variants:
 rollouts: 2
 traffic: {rate: 300, protocol: h2c, connections: 4, control: 5s, between: 3s, settle: 3s}
 `)
-	measure := func(dir string) (*analysis.Analysis, error) {
-		return Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
-			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	}
-	a, err := measure(runDir(t))
-	if a != nil {
-		itCreated = true
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ = quietRig(ctx, t, a, runDir(t), measure)
+	a, _ := quietRun(ctx, t, sc)
 	if got := a.Summary.Traffic.ProtocolOf(); got != traffic.ProtocolH2C || a.Summary.Traffic.Connections != 4 {
 		t.Errorf("the run recorded protocol %s with %d connections, want h2c with 4", got, a.Summary.Traffic.Connections)
 	}

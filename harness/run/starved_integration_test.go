@@ -82,7 +82,7 @@ func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
 	}
 	// The rollouts without the hog must be clean, which holds on a quiet
 	// rig only: one the rig stalled in by itself, losing requests, is
-	// measured again, once (as quietRig).
+	// measured again, once (as quietRun).
 	const floor = 5
 	a := measure(runDir(t))
 	var stalls []string
