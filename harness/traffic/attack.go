@@ -163,7 +163,10 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 	}
 	a.pipe.enc = vegeta.NewEncoder(a.buf)
 	a.pacer = newPacer(cfg.Rate, cfg.MaxWorkers, &a.received)
-	client, w := newClient(cfg, addrs, dial)
+	client, w, err := newClient(cfg, addrs, dial)
+	if err != nil {
+		return nil, err
+	}
 	a.watch = w
 	a.atk = vegeta.NewAttacker(
 		// Client must come first: the options below modify the client it copies.
@@ -230,10 +233,10 @@ func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
 // Timeout and Proxy would build, plus a dialer that refuses every address
 // but addrs (vegeta's KeepAlive option would replace a guarded dialer with
 // its own, so the client is built here), and the watch that bounds each
-// request and sees net/http's hidden retries. For a multiplexed protocol
-// it is a fleet of cfg.Connections HTTP/2 transports, each holding one
-// connection per target.
-func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch) {
+// request and sees net/http's hidden retries. For h2c it is a fleet of
+// cfg.Connections HTTP/2 transports, each holding one connection per
+// target; for gRPC a fleet of as many grpc-go channels (grpcFleet).
+func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch, error) {
 	workers := int(min(cfg.MaxWorkers, 1<<20))
 	newTransport := func() *http.Transport {
 		return &http.Transport{
@@ -249,7 +252,14 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch)
 		}
 	}
 	var next http.RoundTripper = newTransport()
-	if cfg.Protocol.Multiplexed() {
+	switch {
+	case cfg.Protocol == ProtocolGRPC:
+		f, err := newGRPCFleet(addrs, cfg.Connections, guardDial(dial, addrs))
+		if err != nil {
+			return nil, nil, err
+		}
+		next = f
+	case cfg.Protocol.Multiplexed():
 		f := &fleet{}
 		for range cfg.Connections {
 			tr := newTransport()
@@ -266,7 +276,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch)
 	if cfg.Protocol.Multiplexed() {
 		w.unseen = refusedStream
 	}
-	return &http.Client{Transport: w}, w
+	return &http.Client{Transport: w}, w, nil
 }
 
 // fleet spreads requests round robin over its clients, each a transport
@@ -296,6 +306,9 @@ func (a *Attack) Stop() (Stats, error) {
 	<-a.done
 	a.stopOnce.Do(func() {
 		a.stopCtx()
+		if c, ok := a.watch.next.(closer); ok {
+			c.close()
+		}
 		a.stats = a.summarise(runtime.NumCPU())
 	})
 	s := a.stats

@@ -420,7 +420,7 @@ func TestConfigValidate(t *testing.T) {
 		{"h2c, 16 connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: 16}, ""},
 		{"h2c, too many connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: MaxConnections + 1}, "Config.Connections 257: want 1 to 256 per target"},
 		{"h2c, negative connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: -1}, "Config.Connections -1"},
-		{"connections with HTTP/1.1", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, Connections: 4}, "only h2c multiplexes"},
+		{"connections with HTTP/1.1", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, Connections: 4}, "only h2c and grpc multiplex"},
 		{"protocol unknown", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: "h3"}, `Config.Protocol "h3"`},
 		{"targets", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/version"}, {"w", "http://127.0.0.1:30082/version"}}, Rate: 1}, ""},
 		{"targets, one port with two paths", Config{Targets: []Target{{"", "http://127.0.0.1:30080/a"}, {"", "http://127.0.0.1:30080/b"}}, Rate: 1}, ""},

@@ -30,8 +30,17 @@ const (
 	// ClassStreamReset is an HTTP/2 stream reset (RST_STREAM) after it
 	// started: the server had it and gave it up.
 	ClassStreamReset Class = "000:stream-reset"
+	// ClassUnavailable is a gRPC call that failed UNAVAILABLE for no cause
+	// the classes above name: the channel had no connection to try (it
+	// was waiting out its reconnect backoff after a failure whose text it
+	// no longer gives) or the server answered UNAVAILABLE itself. A gRPC
+	// UNAVAILABLE that says why ("connection refused", "EOF", "the
+	// connection is draining") is the class that names the cause.
+	ClassUnavailable Class = "000:unavailable"
 	// ClassTimeout is a request that did not complete within Config.Timeout
-	// (dial, headers or body), e.g. a SYN routed to a pod that no longer exists.
+	// (dial, headers or body), e.g. a SYN routed to a pod that no longer
+	// exists; a gRPC DEADLINE_EXCEEDED is this class (the deadline is the
+	// client's timeout).
 	ClassTimeout Class = "000:timeout"
 	// ClassOther is everything else: a transport error none of the classes
 	// above matches, and a response with a 1xx, 3xx or out-of-range status.
@@ -80,6 +89,8 @@ var catalogue = [...]ClassInfo{
 		Meaning: "an HTTP/2 server going away refused a stream it had not started, and the client's retry on a new connection failed too: new streams still reached a stopping process"},
 	{Class: ClassStreamReset, Label: "HTTP/2 stream reset", Colour: "#c49c94", Race: true,
 		Meaning: "an HTTP/2 server reset a stream it had started: a stopping process giving up requests in flight"},
+	{Class: ClassUnavailable, Label: "gRPC UNAVAILABLE", Colour: "#dbdb8d",
+		Meaning: "a gRPC call failed UNAVAILABLE without a cause on the wire: its channel had no connection to try (waiting out its reconnect backoff after an earlier failure) or the server said so; read it beside the rollout windows"},
 	{Class: ClassTimeout, Label: "timeout", Colour: "#1f77b4",
 		Meaning: "no complete answer within the client's timeout: a connection sent to a pod address that no longer answers at all, or, alone and few, a busy rig"},
 	{Class: ClassOther, Label: "other error", Colour: "#8c564b",
@@ -147,6 +158,7 @@ var transportRules = []struct {
 		"context deadline exceeded", // the client's timeout as a context error
 		"timeout awaiting response headers",
 		"TLS handshake timeout",
+		"code = DeadlineExceeded", // gRPC's status for the client's deadline
 	}},
 	// net/http's HTTP/2 client: errClientConnGotGoAway, a GOAWAY with an
 	// error on a first stream, a REFUSED_STREAM reset; then any other
@@ -157,13 +169,20 @@ var transportRules = []struct {
 		"received GOAWAY from server",
 		"; REFUSED_STREAM",
 		"stream refused before it started", // refusedStream, a hidden failure's text
+		// grpc-go: a new stream on a connection that got GOAWAY, and a
+		// REFUSED_STREAM reset.
+		"the connection is draining",
+		"RST_STREAM with error code: REFUSED_STREAM",
 	}},
-	{ClassStreamReset, []string{"stream error: stream ID"}},
+	{ClassStreamReset, []string{"stream error: stream ID", "stream terminated by RST_STREAM"}},
 	{ClassEOF, []string{
 		"server sent GOAWAY and closed the connection",
 		"EOF",                           // "EOF", "unexpected EOF"
 		"server closed idle connection", // net/http, on a kept-alive connection
+		"transport is closing",          // grpc-go: the connection closed under the call
 	}},
+	// grpc-go's UNAVAILABLE with none of the causes above.
+	{ClassUnavailable, []string{"code = Unavailable"}},
 }
 
 // Classify returns the class of a request from the fields of a vegeta Result:

@@ -15,7 +15,7 @@ import (
 )
 
 func TestClassesOrderAndFailed(t *testing.T) {
-	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:goaway", "000:stream-reset", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
+	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:goaway", "000:stream-reset", "000:unavailable", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
 	got := Classes()
 	if !slices.Equal(got, want) {
 		t.Fatalf("Classes() = %v, want %v", got, want)
@@ -103,6 +103,20 @@ func TestClassifyText(t *testing.T) {
 		{"h2 closed after goaway", 0, u + `http2: server sent GOAWAY and closed the connection; LastStreamID=11, ErrCode=NO_ERROR, debug=""`, ClassEOF},
 		{"h2 connection lost", 0, u + "unexpected EOF", ClassEOF},
 		{"h2 refusal a retry hid", 0, refusedStream, ClassGoAway},
+		// grpc-go's status errors (grpcFleet): the wire cause decides.
+		{"grpc refused", 0, u + `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:30080: connect: connection refused"`, ClassRefused},
+		{"grpc reset", 0, u + "rpc error: code = Unavailable desc = error reading from server: read tcp 127.0.0.1:4000->127.0.0.1:30080: read: connection reset by peer", ClassReset},
+		{"grpc closed in flight", 0, u + "rpc error: code = Unavailable desc = error reading from server: EOF", ClassEOF},
+		{"grpc closed after goaway", 0, u + `rpc error: code = Unavailable desc = closing transport due to: connection error: desc = "error reading from server: EOF", received prior goaway: code: NO_ERROR, debug data: "graceful_stop"`, ClassEOF},
+		{"grpc transport closing", 0, u + "rpc error: code = Unavailable desc = transport is closing", ClassEOF},
+		{"grpc draining", 0, u + "rpc error: code = Unavailable desc = the connection is draining", ClassGoAway},
+		{"grpc refused stream", 0, u + "rpc error: code = Unavailable desc = stream terminated by RST_STREAM with error code: REFUSED_STREAM", ClassGoAway},
+		{"grpc stream reset", 0, u + "rpc error: code = Internal desc = stream terminated by RST_STREAM with error code: INTERNAL_ERROR", ClassStreamReset},
+		{"grpc refusal a retry hid", 0, refusedGRPCStream, ClassGoAway},
+		{"grpc deadline", 0, u + "rpc error: code = DeadlineExceeded desc = context deadline exceeded", ClassTimeout},
+		{"grpc deadline while connecting", 0, u + "rpc error: code = DeadlineExceeded desc = received context error while waiting for new LB policy update: context deadline exceeded", ClassTimeout},
+		{"grpc unavailable, no cause", 0, u + "rpc error: code = Unavailable desc = the server is shedding load", ClassUnavailable},
+		{"grpc other status", 0, u + "rpc error: code = Unimplemented desc = unknown service grpc.health.v1.Health", ClassOther},
 		{"client timeout awaiting headers", 0, u + "context deadline exceeded (Client.Timeout exceeded while awaiting headers)", ClassTimeout},
 		{"client timeout in body", 0, "context deadline exceeded (Client.Timeout or context cancellation while reading body)", ClassTimeout},
 		{"dial timeout", 0, u + "dial tcp 127.0.0.1:30080: i/o timeout", ClassTimeout},

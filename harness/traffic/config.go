@@ -65,9 +65,10 @@ type Config struct {
 	// failure is hidden whatever the method: every net/http retry is
 	// counted and a request it saved is marked masked.
 	Protocol Protocol
-	// Connections is, for a multiplexed protocol (ProtocolH2C), how many
-	// connections the client keeps to each target: a fleet of that many
-	// HTTP/2 clients, requests spread over them round robin. One would
+	// Connections is, for a multiplexed protocol (ProtocolH2C,
+	// ProtocolGRPC), how many connections the client keeps to each
+	// target: a fleet of that many HTTP/2 clients or gRPC channels,
+	// requests spread over them round robin. One would
 	// pin a target's whole load to the one pod its connection was routed
 	// to. Zero means DefaultConnections; it must be zero for HTTP/1.1,
 	// which opens a connection per request in flight.
@@ -134,7 +135,7 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case c.Connections != 0 && !c.Protocol.Multiplexed():
-		return fmt.Errorf("traffic: Config.Connections %d: only %s multiplexes requests over a fixed number of connections; with %s leave it 0", c.Connections, ProtocolH2C, c.Protocol.Text())
+		return fmt.Errorf("traffic: Config.Connections %d: only %s and %s multiplex requests over a fixed number of connections; with %s leave it 0", c.Connections, ProtocolH2C, ProtocolGRPC, c.Protocol.Text())
 	case c.Connections < 0 || c.Connections > MaxConnections:
 		return fmt.Errorf("traffic: Config.Connections %d: want 1 to %d per target (0 means %d)", c.Connections, MaxConnections, DefaultConnections)
 	}

@@ -8,8 +8,9 @@ import (
 
 // Protocol is how the client talks to its targets. It is a mode, not a
 // switch: HTTP/1.1 with a new connection per request or with kept-alive
-// connections, and HTTP/2 over cleartext (h2c); gRPC is the next entry of
-// protocols.
+// connections, HTTP/2 over cleartext (h2c) and gRPC unary calls; a new
+// protocol is one more entry of protocols and its RoundTripper in
+// newClient.
 type Protocol string
 
 const (
@@ -30,11 +31,21 @@ const (
 	// are refused (ClassGoAway) and net/http retries them on a new
 	// connection, which the client counts as masked, as for keep-alive.
 	ProtocolH2C Protocol = "h2c"
+	// ProtocolGRPC is gRPC: every request is one unary call of the
+	// standard health service (grpc.health.v1.Health/Check) on one of
+	// Config.Connections grpc-go channels per target, each holding one
+	// HTTP/2 connection (pick_first), with grpc-go's defaults (reconnect
+	// backoff from 1 s, transparent retry of streams the server never
+	// saw). The call's status becomes the result (see grpcResponse).
+	ProtocolGRPC Protocol = "grpc"
 )
 
 // ProtocolInfo is what a protocol means for a measurement.
 type ProtocolInfo struct {
 	Protocol Protocol
+	// Wire is how a scenario's traffic.protocol names it: http1 (both
+	// HTTP/1.1 protocols; keepAlive chooses), h2c or grpc.
+	Wire string
 	// Text says it in a report: "a new connection per request".
 	Text string
 	// ReusesConnections is true when a request may ride a connection an
@@ -47,10 +58,49 @@ type ProtocolInfo struct {
 	Multiplexed bool
 }
 
+// The scenario's names for the protocols (ProtocolInfo.Wire).
+const (
+	WireHTTP1 = "http1"
+	WireH2C   = "h2c"
+	WireGRPC  = "grpc"
+)
+
 var protocols = []ProtocolInfo{
-	{ProtocolNewConnection, "a new connection per request", false, false},
-	{ProtocolKeepAlive, "keep-alive connections", true, false},
-	{ProtocolH2C, "HTTP/2 (h2c) streams over long-lived connections", true, true},
+	{ProtocolNewConnection, WireHTTP1, "a new connection per request", false, false},
+	{ProtocolKeepAlive, WireHTTP1, "keep-alive connections", true, false},
+	{ProtocolH2C, WireH2C, "HTTP/2 (h2c) streams over long-lived connections", true, true},
+	{ProtocolGRPC, WireGRPC, "gRPC unary calls over long-lived HTTP/2 connections", true, true},
+}
+
+// ForWire returns the protocol a scenario's traffic.protocol and
+// keepAlive name; false for a name droprun does not speak.
+func ForWire(wire string, keepAlive bool) (Protocol, bool) {
+	if wire == WireHTTP1 || wire == "" {
+		return HTTP1(keepAlive), true
+	}
+	for _, pi := range protocols {
+		if pi.Wire == wire {
+			return pi.Protocol, true
+		}
+	}
+	return "", false
+}
+
+// Wires returns the names traffic.protocol may take, in protocols' order.
+func Wires() []string {
+	var w []string
+	for _, pi := range protocols {
+		if !slices.Contains(w, pi.Wire) {
+			w = append(w, pi.Wire)
+		}
+	}
+	return w
+}
+
+// Wire is how a scenario names p (ProtocolInfo.Wire).
+func (p Protocol) Wire() string {
+	info, _ := p.Info()
+	return info.Wire
 }
 
 // Info returns what p means; the zero Protocol is ProtocolNewConnection.

@@ -57,9 +57,10 @@ type watch struct {
 
 // RoundTrip implements http.RoundTripper.
 func (w *watch) RoundTrip(req *http.Request) (*http.Response, error) {
-	at := attempts{unseen: w.unseen}
+	at := &attempts{unseen: w.unseen}
 	trace := &httptrace.ClientTrace{GetConn: at.getConn, GotConn: at.gotConn}
-	ctx, cancel := context.WithTimeout(httptrace.WithClientTrace(req.Context(), trace), w.timeout)
+	ctx := context.WithValue(httptrace.WithClientTrace(req.Context(), trace), attemptsKey{}, at)
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	resp, err := w.next.RoundTrip(req.WithContext(ctx))
 	hidden := at.failures()
 	if len(hidden) > 0 {
@@ -89,6 +90,7 @@ type attempts struct {
 	conn   net.Conn // the connection of the current attempt
 	hidden []string
 	unseen string // the failure's text when conn returned no error
+	last   string // gRPC: the error the latest attempt ended with
 }
 
 func (a *attempts) getConn(string) {
