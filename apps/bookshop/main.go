@@ -35,7 +35,13 @@ type config struct {
 	shutdown          string
 	drainDelay        time.Duration
 	shutdownTimeout   time.Duration
-	upstream          *url.URL // gateway mode only
+	// grpcAddr is the gRPC server's listen address (web mode; "" for
+	// none), grpcStop how it stops, grpcMaxConnectionAge its connections'
+	// maximum age (0: unlimited).
+	grpcAddr             string
+	grpcStop             string
+	grpcMaxConnectionAge time.Duration
+	upstream             *url.URL // gateway mode only
 	upstreamKeepAlive bool
 	// upstreamDialTimeout and upstreamTimeout bound a gateway's wait for an
 	// upstream connection and its response headers.
@@ -109,8 +115,19 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	// Stamped, to tell when it closes, whichever mode closes it.
 	ln := &stampedListener{Listener: l}
 	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
+	var g *grpcSide
+	if cfg.mode == modeWeb && cfg.grpcAddr != "" {
+		gl, err := net.Listen("tcp", cfg.grpcAddr)
+		if err != nil {
+			_ = ln.Close()
+			log.Error("listen failed", "addr", cfg.grpcAddr, "err", err.Error())
+			return 1
+		}
+		g = &grpcSide{srv: newGRPC(id, m, cfg.grpcMaxConnectionAge, cfg.shutdownTimeout), ln: &stampedListener{Listener: gl}, stop: cfg.grpcStop}
+		log.Info("listening", "addr", g.ln.Addr().String(), "protocol", "grpc", "stop", cfg.grpcStop, "max_connection_age", cfg.grpcMaxConnectionAge.String())
+	}
 
-	sig, sigAt, err := serve(srv, ln, cfg, life, log)
+	sig, sigAt, err := serve(srv, ln, g, cfg, life, log)
 	// Read the totals once, sealed: from now on no response is counted and
 	// none is sent (see tally), so they are exactly what the process let
 	// out. In mode none the process dies on the signal: stop accepting
@@ -119,6 +136,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	// the rest.
 	if cfg.shutdown == shutdownNone && sig != nil {
 		_ = ln.Close()
+		if g != nil {
+			_ = g.ln.Close()
+		}
 	}
 	t := m.seal()
 	if !m.tally.waitSent(time.Second) {
@@ -130,11 +150,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch {
 	case cfg.shutdown == shutdownNone && sig != nil:
 		_ = srv.Close()
+		if g != nil {
+			g.srv.Stop()
+		}
 		exit, code = exitKilled, signalStatus(sig)
 	case err != nil:
 		exit, code = exitError, 1
 	}
 	at := exitTimes{signal: sigAt, listenerClosed: ln.closed()}
+	if g != nil {
+		at.listenerClosed = firstClosed(at.listenerClosed, g.ln.closed())
+	}
 	writeTerminationMessage(cfg.terminationLog, newTerminationMessage(id, cfg, t, exit, sig, at, code, err), log)
 	t.log(log)
 	switch exit {
@@ -162,6 +188,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.shutdown, "shutdown", shutdownNone, "SIGTERM handling: none, naive, drain or drain-close")
 	fs.DurationVar(&cfg.drainDelay, "drain-delay", 5*time.Second, "drain and drain-close modes: how long to keep serving after SIGTERM")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive, drain and drain-close modes: how long Shutdown waits for in-flight requests")
+	fs.StringVar(&cfg.grpcAddr, "grpc-addr", ":9090", "web mode: the gRPC server's listen address (the standard health service's Check); empty for none")
+	fs.StringVar(&cfg.grpcStop, "grpc-stop", grpcStopGraceful, "how the gRPC server stops when the app shuts down (at once in naive mode, after the drain delay in drain modes): graceful (GracefulStop: GOAWAY, finish the calls in flight) or stop (Stop: cut them)")
+	fs.DurationVar(&cfg.grpcMaxConnectionAge, "grpc-max-connection-age", 0, "end each gRPC connection after about this long (keepalive MaxConnectionAge, GOAWAY first) so clients reconnect and spread over new pods; 0 for never")
 	fs.StringVar(&upstream, "upstream", "", "gateway mode: base URL to proxy to, e.g. http://web.bookshop.svc:80")
 	fs.BoolVar(&cfg.upstreamKeepAlive, "upstream-keepalive", false, "gateway mode: reuse upstream connections (hides dead pods behind pooled connections)")
 	fs.DurationVar(&cfg.upstreamDialTimeout, "upstream-dial-timeout", 500*time.Millisecond, "gateway mode: give up connecting to an upstream pod after this (a dead pod's IP never answers)")
@@ -212,6 +241,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	case shutdownNone, shutdownNaive, shutdownDrain, shutdownDrainClose:
 	default:
 		return cfg, fmt.Errorf("%w: --shutdown %q: want none, naive, drain or drain-close", errUsage, cfg.shutdown)
+	}
+	switch cfg.grpcStop {
+	case grpcStopGraceful, grpcStopHard:
+	default:
+		return cfg, fmt.Errorf("%w: --grpc-stop %q: want graceful or stop", errUsage, cfg.grpcStop)
+	}
+	if cfg.grpcMaxConnectionAge < 0 {
+		return cfg, fmt.Errorf("%w: --grpc-max-connection-age %v: must not be negative", errUsage, cfg.grpcMaxConnectionAge)
 	}
 	if cfg.drainDelay < 0 {
 		return cfg, fmt.Errorf("%w: --drain-delay %v: must not be negative", errUsage, cfg.drainDelay)

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // The process tests build the real binary once, start it on 127.0.0.1:0,
@@ -82,6 +90,9 @@ func bookshopBinary(t *testing.T) string {
 type proc struct {
 	cmd     *exec.Cmd
 	addr    string // the address it listens on, from its "listening" log line
+	// grpcAddr is its gRPC server's address (web mode), from its own
+	// "listening" line.
+	grpcAddr string
 	termLog string // its --termination-log
 
 	done     chan struct{} // closed once it has exited and its stderr is read
@@ -108,6 +119,9 @@ func startBookshop(t *testing.T, args ...string) *proc {
 		}
 		args = append([]string{"--termination-log", p.termLog}, args...)
 	}
+	if !slices.Contains(args, "--grpc-addr") {
+		args = append([]string{"--grpc-addr", "127.0.0.1:0"}, args...)
+	}
 	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 	p.cmd = cmd
 	for _, kv := range os.Environ() { // the flags alone configure it
@@ -122,16 +136,20 @@ func startBookshop(t *testing.T, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	listening := make(chan string, 1)
+	listening, grpcListening := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.mu.Lock()
 			p.logs = append(p.logs, sc.Text())
 			p.mu.Unlock()
-			var line struct{ Msg, Addr string }
+			var line struct{ Msg, Addr, Protocol string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				listening <- line.Addr
+				if line.Protocol == "grpc" {
+					grpcListening <- line.Addr
+				} else {
+					listening <- line.Addr
+				}
 			}
 		}
 		io.Copy(io.Discard, stderr)
@@ -162,6 +180,13 @@ func startBookshop(t *testing.T, args ...string) *proc {
 		code, err := p.status("/healthz")
 		return err == nil && code == http.StatusOK
 	})
+	if i := slices.Index(args, "--grpc-addr"); args[i+1] != "" && !slices.Contains(args, modeGateway) {
+		select { // logged before serving, so the scanner has it or is on it
+		case p.grpcAddr = <-grpcListening:
+		case <-time.After(5 * time.Second):
+			t.Fatal("bookshop did not log its gRPC listening line")
+		}
+	}
 	return p
 }
 
@@ -217,8 +242,11 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) *os.ProcessState {
 }
 
 // dial opens and closes a TCP connection to the process.
-func (p *proc) dial() error {
-	c, err := net.DialTimeout("tcp", p.addr, time.Second)
+func (p *proc) dial() error { return p.dialAddr(p.addr) }
+
+// dialAddr opens and closes a connection to addr.
+func (p *proc) dialAddr(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
 		c.Close()
 	}
@@ -838,5 +866,93 @@ func TestProcessH2C(t *testing.T) {
 	}
 	if state := p.wait(t, 5*time.Second); state.ExitCode() != 0 {
 		t.Errorf("exit = %v, want exit status 0", state)
+	}
+}
+
+// grpcCheck calls Check on conn, returning the pod the answer names.
+func grpcCheck(ctx context.Context, conn *grpc.ClientConn) (string, error) {
+	var md metadata.MD
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md))
+	if err != nil {
+		return "", err
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return "", fmt.Errorf("status %s", resp.GetStatus())
+	}
+	if pod := md.Get("x-bookshop-pod"); len(pod) == 1 && md.Get("x-bookshop-version")[0] == testVersion {
+		return pod[0], nil
+	}
+	return "", fmt.Errorf("metadata %v lacks the pod and version", md)
+}
+
+// TestProcessGRPCDrain: the gRPC server answers Check on its own port,
+// counted, while the process serves and while it drains; after the drain
+// delay GracefulStop sends GOAWAY and the process exits cleanly, its
+// totals counting every call answered.
+func TestProcessGRPCDrain(t *testing.T) {
+	t.Parallel()
+	const delay = time.Second
+	p := startBookshop(t, "--shutdown", "drain", "--drain-delay", delay.String(), "--shutdown-timeout", "5s")
+	conn, err := grpc.NewClient("passthrough:///"+p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	calls := 0
+	call := func(when string) {
+		t.Helper()
+		if _, err := grpcCheck(t.Context(), conn); err != nil {
+			t.Fatalf("Check %s: %v", when, err)
+		}
+		calls++
+	}
+	call("before SIGTERM")
+	sent := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	waitFor(t, 500*time.Millisecond, "/readyz answers 503", func() bool {
+		code, err := p.status("/readyz")
+		return err == nil && code == http.StatusServiceUnavailable
+	})
+	for time.Since(sent) < delay-300*time.Millisecond {
+		call("while draining")
+		time.Sleep(10 * time.Millisecond) // pacing, not synchronisation
+	}
+	if state := p.wait(t, delay+6*time.Second); state.ExitCode() != 0 {
+		t.Errorf("exit = %v, want exit status 0", state)
+	}
+	if _, err := grpcCheck(t.Context(), conn); status.Code(err) != codes.Unavailable {
+		t.Errorf("Check after exit: %v, want UNAVAILABLE", err)
+	}
+	if m := p.terminationMessage(t); m.ByHandler[handlerGRPC]["200"] != calls || m.InFlight != 0 {
+		t.Errorf("termination message counts %v, in flight %d; want exactly %d Check calls answered", m.ByHandler, m.InFlight, calls)
+	}
+}
+
+// TestProcessGRPCStop: with --grpc-stop stop a naive shutdown stops the
+// gRPC server without waiting, its listener gone, its one call counted.
+func TestProcessGRPCStop(t *testing.T) {
+	t.Parallel()
+	p := startBookshop(t, "--shutdown", "naive", "--grpc-stop", "stop", "--shutdown-timeout", "5s")
+	conn, err := grpc.NewClient("passthrough:///"+p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := grpcCheck(t.Context(), conn); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	p.signal(t, syscall.SIGTERM)
+	if state := p.wait(t, 5*time.Second); state.ExitCode() != 0 {
+		t.Errorf("exit = %v, want exit status 0", state)
+	}
+	if took := p.exitedAt.Sub(sent); took > 2*time.Second {
+		t.Errorf("exited %v after SIGTERM; Stop should not wait", took)
+	}
+	if m := p.terminationMessage(t); m.ByHandler[handlerGRPC]["200"] != 1 {
+		t.Errorf("termination message counts %v; want the one call", m.ByHandler)
+	}
+	if err := p.dialAddr(p.grpcAddr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial the gRPC port after exit: %v, want ECONNREFUSED", err)
 	}
 }

@@ -23,11 +23,23 @@ import (
 // serving: the caller reads the final totals, closes srv (the listener and
 // every connection at once, as the signal's default action would) and
 // re-raises the signal (reraise). No request is finished, nothing drained.
-func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *slog.Logger) (os.Signal, time.Time, error) {
+//
+// g, when not nil, is the gRPC server: it serves beside srv, and stops
+// when srv shuts down (as --grpc-stop says), or, in mode none, is left
+// to the caller with srv. A gRPC server that fails ends serve as srv
+// failing does.
+func serve(srv *http.Server, ln net.Listener, g *grpcSide, cfg config, life *lifecycle, log *slog.Logger) (os.Signal, time.Time, error) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	if g != nil {
+		go func() {
+			if err := g.srv.Serve(g.ln); err != nil {
+				served <- fmt.Errorf("grpc: %w", err)
+			}
+		}()
+	}
 
 	var sig os.Signal
 	var at time.Time
@@ -77,6 +89,14 @@ func serve(srv *http.Server, ln net.Listener, cfg config, life *lifecycle, log *
 	transition(life, phaseShuttingDown, log, "timeout", cfg.shutdownTimeout.String())
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
+	grpcDone := make(chan struct{})
+	go func() {
+		defer close(grpcDone)
+		if g != nil {
+			g.shutdown(ctx)
+		}
+	}()
+	defer func() { <-grpcDone }()
 	if err := srv.Shutdown(ctx); err != nil {
 		_ = srv.Close() // cut what is left
 		return sig, at, fmt.Errorf("shutdown: %w", err)
@@ -136,4 +156,13 @@ func transition(life *lifecycle, p phase, log *slog.Logger, args ...any) {
 	from := life.get()
 	life.set(p)
 	log.Info("phase transition", append([]any{"from", from.String(), "phase", p.String()}, args...)...)
+}
+
+// firstClosed is the earlier of two listeners' close stamps, ignoring a
+// zero one: when the process first refused a connection.
+func firstClosed(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }

@@ -57,15 +57,7 @@ Examples:
 
 // defaultScenario is the scenario `render` uses without a file: one
 // built-in variant with every default.
-func defaultScenario(name string) *scenario.Scenario {
-	sc := &scenario.Scenario{
-		APIVersion: scenario.APIVersion, Kind: scenario.Kind,
-		Metadata: scenario.Metadata{Name: "render"},
-		Variants: []scenario.Variant{{Variant: name}},
-	}
-	sc.Default()
-	return sc
-}
+func defaultScenario(name string) *scenario.Scenario { return scenario.OfVariant(name) }
 
 // variantHelp lists the built-in variants for --help texts.
 func variantHelp() string {

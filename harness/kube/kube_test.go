@@ -131,7 +131,7 @@ func TestApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps, refs, err := Apply(ctx, c, testOwner, d, render.WebService("ns"))
+	deps, refs, err := Apply(ctx, c, testOwner, d, render.WebService("ns", "http"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestApplyRefusesTheirs(t *testing.T) {
 	if err != nil || got.Spec.Template.Spec.Containers[0].Image != "shop:1" || Ours(got.Labels) {
 		t.Errorf("the user's Deployment changed: %+v, %v", got, err)
 	}
-	if _, _, err := Apply(ctx, c, testOwner, render.WebService("other")); !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "Service other/web") {
+	if _, _, err := Apply(ctx, c, testOwner, render.WebService("other", "http")); !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "Service other/web") {
 		t.Errorf("applied over the user's Service: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/traffic"
+	"github.com/droprun/droprun/harness/variant"
 
 	"github.com/droprun/droprun/harness/path"
 )
@@ -101,10 +102,13 @@ func (s *Scenario) Default() {
 	t := &s.Traffic
 	setDefault(&t.Rate, DefaultRate)
 	setDefault(&t.Target, path.NodePort.Name)
+	setDefault(&t.Wire, traffic.WireHTTP1)
+	if t.Protocol() == traffic.ProtocolGRPC {
+		setDefault(&t.Path, traffic.GRPCPath)
+	}
 	setDefault(&t.Path, DefaultPath)
 	setDefault(&t.Method, traffic.DefaultMethod)
-	setDefault(&t.Wire, WireHTTP1)
-	if t.Wire == WireH2C {
+	if t.Protocol().Multiplexed() {
 		setDefault(&t.Connections, traffic.DefaultConnections)
 	}
 	setDefault(&t.Timeout, D(DefaultTimeout))
@@ -161,4 +165,20 @@ func pick[T any](a **T, b *T) {
 	if *a == nil {
 		*a = b
 	}
+}
+
+// OfVariant is the scenario of one built-in variant with every default,
+// named "render", under the protocol the variant needs (a gRPC variant's
+// grpc): what `droprun render` shows without a scenario file.
+func OfVariant(name string) *Scenario {
+	sc := &Scenario{
+		APIVersion: APIVersion, Kind: Kind,
+		Metadata: Metadata{Name: "render"},
+		Variants: []Variant{{Variant: name}},
+	}
+	if info, ok := variant.Lookup(name); ok {
+		sc.Traffic.Wire = info.Protocol
+	}
+	sc.Default()
+	return sc
 }

@@ -287,14 +287,19 @@ type Traffic struct {
 	KeepAlive bool `json:"keepAlive,omitempty"`
 	// Wire is the protocol the client speaks (traffic.protocol): "http1"
 	// (the default; keepAlive says a new connection per request or kept
-	// alive ones) or "h2c", HTTP/2 over cleartext with prior knowledge,
+	// alive ones), "h2c", HTTP/2 over cleartext with prior knowledge,
 	// every request a stream on one of Connections long-lived connections
-	// per target. Bookshop serves both on its one port. h2c goes to the
-	// pods directly (target nodeport): the fronts here answer HTTP/1.1.
+	// per target, or "grpc", every request a unary call of the gRPC
+	// health service's Check on one of Connections channels per target.
+	// Bookshop serves HTTP/1.1 and h2c on its HTTP port and gRPC on its
+	// gRPC port, which the web Service targets under protocol grpc. h2c
+	// and grpc go to the pods directly (target nodeport): the fronts here
+	// answer HTTP/1.1.
 	Wire string `json:"protocol,omitempty"`
-	// Connections is, with protocol h2c, how many connections the client
-	// keeps to each target, a fleet of HTTP/2 clients (each connection is
-	// routed to one pod once, when it opens). Default 4.
+	// Connections is, with protocol h2c or grpc, how many connections the
+	// client keeps to each target, a fleet of HTTP/2 clients or gRPC
+	// channels (each connection is routed to one pod once, when it
+	// opens). Default 4.
 	Connections int `json:"connections,omitempty"`
 	// Method is the HTTP method of every request. Default GET.
 	Method string `json:"method,omitempty"`
@@ -307,7 +312,9 @@ type Traffic struct {
 	// list) or "caddy" (through Caddy's reverse proxy, which finds the
 	// pods' IPs by DNS). Default nodeport. See harness/path.
 	Target string `json:"target,omitempty"`
-	// Path is the HTTP path requested. Default /version.
+	// Path is the HTTP path requested. Default /version; with protocol
+	// grpc it is the one method called, /grpc.health.v1.Health/Check
+	// (traffic.GRPCPath), and may only be that.
 	Path string `json:"path,omitempty"`
 	// Control is the steady-state window before the first rollout of each
 	// variant. Default 10s.
@@ -336,20 +343,16 @@ func (s *Scenario) Index(name string) int {
 	return -1
 }
 
-// The protocols a scenario's traffic.protocol may name.
-const (
-	WireHTTP1 = "http1"
-	WireH2C   = "h2c"
-)
-
 // Protocol is how the client talks to the targets: HTTP/1.1 over a new
-// connection per request, or over kept-alive connections (keepAlive), or
-// HTTP/2 streams (protocol h2c).
+// connection per request, or over kept-alive connections (keepAlive),
+// HTTP/2 streams (protocol h2c) or gRPC calls (protocol grpc); see
+// traffic.ForWire. A name validation would refuse gives HTTP/1.1.
 func (t Traffic) Protocol() traffic.Protocol {
-	if t.Wire == WireH2C {
-		return traffic.ProtocolH2C
+	p, ok := traffic.ForWire(t.Wire, t.KeepAlive)
+	if !ok {
+		return traffic.HTTP1(t.KeepAlive)
 	}
-	return traffic.HTTP1(t.KeepAlive)
+	return p
 }
 
 // Path is the way the scenario's requests take (traffic.target); NodePort

@@ -262,17 +262,22 @@ func (s *Scenario) validateTraffic(v *validator) {
 	if t.Path == "" || t.Path[0] != '/' {
 		v.add("traffic.path", fmt.Sprintf("%q does not start with /", t.Path), "use an absolute path such as /version")
 	}
+	proto, known := traffic.ForWire(t.Wire, t.KeepAlive)
 	switch {
-	case t.Wire != WireHTTP1 && t.Wire != WireH2C:
-		v.add("traffic.protocol", fmt.Sprintf("%q is not a protocol droprun speaks", t.Wire), "use http1 (the default; keepAlive chooses its connections) or h2c (HTTP/2 streams over cleartext)")
-	case t.Wire == WireH2C && t.KeepAlive:
-		v.add("traffic.keepAlive", "is set with protocol h2c", "leave it out: h2c always keeps its connections (traffic.connections says how many)")
-	case t.Wire == WireH2C && t.Target != path.NodePort.Name:
-		v.add("traffic.protocol", fmt.Sprintf("h2c with target %s", t.Target), "use target nodeport: h2c goes to the pods directly, and the fronts here answer the client over HTTP/1.1 only")
-	case t.Wire == WireHTTP1 && t.Connections != 0:
-		v.add("traffic.connections", fmt.Sprintf("is %d with protocol http1", t.Connections), "leave it out: HTTP/1.1 opens a connection per request in flight; connections applies to protocol h2c")
+	case !known:
+		v.add("traffic.protocol", fmt.Sprintf("%q is not a protocol droprun speaks", t.Wire), "use one of "+strings.Join(traffic.Wires(), ", ")+" (http1 is the default; keepAlive chooses its connections)")
+	case proto.Multiplexed() && t.KeepAlive:
+		v.add("traffic.keepAlive", "is set with protocol "+t.Wire, "leave it out: "+t.Wire+" always keeps its connections (traffic.connections says how many)")
+	case proto.Multiplexed() && t.Target != path.NodePort.Name:
+		v.add("traffic.protocol", fmt.Sprintf("%s with target %s", t.Wire, t.Target), "use target nodeport: "+t.Wire+" goes to the pods directly, and the fronts here answer the client over HTTP/1.1 only")
+	case !proto.Multiplexed() && t.Connections != 0:
+		v.add("traffic.connections", fmt.Sprintf("is %d with protocol %s", t.Connections, t.Wire), "leave it out: HTTP/1.1 opens a connection per request in flight; connections applies to protocols h2c and grpc")
 	case t.Connections < 0 || t.Connections > traffic.MaxConnections:
 		v.add("traffic.connections", fmt.Sprintf("is %d", t.Connections), fmt.Sprintf("give 1 to %d connections per target, or leave it out for %d", traffic.MaxConnections, traffic.DefaultConnections))
+	case proto == traffic.ProtocolGRPC && t.Path != traffic.GRPCPath:
+		v.add("traffic.path", fmt.Sprintf("is %s with protocol grpc", t.Path), "leave it out: every gRPC request is a call of "+traffic.GRPCPath)
+	case proto == traffic.ProtocolGRPC && t.Method != traffic.DefaultMethod:
+		v.add("traffic.method", fmt.Sprintf("is %s with protocol grpc", t.Method), "leave it out: a gRPC call is what it is, whatever the method")
 	}
 	if !slices.Contains(traffic.Methods(), t.Method) {
 		v.add("traffic.method", fmt.Sprintf("%q is not a method droprun sends", t.Method), "use one of "+strings.Join(traffic.Methods(), ", "))
@@ -411,6 +416,10 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 		v.add(at("preStopSeconds", vr.PreStopSeconds != nil, d.PreStopSeconds != nil), "is negative", "use a sleep of 0 to 10 seconds (0: the hook runs and returns at once)")
 	}
 	info, _ := variant.Lookup(vr.Variant)
+	if info.Protocol != "" && s.Traffic.Wire != info.Protocol {
+		v.add(p+".variant", fmt.Sprintf("%s sets how the app's %s server stops, and traffic.protocol is %s", info.Name, info.Protocol, s.Traffic.Wire),
+			fmt.Sprintf("set traffic.protocol: %s, or measure %s's HTTP side with its own variant (graceful-drain, naive-shutdown)", info.Protocol, info.Name))
+	}
 	if info.PreStop != variant.PreStopNone && *w.PreStopSeconds >= grace {
 		v.add(at("preStopSeconds", vr.PreStopSeconds != nil, d.PreStopSeconds != nil), fmt.Sprintf("%d is not less than terminationGracePeriodSeconds (%d)", *w.PreStopSeconds, grace),
 			"the sleep is spent inside the grace period and the kubelet kills the container at its end, mid-hook; raise terminationGracePeriodSeconds well above the sleep")

@@ -3,6 +3,7 @@ package variant
 import (
 	"sort"
 	"strings"
+	"time"
 )
 
 // The built-in shutdown variants of the bookshop web Deployment.
@@ -14,7 +15,32 @@ const (
 	GracefulDrainClose    = "graceful-drain-close"
 	NaiveShutdown         = "naive-shutdown"
 	PreStopExecDistroless = "prestop-exec-distroless"
+	// The gRPC variants: how the app's gRPC server stops (protocol grpc).
+	GRPCStop             = "grpc-stop"
+	GRPCGracefulStop     = "grpc-graceful-stop"
+	GRPCDrain            = "grpc-drain"
+	GRPCMaxConnectionAge = "grpc-max-connection-age"
 )
+
+// GRPCStopMode is the bookshop app's --grpc-stop: what its gRPC server
+// does when the app shuts down (at once, or after the drain delay).
+type GRPCStopMode string
+
+// The gRPC server's stops.
+const (
+	// GRPCGraceful is grpc.Server.GracefulStop, the default: close the
+	// listener, send every connection GOAWAY, finish the calls in flight.
+	GRPCGraceful GRPCStopMode = "graceful"
+	// GRPCHard is grpc.Server.Stop: close the listener and every
+	// connection at once, cancelling the calls in flight.
+	GRPCHard GRPCStopMode = "stop"
+)
+
+// MaxConnectionAge is the gRPC server's keepalive MaxConnectionAge in the
+// variant that sets it: each connection gets GOAWAY after about this long
+// (grpc-go adds ±10% jitter), so clients reconnect and new pods get
+// their share of the connections.
+const MaxConnectionAge = 10 * time.Second
 
 // PreStop is the kind of preStop hook a variant has.
 type PreStop string
@@ -51,8 +77,17 @@ type Info struct {
 	PreStop    PreStop
 	Shutdown   Shutdown
 	Distroless bool // the image has no /bin/sleep
-	Summary    string
-	Expect     string
+	// GRPCStop is how the app's gRPC server stops: set in every gRPC
+	// variant, empty (the app's default, GRPCGraceful) in the others.
+	GRPCStop GRPCStopMode
+	// MaxConnectionAge, when set, is the gRPC server's MaxConnectionAge.
+	MaxConnectionAge time.Duration
+	// Protocol, when set, is the one traffic.protocol the variant means
+	// anything under ("grpc"): with another it would measure a variant
+	// that has a name of its own.
+	Protocol string
+	Summary  string
+	Expect   string
 	// Drops says whether the variant's rollouts are expected to drop
 	// requests: it loses the SIGTERM/endpoint race. The others are fixes,
 	// expected to drop nothing.
@@ -140,6 +175,45 @@ var catalogue = []Info{
 		Why: "An exec preStop hook that runs sleep, in a distroless image with no sleep binary. The hook " +
 			"fails outright (a FailedPreStopHook event) and the kubelet proceeds to SIGTERM immediately: the no-prestop race, now " +
 			"with an event log entry. The native sleep action (prestop-sleep-action), an httpGet hook or a wait in code avoids it.",
+	},
+	{
+		Name: GRPCStop, Shutdown: ShutdownNaive, GRPCStop: GRPCHard, Protocol: "grpc",
+		Summary: "gRPC: app calls grpc.Server.Stop() on SIGTERM",
+		Expect:  "drops in every rollout: calls in flight are cancelled (000:eof, 000:stream-reset) and new connections refused while kube-proxy still routes to the pod (000:refused)",
+		Drops:   true,
+		Why: "The app catches SIGTERM and calls Stop on its gRPC server at once: the listener closes and every connection " +
+			"is cut, with its calls in flight. The clients' channels reconnect through rules that still send some new connections " +
+			"to the stopped pod, which refuses them, and a channel whose connection attempt failed waits out its reconnect backoff " +
+			"(grpc-go's default starts at 1 s) failing every call put on it. The endpoint race, made worse by the cut.",
+	},
+	{
+		Name: GRPCGracefulStop, Shutdown: ShutdownNaive, GRPCStop: GRPCGraceful, Protocol: "grpc",
+		Summary: "gRPC: app calls grpc.Server.GracefulStop() on SIGTERM",
+		Expect:  "drops like no-prestop: GracefulStop finishes the calls in flight, but its listener closes while kube-proxy still routes new connections to the pod (000:refused)",
+		Drops:   true,
+		Why: "GracefulStop is naive-shutdown for gRPC. It closes the listener at once, sends every connection GOAWAY and " +
+			"finishes the calls already inside, so no call is cut. But each client then reconnects, and until the endpoint removal " +
+			"has reached every node, some of those new connections are routed to the pod whose listener is gone: refused, and the " +
+			"channel that tried waits out its reconnect backoff, failing the calls put on it.",
+	},
+	{
+		Name: GRPCDrain, Shutdown: ShutdownDrain, GRPCStop: GRPCGraceful, Protocol: "grpc",
+		Summary: "gRPC: app fails readiness, keeps serving for the drain delay, then GracefulStop()",
+		Expect:  "no drops: the clients' connections stay served until GOAWAY, and they reconnect through updated routes",
+		Why: "graceful-drain for gRPC. On SIGTERM the app fails its readiness probe and keeps serving its gRPC connections " +
+			"for the drain delay, while the endpoint removal reaches every node. Then GracefulStop sends GOAWAY: grpc-go retries " +
+			"the streams it refused on a new connection (masked, not failed), and the new connections go to pods that stay. " +
+			"The calls in flight finish before the process exits.",
+	},
+	{
+		Name: GRPCMaxConnectionAge, Shutdown: ShutdownDrain, GRPCStop: GRPCGraceful, MaxConnectionAge: MaxConnectionAge, Protocol: "grpc",
+		Summary: "gRPC: grpc-drain with the server's MaxConnectionAge at 10s",
+		Expect:  "no drops, and the new pods get their share of the calls soon after a rollout: every connection is replaced within about 10 s",
+		Why: "grpc-drain, plus a server that ends every connection after about 10 s (keepalive MaxConnectionAge: GOAWAY, " +
+			"then a close once its calls finish). A gRPC client holds its connections as long as they live, so after a rollout " +
+			"the connections opened before it stay on the pods that were there, and a new pod gets only the connections opened " +
+			"since. With a maximum age every client reconnects within it, through the current routes, and the load spreads " +
+			"over the new pods. The shutdown itself is grpc-drain's.",
 	},
 }
 

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -27,9 +28,17 @@ func Detect(spec *corev1.PodSpec) (name, found string) {
 		return "", "no container named " + ContainerName
 	}
 	shutdown := ShutdownNone
+	var stop GRPCStopMode
+	var age time.Duration
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--shutdown="); ok {
 			shutdown = Shutdown(v)
+		}
+		if v, ok := strings.CutPrefix(a, "--grpc-stop="); ok {
+			stop = GRPCStopMode(v)
+		}
+		if v, ok := strings.CutPrefix(a, "--grpc-max-connection-age="); ok {
+			age, _ = time.ParseDuration(v)
 		}
 	}
 	hook := PreStopNone
@@ -48,8 +57,17 @@ func Detect(spec *corev1.PodSpec) (name, found string) {
 	if hook == "" {
 		found = "shutdown=" + string(shutdown) + " preStop=none image=" + c.Image
 	}
+	if stop != "" {
+		found += " grpc-stop=" + string(stop)
+	}
+	if age > 0 {
+		found += " grpc-max-connection-age=" + age.String()
+	}
+	// The gRPC variants say --grpc-stop even for the app's default, so
+	// that each is told apart from its HTTP twin (grpc-drain from
+	// graceful-drain).
 	for _, v := range catalogue {
-		if v.Shutdown == shutdown && v.PreStop == hook && v.Distroless == distroless {
+		if v.Shutdown == shutdown && v.PreStop == hook && v.Distroless == distroless && v.GRPCStop == stop && v.MaxConnectionAge == age {
 			return v.Name, found
 		}
 	}

@@ -20,8 +20,12 @@ const (
 	DNSSuffix     = "-dns"
 	ContainerName = "web"
 	ContainerPort = 8080
-	ServicePort   = 80
-	WebNodePort   = 30080
+	// GRPCPortName and GRPCContainerPort are bookshop's gRPC port, which
+	// the web Service targets under traffic.protocol grpc.
+	GRPCPortName      = "grpc"
+	GRPCContainerPort = 9090
+	ServicePort       = 80
+	WebNodePort       = 30080
 	// GatewayNodePort is the node port of the front a run deploys (the
 	// gateway, Traefik or Caddy: one per run), which kind maps to the host's
 	// gateway ports.

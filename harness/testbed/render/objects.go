@@ -63,6 +63,12 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	if p.Info.Shutdown.Drains() {
 		args = append(args, "--drain-delay="+p.DrainDelay.String())
 	}
+	if p.Info.GRPCStop != "" {
+		args = append(args, "--grpc-stop="+string(p.Info.GRPCStop))
+	}
+	if p.Info.MaxConnectionAge > 0 {
+		args = append(args, "--grpc-max-connection-age="+p.Info.MaxConnectionAge.String())
+	}
 	c := corev1ac.Container().
 		WithName(variant.ContainerName).
 		WithImage(p.Image).
@@ -72,7 +78,8 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		// of idle Ps cost more context switches than a second P saves.
 		// It changes nothing about how the app shuts down.
 		WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
-		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort)).
+		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort),
+			corev1ac.ContainerPort().WithName(variant.GRPCPortName).WithContainerPort(variant.GRPCContainerPort)).
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
 			WithInitialDelaySeconds(p.Readiness.InitialDelaySeconds).
@@ -155,9 +162,11 @@ func WithServiceType(svc *corev1ac.ServiceApplyConfiguration, typ corev1.Service
 	return svc
 }
 
-// WebService is the NodePort Service in front of the bookshop web pods.
-func WebService(namespace string) *corev1ac.ServiceApplyConfiguration {
-	return Service(namespace, variant.WebName, map[string]string{"app": variant.WebName}, intstr.FromString("http"), variant.WebNodePort)
+// WebService is the NodePort Service in front of the bookshop web pods,
+// forwarding to their port named targetPort ("http", or "grpc" under
+// protocol grpc).
+func WebService(namespace string, targetPort string) *corev1ac.ServiceApplyConfiguration {
+	return Service(namespace, variant.WebName, map[string]string{"app": variant.WebName}, intstr.FromString(targetPort), variant.WebNodePort)
 }
 
 // GatewayService is the NodePort Service in front of the gateway.
@@ -213,7 +222,8 @@ func Gateway(namespace, image, upstreamService string) *appsv1ac.DeploymentApply
 					WithImagePullPolicy(corev1.PullNever).
 					WithArgs("--mode=gateway", "--upstream="+upstream, "--shutdown=drain").
 					WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
-					WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort)).
+					WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort),
+						corev1ac.ContainerPort().WithName(variant.GRPCPortName).WithContainerPort(variant.GRPCContainerPort)).
 					WithReadinessProbe(corev1ac.Probe().
 						WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
 						WithPeriodSeconds(1))))))

@@ -32,26 +32,16 @@ func renderYAML(t *testing.T, name string) []byte {
 	}
 	i := s.Index(name)
 	if _, builtin := variant.Lookup(name); i < 0 && builtin {
-		s = &scenario.Scenario{
-			APIVersion: scenario.APIVersion, Kind: scenario.Kind,
-			Metadata: scenario.Metadata{Name: "render"},
-			Variants: []scenario.Variant{{Variant: name}},
-		}
-		s.Default()
-		i = 0
+		s, i = scenario.OfVariant(name), 0
 	}
 	if i < 0 {
 		t.Fatalf("compare-all has no variant %q", name)
 	}
-	p, err := render.Of(s, i).Params(s.Variants[i].Variant, "v1")
+	objs, err := render.Render(s, i, 0, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := render.Deployment(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := render.YAML(d, render.WebService(s.Namespace))
+	out, err := render.YAML(objs.List()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +137,7 @@ func TestVariantSemantics(t *testing.T) {
 }
 
 func TestServiceNodePort(t *testing.T) {
-	y, err := render.YAML(render.WebService("ns"))
+	y, err := render.YAML(render.WebService("ns", "http"))
 	if err != nil {
 		t.Fatal(err)
 	}

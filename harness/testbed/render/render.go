@@ -11,6 +11,7 @@ import (
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -150,7 +151,11 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 		if o.Deployment, err = Deployment(p); err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Entry.Name, err)
 		}
-		o.Service = WebService(s.Namespace)
+		port := "http"
+		if s.Traffic.Protocol() == traffic.ProtocolGRPC {
+			port = variant.GRPCPortName
+		}
+		o.Service = WebService(s.Namespace, port)
 	}
 	if o.Service != nil && s.App.Service != nil && s.App.Service.Type != "" {
 		WithServiceType(o.Service, corev1.ServiceType(s.App.Service.Type))
