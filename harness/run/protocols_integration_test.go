@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -18,52 +19,86 @@ import (
 // beyond the rig's floor (a stream its GOAWAY refused is retried on a new
 // connection, and counted as masked, not dropped).
 func TestIntegrationRunH2C(t *testing.T) {
+	protocolRun(t, protocolCase{
+		wire: "h2c", protocol: traffic.ProtocolH2C, drops: "no-prestop", clean: "graceful-drain",
+		// What an HTTP/2 client meets on a pod that stopped: a new
+		// connection refused or timed out, streams cut with the
+		// connection (EOF, reset), refused by a GOAWAY or reset.
+		classes: []traffic.Class{traffic.ClassRefused, traffic.ClassTimeout, traffic.ClassEOF, traffic.ClassReset, traffic.ClassGoAway, traffic.ClassStreamReset},
+	})
+}
+
+// TestIntegrationRunGRPC measures a rolling update over gRPC (Check calls
+// on 4 channels per node's port, 300 req/s, 2 rollouts): grpc-graceful-stop,
+// whose listener closes at SIGTERM while the nodes still route new
+// connections to it, drops in gRPC's classes; grpc-drain, which serves
+// through its drain delay and then stops gracefully, drops none beyond the
+// rig's floor (a call its GOAWAY refused is retried by grpc-go, masked).
+func TestIntegrationRunGRPC(t *testing.T) {
+	protocolRun(t, protocolCase{
+		wire: "grpc", protocol: traffic.ProtocolGRPC, drops: "grpc-graceful-stop", clean: "grpc-drain",
+		// What a gRPC client meets: UNAVAILABLE for a refused or
+		// timed-out connection, a connection closed or reset under the
+		// call, a stream refused or reset, or no connection to try;
+		// DEADLINE_EXCEEDED (timeout).
+		classes: []traffic.Class{traffic.ClassRefused, traffic.ClassTimeout, traffic.ClassEOF, traffic.ClassReset, traffic.ClassGoAway, traffic.ClassStreamReset, traffic.ClassUnavailable},
+	})
+}
+
+// protocolCase is one protocol's end-to-end run: a variant that drops and
+// one that does not, and the failure classes its client can meet.
+type protocolCase struct {
+	wire         string
+	protocol     traffic.Protocol
+	drops, clean string
+	classes      []traffic.Class
+}
+
+func protocolRun(t *testing.T, pc protocolCase) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	needCluster(t, ctx)
-	sc := itScenario(t, `metadata: {name: e2e-h2c}
+	sc := itScenario(t, fmt.Sprintf(`metadata: {name: e2e-%s}
 variants:
-  - variant: no-prestop
-  - variant: graceful-drain
+  - variant: %s
+  - variant: %s
 rollouts: 2
-traffic: {rate: 300, protocol: h2c, connections: 4, control: 5s, between: 3s, settle: 3s}
-`)
+traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, settle: 3s}
+`, pc.wire, pc.drops, pc.clean, pc.wire))
 	a, _ := quietRun(ctx, t, sc)
-	if got := a.Summary.Traffic.ProtocolOf(); got != traffic.ProtocolH2C || a.Summary.Traffic.Connections != 4 {
-		t.Errorf("the run recorded protocol %s with %d connections, want h2c with 4", got, a.Summary.Traffic.Connections)
+	if got := a.Summary.Traffic.ProtocolOf(); got != pc.protocol || a.Summary.Traffic.Connections != 4 {
+		t.Errorf("the run recorded protocol %s with %d connections, want %s with 4", got, a.Summary.Traffic.Connections, pc.protocol)
 	}
 	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
-	// What an HTTP/2 client meets on a pod that stopped: a new connection
-	// refused or timed out, streams cut with the connection (EOF, reset),
-	// refused by a GOAWAY or reset.
-	h2 := []traffic.Class{traffic.ClassRefused, traffic.ClassTimeout, traffic.ClassEOF, traffic.ClassReset, traffic.ClassGoAway, traffic.ClassStreamReset}
 	for _, v := range a.Summary.Variants {
-		t.Logf("h2c %s: %d drops of %d, classes %v, masked %d %v, control %d/%d", v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Masked, v.MaskedClasses, v.Control.Failures, v.Control.Requests)
+		t.Logf("%s %s: %d drops of %d, classes %v, masked %d %v, control %d/%d", pc.wire, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Masked, v.MaskedClasses, v.Control.Failures, v.Control.Requests)
 		if v.Control.Failures > 0 || v.Control.Requests == 0 {
-			t.Errorf("h2c %s: control %d failures in %d requests, want a clean control window", v.Variant, v.Control.Failures, v.Control.Requests)
+			t.Errorf("%s %s: control %d failures in %d requests, want a clean control window", pc.wire, v.Variant, v.Control.Failures, v.Control.Requests)
 		}
 		for c, n := range v.Classes {
-			if c.Failed() && n > 0 && !slices.Contains(h2, c) {
-				t.Errorf("h2c %s: %d requests of class %s, not one an HTTP/2 client meets in a rollout (%v)", v.Variant, n, c, h2)
+			if c.Failed() && n > 0 && !slices.Contains(pc.classes, c) {
+				t.Errorf("%s %s: %d requests of class %s, not one its client meets in a rollout (%v)", pc.wire, v.Variant, n, c, pc.classes)
 			}
 		}
 		switch v.Variant {
-		case "no-prestop":
+		case pc.drops:
 			if v.RolloutsWithDrops == 0 {
-				t.Errorf("h2c no-prestop: no rollout dropped (classes %v): the race was not reproduced over HTTP/2", v.Classes)
+				t.Errorf("%s %s: no rollout dropped (classes %v): the race was not reproduced", pc.wire, v.Variant, v.Classes)
 			}
-		case "graceful-drain":
+		case pc.clean:
 			if v.Drops-v.Excused > floor {
-				t.Errorf("h2c graceful-drain: %d drops (%d excused as the rig's), classes %v; want at most %d", v.Drops, v.Excused, v.Classes, floor)
+				t.Errorf("%s %s: %d drops (%d excused as the rig's), classes %v; want at most %d", pc.wire, v.Variant, v.Drops, v.Excused, v.Classes, floor)
 			}
 			// What a retry hid is the GOAWAY's refusal (or the
 			// connection closing under the stream), never unknown.
-			t.Logf("h2c graceful-drain: %d streams retried behind the client's back, by class %v", v.Masked, v.MaskedClasses)
+			t.Logf("%s %s: %d requests retried behind the client's back, by class %v", pc.wire, v.Variant, v.Masked, v.MaskedClasses)
 			for _, c := range slices.Sorted(maps.Keys(v.MaskedClasses)) {
 				if c != traffic.ClassGoAway && c != traffic.ClassEOF && c != traffic.ClassReset {
-					t.Errorf("h2c graceful-drain: %d masked streams hid a failure of class %s, want %s (or the connection closing)", v.MaskedClasses[c], c, traffic.ClassGoAway)
+					t.Errorf("%s %s: %d masked requests hid a failure of class %s, want %s (or the connection closing)", pc.wire, v.Variant, v.MaskedClasses[c], c, traffic.ClassGoAway)
 				}
 			}
+		default:
+			t.Errorf("the run measured variant %s, want %s and %s", v.Variant, pc.drops, pc.clean)
 		}
 	}
 }

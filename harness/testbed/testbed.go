@@ -317,10 +317,11 @@ func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*A
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	targets := tb.Targets()
-	client, err := traffic.ProbeClient(targets, tb.Allow, 2*time.Second)
+	client, done, err := traffic.ProbeClient(targets, tb.Allow, 2*time.Second, tb.Scenario.Traffic.Protocol())
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	answers := make([]*Answer, len(targets))
 	last := make([]error, len(targets))
 	for {

@@ -118,20 +118,33 @@ func CheckURL(raw string, allow []AllowTarget) (string, error) {
 // as checking that each answers before a run) that keeps to them as an
 // attack's client does: each target's URL is checked with CheckURL, the
 // client uses no proxy, follows no redirect (a 3xx is the answer), and its
-// dialer refuses every address but the targets'.
-func ProbeClient(targets []Target, allow []AllowTarget, timeout time.Duration) (*http.Client, error) {
+// dialer refuses every address but the targets'. It speaks HTTP/1.1 over a
+// new connection per request, which bookshop answers whatever the
+// protocol, except under ProtocolGRPC, whose targets answer gRPC only:
+// then each request is a Check call on one channel per target. Call the
+// returned func when done, to close those channels.
+func ProbeClient(targets []Target, allow []AllowTarget, timeout time.Duration, p Protocol) (*http.Client, func(), error) {
 	addrs, err := Config{Targets: targets, Allow: allow}.addrs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tr := &http.Transport{
+	dial := guardDial((&net.Dialer{}).DialContext, addrs)
+	var tr http.RoundTripper = &http.Transport{
 		Proxy:             nil,
-		DialContext:       guardDial((&net.Dialer{}).DialContext, addrs),
+		DialContext:       dial,
 		DisableKeepAlives: true,
+	}
+	done := func() {}
+	if p == ProtocolGRPC {
+		f, err := newGRPCFleet(addrs, 1, dial)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr, done = f, f.close
 	}
 	return &http.Client{
 		Transport:     tr,
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, nil
+	}, done, nil
 }

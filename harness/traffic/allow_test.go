@@ -54,17 +54,18 @@ func TestParseAllowTarget(t *testing.T) {
 // refuses an unnamed host before sending anything, follows no redirect,
 // and dials nothing but the targets' addresses.
 func TestProbeClient(t *testing.T) {
-	if _, err := ProbeClient([]Target{{URL: "http://shop.example.com/version"}}, nil, time.Second); err == nil || !strings.Contains(err.Error(), "--allow-target shop.example.com:80") {
+	if _, _, err := ProbeClient([]Target{{URL: "http://shop.example.com/version"}}, nil, time.Second, ""); err == nil || !strings.Contains(err.Error(), "--allow-target shop.example.com:80") {
 		t.Errorf("unnamed host: err = %v", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound)
 	}))
 	defer srv.Close()
-	c, err := ProbeClient([]Target{{URL: srv.URL + "/version"}}, nil, time.Second)
+	c, done, err := ProbeClient([]Target{{URL: srv.URL + "/version"}}, nil, time.Second, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer done()
 	resp, err := c.Get(srv.URL + "/version")
 	if err != nil {
 		t.Fatal(err)

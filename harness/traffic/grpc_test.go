@@ -184,3 +184,22 @@ func TestGRPCResponseError(t *testing.T) {
 		t.Errorf("grpcResponse error = %v, want the status error itself", err)
 	}
 }
+
+// TestGRPCProbeClient: under ProtocolGRPC the probe client's GET is a
+// Check call, answered 200 with the pod in its headers.
+func TestGRPCProbeClient(t *testing.T) {
+	u, _ := grpcServer(t, health{pod: "pod-a", status: healthpb.HealthCheckResponse_SERVING})
+	c, done, err := ProbeClient([]Target{{URL: u}}, nil, time.Second, ProtocolGRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Bookshop-Pod") != "pod-a" {
+		t.Errorf("probe: status %d, pod %q; want 200 from pod-a", resp.StatusCode, resp.Header.Get("X-Bookshop-Pod"))
+	}
+}
