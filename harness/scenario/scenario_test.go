@@ -232,6 +232,12 @@ func TestTrafficProtocol(t *testing.T) {
 		{"{protocol: h2c, target: traefik}", "", 0, "traffic.protocol: h2c with target traefik (fix: use target nodeport"},
 		{"{connections: 4}", "", 0, "traffic.connections: is 4 with protocol http1"},
 		{"{protocol: h2c, connections: 300}", "", 0, "traffic.connections: is 300 (fix: give 1 to 256"},
+		{"{protocol: grpc}", traffic.ProtocolGRPC, traffic.DefaultConnections, ""},
+		{"{protocol: grpc, connections: 2, path: /grpc.health.v1.Health/Check}", traffic.ProtocolGRPC, 2, ""},
+		{"{protocol: grpc, keepAlive: true}", "", 0, "traffic.keepAlive: is set with protocol grpc"},
+		{"{protocol: grpc, target: gateway}", "", 0, "traffic.protocol: grpc with target gateway (fix: use target nodeport"},
+		{"{protocol: grpc, path: /version}", "", 0, "traffic.path: is /version with protocol grpc (fix: leave it out: every gRPC request is a call of /grpc.health.v1.Health/Check"},
+		{"{protocol: grpc, method: POST}", "", 0, "traffic.method: is POST with protocol grpc"},
 	}
 	for _, tt := range tests {
 		s, err := Parse("p.yaml", []byte(head+"traffic: "+tt.traffic+"\n"))
@@ -242,8 +248,23 @@ func TestTrafficProtocol(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("traffic %s: %v", tt.traffic, err)
-		case s.Traffic.Protocol() != tt.want || s.Traffic.Connections != tt.conns:
-			t.Errorf("traffic %s: protocol %s with %d connections, want %s with %d", tt.traffic, s.Traffic.Protocol(), s.Traffic.Connections, tt.want, tt.conns)
+		case s.Traffic.Protocol() != tt.want || s.Traffic.Connections != tt.conns,
+			tt.want == traffic.ProtocolGRPC && s.Traffic.Path != traffic.GRPCPath:
+			t.Errorf("traffic %s: protocol %s with %d connections to %s, want %s with %d", tt.traffic, s.Traffic.Protocol(), s.Traffic.Connections, s.Traffic.Path, tt.want, tt.conns)
 		}
+	}
+}
+
+// TestGRPCVariantsNeedGRPC: a gRPC variant says how the app's gRPC server
+// stops, so measuring it over HTTP would measure its HTTP twin under its
+// name: refused, saying which protocol to use.
+func TestGRPCVariantsNeedGRPC(t *testing.T) {
+	const head = "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: p}\n"
+	_, err := Parse("p.yaml", []byte(head+"variants: [{variant: grpc-drain}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "grpc-drain sets how the app's grpc server stops, and traffic.protocol is http1 (fix: set traffic.protocol: grpc") {
+		t.Errorf("grpc-drain over http1: %v", err)
+	}
+	if _, err := Parse("p.yaml", []byte(head+"variants: [{variant: grpc-drain}, {variant: no-prestop}]\ntraffic: {protocol: grpc}\n")); err != nil {
+		t.Errorf("grpc-drain and no-prestop over grpc: %v", err)
 	}
 }
