@@ -309,13 +309,9 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	}
 	again := stalledOnly(sc, stalled)
 	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring %s again",
-		strings.Join(slices.Sorted(maps.Values(stalled)), "; "), strings.Join(variantNames(again), ", "))
+		strings.Join(slices.Sorted(maps.Values(stalled)), "; "), strings.Join(rowNames(again), ", "))
 	dir += "-again"
-	a, err = Run(ctx, again, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
-		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a = measure(ctx, t, again, dir)
 	// A no-prestop that was quiet the first time is measured again only
 	// as the reference: its quiet-only checks passed there and are not
 	// repeated (a clean-clone CI run: 9 timeouts excused in the
@@ -691,19 +687,8 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: gateway}
 // is not measured again: the row stays trusted.
 func quietRun(ctx context.Context, t *testing.T, sc *scenario.Scenario) (*analysis.Analysis, string) {
 	t.Helper()
-	measure := func(dir string) *analysis.Analysis {
-		a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true,
-			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
-		if a != nil {
-			itCreated = true // Run created or reused it; the package deletes it
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
 	dir := runDir(t)
-	a := measure(dir)
+	a := measure(ctx, t, sc, dir)
 	stalls := rigStalls(a.Summary)
 	if len(stalls) == 0 {
 		return a, dir
@@ -713,7 +698,22 @@ func quietRun(ctx context.Context, t *testing.T, sc *scenario.Scenario) (*analys
 		t.Fatal(ctx.Err())
 	}
 	dir += "-again"
-	return measure(dir), dir
+	return measure(ctx, t, sc, dir), dir
+}
+
+// measure runs sc into dir on the package's cluster, failing the test if
+// the run fails.
+func measure(ctx context.Context, t *testing.T, sc *scenario.Scenario, dir string) *analysis.Analysis {
+	t.Helper()
+	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
+	if a != nil {
+		itCreated = true // Run created or reused it; the package deletes it
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // rigStalls returns the variants of sum with a window that lost requests
@@ -741,6 +741,15 @@ func rigStalls(sum *analysis.Summary) map[string]string {
 	return out
 }
 
+// rowNames are sc's variants' names (the defaults set each).
+func rowNames(sc *scenario.Scenario) []string {
+	var out []string
+	for _, v := range sc.Variants {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
 // stalledOnly returns a copy of sc that measures only the variants in
 // stalled, after no-prestop (the reference the fixes are checked against)
 // when sc has it.
@@ -748,26 +757,11 @@ func stalledOnly(sc *scenario.Scenario, stalled map[string]string) *scenario.Sce
 	out := *sc
 	out.Variants = nil
 	for _, v := range sc.Variants {
-		if _, ok := stalled[variantName(v)]; ok || variantName(v) == "no-prestop" {
+		if _, ok := stalled[v.Name]; ok || v.Name == "no-prestop" {
 			out.Variants = append(out.Variants, v)
 		}
 	}
 	return &out
-}
-
-func variantName(v scenario.Variant) string {
-	if v.Name != "" {
-		return v.Name
-	}
-	return v.Variant
-}
-
-func variantNames(sc *scenario.Scenario) []string {
-	var out []string
-	for _, v := range sc.Variants {
-		out = append(out, variantName(v))
-	}
-	return out
 }
 
 // runDir is a test's run directory: a temporary one, or DIR/<test name>
