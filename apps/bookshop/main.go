@@ -30,11 +30,11 @@ const (
 
 // config is the parsed command line.
 type config struct {
-	addr              string
-	mode              string
-	shutdown          string
-	drainDelay        time.Duration
-	shutdownTimeout   time.Duration
+	addr            string
+	mode            string
+	shutdown        string
+	drainDelay      time.Duration
+	shutdownTimeout time.Duration
 	// grpcAddr is the gRPC server's listen address (web mode; "" for
 	// none), grpcStop how it stops, grpcMaxConnectionAge its connections'
 	// maximum age (0: unlimited).
@@ -42,7 +42,7 @@ type config struct {
 	grpcStop             string
 	grpcMaxConnectionAge time.Duration
 	upstream             *url.URL // gateway mode only
-	upstreamKeepAlive bool
+	upstreamKeepAlive    bool
 	// upstreamDialTimeout and upstreamTimeout bound a gateway's wait for an
 	// upstream connection and its response headers.
 	upstreamDialTimeout, upstreamTimeout time.Duration

@@ -88,12 +88,12 @@ func bookshopBinary(t *testing.T) string {
 
 // proc is a running bookshop process.
 type proc struct {
-	cmd     *exec.Cmd
-	addr    string // the address it listens on, from its "listening" log line
+	cmd  *exec.Cmd
+	addr string // the address it listens on, from its "listening" log line
 	// grpcAddr is its gRPC server's address (web mode), from its own
 	// "listening" line.
 	grpcAddr string
-	termLog string // its --termination-log
+	termLog  string // its --termination-log
 
 	done     chan struct{} // closed once it has exited and its stderr is read
 	state    *os.ProcessState

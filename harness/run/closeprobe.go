@@ -8,8 +8,8 @@ import (
 
 	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
-	"github.com/droprun/droprun/harness/variant"
 )
 
 // startCloseProbe starts the listener-close prober inside the first kind
@@ -40,10 +40,7 @@ func (r *runner) startCloseProbe(ctx context.Context) (func() error, error) {
 		return noStop, nil
 	}
 	r.prober = p
-	port := variant.ContainerPort
-	if c := r.sc.App.Custom; c != nil {
-		port = c.Port
-	}
+	port := render.AppPort(r.sc)
 	fmt.Fprintf(r.log, "listener close: probing each deleted pod's port %d from node %s every 5 ms\n", port, nodes[0])
 	r.rec.OnEvent(func(e timeline.Event) {
 		if e.Kind == timeline.KindPodDeletionRequested {

@@ -151,10 +151,7 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 		if o.Deployment, err = Deployment(p); err != nil {
 			return o, fmt.Errorf("variant %s: %w", v.Entry.Name, err)
 		}
-		port := "http"
-		if s.Traffic.Protocol() == traffic.ProtocolGRPC {
-			port = variant.GRPCPortName
-		}
+		port, _ := bookshopPort(s)
 		o.Service = WebService(s.Namespace, port)
 	}
 	if o.Service != nil && s.App.Service != nil && s.App.Service.Type != "" {
@@ -186,3 +183,22 @@ func Front(p path.Path, namespace string, upstream *corev1ac.ServiceApplyConfigu
 
 // Name is the variant's name: its rows' and its results file's.
 func (v Variant) Name() string { return v.Entry.Name }
+
+// AppPort is the pods' port the scenario's traffic reaches: a custom app's
+// port, or bookshop's HTTP port, or its gRPC port under protocol grpc.
+func AppPort(s *scenario.Scenario) int {
+	if c := s.App.Custom; c != nil {
+		return c.Port
+	}
+	_, n := bookshopPort(s)
+	return n
+}
+
+// bookshopPort is the bookshop container port the web Service targets,
+// by name and number.
+func bookshopPort(s *scenario.Scenario) (string, int) {
+	if s.Traffic.Protocol() == traffic.ProtocolGRPC {
+		return variant.GRPCPortName, variant.GRPCContainerPort
+	}
+	return "http", variant.ContainerPort
+}
