@@ -10,12 +10,20 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // Flags of BenchmarkAttackLoopback (for `make bench`).
@@ -34,33 +42,49 @@ func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == "1" {
 		os.Exit(benchServer())
 	}
+	if spec := os.Getenv(grpcLoopEnv); spec != "" {
+		os.Exit(grpcLoop(spec))
+	}
 	os.Exit(m.Run())
 }
 
-// benchServer serves 127.0.0.1:0, prints the address on stdout, and exits
-// when stdin closes (the parent is done, or gone).
+// benchServer serves HTTP/1.1 and h2c on one 127.0.0.1 port and the gRPC
+// health service's Check on another, prints "HTTPADDR GRPCADDR" on
+// stdout, and exits when stdin closes (the parent is done, or gone).
 func benchServer() int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Println(ln.Addr().String())
+	gln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(ln.Addr().String(), gln.Addr().String())
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, health{pod: "bench", status: healthpb.HealthCheckResponse_SERVING})
+	go gs.Serve(gln)
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
 		ln.Close()
+		gs.Stop()
 	}()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(PodHeader, "bench")
 		io.WriteString(w, `{"pod":"bench","version":"v1"}`)
 	})}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	srv.Serve(ln)
 	return 0
 }
 
 // startBenchServer runs the test binary as a server in a child process and
-// returns its URL.
-func startBenchServer(b *testing.B) string {
+// returns its HTTP URL (/version) and its gRPC target URL.
+func startBenchServer(b *testing.B) (httpURL, grpcURL string) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
 	cmd.Env = append(os.Environ(), serverEnv+"=1")
@@ -87,11 +111,15 @@ func startBenchServer(b *testing.B) string {
 			<-exited
 		}
 	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		b.Fatalf("bench server: %v", err)
 	}
-	return "http://" + addr[:len(addr)-1] + "/version"
+	addrs := strings.Fields(line)
+	if len(addrs) != 2 {
+		b.Fatalf("bench server said %q, want two addresses", line)
+	}
+	return "http://" + addrs[0] + "/version", "http://" + addrs[1] + GRPCPath
 }
 
 func BenchmarkClassify(b *testing.B) {
@@ -198,7 +226,7 @@ func liveHeap() (alloc, inuse uint64) {
 //   - peak-goroutines: the most goroutines seen (sampled every 100ms);
 //   - failed, exhausted (1 = workers exhausted), file-B/result.
 func BenchmarkAttackLoopback(b *testing.B) {
-	url := startBenchServer(b)
+	url, _ := startBenchServer(b)
 	cfg := Config{URL: url, Rate: *benchRate, Protocol: HTTP1(*benchKeepAlive), Name: "bench"}
 	var last Stats
 	var retainedPerM, inusePerM, peakHeap, peakGoroutines, fileB float64
@@ -288,4 +316,216 @@ func BenchmarkAttackLoopback(b *testing.B) {
 	b.Logf("%d requests in %s, by class %v, peak in flight %d of %d, max lag %s, suspect: %q",
 		last.Requests, last.End.Sub(last.Start).Round(time.Millisecond), last.ByClass,
 		last.PeakInFlight, last.MaxWorkers, last.MaxLag, last.Suspect)
+}
+
+// The well-known clients BenchmarkClientCost sets droprun's against: the
+// vegeta CLI (the same attack library, as its users run it) for HTTP/1.1
+// and h2c, and for gRPC a plain grpc-go loop (one goroutine per call on a
+// ticker, nothing recorded but a count), the least a gRPC load tool does.
+const (
+	vegetaModule = "github.com/tsenart/vegeta/v12@v12.13.0"
+	grpcLoopEnv  = "DROPRUN_TRAFFIC_BENCH_GRPC_LOOP"
+)
+
+var benchPairs = flag.Int("traffic.pairs", 5, "BenchmarkClientCost: alternating pairs per protocol")
+
+// BenchmarkClientCost runs, for each protocol, droprun's client and a
+// well-known one on the same target (a child process serving HTTP/1.1,
+// h2c and gRPC on 127.0.0.1), -traffic.pairs times each, alternating
+// which goes first, for -traffic.duration at -traffic.rate, and reports
+// the medians of each side's CPU in cores per 1,000 requests/s achieved
+// and of the pairs' ratios (droprun over the reference: above 1 costs
+// more). droprun's side is its own measure (Stats.ClientCPU, this
+// process); the reference's is its child process's user + system CPU over
+// the attack's length, start-up included. droprun writes its results to a
+// file, as the vegeta CLI does; the gRPC loop records nothing.
+func BenchmarkClientCost(b *testing.B) {
+	httpURL, grpcURL := startBenchServer(b)
+	vegetaBin := installVegeta(b)
+	rate, d := *benchRate, *benchDuration
+	vegetaRef := func(url string, flags ...string) func() (float64, error) {
+		return func() (float64, error) {
+			out := filepath.Join(b.TempDir(), "vegeta.bin")
+			args := append([]string{"attack", "-rate", strconv.Itoa(rate) + "/s", "-duration", d.String(), "-timeout", DefaultTimeout.String(), "-output", out}, flags...)
+			cmd := exec.Command(vegetaBin, args...)
+			cmd.Stdin = strings.NewReader("GET " + url + "\n")
+			cpu, err := childCPU(cmd, d)
+			if err != nil {
+				return 0, err
+			}
+			f, err := os.Open(out)
+			if err != nil {
+				return 0, err
+			}
+			defer f.Close()
+			n := 0
+			dec := vegeta.NewDecoder(bufio.NewReader(f))
+			for {
+				var r vegeta.Result
+				if err := dec.Decode(&r); err != nil {
+					break
+				}
+				n++
+			}
+			return perKRPS(cpu, float64(n)/d.Seconds()), nil
+		}
+	}
+	grpcRef := func() (float64, error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", grpcLoopEnv, strings.TrimPrefix(strings.TrimSuffix(grpcURL, GRPCPath), "http://"), rate, d.Milliseconds(), DefaultConnections))
+		var stdout strings.Builder
+		cmd.Stdout = &stdout
+		cpu, err := childCPU(cmd, d)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
+		if err != nil {
+			return 0, fmt.Errorf("gRPC loop said %q: %v", stdout.String(), err)
+		}
+		return perKRPS(cpu, float64(n)/d.Seconds()), nil
+	}
+	for _, m := range []struct {
+		name  string
+		proto Protocol
+		url   string
+		ref   func() (float64, error)
+	}{
+		{"http1-new-connection", ProtocolNewConnection, httpURL, vegetaRef(httpURL, "-keepalive=false")},
+		{"http1-keep-alive", ProtocolKeepAlive, httpURL, vegetaRef(httpURL, "-keepalive=true")},
+		{"h2c", ProtocolH2C, httpURL, vegetaRef(httpURL, "-h2c")},
+		{"grpc", ProtocolGRPC, grpcURL, grpcRef},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			ours := func() (float64, error) {
+				f, err := os.Create(filepath.Join(b.TempDir(), "results.bin"))
+				if err != nil {
+					return 0, err
+				}
+				defer f.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				defer cancel()
+				a, err := Start(ctx, Config{URL: m.url, Rate: rate, Protocol: m.proto, Name: "bench"}, f, nil)
+				if err != nil {
+					return 0, err
+				}
+				<-a.Done()
+				s, err := a.Stop()
+				return perKRPS(s.ClientCPU, s.AchievedRate), err
+			}
+			var us, them, ratio []float64
+			for i := range *benchPairs {
+				sides := []func() (float64, error){ours, m.ref}
+				if i%2 == 1 {
+					sides = []func() (float64, error){m.ref, ours}
+				}
+				var got [2]float64
+				for j, side := range sides {
+					v, err := side()
+					if err != nil {
+						b.Fatal(err)
+					}
+					got[j] = v
+				}
+				if i%2 == 1 {
+					got[0], got[1] = got[1], got[0]
+				}
+				us, them, ratio = append(us, got[0]), append(them, got[1]), append(ratio, got[0]/got[1])
+			}
+			b.ReportMetric(median(us), "droprun-cores/krps")
+			b.ReportMetric(median(them), "ref-cores/krps")
+			b.ReportMetric(median(ratio), "ratio")
+			b.Logf("%s at %d req/s for %s, %d pairs: droprun %.3f, reference %.3f cores per 1,000 req/s (medians); ratios %.2f",
+				m.name, rate, d, len(us), median(us), median(them), ratio)
+		})
+	}
+}
+
+// installVegeta installs the vegeta CLI from the module proxy (the module
+// cache after the first time) into a temporary directory.
+func installVegeta(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	cmd := exec.Command("go", "install", vegetaModule)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go install %s: %v\n%s", vegetaModule, err, out)
+	}
+	return filepath.Join(dir, "vegeta")
+}
+
+// childCPU runs cmd and returns its user + system CPU in cores over d.
+func childCPU(cmd *exec.Cmd, d time.Duration) (float64, error) {
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s: %v: %s", cmd.Path, err, stderr.String())
+	}
+	st := cmd.ProcessState
+	return (st.UserTime() + st.SystemTime()).Seconds() / d.Seconds(), nil
+}
+
+func perKRPS(cores, rps float64) float64 {
+	if rps <= 0 {
+		return 0
+	}
+	return cores / (rps / 1000)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// grpcLoop is the plain grpc-go client (spec "ADDR RATE MILLISECONDS CONNS"):
+// CONNS channels, a Check call every 1/RATE s round robin over them, each
+// in its own goroutine with DefaultTimeout, for MILLISECONDS; it prints the
+// number of calls that succeeded.
+func grpcLoop(spec string) int {
+	var addr string
+	var rate, ms, conns int
+	if _, err := fmt.Sscan(spec, &addr, &rate, &ms, &conns); err != nil {
+		fmt.Fprintln(os.Stderr, "grpc loop:", err)
+		return 2
+	}
+	d := time.Duration(ms) * time.Millisecond
+	var ccs []healthpb.HealthClient
+	for range conns {
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "grpc loop:", err)
+			return 1
+		}
+		defer cc.Close()
+		ccs = append(ccs, healthpb.NewHealthClient(cc))
+	}
+	var ok atomic.Uint64
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.After(d)
+	for i := 0; ; i++ {
+		select {
+		case <-end:
+			wg.Wait()
+			fmt.Println(ok.Load())
+			return 0
+		case <-tick.C:
+			wg.Add(1)
+			go func(c healthpb.HealthClient) {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+				defer cancel()
+				if _, err := c.Check(ctx, &healthpb.HealthCheckRequest{}); err == nil {
+					ok.Add(1)
+				}
+			}(ccs[i%len(ccs)])
+		}
+	}
 }
