@@ -58,7 +58,8 @@ type checkServer struct {
 }
 
 func (h checkServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	_ = grpc.SetHeader(ctx, metadata.Pairs("x-bookshop-pod", h.id.pod, "x-bookshop-version", h.id.version))
+	// metadata.Pairs lower-cases the keys: x-bookshop-pod, x-bookshop-version.
+	_ = grpc.SetHeader(ctx, metadata.Pairs(headerPod, h.id.pod, headerVersion, h.id.version))
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
@@ -84,11 +85,9 @@ func (c countedCalls) intercept(ctx context.Context, req any, _ *grpc.UnaryServe
 	if !c.tally.end(true, handlerCode{handlerGRPC, code}) {
 		return c.cut(ctx)
 	}
-	if counted, ok := ctx.Value(countedKey{}).(*atomic.Bool); ok {
-		counted.Store(true)
-	} else {
-		c.tally.written() // no stats handler: nothing will say when it left
-	}
+	// newGRPC installs c as the stats handler too: its End marks the
+	// answer written.
+	ctx.Value(countedKey{}).(*atomic.Bool).Store(true)
 	return resp, err
 }
 

@@ -78,6 +78,9 @@ func (f *grpcFleet) RoundTrip(req *http.Request) (*http.Response, error) {
 	return grpcResponse(req, out, md, err)
 }
 
+// keptMetadataPrefix is keptHeaderPrefix as gRPC metadata keys have it.
+var keptMetadataPrefix = strings.ToLower(keptHeaderPrefix)
+
 // grpcResponse turns a Check call's outcome into what net/http's client
 // would return (see grpcFleet).
 func grpcResponse(req *http.Request, out *healthpb.HealthCheckResponse, md metadata.MD, err error) (*http.Response, error) {
@@ -93,7 +96,7 @@ func grpcResponse(req *http.Request, out *healthpb.HealthCheckResponse, md metad
 		resp.StatusCode, resp.Status = http.StatusServiceUnavailable, "503 "+s.String()
 	}
 	for k, vs := range md {
-		if strings.HasPrefix(k, strings.ToLower(keptHeaderPrefix)) {
+		if strings.HasPrefix(k, keptMetadataPrefix) {
 			for _, v := range vs {
 				resp.Header.Add(http.CanonicalHeaderKey(k), v)
 			}
