@@ -131,6 +131,7 @@ func newCheckCmd(s streams) *cobra.Command {
 		l           gate.Limits
 		rate        float64
 		perRollout  int64
+		share       float64
 		baseline    string
 		junit       string
 		showPassing bool
@@ -164,6 +165,11 @@ masked with those the client saw.
                              of the run dropped, the bound assumes a rollout
                              drops all or nothing
   --max-drops-per-rollout N  no rollout may drop more than N requests
+  --min-new-pod-share F      in every rollout, each new pod must answer at
+                             least F of an even share of the requests in the
+                             traffic.balance span after the rollout completed
+                             (long-lived connections stay on the old pods'
+                             survivors); undecided spans are inconclusive
   --baseline RUN_DIR         fail a row that drops significantly more than
                              the same row in the baseline run (one-sided test
                              over rollouts)
@@ -181,6 +187,9 @@ see examples/ci/):
 			}
 			if cmd.Flags().Changed("max-drops-per-rollout") {
 				l.MaxDropsPerRollout = &perRollout
+			}
+			if cmd.Flags().Changed("min-new-pod-share") {
+				l.MinNewPodShare = &share
 			}
 			if baseline == "" {
 				// Validate before reading anything: bad limits are bad usage.
@@ -235,6 +244,7 @@ see examples/ci/):
 	f := cmd.Flags()
 	f.Float64Var(&rate, "max-drop-rate", 0, "highest drop rate allowed, tested against its upper confidence bound (e.g. 0.001)")
 	f.Int64Var(&perRollout, "max-drops-per-rollout", 0, "most drops allowed in any one rollout (0: none)")
+	f.Float64Var(&share, "min-new-pod-share", 0, "least share of an even share each new pod must answer after every rollout (e.g. 0.5)")
 	f.Float64Var(&l.Confidence, "confidence", stats.DefaultConfidence, "confidence of every bound and test")
 	f.StringVar(&baseline, "baseline", "", "a baseline run directory: fail rows that drop significantly more per rollout")
 	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")

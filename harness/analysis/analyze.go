@@ -318,6 +318,7 @@ func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) 
 			ps.rollouts[k].ExcusedWhy = ps.excusedWhy[k].String()
 		}
 	}
+	in.addBalance(p, ps.rollouts)
 	rows := in.rows(v, p, ps.tl, ps.rollouts)
 	for k := range rows {
 		rows[k].Routes, rows[k].Explained = ps.ex.rowRoutes(rows[k].Rollouts)

@@ -15,6 +15,7 @@ type plan struct {
 	attackStart, attackEnd time.Time
 	appScraped             time.Time // the pods' counters read after traffic stopped
 	rollouts               []RolloutSummary
+	balance                map[int]balanceEdges // by rollout number
 	stats                  traffic.Stats
 	warnings               []string
 }
@@ -22,7 +23,7 @@ type plan struct {
 // planOf rebuilds variant's plan from the run's marks (events in time
 // order). settle is the scenario's settle time, for windows closed early.
 func planOf(events []timeline.Event, variant string, settle time.Duration) (*plan, error) {
-	p := &plan{}
+	p := &plan{balance: map[int]balanceEdges{}}
 	var cur *RolloutSummary
 	for _, e := range events {
 		if e.Detail["variant"] != variant {
@@ -67,6 +68,14 @@ func planOf(events []timeline.Event, variant string, settle time.Duration) (*pla
 					_ = json.Unmarshal([]byte(e.Detail["flushed"]), &cur.ConntrackFlushed)
 				}
 			}
+		case timeline.KindBalance:
+			edges := p.balance[n]
+			if e.Detail["edge"] == "start" {
+				edges.start = e.Time
+			} else {
+				edges.end = e.Time
+			}
+			p.balance[n] = edges
 		case timeline.KindBaseline:
 			if cur != nil && cur.N == n {
 				cur.BaselineClean = e.Detail["clean"] == "true"

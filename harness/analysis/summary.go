@@ -254,6 +254,10 @@ type RolloutSummary struct {
 	// Rig is the rig's load during the window (absent in runs recorded
 	// before droprun sampled it).
 	Rig *RigSummary `json:"rig,omitempty"`
+	// Balance is how the pods' answers spread over the new pods in the
+	// span after the rollout completed (traffic.balance); absent when not
+	// measured.
+	Balance *Balance `json:"balance,omitempty"`
 	// Explained splits this window's drops by cause (see
 	// VariantSummary.Explained).
 	Explained *Explained `json:"explained,omitempty"`

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -38,6 +39,7 @@ const (
 	CheckDropRate   = "max-drop-rate"         // Limits.MaxDropRate
 	CheckPerRollout = "max-drops-per-rollout" // Limits.MaxDropsPerRollout
 	CheckBaseline   = "baseline"              // not worse than the baseline run
+	CheckBalance    = "min-new-pod-share"     // Limits.MinNewPodShare
 )
 
 // Limits are what a run is held to. A nil limit is not checked.
@@ -48,6 +50,10 @@ type Limits struct {
 	MaxDropRate *float64
 	// MaxDropsPerRollout is the most any single rollout may drop.
 	MaxDropsPerRollout *int64
+	// MinNewPodShare is the least share, as a fraction of an even share,
+	// every new pod must have answered in each rollout's balance span
+	// (analysis.Balance).
+	MinNewPodShare *float64
 	// Confidence is the confidence of every bound and test, in [0.5, 1)
 	// (stats.DefaultConfidence is the usual one).
 	Confidence float64
@@ -100,8 +106,11 @@ func (l *Limits) Validate() error {
 	if !(l.Confidence >= 0.5 && l.Confidence < 1) {
 		return usage("--confidence %v: give a confidence of at least 0.5 and below 1, e.g. 0.95 (below 0.5 an upper bound falls below the rate it bounds)", l.Confidence)
 	}
-	if l.MaxDropRate == nil && l.MaxDropsPerRollout == nil && l.Baseline == nil {
-		return usage("give at least one of --max-drop-rate, --max-drops-per-rollout, --baseline")
+	if l.MaxDropRate == nil && l.MaxDropsPerRollout == nil && l.Baseline == nil && l.MinNewPodShare == nil {
+		return usage("give at least one of --max-drop-rate, --max-drops-per-rollout, --min-new-pod-share, --baseline")
+	}
+	if m := l.MinNewPodShare; m != nil && !(*m >= 0 && *m <= 1) {
+		return usage("--min-new-pod-share %v: give a fraction of an even share from 0 to 1, e.g. 0.5 (every new pod answers at least half of what an even spread gives it)", *m)
 	}
 	if r := l.MaxDropRate; r != nil && !(*r >= 0 && *r < 1) {
 		return usage("--max-drop-rate %v: give a rate of 0 or more and below 1, e.g. 0.0001 (a limit of 1 lets every request fail; NaN, infinite and negative limits check nothing)", *r)
@@ -287,9 +296,53 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 	if l.MaxDropsPerRollout != nil {
 		perRollout(r, v, *l.MaxDropsPerRollout, l.Confidence, shared)
 	}
+	if l.MinNewPodShare != nil {
+		balance(r, v, *l.MinNewPodShare, l.Confidence)
+	}
 	if b, ok := base[row]; ok {
 		baseline(r, v, b, l.Confidence)
 	}
+}
+
+// balance holds every rollout of row v to limit: each new pod's share of
+// what the pods answered in the span after the rollout completed, as a
+// fraction of an even share. A rollout without a decided balance (not
+// measured, counts not exact, too few requests) makes the check
+// inconclusive unless another rollout fails it.
+func balance(r *Report, v analysis.VariantSummary, limit, conf float64) {
+	var under, unsure []string
+	least := math.Inf(1)
+	for _, ro := range v.Rollouts {
+		b := ro.Balance
+		switch {
+		case b == nil:
+			unsure = append(unsure, fmt.Sprintf("rollout %d: not measured (traffic.balance 0s, no pods' counters, or a run recorded before droprun measured it)", ro.N))
+		case b.Undecided != "":
+			unsure = append(unsure, fmt.Sprintf("rollout %d: %s", ro.N, b.Undecided))
+		default:
+			least = min(least, b.Least)
+			if b.Least < limit {
+				under = append(under, fmt.Sprintf("rollout %d: %s", ro.N, leastPod(b)))
+			}
+		}
+	}
+	switch {
+	case len(under) > 0:
+		r.add(v.Variant, CheckBalance, Fail, "%s: below %.2f of an even share (%d of %d rollouts)", strings.Join(under, "; "), limit, len(under), len(v.Rollouts))
+	case len(unsure) > 0:
+		r.add(v.Variant, CheckBalance, Inconclusive, "%s: cannot tell the new pods' shares; rerun with traffic.balance of at least 30s", strings.Join(unsure, "; "))
+	default:
+		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
+		r.add(v.Variant, CheckBalance, Pass, "the least-served new pod of %d rollouts answered %.2f of an even share: at least %.2f; at %s, up to %s of rollouts could still fall below it",
+			len(v.Rollouts), least, limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+	}
+}
+
+// leastPod names b's least-served pod and its share.
+func leastPod(b *analysis.Balance) string {
+	p := slices.MinFunc(b.Pods, func(x, y analysis.PodShare) int { return cmp.Compare(x.OfEven, y.OfEven) })
+	return fmt.Sprintf("%s answered %s of %s (%.2f of an even share) in the %.0f s after it completed",
+		p.Pod, stats.FormatCount(uint64(p.Answered)), stats.FormatCount(uint64(b.Answered)), p.OfEven, b.Seconds)
 }
 
 // dropRate tests the row's drop rate against limit with its one-sided

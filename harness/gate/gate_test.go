@@ -561,3 +561,46 @@ func TestJUnit(t *testing.T) {
 		t.Errorf("totals %+v, want 2 failed (no-prestop's two limits), 1 error", s)
 	}
 }
+
+// The new-pod share check fails a rollout whose least-served pod is under
+// the limit, and cannot pass a rollout it has no decided shares for.
+func TestMinNewPodShare(t *testing.T) {
+	shares := func(least float64, undecided string) *analysis.Balance {
+		return &analysis.Balance{Seconds: 30, Answered: 9000, Least: least, Undecided: undecided,
+			Pods: []analysis.PodShare{{Pod: "web-a", Answered: 4500, OfEven: 1.5}, {Pod: "web-b", Answered: int(3000 * least), OfEven: least}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		balances []*analysis.Balance
+		want     Verdict
+		says     string
+	}{
+		// docs/ci.md: after 3 rollouts above the limit, up to 64% could
+		// still fall below it.
+		{"every rollout even enough", []*analysis.Balance{shares(0.9, ""), shares(0.7, ""), shares(0.8, "")}, Pass, "of 3 rollouts answered 0.70 of an even share: at least 0.50; at 95%, up to 64% of rollouts"},
+		{"one rollout under", []*analysis.Balance{shares(0.9, ""), shares(0.2, "")}, Fail, "rollout 2: web-b answered 600 of 9,000 (0.20 of an even share)"},
+		{"one rollout not measured", []*analysis.Balance{shares(0.9, ""), nil}, Inconclusive, "rollout 2: not measured"},
+		{"one rollout undecided", []*analysis.Balance{shares(0.9, "too few"), shares(0.9, "")}, Inconclusive, "rollout 1: too few"},
+		{"a failure outweighs an undecided rollout", []*analysis.Balance{shares(0.1, ""), nil}, Fail, "rollout 1: web-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := row("graceful-drain", 1000, make([]uint64, len(tc.balances))...)
+			for k, b := range tc.balances {
+				v.Rollouts[k].Balance = b
+			}
+			rep, err := Check(run(v), Limits{MinNewPodShare: f64(0.5), Confidence: 0.95})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := result(t, rep, "graceful-drain", CheckBalance)
+			if res.Verdict != tc.want || !strings.Contains(res.Message, tc.says) {
+				t.Errorf("%s: %s; want %s saying %q", res.Outcome, res.Message, tc.want, tc.says)
+			}
+		})
+	}
+	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
+		if _, err := Check(run(row("graceful-drain", 1000, 0)), Limits{MinNewPodShare: f64(bad), Confidence: 0.95}); !errors.As(err, new(*UsageError)) {
+			t.Errorf("--min-new-pod-share %v: %v, want a usage error", bad, err)
+		}
+	}
+}

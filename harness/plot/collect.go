@@ -9,7 +9,8 @@ import (
 
 // Figures draws the figures of an analysed run. They come in this order:
 // the variant comparison ("variants"), the deletion-to-removal delays
-// ("deletion-gaps"), one dose-response per sweep ("sweep-GROUP"), then per
+// ("deletion-gaps"), the new pods' shares after each rollout when measured
+// ("new-pod-share"), one dose-response per sweep ("sweep-GROUP"), then per
 // variant row its since-deletion histogram
 // ("since-deletion-ROW") and one timeline per rollout ("timeline-ROW-rN").
 // Names are unique and file-safe. Everything drawn comes from a: nothing
@@ -32,6 +33,11 @@ func Figures(a *analysis.Analysis) ([]Figure, error) {
 	}
 	if err := add(gapsFigure(sum)); err != nil {
 		return nil, err
+	}
+	if f, ok, err := balanceFigure(sum); ok || err != nil {
+		if err := add(f, err); err != nil {
+			return nil, err
+		}
 	}
 	delays := analysis.PropagationDelays(sum.Variants)
 	for _, s := range analysis.Sweeps(sum.Variants) {

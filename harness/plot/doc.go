@@ -35,6 +35,11 @@
 //     "not seen" column rather than being dropped. The rows of a variant
 //     with From share one set of gaps in the summary; they are split by
 //     the rollout window each pod's deletion fell in.
+//   - "new-pod-share", when some rollout measured it: per row, one dot per
+//     new pod per rollout at its share of the requests the pods answered
+//     in the traffic.balance span after the rollout completed, as a
+//     fraction of an even share (a grey line at 1), and a black bar at the
+//     least-served pod; undecided spans are counted, not drawn.
 //   - "since-deletion-ROW", per row: its rollout-window failures against
 //     the time since the latest pod deletion request (run.Failure's
 //     SinceDeletion), 100 ms bins stacked by class, with each deleted

@@ -25,14 +25,19 @@ var (
 	notSeenColor = hex("#b2182b")
 )
 
-// gapRow is one row of the gaps figure: the removal delays of the pods its
-// rollouts deleted (negative: not seen after the deletion).
+// gapRow is one row of a dot-strip figure: its values (negative in the
+// gaps figure: a removal not seen after the deletion) and, when hasBar, a
+// black bar at bar (the gaps' median, the balance's least share).
 type gapRow struct {
-	name    string
-	removed []float64
+	name   string
+	values []float64
+	bar    float64
+	hasBar bool
+	// undecided counts what a row left out as undecided (balance spans).
+	undecided int
 }
 
-// gapRows draws gap rows as dot strips, row i at y = len-1-i.
+// gapRows draws rows as dot strips, row i at y = len-1-i.
 type gapRows []gapRow
 
 // Plot implements plot.Plotter.
@@ -41,11 +46,10 @@ func (gr gapRows) Plot(c draw.Canvas, p *gplot.Plot) {
 	seen := draw.GlyphStyle{Color: gapColor, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
 	unseen := draw.LineStyle{Color: notSeenColor, Width: vg.Points(2)}
 	cross := vg.Points(4)
-	medStyle := draw.LineStyle{Color: color.Gray{Y: 40}, Width: vg.Points(2)}
+	barStyle := draw.LineStyle{Color: color.Gray{Y: 40}, Width: vg.Points(2)}
 	for i, r := range gr {
 		y0 := float64(len(gr) - 1 - i)
-		var measured []float64
-		for k, v := range r.removed {
+		for k, v := range r.values {
 			// Spread the dots of a row over five lanes so equal
 			// values stay apart.
 			y := trY(y0 + float64(k%5-2)*0.1)
@@ -55,15 +59,24 @@ func (gr gapRows) Plot(c draw.Canvas, p *gplot.Plot) {
 				c.StrokeLine2(unseen, x-cross, y+cross, x+cross, y-cross)
 				continue
 			}
-			measured = append(measured, v)
 			c.DrawGlyph(seen, vg.Point{X: trX(v), Y: y})
 		}
-		if len(measured) > 0 {
-			m := median(measured)
-			x := trX(m)
-			c.StrokeLine2(medStyle, x, trY(y0-0.32), x, trY(y0+0.32))
+		if r.hasBar {
+			x := trX(r.bar)
+			c.StrokeLine2(barStyle, x, trY(y0-0.32), x, trY(y0+0.32))
 		}
 	}
+}
+
+// countIf is how many of xs satisfy f.
+func countIf(xs []float64, f func(float64) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 // median returns the median of xs (not empty); xs is sorted in place.
@@ -104,46 +117,55 @@ func gapsFigure(sum *analysis.Summary) (Figure, error) {
 	xmax := 2.0
 	for i, v := range sum.Variants {
 		r := gapRow{name: v.Variant}
+		var measured []float64
 		for _, g := range v.Gaps {
-			r.removed = append(r.removed, g.EndpointRemoved)
+			r.values = append(r.values, g.EndpointRemoved)
 			xmax = max(xmax, g.EndpointRemoved)
+			if g.EndpointRemoved >= 0 {
+				measured = append(measured, g.EndpointRemoved)
+			}
+		}
+		if len(measured) > 0 {
+			r.bar, r.hasBar = median(measured), true
 		}
 		rows[i] = r
 	}
 	p := newPlot(fig.Title, "seconds from the pod's deletion request to its endpoint's removal from the EndpointSlice", "")
 	p.X.Min, p.X.Max = notSeenX-0.6, math.Ceil(xmax+0.25)
 	p.X.Tick.Marker = gapTicks{}
+	sep := vlineAt{x: (notSeenX + 0) / 2, style: draw.LineStyle{Color: color.Gray{Y: 120}, Width: vg.Points(1)}}
+	return stripFigure(fig, p, rows, sep, "pods: median (not seen)", func(r gapRow) string {
+		txt := fmt.Sprintf("%d pods", len(r.values))
+		if r.hasBar {
+			txt += ": " + strconv.FormatFloat(r.bar, 'f', 2, 64) + " s"
+		}
+		if k := countIf(r.values, func(v float64) bool { return v < 0 }); k > 0 {
+			txt += fmt.Sprintf(" (%d not seen)", k)
+		}
+		return txt
+	})
+}
+
+// stripFigure renders p with rows as dot strips, one per row named on the
+// y axis, line drawn under them, and in the strip on the right a header
+// and each row's text.
+func stripFigure(fig Figure, p *gplot.Plot, rows gapRows, line vlineAt, header string, text func(gapRow) string) (Figure, error) {
 	names := make([]string, len(rows))
 	for i, r := range rows {
 		names[i] = r.name
 	}
 	n := len(rows)
 	grid := rowAxis(p, names, color.Gray{Y: 210})
-	sep := vlineAt{x: (notSeenX + 0) / 2, style: draw.LineStyle{Color: color.Gray{Y: 120}, Width: vg.Points(1)}}
-	p.Add(grid, sep, rows)
-
+	p.Add(grid, line, rows)
 	paint := func(c draw.Canvas) {
 		plots, strip := splitLegend(c)
 		plots = draw.Crop(plots, vg.Points(4), 0, vg.Points(4), -vg.Points(6))
 		p.Draw(plots)
 		dc := p.DataCanvas(plots)
-		c.FillText(textStyle(noteSize, draw.XLeft, draw.YBottom, color.Black), vg.Point{X: strip.Min.X, Y: dc.Max.Y + vg.Points(2)}, "pods: median (not seen)")
+		c.FillText(textStyle(noteSize, draw.XLeft, draw.YBottom, color.Black), vg.Point{X: strip.Min.X, Y: dc.Max.Y + vg.Points(2)}, header)
 		for i, r := range rows {
 			y := dc.Y(p.Y.Norm(float64(n - 1 - i)))
-			var measured []float64
-			for _, v := range r.removed {
-				if v >= 0 {
-					measured = append(measured, v)
-				}
-			}
-			txt := fmt.Sprintf("%d pods", len(r.removed))
-			if len(measured) > 0 {
-				txt += ": " + strconv.FormatFloat(median(measured), 'f', 2, 64) + " s"
-			}
-			if k := len(r.removed) - len(measured); k > 0 {
-				txt += fmt.Sprintf(" (%d not seen)", k)
-			}
-			c.FillText(textStyle(noteSize, draw.XLeft, draw.YCenter, color.Black), vg.Point{X: strip.Min.X, Y: y}, txt)
+			c.FillText(textStyle(noteSize, draw.XLeft, draw.YCenter, color.Black), vg.Point{X: strip.Min.X, Y: y}, text(r))
 		}
 	}
 	h := vg.Length(1.4)*vg.Inch + vg.Length(n)*0.55*vg.Inch

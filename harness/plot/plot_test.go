@@ -573,3 +573,20 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	}
 }
+
+// The new-pod share figure is drawn only when a rollout measured it, with
+// every decided pod's dot and the undecided spans counted.
+func TestBalanceFigure(t *testing.T) {
+	sum := &analysis.Summary{Variants: []analysis.VariantSummary{{Variant: "no-prestop", Rollouts: []analysis.RolloutSummary{{N: 1}}}}}
+	if _, ok, err := balanceFigure(sum); ok || err != nil {
+		t.Fatalf("no balance measured: figure %v, %v; want none", ok, err)
+	}
+	sum.Variants[0].Rollouts = []analysis.RolloutSummary{
+		{N: 1, Balance: &analysis.Balance{Least: 0.25, Pods: []analysis.PodShare{{Pod: "a", OfEven: 0.25}, {Pod: "b", OfEven: 1.75}}}},
+		{N: 2, Balance: &analysis.Balance{Undecided: "too few requests"}},
+	}
+	fig, ok, err := balanceFigure(sum)
+	if !ok || err != nil || len(fig.PNG) == 0 || !bytes.Contains(fig.SVG, []byte("0.25 of an even share (1 undecided)")) {
+		t.Fatalf("figure %v, %v, %d PNG bytes; want one saying the least share and the undecided span", ok, err, len(fig.PNG))
+	}
+}

@@ -152,10 +152,13 @@ type htmlVariant struct {
 	Rollouts         []htmlRollout
 	// HasRig is true when some rollout has rig samples: the rollout table
 	// then has a rig column.
-	HasRig  bool
-	GapNote string
-	Gaps    []htmlGap
-	Figures []htmlFigure
+	HasRig bool
+	// HasBalance is true when some rollout has the new pods' shares: the
+	// table shows a column for them.
+	HasBalance bool
+	GapNote    string
+	Gaps       []htmlGap
+	Figures    []htmlFigure
 }
 
 // htmlSegment is one class's part of a row's bar of drops: its colour and
@@ -181,6 +184,10 @@ type htmlRollout struct {
 	// RigSaturated says the machine was short of CPU.
 	Rig          string
 	RigSaturated bool
+	// Balance is the new pods' shares after the rollout (BalanceText), ""
+	// when not measured; Unbalanced marks a pod under half an even share.
+	Balance    string
+	Unbalanced bool
 	// Story tells the rollout pod by pod (report.Story); Explained says
 	// how much of its drops the race windows explain.
 	Story     []string
@@ -322,6 +329,7 @@ func variantSection(r Row, v analysis.VariantSummary, hasIntroducing bool) htmlV
 	hv.GapNote, hv.Gaps = gaps(v.Gaps)
 	for _, ro := range hv.Rollouts {
 		hv.HasRig = hv.HasRig || ro.Rig != ""
+		hv.HasBalance = hv.HasBalance || ro.Balance != ""
 	}
 	return hv
 }
@@ -595,6 +603,9 @@ func rolloutRows(v analysis.VariantSummary) []htmlRollout {
 		}
 		if r.Rig != nil {
 			hr.Rig, hr.RigSaturated = r.Rig.String(), r.Rig.Saturated
+		}
+		if b := r.Balance; b != nil {
+			hr.Balance, hr.Unbalanced = BalanceText(b), b.Undecided == "" && b.Least < 0.5
 		}
 		hr.Story, hr.Explained = Story(v, r.N), ExplainedText(r.Explained)
 		switch {

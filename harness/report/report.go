@@ -170,6 +170,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 				fmt.Fprintf(w, "%s rollout %d: slowest kube-proxy %s, synced %.2f s after the deletion request; programming latency up to %.2f s\n",
 					v.Variant, ro.N, ro.SlowestNode, ro.SlowestSync, ro.ProgrammingLatency)
 			}
+			if ro.Balance != nil {
+				fmt.Fprintf(w, "%s rollout %d: %s\n", v.Variant, ro.N, BalanceText(ro.Balance))
+			}
 		}
 	}
 	if sum.Unseen != "" {
@@ -185,6 +188,21 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		fmt.Fprintln(w, "the run ended early:", sum.Error)
 	}
 	return nil
+}
+
+// BalanceText says how the pods' answers spread over the new pods in the
+// span after a rollout completed, each as a fraction of an even share.
+func BalanceText(b *analysis.Balance) string {
+	parts := make([]string, len(b.Pods))
+	for k, p := range b.Pods {
+		parts[k] = fmt.Sprintf("%s %.2f", p.Pod, p.OfEven)
+	}
+	s := fmt.Sprintf("new pods' share of the %s requests they answered in the %.0f s after it completed, as a fraction of an even share: %s",
+		stats.FormatCount(uint64(b.Answered)), b.Seconds, strings.Join(parts, ", "))
+	if b.Undecided != "" {
+		return s + " (undecided: " + b.Undecided + ")"
+	}
+	return s + fmt.Sprintf("; least %.2f", b.Least)
 }
 
 // MaskedText says how many drops connection reuse masked in v's rollout

@@ -51,7 +51,7 @@ variants:
   - variant: no-prestop
   - variant: graceful-drain
 rollouts: 1
-traffic: {rate: %d, control: 10s, between: 5s, settle: 5s}
+traffic: {rate: %d, control: 10s, between: 5s, settle: 5s, balance: 10s}
 `, rate, rate))
 			dir := filepath.Join(b.TempDir(), "run")
 			a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{b}, Keep: true,

@@ -63,7 +63,7 @@ variants:
   - variant: no-prestop
   - variant: graceful-drain
 rollouts: 2
-traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, target: %s}
+traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target: %s}
 `, target, target))
 	a, dir := quietRun(ctx, t, sc)
 	lines := map[string]frontlog.Line{}

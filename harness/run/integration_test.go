@@ -76,6 +76,10 @@ func needCluster(t testing.TB, ctx context.Context) {
 	}
 }
 
+// itScenario parses an end-to-end scenario: body on the shared cluster.
+// The end-to-end scenarios set traffic.balance to 10s, which their settle,
+// between and baseline wait mostly cover already: the default 30s would
+// add some 15 s to every rollout of the suite.
 func itScenario(t testing.TB, body string) *scenario.Scenario {
 	t.Helper()
 	sc, err := scenario.Parse("integration", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\n"+itCluster+body))
@@ -216,7 +220,7 @@ variants:
   - variant: no-prestop
   - variant: graceful-drain
 rollouts: 4
-traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
+traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 `))
 }
 
@@ -647,7 +651,7 @@ func TestIntegrationRunGateway(t *testing.T) {
 variants:
   - variant: no-prestop
 rollouts: 1
-traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, target: gateway}
+traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, balance: 10s, target: gateway}
 `)
 	a, _ := quietRun(ctx, t, sc)
 	v := a.Summary.Variants[0]

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -63,7 +66,7 @@ variants:
   - variant: %s
   - variant: %s
 rollouts: 2
-traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, settle: 3s}
+traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, settle: 3s, balance: 10s}
 `, pc.wire, pc.drops, pc.clean, pc.wire))
 	a, _ := quietRun(ctx, t, sc)
 	if got := a.Summary.Traffic.ProtocolOf(); got != pc.protocol || a.Summary.Traffic.Connections != 4 {
@@ -80,6 +83,7 @@ traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, set
 				t.Errorf("%s %s: %d requests of class %s, not one its client meets in a rollout (%v)", pc.wire, v.Variant, n, c, pc.classes)
 			}
 		}
+		balanced(t, pc.wire, v, 300)
 		switch v.Variant {
 		case pc.drops:
 			if v.RolloutsWithDrops == 0 {
@@ -99,6 +103,27 @@ traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, set
 			}
 		default:
 			t.Errorf("the run measured variant %s, want %s and %s", v.Variant, pc.drops, pc.clean)
+		}
+	}
+}
+
+// balanced checks that every rollout of v has the new pods' shares over
+// its balance span, decided, and that the pods' counters over the span
+// add up to the client's rate (within 10%: the span's edges are readings
+// a few milliseconds off the marks).
+func balanced(t *testing.T, wire string, v analysis.VariantSummary, rate float64) {
+	t.Helper()
+	for _, ro := range v.Rollouts {
+		b := ro.Balance
+		if b == nil {
+			t.Errorf("%s %s rollout %d: no new pods' shares measured", wire, v.Variant, ro.N)
+			continue
+		}
+		t.Logf("%s %s rollout %d: %s", wire, v.Variant, ro.N, report.BalanceText(b))
+		want := rate * b.Seconds
+		if b.Undecided != "" || len(b.Pods) < 2 || math.Abs(float64(b.Answered)-want) > 0.1*want {
+			t.Errorf("%s %s rollout %d: %d pods answered %d in %.1f s (undecided: %q); want the Deployment's pods, about %.0f, decided",
+				wire, v.Variant, ro.N, len(b.Pods), b.Answered, b.Seconds, b.Undecided, want)
 		}
 	}
 }

@@ -545,6 +545,7 @@ func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *a
 			return fmt.Errorf("rollout %d: %w", n, err)
 		}
 		mark(timeline.KindRolloutComplete, map[string]string{})
+		balanceEnd := r.balanceEdge(ctx, mark, "start")
 		took := time.Since(start).Round(100 * time.Millisecond)
 		r.metrics.Phase(v.Name, metrics.PhaseSettle)
 		if err := sleep(ctx, sc.Traffic.Settle.Duration); err != nil {
@@ -571,8 +572,27 @@ func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *a
 			return err
 		}
 		mark(timeline.KindBaseline, map[string]string{"clean": strconv.FormatBool(clean), "wait": time.Since(waitStart).Round(100 * time.Millisecond).String()})
+		if !balanceEnd.IsZero() {
+			if err := sleep(ctx, time.Until(balanceEnd)); err != nil {
+				return err
+			}
+			r.balanceEdge(ctx, mark, "end")
+		}
 	}
 	return nil
+}
+
+// balanceEdge reads the pods' counters at one edge of a rollout's balance
+// span and marks it; at the start it returns when the span ends (zero:
+// no span, as traffic.balance is 0 or no pods' counters are read).
+func (r *runner) balanceEdge(ctx context.Context, mark func(timeline.Kind, map[string]string), edge string) time.Time {
+	span := r.sc.Traffic.Balance.Duration
+	if span <= 0 || r.app == nil {
+		return time.Time{}
+	}
+	r.scrapeApp(ctx)
+	mark(timeline.KindBalance, map[string]string{"edge": edge})
+	return time.Now().Add(span)
 }
 
 // waitBaseline waits until no failed request was sent in the last

@@ -56,7 +56,7 @@ metadata: {name: shared}
 cluster: {existing: {kubeconfig: %q, url: "http://127.0.0.1:31080"}}
 namespace: %s
 rollouts: 1
-traffic: {rate: 100}
+traffic: {rate: 100, balance: 10s}
 variants: [{variant: no-prestop}]
 `, kind.Cluster.Kubeconfig, namespace))
 		if err != nil {

@@ -40,7 +40,7 @@ variants:
   - variant: prestop-sleep-action
     sweep: {field: preStopSeconds, values: [0, 1, 2, 3]}
 rollouts: 2
-traffic: {rate: 500, control: 5s, between: 5s, settle: 3s}
+traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ const (
 	DefaultControl = 10 * time.Second
 	DefaultBetween = 10 * time.Second
 	DefaultSettle  = 5 * time.Second
+	DefaultBalance = 30 * time.Second
 )
 
 // builtinWorkload is what a variant gets when neither it nor the scenario's
@@ -115,6 +116,7 @@ func (s *Scenario) Default() {
 	setDefault(&t.Control, D(DefaultControl))
 	setDefault(&t.Between, D(DefaultBetween))
 	setDefault(&t.Settle, D(DefaultSettle))
+	setDefault(&t.Balance, D(DefaultBalance))
 	if t.MaxWorkers == 0 {
 		t.MaxWorkers = int(traffic.DefaultWorkers(t.Rate, t.Timeout.Duration))
 	}

@@ -325,6 +325,11 @@ type Traffic struct {
 	// Settle is added to a rollout's window after its old pods are gone.
 	// Default 5s.
 	Settle *Duration `json:"settle,omitempty"`
+	// Balance is how long after each rollout completes the pods' own
+	// counters are read for connection balance: each new pod's share of
+	// what the pods answered over that span, against an even share. The
+	// next rollout waits for it. Default 30s; 0s turns it off.
+	Balance *Duration `json:"balance,omitempty"`
 	// MaxWorkers bounds vegeta's concurrent requests. Default 2×rate×timeout,
 	// at least 100, at most traffic.WorkerCap (10,000; more is an error).
 	MaxWorkers int `json:"maxWorkers,omitempty"`

@@ -288,7 +288,7 @@ func (s *Scenario) validateTraffic(v *validator) {
 	for _, f := range []struct {
 		path string
 		d    *Duration
-	}{{"traffic.control", t.Control}, {"traffic.between", t.Between}, {"traffic.settle", t.Settle}} {
+	}{{"traffic.control", t.Control}, {"traffic.between", t.Between}, {"traffic.settle", t.Settle}, {"traffic.balance", t.Balance}} {
 		if f.d.Duration < 0 {
 			v.add(f.path, "is negative", "use a duration of 0s or more")
 		}

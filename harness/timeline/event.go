@@ -285,6 +285,10 @@ const (
 	KindRigSample Kind = "rig.sample"
 	// KindAppScraped marks the pods' counters read after traffic stopped.
 	KindAppScraped Kind = "app.scraped"
+	// KindBalance marks the pods' counters read at one edge of a
+	// rollout's balance span (Detail edge: start, just after the rollout
+	// completed, or end, traffic.balance later).
+	KindBalance Kind = "balance"
 )
 
 // Clone returns a copy of e that shares no map with it.
