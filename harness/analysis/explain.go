@@ -229,6 +229,9 @@ type explainer struct {
 	// request matches only the window of the pod its hop names.
 	front bool
 	log   *frontLog
+	// backoff is how long the client fails requests with an earlier
+	// attempt's error (traffic.ProtocolInfo.Backoff; 0 for HTTP).
+	backoff time.Duration
 }
 
 // attempt is one failure matched against a rollout's race windows: the
@@ -246,6 +249,10 @@ func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
 	ex := &explainer{routes: indexRoutes(in.events, front, in.frontLog), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
 		front: front, log: in.frontLog}
+	if in.sc != nil {
+		pi, _ := in.sc.Traffic.Protocol().Info()
+		ex.backoff = pi.Backoff
+	}
 	for _, rs := range rollouts {
 		ex.flushed[rs.N] = rs.ConntrackFlushed
 	}
@@ -353,6 +360,7 @@ const (
 	AccountedRace      = "race window"
 	AccountedCut       = "cut by the close"
 	AccountedConntrack = "stale conntrack entry"
+	AccountedBackoff   = "client's reconnect backoff"
 )
 
 // answerable are the classes of failure a pod's answer can hide behind:
@@ -425,6 +433,9 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		return unexplained(WhyNoListenerClose)
 	case noUnroute:
 		return unexplained(WhyNoUnroute)
+	case ex.backedOff(n, node, rec):
+		e.Backoff++
+		how = AccountedBackoff
 	case ex.staleConntrack(n, node, proxied, rec):
 		e.Conntrack++
 		how = AccountedConntrack
@@ -541,11 +552,39 @@ func (ex *explainer) chance(n int, e *Explained) {
 // (a timeout; through a proxy, a 502); the request was sent after node
 // stopped routing to the pods the rollout deleted (routedAway); and the
 // flush after the rollout cleared stale entries on node.
+//
+// A client with a reconnect backoff (gRPC) shows it as refusals too: its
+// channel's attempt hangs on the stale entry while its calls fail with the
+// refusal of the attempt before.
 func (ex *explainer) staleConntrack(n int, node string, proxied bool, rec traffic.Record) bool {
-	if rec.Class != traffic.ClassTimeout && !(proxied && rec.Class == traffic.Class502) {
+	noAnswer := rec.Class == traffic.ClassTimeout || proxied && rec.Class == traffic.Class502 || ex.backoff > 0 && sticky(rec.Class)
+	return noAnswer && ex.flushed[n][node] > 0 && ex.routedAway(n, node, rec)
+}
+
+// sticky are the classes a client with a reconnect backoff repeats from an
+// earlier attempt: a refusal, or an UNAVAILABLE that no longer says why.
+func sticky(c traffic.Class) bool { return c == traffic.ClassRefused || c == traffic.ClassUnavailable }
+
+// backedOff reports whether a failure of rollout n routed by node,
+// outside every race window, is the client's reconnect backoff after a
+// refusal inside one (Explained.Backoff): a sticky class, sent within the
+// backoff after node stopped routing to a pod whose race window it held
+// open.
+func (ex *explainer) backedOff(n int, node string, rec traffic.Record) bool {
+	if ex.backoff == 0 || !sticky(rec.Class) {
 		return false
 	}
-	return ex.flushed[n][node] > 0 && ex.routedAway(n, node, rec)
+	for _, i := range ex.byRollout[n] {
+		g := &ex.gaps[i]
+		if g.Node != node || !g.Known() || g.Window <= 0 || g.Unrouted < 0 {
+			continue
+		}
+		unrouted := g.Deleted.Add(seconds(g.Unrouted))
+		if rec.Time.After(unrouted) && !rec.Time.After(unrouted.Add(ex.backoff)) {
+			return true
+		}
+	}
+	return false
 }
 
 // proxyOwn reports whether a 502 of rollout n, through a proxy that sends
@@ -603,6 +642,7 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 			}
 			total.Explained += e.Explained
 			total.Conntrack += e.Conntrack
+			total.Backoff += e.Backoff
 			total.Cut += e.Cut
 			total.Answerable += e.Answerable
 			total.Unexplained += e.Unexplained

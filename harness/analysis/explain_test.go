@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/appmetrics"
+	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -173,6 +174,50 @@ func TestStaleConntrack(t *testing.T) {
 	ex.explain(1, "a", false, late(traffic.ClassTimeout))
 	if e := ex.explained[1]; e.Conntrack != 0 || e.Why[WhyOutside] != 1 {
 		t.Errorf("no stale entries found: %+v, want it outside every window", e)
+	}
+}
+
+// TestReconnectBackoff: over gRPC a refusal just after the node stopped
+// routing to a pod it raced is the channel's backoff after its refused
+// attempt in the window; a later one, on a node whose flush found stale
+// entries, is its attempt held by one. Over HTTP both stay outside every
+// window: each request tries for itself.
+func TestReconnectBackoff(t *testing.T) {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	events := []timeline.Event{
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "a"},
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "b"},
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(50), Kind: timeline.KindRouteRemoved, Node: "b", IP: "10.0.0.1"},  // before the close: no race on b
+		{Time: at(700), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"}, // a raced 600 ms
+	}
+	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"a": 1, "b": 1}}}
+	refused := func(ms int) traffic.Record {
+		return traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}
+	}
+	for _, tc := range []struct {
+		name, wire, node string
+		rec              traffic.Record
+		want             string
+	}{
+		{"gRPC, within the backoff", "grpc", "a", refused(1500), AccountedBackoff},
+		{"gRPC, an UNAVAILABLE within the backoff", "grpc", "a", traffic.Record{Time: at(2000), Class: traffic.ClassUnavailable}, AccountedBackoff},
+		{"gRPC, after the backoff, stale entries found", "grpc", "a", refused(9000), AccountedConntrack},
+		{"gRPC, a node that never raced", "grpc", "b", refused(1500), WhyOutside},
+		{"HTTP, within the backoff", "http1", "a", refused(1500), WhyOutside},
+		{"HTTP, stale entries found", "http1", "a", refused(9000), WhyOutside},
+	} {
+		sc, err := scenario.Parse("s.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nvariants: [{variant: no-prestop}]\ntraffic: {protocol: "+tc.wire+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &input{sc: sc, events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
+			Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
+		}}}
+		if how, _ := in.newExplainer(rs).explain(1, tc.node, false, tc.rec); how != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, how, tc.want)
+		}
 	}
 }
 

@@ -102,8 +102,18 @@ type Explained struct {
 	// whose conntrack flush after the rollout cleared stale SYN_SENT
 	// entries. A new connection that reuses the source port of an earlier
 	// one to a dead pod matches that entry and goes to the dead pod again,
-	// whatever the rules say. Counted apart from Explained.
+	// whatever the rules say. A client with a reconnect backoff (gRPC)
+	// shows it as refusals: its channel's attempt hangs on the stale entry
+	// while its calls fail with the refusal before. Counted apart from
+	// Explained.
 	Conntrack uint64 `json:"conntrack,omitempty"`
+	// Backoff drops were a client's reconnect backoff after a race
+	// (traffic.ProtocolInfo.Backoff, gRPC): a refusal (or an UNAVAILABLE
+	// without a cause) sent just after the node that routed it stopped
+	// routing to a pod whose race window it held open, within the backoff
+	// in which a channel whose attempt was refused in the window fails
+	// its calls with that refusal. Counted apart from Explained.
+	Backoff uint64 `json:"backoff,omitempty"`
 	// Cut drops were resets or EOFs of requests sent before a pod's
 	// listener closed, inside its race window: in flight when the close
 	// (or the process's exit) cut them, not sent to a closed listener by

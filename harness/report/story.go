@@ -20,7 +20,7 @@ func ExplainedText(e *analysis.Explained) string {
 	if e == nil {
 		return ""
 	}
-	total := e.Explained + e.Conntrack + e.Cut + e.Unexplained
+	total := e.Explained + e.Conntrack + e.Backoff + e.Cut + e.Unexplained
 	if total == 0 {
 		return "no drops to explain"
 	}
@@ -35,6 +35,10 @@ func ExplainedText(e *analysis.Explained) string {
 	if e.Conntrack > 0 {
 		s += fmt.Sprintf(", %d by stale conntrack entries on the node that routed them (%.1f%%: sent after it stopped routing to the deleted pods, on a node whose flush after the rollout cleared stale entries)",
 			e.Conntrack, 100*float64(e.Conntrack)/float64(total))
+	}
+	if e.Backoff > 0 {
+		s += fmt.Sprintf(", %d by the client's reconnect backoff after a race (%.1f%%: refusals a channel repeated from its attempt inside a window, just after the node stopped routing to that pod)",
+			e.Backoff, 100*float64(e.Backoff)/float64(total))
 	}
 	if e.Unexplained == 0 {
 		return s

@@ -55,11 +55,12 @@ func TestExplainedText(t *testing.T) {
 	}
 }
 
-// TestExplainedTextConntrack: drops put down to stale conntrack entries are
-// said apart from those a race window explains.
+// TestExplainedTextConntrack: drops put down to stale conntrack entries or
+// a client's reconnect backoff are said apart from those a race window
+// explains.
 func TestExplainedTextConntrack(t *testing.T) {
-	got := ExplainedText(&analysis.Explained{Explained: 90, Conntrack: 8, Unexplained: 2, Why: map[string]uint64{analysis.WhyOutside: 2}})
-	for _, want := range []string{"90 of 100 drops explained by a (pod, node) race window (90.0%)", "8 by stale conntrack entries", "2 unexplained"} {
+	got := ExplainedText(&analysis.Explained{Explained: 90, Conntrack: 8, Backoff: 10, Unexplained: 2, Why: map[string]uint64{analysis.WhyOutside: 2}})
+	for _, want := range []string{"90 of 110 drops explained by a (pod, node) race window (81.8%)", "8 by stale conntrack entries", "10 by the client's reconnect backoff after a race (9.1%", "2 unexplained"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("ExplainedText = %q, want it to say %q", got, want)
 		}

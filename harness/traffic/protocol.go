@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Protocol is how the client talks to its targets. It is a mode, not a
@@ -56,6 +57,14 @@ type ProtocolInfo struct {
 	// once (HTTP/2 streams): the client then holds a fixed number of
 	// connections (Config.Connections) instead of one per worker.
 	Multiplexed bool
+	// Backoff is how long, at most, the client goes on failing requests
+	// with the error of a connection attempt that failed inside a race
+	// window before it tries again: grpc-go's reconnect backoff, in which
+	// a channel's calls fail at once with its last attempt's error (two
+	// refused attempts fit a window of about a second; the backoff after
+	// the second is at most 1 s × 1.6 × 1.2 = 1.92 s). 0 when every
+	// request makes its own attempt.
+	Backoff time.Duration
 }
 
 // The scenario's names for the protocols (ProtocolInfo.Wire).
@@ -66,10 +75,10 @@ const (
 )
 
 var protocols = []ProtocolInfo{
-	{ProtocolNewConnection, WireHTTP1, "a new connection per request", false, false},
-	{ProtocolKeepAlive, WireHTTP1, "keep-alive connections", true, false},
-	{ProtocolH2C, WireH2C, "HTTP/2 (h2c) streams over long-lived connections", true, true},
-	{ProtocolGRPC, WireGRPC, "gRPC unary calls over long-lived HTTP/2 connections", true, true},
+	{ProtocolNewConnection, WireHTTP1, "a new connection per request", false, false, 0},
+	{ProtocolKeepAlive, WireHTTP1, "keep-alive connections", true, false, 0},
+	{ProtocolH2C, WireH2C, "HTTP/2 (h2c) streams over long-lived connections", true, true, 0},
+	{ProtocolGRPC, WireGRPC, "gRPC unary calls over long-lived HTTP/2 connections", true, true, 1920 * time.Millisecond},
 }
 
 // ForWire returns the protocol a scenario's traffic.protocol and
