@@ -129,20 +129,27 @@ func TestExplainPicksThePodItMet(t *testing.T) {
 	}
 }
 
+// racedOnA is one pod, web-1, deleted at 0: node a stopped routing to it
+// at 700 ms, node b at 50 ms (before its listener closes at 100 ms in the
+// tests' app records: no race on b). at gives the times.
+func racedOnA() (at func(ms int) time.Time, events []timeline.Event) {
+	at = func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	return at, []timeline.Event{
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "a"},
+		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "b"},
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(50), Kind: timeline.KindRouteRemoved, Node: "b", IP: "10.0.0.1"},
+		{Time: at(700), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"},
+	}
+}
+
 // TestStaleConntrack: a late failure outside every window is put down to a
 // stale conntrack entry only with all the evidence: a class that got no
 // answer (a 502 only through a proxy), a race window its node held open,
 // and stale entries the flush after the rollout found on that node.
 func TestStaleConntrack(t *testing.T) {
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
-	events := []timeline.Event{
-		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "a"},
-		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "b"},
-		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-		{Time: at(50), Kind: timeline.KindRouteRemoved, Node: "b", IP: "10.0.0.1"},  // before the close: no race on b
-		{Time: at(700), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"}, // a raced 600 ms
-	}
+	at, events := racedOnA()
 	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 	}}}
@@ -183,15 +190,7 @@ func TestStaleConntrack(t *testing.T) {
 // entries, is its attempt held by one. Over HTTP both stay outside every
 // window: each request tries for itself.
 func TestReconnectBackoff(t *testing.T) {
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
-	events := []timeline.Event{
-		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "a"},
-		{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: "b"},
-		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-		{Time: at(50), Kind: timeline.KindRouteRemoved, Node: "b", IP: "10.0.0.1"},  // before the close: no race on b
-		{Time: at(700), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"}, // a raced 600 ms
-	}
+	at, events := racedOnA()
 	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"a": 1, "b": 1}}}
 	refused := func(ms int) traffic.Record {
 		return traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}

@@ -168,19 +168,39 @@ func ReadRunInfo(dir string) (*RunInfo, error) {
 	return &ri, nil
 }
 
+// ReadSummary reads the summary.json in dir, as a run or an example
+// shipped without its raw data left it, with its intervals set.
+func ReadSummary(dir string) (*Summary, error) {
+	var sum Summary
+	if err := readJSON(filepath.Join(dir, SummaryFile), &sum); err != nil {
+		return nil, err
+	}
+	SetIntervals(&sum)
+	return &sum, nil
+}
+
 // legacyRunInfo takes the run facts from the summary.json of a run recorded
 // before run.json existed; it is never used when run.json is there.
 func legacyRunInfo(dir string) (*RunInfo, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
-	if err != nil {
-		return nil, err
-	}
 	var s RunInfo
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", SummaryFile, err)
+	if err := readJSON(filepath.Join(dir, SummaryFile), &s); err != nil {
+		return nil, err
 	}
 	s.Format = RunVersion
 	return &s, nil
+}
+
+// readJSON decodes the JSON file at path into v; a decoding error names
+// the file.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // runInfo returns dir's RunInfo, from run.json or, for older runs, their

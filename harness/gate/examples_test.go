@@ -1,9 +1,7 @@
 package gate
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -52,20 +50,15 @@ func TestShippedStarvedRig(t *testing.T) {
 func shipped(t *testing.T, name string) *analysis.Analysis {
 	t.Helper()
 	dir := "../../results/examples/" + name + "/"
-	b, err := os.ReadFile(dir + "summary.json")
+	sum, err := analysis.ReadSummary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum analysis.Summary
-	if err := json.Unmarshal(b, &sum); err != nil {
-		t.Fatal(err)
-	}
-	analysis.SetIntervals(&sum)
 	sc, err := scenario.Load(dir + "scenario.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &analysis.Analysis{Summary: &sum, Scenario: sc}
+	return &analysis.Analysis{Summary: sum, Scenario: sc}
 }
 
 // The new pods' shares of results/README.md: with long-lived connections
