@@ -1002,3 +1002,21 @@ func thumbnail(img image.Image, w, h int) *image.Gray {
 	}
 	return out
 }
+
+// A row whose rollouts measured the new pods' share gets a column for it,
+// tagged when a new pod got under half an even share; a row without
+// gets no such column.
+func TestHTMLNewPodShare(t *testing.T) {
+	sum := htmlSummary()
+	sum.Variants[0].Rollouts[0].Balance = &analysis.Balance{Seconds: 30, Answered: 9000, Least: 0.17,
+		Pods: []analysis.PodShare{{Pod: "web-a", Answered: 750, OfEven: 0.17}, {Pod: "web-b", Answered: 8250, OfEven: 1.83}}}
+	page := renderHTML(t, sum, HTMLInput{})
+	for _, want := range []string{"New pods' share after it", "a new pod under half its share", "web-a 0.17, web-b 1.83; least 0.17"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+	if n := strings.Count(page, "New pods' share after it"); n != 1 {
+		t.Errorf("%d share columns, want 1 (only the row that measured it)", n)
+	}
+}

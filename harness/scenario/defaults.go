@@ -116,7 +116,11 @@ func (s *Scenario) Default() {
 	setDefault(&t.Control, D(DefaultControl))
 	setDefault(&t.Between, D(DefaultBetween))
 	setDefault(&t.Settle, D(DefaultSettle))
-	setDefault(&t.Balance, D(DefaultBalance))
+	if t.Protocol().ReusesConnections() {
+		setDefault(&t.Balance, D(DefaultBalance))
+	} else {
+		setDefault(&t.Balance, D(0)) // every request is routed afresh: nothing to unbalance
+	}
 	if t.MaxWorkers == 0 {
 		t.MaxWorkers = int(traffic.DefaultWorkers(t.Rate, t.Timeout.Duration))
 	}

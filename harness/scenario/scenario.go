@@ -328,7 +328,9 @@ type Traffic struct {
 	// Balance is how long after each rollout completes the pods' own
 	// counters are read for connection balance: each new pod's share of
 	// what the pods answered over that span, against an even share. The
-	// next rollout waits for it. Default 30s; 0s turns it off.
+	// next rollout waits for it. Default 30s when connections outlive a
+	// request (keepAlive, h2c, grpc), 0s (off) with a new connection per
+	// request, which the nodes route afresh every time.
 	Balance *Duration `json:"balance,omitempty"`
 	// MaxWorkers bounds vegeta's concurrent requests. Default 2×rate×timeout,
 	// at least 100, at most traffic.WorkerCap (10,000; more is an error).

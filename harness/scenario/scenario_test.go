@@ -100,6 +100,27 @@ func TestDefaults(t *testing.T) {
 	if s.Variants[0].Name != "no-prestop" {
 		t.Errorf("variant name defaulted to %q", s.Variants[0].Name)
 	}
+	// The new pods' share is measured by default only where connections
+	// outlive a request; an explicit value stands.
+	for _, tc := range []struct {
+		traffic string
+		want    time.Duration
+	}{
+		{"{}", 0},
+		{"{keepAlive: true}", DefaultBalance},
+		{"{protocol: h2c}", DefaultBalance},
+		{"{protocol: grpc}", DefaultBalance},
+		{"{balance: 10s}", 10 * time.Second},
+		{"{protocol: grpc, balance: 0s}", 0},
+	} {
+		sc, err := Parse("b.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: b}\nvariants: [{variant: no-prestop}]\ntraffic: "+tc.traffic+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Traffic.Balance.Duration; got != tc.want {
+			t.Errorf("traffic %s: balance %s, want %s", tc.traffic, got, tc.want)
+		}
+	}
 	w := s.Effective(0)
 	if *w.Replicas != 2 || w.MaxSurge.String() != "25%" || *w.TerminationGracePeriodSeconds != 30 || *w.PreStopSeconds != 5 {
 		t.Errorf("workload defaults: replicas=%d surge=%s grace=%d prestop=%d", *w.Replicas, w.MaxSurge, *w.TerminationGracePeriodSeconds, *w.PreStopSeconds)
