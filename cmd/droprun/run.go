@@ -32,10 +32,12 @@ server-side apply), and record every request's outcome and every rollout event.
 SCENARIO is a file, or the name of a shipped scenario (droprun scenarios lists
 them): droprun run demo works from any directory.
 
-Every request is one of: 2xx, 000:refused, 000:reset, 000:eof, 000:goaway,
-000:stream-reset, 000:unavailable, 000:timeout, 000:other, 502, 503, 5xx:other,
-4xx (goaway and stream-reset over HTTP/2 only: traffic.protocol h2c or grpc;
-unavailable, a gRPC UNAVAILABLE with no cause on the wire, with grpc only). A failure counts against a rollout only
+Every request is one of: 2xx, 000:refused, 000:reset, 000:eof, 000:idle-closed,
+000:goaway, 000:stream-reset, 000:unavailable, 000:timeout, 000:other, 502, 503,
+5xx:other, 4xx (idle-closed, a kept-alive connection reused from the idle pool
+and closed before an answer, with keepAlive only; goaway and stream-reset over
+HTTP/2 only: traffic.protocol h2c or grpc; unavailable, a gRPC UNAVAILABLE
+with no cause on the wire, with grpc only). A failure counts against a rollout only
 inside that rollout's window (its start until its old pods are gone, plus the
 settle time). Failures in the control window are the rig's own floor, and
 failures after a window closes (stale conntrack entries) are reported apart.

@@ -365,7 +365,11 @@ const (
 
 // answerable are the classes of failure a pod's answer can hide behind:
 // the pod may have answered as the client gave up, or the answer was cut.
-var answerable = []traffic.Class{traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF}
+var answerable = []traffic.Class{traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF, traffic.ClassIdleClosed}
+
+// cutClasses are the classes of a request a close cuts in flight: the
+// connection reset or closed under it, or closed as it was reused.
+var cutClasses = []traffic.Class{traffic.ClassReset, traffic.ClassEOF, traffic.ClassIdleClosed}
 
 // explain attributes one failed request of rollout n whose web pod node's
 // rules chose (the entry node on a direct path, the proxy pod's node
@@ -494,7 +498,7 @@ func (ex *explainer) match(n int, node, ip string, rec traffic.Record) (best int
 			best, bestClosed, bestOpen = i, closed, open
 		}
 	}
-	cut = best >= 0 && !bestOpen && (rec.Class == traffic.ClassReset || rec.Class == traffic.ClassEOF)
+	cut = best >= 0 && !bestOpen && slices.Contains(cutClasses, rec.Class)
 	return best, cut, anyPod && !anyClose, anyClose && !anyUnrouted
 }
 

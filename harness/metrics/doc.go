@@ -36,7 +36,7 @@
 //
 //	droprun_requests_total{variant, class}            counter
 //	    Requests that completed, by outcome class: 2xx, 000:refused,
-//	    000:reset, 000:eof, 000:goaway, 000:stream-reset, 000:unavailable,
+//	    000:reset, 000:eof, 000:idle-closed, 000:goaway, 000:stream-reset, 000:unavailable,
 //	    000:timeout, 000:other, 502, 503, 5xx:other, 4xx (see traffic.Class). Every class of a variant exists, at 0,
 //	    from the moment the variant starts, so rate() works from zero.
 //	droprun_request_duration_seconds{variant}         histogram

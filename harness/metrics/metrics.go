@@ -150,7 +150,7 @@ func New(runID, scenario, version string) *Metrics {
 		variants: make(map[string]*variantMetrics),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: RequestsTotal,
-			Help: "Requests droprun sent that completed, by variant and outcome class (2xx, 000:refused, 000:reset, 000:eof, 000:goaway, 000:stream-reset, 000:unavailable, 000:timeout, 000:other, 502, 503, 5xx:other, 4xx).",
+			Help: "Requests droprun sent that completed, by variant and outcome class (2xx, 000:refused, 000:reset, 000:eof, 000:idle-closed, 000:goaway, 000:stream-reset, 000:unavailable, 000:timeout, 000:other, 502, 503, 5xx:other, 4xx).",
 		}, []string{"variant", "class"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    RequestDurationSeconds,

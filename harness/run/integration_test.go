@@ -552,7 +552,7 @@ func checkRun(t *testing.T, sc *scenario.Scenario, a *analysis.Analysis, dir str
 				tallies = append(tallies, row.Control, row.Outside)
 			}
 			for _, tl := range tallies {
-				lossy += tl.Classes[traffic.ClassTimeout] + tl.Classes[traffic.ClassReset] + tl.Classes[traffic.ClassEOF]
+				lossy += tl.Classes[traffic.ClassTimeout] + tl.Classes[traffic.ClassReset] + tl.Classes[traffic.ClassEOF] + tl.Classes[traffic.ClassIdleClosed]
 			}
 		}
 		// Bookshop seals its exit totals exactly (every response it

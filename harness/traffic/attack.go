@@ -272,7 +272,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 		}
 		next = f
 	}
-	w := &watch{next: next, timeout: cfg.Timeout}
+	w := &watch{next: next, timeout: cfg.Timeout, idleReuse: cfg.Protocol.ReusesConnections() && !cfg.Protocol.Multiplexed()}
 	if cfg.Protocol.Multiplexed() {
 		w.unseen = refusedStream
 	}

@@ -324,7 +324,7 @@ func TestNetHTTPRetriesKeptAliveGET(t *testing.T) {
 			if errs[0] != nil || errs[1] == nil {
 				t.Fatalf("POST: %v, want the second to fail", errs)
 			}
-			if c := Classify(0, errs[1].Error()); c != ClassReset && c != ClassEOF {
+			if c := Classify(0, errs[1].Error()); c != ClassReset && c != ClassEOF && c != ClassIdleClosed {
 				t.Errorf("reset POST classified %s (%v)", c, errs[1])
 			}
 		}

@@ -17,10 +17,18 @@ const (
 	// reset seen while writing) after the connection was accepted.
 	ClassReset Class = "000:reset"
 	// ClassEOF is a connection the server closed cleanly before a complete
-	// response: "EOF", "unexpected EOF", "server closed idle connection";
+	// response: "EOF", "unexpected EOF";
 	// over HTTP/2, a connection closed with the stream in flight, after a
 	// GOAWAY that covered it or without one.
 	ClassEOF Class = "000:eof"
+	// ClassIdleClosed is a kept-alive HTTP/1.1 connection the client took
+	// from its idle pool that the server closed (EOF) or reset before a
+	// response byte: the server closed it idle as the client reused it (an
+	// idle timeout shorter than the client's), or a stopping process
+	// closed or dropped its connections. net/http retries most of them on
+	// a new connection (then they are masked); a request it cannot replay
+	// shows it. Told apart by the client's trace (idleReuseText).
+	ClassIdleClosed Class = "000:idle-closed"
 	// ClassGoAway is an HTTP/2 stream the server refused before it started
 	// (a GOAWAY whose last stream ID is below it, or REFUSED_STREAM): the
 	// server never saw it, so a retry is safe. net/http retries such a
@@ -84,7 +92,9 @@ var catalogue = [...]ClassInfo{
 	{Class: ClassReset, Label: "connection reset", Colour: "#ff7f0e", Race: true,
 		Meaning: "the connection was accepted, then reset (or a write hit a broken pipe): cut by the process as it stopped"},
 	{Class: ClassEOF, Label: "closed before a response", Colour: "#9467bd", Race: true,
-		Meaning: "the server closed the connection before a complete response: a stopping process closing its connections, or an idle kept-alive connection closed under a client sending on it"},
+		Meaning: "the server closed the connection before a complete response: a stopping process closing its connections"},
+	{Class: ClassIdleClosed, Label: "reused idle connection closed", Colour: "#e7969c", Race: true,
+		Meaning: "the server closed a kept-alive connection the client took from its idle pool, before answering on it: an idle timeout shorter than the client's (outside any rollout), or a stopping process closing its idle connections"},
 	{Class: ClassGoAway, Label: "HTTP/2 stream refused (GOAWAY)", Colour: "#ffbb78", Race: true,
 		Meaning: "an HTTP/2 server going away refused a stream it had not started, and the client's retry on a new connection failed too: new streams still reached a stopping process"},
 	{Class: ClassStreamReset, Label: "HTTP/2 stream reset", Colour: "#c49c94", Race: true,
@@ -150,6 +160,9 @@ var transportRules = []struct {
 	class Class
 	texts []string
 }{
+	// Before reset and EOF: the client names a reused idle connection's
+	// reset or EOF so (idleReuseText); net/http's own text for it.
+	{ClassIdleClosed, []string{idleReuseText, "server closed idle connection"}},
 	{ClassRefused, []string{"connection refused"}},
 	{ClassReset, []string{"connection reset", "broken pipe"}},
 	{ClassTimeout, []string{
@@ -177,9 +190,8 @@ var transportRules = []struct {
 	{ClassStreamReset, []string{"stream error: stream ID", "stream terminated by RST_STREAM"}},
 	{ClassEOF, []string{
 		"server sent GOAWAY and closed the connection",
-		"EOF",                           // "EOF", "unexpected EOF"
-		"server closed idle connection", // net/http, on a kept-alive connection
-		"transport is closing",          // grpc-go: the connection closed under the call
+		"EOF",                  // "EOF", "unexpected EOF"
+		"transport is closing", // grpc-go: the connection closed under the call
 	}},
 	// grpc-go's UNAVAILABLE with none of the causes above.
 	{ClassUnavailable, []string{"code = Unavailable"}},

@@ -15,7 +15,7 @@ import (
 )
 
 func TestClassesOrderAndFailed(t *testing.T) {
-	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:goaway", "000:stream-reset", "000:unavailable", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
+	want := []Class{"2xx", "000:refused", "000:reset", "000:eof", "000:idle-closed", "000:goaway", "000:stream-reset", "000:unavailable", "000:timeout", "000:other", "502", "503", "5xx:other", "4xx"}
 	got := Classes()
 	if !slices.Equal(got, want) {
 		t.Fatalf("Classes() = %v, want %v", got, want)
@@ -94,7 +94,7 @@ func TestClassifyText(t *testing.T) {
 		{"reset on write", 0, u + "write tcp 127.0.0.1:4000->127.0.0.1:30080: write: broken pipe", ClassReset},
 		{"eof", 0, u + "EOF", ClassEOF},
 		{"unexpected eof in body", 0, "unexpected EOF", ClassEOF},
-		{"server closed idle", 0, u + "http: server closed idle connection", ClassEOF},
+		{"server closed idle", 0, u + "http: server closed idle connection", ClassIdleClosed},
 		// net/http's HTTP/2 client, its own texts.
 		{"h2 goaway, retry refused", 0, u + "http2: Transport received Server's graceful shutdown GOAWAY", ClassGoAway},
 		{"h2 goaway with an error", 0, u + "http2: Transport received GOAWAY from server ErrCode:PROTOCOL_ERROR", ClassGoAway},

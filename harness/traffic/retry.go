@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +32,11 @@ const unseenFailure = "net/http retried the request on another connection withou
 // its ID, or REFUSED_STREAM). It is classified ClassGoAway.
 const refusedStream = "http2: stream refused before it started (the server's GOAWAY or REFUSED_STREAM); net/http retried it on a new connection"
 
+// idleReuseText marks a failure on a kept-alive connection the client
+// took from its idle pool (ClassIdleClosed): the client appends it, with
+// how long the connection had been idle, to an EOF or reset there.
+const idleReuseText = "on a kept-alive connection reused after"
+
 // watch is the attack's RoundTripper around its http.Transport. It bounds
 // each request by the attack's timeout and records, per request, every
 // retry net/http made behind the caller's back: net/http retries a request
@@ -53,11 +59,16 @@ type watch struct {
 	unseen string
 	// retried counts the requests net/http retried at least once.
 	retried atomic.Uint64
+	// idleReuse names an EOF or reset on a connection taken from the
+	// idle pool: set for a protocol that reuses connections one request
+	// at a time (HTTP/1.1 keep-alive), where such a connection carried
+	// nothing else when it failed.
+	idleReuse bool
 }
 
 // RoundTrip implements http.RoundTripper.
 func (w *watch) RoundTrip(req *http.Request) (*http.Response, error) {
-	at := &attempts{unseen: w.unseen}
+	at := &attempts{unseen: w.unseen, idleReuse: w.idleReuse}
 	trace := &httptrace.ClientTrace{GetConn: at.getConn, GotConn: at.gotConn}
 	ctx := context.WithValue(httptrace.WithClientTrace(req.Context(), trace), attemptsKey{}, at)
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
@@ -68,7 +79,7 @@ func (w *watch) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, at.named(err)
 	}
 	if resp.Header == nil {
 		resp.Header = http.Header{}
@@ -91,13 +102,18 @@ type attempts struct {
 	hidden []string
 	unseen string // the failure's text when conn returned no error
 	last   string // gRPC: the error the latest attempt ended with
+	// idleReuse is watch.idleReuse; idle is how long the current
+	// attempt's connection sat in the idle pool, -1 when it was not taken
+	// from there.
+	idleReuse bool
+	idle      time.Duration
 }
 
 func (a *attempts) getConn(string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {
-		a.hidden = append(a.hidden, failureOf(a.conn, a.unseen))
+		a.hidden = append(a.hidden, a.idleText(failureOf(a.conn, a.unseen)))
 		a.conn = nil
 	}
 }
@@ -105,8 +121,44 @@ func (a *attempts) getConn(string) {
 func (a *attempts) gotConn(info httptrace.GotConnInfo) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.conn = info.Conn
+	a.conn, a.idle = info.Conn, -1
+	if a.idleReuse && info.Reused && info.WasIdle {
+		a.idle = info.IdleTime
+	}
 }
+
+// idleText is the text of a failure on the current attempt's connection:
+// an EOF or reset on one taken from the idle pool says so (idleReuseText).
+func (a *attempts) idleText(text string) string {
+	if a.idle < 0 || a.conn == nil {
+		return text
+	}
+	if c := Classify(0, text); c != ClassEOF && c != ClassReset {
+		return text
+	}
+	return fmt.Sprintf("%s (%s %s idle)", text, idleReuseText, a.idle.Round(time.Millisecond))
+}
+
+// named is err, the request's error, naming an EOF or reset on a
+// connection taken from the idle pool (idleText).
+func (a *attempts) named(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if text := a.idleText(err.Error()); text != err.Error() {
+		return &idleClosedError{err: err, text: text}
+	}
+	return err
+}
+
+// idleClosedError is a request's error on a reused idle connection, with
+// the text that says so.
+type idleClosedError struct {
+	err  error
+	text string
+}
+
+func (e *idleClosedError) Error() string { return e.text }
+func (e *idleClosedError) Unwrap() error { return e.err }
 
 func (a *attempts) failures() []string {
 	a.mu.Lock()

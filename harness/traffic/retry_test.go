@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // connRequests is the per-connection request counter resettingServer keeps
@@ -95,7 +97,9 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 		visible   Class    // want drops, all of this class ("": none)
 	}{
 		{"keep-alive GET, server resets each connection's second request", true, "GET", resetSecond, nil, true, ""},
-		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, ClassReset},
+		// The second request rides a connection taken from the idle pool:
+		// its reset is a reused idle connection closed (ClassIdleClosed).
+		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, ClassIdleClosed},
 		{"keep-alive GET, second write fails with nothing written", true, "GET", healthyServer, failSecondWrite, true, ""},
 		{"keep-alive POST, second write fails with nothing written", true, "POST", healthyServer, failSecondWrite, true, ""},
 		{"keep-alive GET, server resets every request", true, "GET", resetEvery, nil, false, ClassReset},
@@ -127,9 +131,11 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 					}
 					continue
 				}
-				if !r.Masked() || r.Hidden != ClassReset || r.Retries < 1 || !strings.Contains(r.HiddenError, "connection reset") {
+				// Only a kept-alive connection is retried, and it was
+				// taken from the idle pool.
+				if !r.Masked() || r.Hidden != ClassIdleClosed || r.Retries < 1 || !strings.Contains(r.HiddenError, "connection reset") || !strings.Contains(r.HiddenError, idleReuseText) {
 					t.Errorf("seq %d: %s, masked %v, hidden %s %q after %d retries; want a 2xx masking a %s",
-						r.Seq, r.Class, r.Masked(), r.Hidden, r.HiddenError, r.Retries, ClassReset)
+						r.Seq, r.Class, r.Masked(), r.Hidden, r.HiddenError, r.Retries, ClassIdleClosed)
 				}
 				masked++
 			}
@@ -228,5 +234,39 @@ func TestHiddenFailureIgnoresOwnClose(t *testing.T) {
 	}
 	if c := Classify(0, refusedStream); c != ClassGoAway {
 		t.Errorf("the refused stream's text is classified %s, want %s", c, ClassGoAway)
+	}
+}
+
+// An EOF or reset on a connection taken from the idle pool is named so,
+// with how long it sat idle; any other failure, or one on a connection
+// not taken from the pool, keeps its text and class.
+func TestIdleReuseNamed(t *testing.T) {
+	conn, peer := net.Pipe()
+	defer conn.Close()
+	defer peer.Close()
+	for _, tc := range []struct {
+		name      string
+		idleReuse bool
+		info      httptrace.GotConnInfo
+		err       string
+		want      Class
+	}{
+		{"EOF on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true, IdleTime: 4 * time.Second}, `Get "http://127.0.0.1:31080/": EOF`, ClassIdleClosed},
+		{"reset on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "read: connection reset by peer", ClassIdleClosed},
+		{"timeout on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "context deadline exceeded", ClassTimeout},
+		{"EOF on a new connection", true, httptrace.GotConnInfo{Conn: conn}, "EOF", ClassEOF},
+		{"EOF on a multiplexed connection", false, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "EOF", ClassEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &attempts{idleReuse: tc.idleReuse}
+			a.gotConn(tc.info)
+			err := a.named(errors.New(tc.err))
+			if c := Classify(0, err.Error()); c != tc.want || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%q: %s, want %s with the text kept", err, c, tc.want)
+			}
+			if tc.want == ClassIdleClosed && !strings.Contains(err.Error(), idleReuseText+" "+tc.info.IdleTime.String()+" idle") {
+				t.Errorf("%q does not say how long the connection was idle (%s)", err, tc.info.IdleTime)
+			}
+		})
 	}
 }
