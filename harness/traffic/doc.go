@@ -61,10 +61,10 @@
 // 000:idle-closed, 000:goaway, 000:stream-reset, 000:unavailable,
 // 000:timeout, 000:other, 502, 503, 5xx:other, 4xx (000:idle-closed with
 // ProtocolKeepAlive only: an EOF or reset on a connection the client took
-// from its idle pool, named so by the client's trace; the two HTTP/2 ones with ProtocolH2C and
-// ProtocolGRPC only, 000:unavailable with ProtocolGRPC only; a gRPC call's
-// status is classified by the wire cause its text gives, see
-// grpcFleet). The names are stable
+// from its idle pool, named so by the client's trace; the two HTTP/2 ones
+// with ProtocolH2C and ProtocolGRPC only, 000:unavailable with
+// ProtocolGRPC only; a gRPC call's status is classified by the wire cause
+// its text gives, see grpcFleet). The names are stable
 // (CSV columns, metric labels). Transport failures (code 0) are classified
 // from Go's error text; the text itself is kept in Record.Error. Every class
 // but 2xx is a failure; 1xx and 3xx responses are 000:other, because the
