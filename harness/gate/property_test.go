@@ -155,3 +155,51 @@ func TestCheckNeverPassesABrokenLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPodShareNeverPassesABrokenLimit: over thousands of generated
+// rows, --min-new-pod-share never passes a row with a rollout whose
+// least-served new pod is under the limit, nor one with a rollout it has
+// no decided share for; and it passes every row whose rollouts are all
+// decided and at or above it.
+func TestNewPodShareNeverPassesABrokenLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 1))
+	passes := 0
+	for range 5000 {
+		limit := rng.Float64()
+		v := row("graceful-drain", 1000, make([]uint64, 1+rng.IntN(6))...)
+		broken, unsure := false, false
+		for k := range v.Rollouts {
+			switch rng.IntN(8) {
+			case 0:
+				unsure = true // not measured
+			case 1:
+				unsure = true
+				v.Rollouts[k].Balance = &analysis.Balance{Least: rng.Float64(), Undecided: "too few requests"}
+			default:
+				least := rng.Float64()
+				broken = broken || least < limit
+				v.Rollouts[k].Balance = &analysis.Balance{Seconds: 30, Answered: 100, Least: least,
+					Pods: []analysis.PodShare{{Pod: "web-a", Answered: 50, OfEven: least}, {Pod: "web-b", Answered: 50, OfEven: 2 - least}}}
+			}
+		}
+		rep, err := Check(run(v), Limits{MinNewPodShare: &limit, Confidence: 0.95})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := result(t, rep, "graceful-drain", CheckBalance).Verdict
+		switch {
+		case broken && got != Fail:
+			t.Fatalf("limit %.3f: a rollout under it, verdict %s", limit, got)
+		case !broken && unsure && got != Inconclusive:
+			t.Fatalf("limit %.3f: an undecided rollout, verdict %s", limit, got)
+		case !broken && !unsure && got != Pass:
+			t.Fatalf("limit %.3f: every rollout at or above it, verdict %s", limit, got)
+		}
+		if got == Pass {
+			passes++
+		}
+	}
+	if passes == 0 {
+		t.Error("no generated row passed: the property checked nothing")
+	}
+}
