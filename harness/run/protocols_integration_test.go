@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -68,7 +70,7 @@ variants:
 rollouts: 2
 traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, settle: 3s, balance: 10s}
 `, pc.wire, pc.drops, pc.clean, pc.wire))
-	a, _ := quietRun(ctx, t, sc)
+	a, dir := quietRun(ctx, t, sc)
 	if got := a.Summary.Traffic.ProtocolOf(); got != pc.protocol || a.Summary.Traffic.Connections != 4 {
 		t.Errorf("the run recorded protocol %s with %d connections, want %s with 4", got, a.Summary.Traffic.Connections, pc.protocol)
 	}
@@ -80,7 +82,8 @@ traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, set
 		}
 		for c, n := range v.Classes {
 			if c.Failed() && n > 0 && !slices.Contains(pc.classes, c) {
-				t.Errorf("%s %s: %d requests of class %s, not one its client meets in a rollout (%v)", pc.wire, v.Variant, n, c, pc.classes)
+				t.Errorf("%s %s: %d requests of class %s, not one its client meets in a rollout (%v); their errors: %q",
+					pc.wire, v.Variant, n, c, pc.classes, errorsOf(t, dir, v.Variant, c, 5))
 			}
 		}
 		balanced(t, pc.wire, v, 300)
@@ -126,4 +129,27 @@ func balanced(t *testing.T, wire string, v analysis.VariantSummary, rate float64
 				wire, v.Variant, ro.N, len(b.Pods), b.Answered, b.Seconds, b.Undecided, want)
 		}
 	}
+}
+
+// errorsOf returns up to n distinct error texts of class c in variant's
+// results under dir: what a test names when a class is unexpected.
+func errorsOf(t *testing.T, dir, variant string, c traffic.Class, n int) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(variant)))
+	if err != nil {
+		t.Errorf("reading %s's results: %v", variant, err)
+		return nil
+	}
+	defer f.Close()
+	var texts []string
+	err = traffic.ReadResults(f, func(r traffic.Record) error {
+		if r.Class == c && len(texts) < n && !slices.Contains(texts, r.Error) {
+			texts = append(texts, r.Error)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("reading %s's results: %v", variant, err)
+	}
+	return texts
 }

@@ -192,6 +192,12 @@ var transportRules = []struct {
 		"server sent GOAWAY and closed the connection",
 		"EOF",                  // "EOF", "unexpected EOF"
 		"transport is closing", // grpc-go: the connection closed under the call
+		// net/http's HTTP/2 client: a connection that closed as soon as
+		// it opened, before its first stream (a pod that died just after
+		// accepting it; the same close gives others EOF or a reset), and
+		// one closed while a request body waited to be sent.
+		"http2: client conn could not be established",
+		"http2: client conn is closed",
 	}},
 	// grpc-go's UNAVAILABLE with none of the causes above.
 	{ClassUnavailable, []string{"code = Unavailable"}},

@@ -102,6 +102,8 @@ func TestClassifyText(t *testing.T) {
 		{"h2 stream reset", 0, u + "stream error: stream ID 9; INTERNAL_ERROR; received from peer", ClassStreamReset},
 		{"h2 closed after goaway", 0, u + `http2: server sent GOAWAY and closed the connection; LastStreamID=11, ErrCode=NO_ERROR, debug=""`, ClassEOF},
 		{"h2 connection lost", 0, u + "unexpected EOF", ClassEOF},
+		{"h2 closed before its first stream", 0, u + "http2: client conn could not be established", ClassEOF},
+		{"h2 closed under a body", 0, u + "http2: client conn is closed", ClassEOF},
 		{"h2 refusal a retry hid", 0, refusedStream, ClassGoAway},
 		// grpc-go's status errors (grpcFleet): the wire cause decides.
 		{"grpc refused", 0, u + `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:30080: connect: connection refused"`, ClassRefused},

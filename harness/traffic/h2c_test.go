@@ -87,3 +87,31 @@ func TestH2CGoAwayNewConnection(t *testing.T) {
 		t.Errorf("%d connections for 60 requests with a GOAWAY every 10th, want new ones opened (at least 4)", got)
 	}
 }
+
+// TestH2CClosedAtOnce: a connection closed as soon as it is accepted (a
+// pod that dies with the connection just routed to it) fails the h2c
+// client's requests in the connection-closed classes, whichever of its
+// texts net/http returns ("could not be established", EOF, a reset),
+// never as an unknown failure.
+func TestH2CClosedAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, stats, _ := attackUntil(t, Config{URL: "http://" + l.Addr().String() + "/", Rate: 200, Protocol: ProtocolH2C, Connections: 2}, 100)
+	for c, n := range stats.ByClass {
+		if n > 0 && c != ClassEOF && c != ClassReset {
+			t.Errorf("%d requests of class %s, want only %s and %s (ByClass %v)", n, c, ClassEOF, ClassReset, stats.ByClass)
+		}
+	}
+}
