@@ -348,6 +348,8 @@ func TestParseConfig(t *testing.T) {
 		}},
 		{name: "bad grpc stop", args: []string{"--grpc-stop", "now"}, wantErr: "--grpc-stop"},
 		{name: "negative grpc max age", args: []string{"--grpc-max-connection-age", "-1s"}, wantErr: "--grpc-max-connection-age"},
+		{name: "idle timeout", args: []string{"--idle-timeout", "5s"}, check: func(c config) bool { return c.idleTimeout == 5*time.Second }},
+		{name: "negative idle timeout", args: []string{"--idle-timeout", "-1s"}, wantErr: "--idle-timeout"},
 		{name: "gateway without upstream", args: []string{"--mode", "gateway"}, wantErr: "--upstream"},
 		{name: "gateway bad upstream", args: []string{"--mode", "gateway", "--upstream", "web:80"}, wantErr: "--upstream"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "extra"},

@@ -35,6 +35,10 @@ type config struct {
 	shutdown        string
 	drainDelay      time.Duration
 	shutdownTimeout time.Duration
+	// idleTimeout is how long the HTTP server keeps an idle kept-alive
+	// connection open (http.Server.IdleTimeout); 0 keeps it until the
+	// client closes it.
+	idleTimeout time.Duration
 	// grpcAddr is the gRPC server's listen address (web mode; "" for
 	// none), grpcStop how it stops, grpcMaxConnectionAge its connections'
 	// maximum age (0: unlimited).
@@ -95,6 +99,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// HTTP/1.1 and HTTP/2 over cleartext (prior knowledge, droprun's
@@ -188,6 +193,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.shutdown, "shutdown", shutdownNone, "SIGTERM handling: none, naive, drain or drain-close")
 	fs.DurationVar(&cfg.drainDelay, "drain-delay", 5*time.Second, "drain and drain-close modes: how long to keep serving after SIGTERM")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive, drain and drain-close modes: how long Shutdown waits for in-flight requests")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "close a kept-alive connection idle this long (HTTP/1.1 and h2c); 0 keeps it open until the client closes it. A timeout shorter than the client's or proxy's in front races their next request on it")
 	fs.StringVar(&cfg.grpcAddr, "grpc-addr", ":9090", "web mode: the gRPC server's listen address (the standard health service's Check); empty for none")
 	fs.StringVar(&cfg.grpcStop, "grpc-stop", grpcStopGraceful, "how the gRPC server stops when the app shuts down (at once in naive mode, after the drain delay in drain modes): graceful (GracefulStop: GOAWAY, finish the calls in flight) or stop (Stop: cut them)")
 	fs.DurationVar(&cfg.grpcMaxConnectionAge, "grpc-max-connection-age", 0, "end each gRPC connection after about this long (keepalive MaxConnectionAge, GOAWAY first) so clients reconnect and spread over new pods; 0 for never")
@@ -249,6 +255,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if cfg.grpcMaxConnectionAge < 0 {
 		return cfg, fmt.Errorf("%w: --grpc-max-connection-age %v: must not be negative", errUsage, cfg.grpcMaxConnectionAge)
+	}
+	if cfg.idleTimeout < 0 {
+		return cfg, fmt.Errorf("%w: --idle-timeout %v: must not be negative (0 keeps idle connections open)", errUsage, cfg.idleTimeout)
 	}
 	if cfg.drainDelay < 0 {
 		return cfg, fmt.Errorf("%w: --drain-delay %v: must not be negative", errUsage, cfg.drainDelay)

@@ -956,3 +956,31 @@ func TestProcessGRPCStop(t *testing.T) {
 		t.Errorf("dial the gRPC port after exit: %v, want ECONNREFUSED", err)
 	}
 }
+
+// --idle-timeout: a kept-alive connection left idle is closed after the
+// timeout, not before; without the flag it stays open.
+func TestProcessIdleTimeout(t *testing.T) {
+	t.Parallel()
+	const idle = 300 * time.Millisecond
+	p := startBookshop(t, "--idle-timeout", idle.String())
+	c := p.openConn(t)
+	if resp := c.get(t, "/version"); resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("status %d, Connection: close %v; want a kept-alive 200", resp.StatusCode, resp.Close)
+	}
+	answered := time.Now()
+	if c.closedWithin(t, idle/3) {
+		t.Fatalf("the connection closed %v after its response, before the %v idle timeout", time.Since(answered), idle)
+	}
+	if !c.closedWithin(t, idle+2*time.Second) {
+		t.Errorf("the connection was still open %v after its response, with a %v idle timeout", time.Since(answered), idle)
+	}
+
+	q := startBookshop(t)
+	open := q.openConn(t)
+	if resp := open.get(t, "/version"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200", resp.StatusCode)
+	}
+	if open.closedWithin(t, 2*idle) {
+		t.Errorf("without --idle-timeout the idle connection closed within %v", 2*idle)
+	}
+}

@@ -131,6 +131,11 @@ type TrafficInfo struct {
 	Settle      string `json:"settle"`
 	Control     string `json:"control"`
 	Between     string `json:"between"`
+	// IdleTimeout is the client's idle timeout for kept-alive connections
+	// ("" where the protocol keeps none idle); Arrivals how it spaced its
+	// requests ("" in runs recorded before it: constant).
+	IdleTimeout string `json:"idleTimeout,omitempty"`
+	Arrivals    string `json:"arrivals,omitempty"`
 	// ClientProcs is the client's GOMAXPROCS during the run.
 	ClientProcs int `json:"clientProcs,omitempty"`
 }

@@ -429,6 +429,7 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	cfg := traffic.Config{
 		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Connections: sc.Traffic.Connections, Method: sc.Traffic.Method,
 		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
+		IdleTimeout: sc.Traffic.IdleTimeout.Get(), Arrivals: traffic.Arrivals(sc.Traffic.Arrivals),
 		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
 		// A front that logs each request's ID joins its line to the record.
 		RequestIDs: sc.Path().Proxy != nil && sc.Path().Proxy.AccessLog != nil,
@@ -730,9 +731,13 @@ func (r *runner) trafficInfo() analysis.TrafficInfo {
 	t := r.sc.Traffic
 	method := traffic.Config{Method: t.Method}.RequestMethod()
 	targets := r.tb.Targets()
-	return analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, Protocol: t.Protocol(), Connections: t.Connections, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
+	ti := analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, Protocol: t.Protocol(), Connections: t.Connections, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
-		ClientProcs: runtime.GOMAXPROCS(0)}
+		Arrivals: t.Arrivals, ClientProcs: runtime.GOMAXPROCS(0)}
+	if t.IdleTimeout != nil {
+		ti.IdleTimeout = t.IdleTimeout.String()
+	}
+	return ti
 }
 
 // sleep waits d or until ctx is done. It times measurement windows; it is

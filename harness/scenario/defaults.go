@@ -51,6 +51,7 @@ func builtinWorkload() Workload {
 		TerminationGracePeriodSeconds: ptr(int64(30)),
 		PreStopSeconds:                ptr(int64(5)),
 		DrainDelay:                    D(5 * time.Second),
+		IdleTimeout:                   D(0),
 		Readiness: &Probe{
 			InitialDelaySeconds: ptr(int32(0)),
 			PeriodSeconds:       ptr(int32(1)),
@@ -112,6 +113,10 @@ func (s *Scenario) Default() {
 	if t.Protocol().Multiplexed() {
 		setDefault(&t.Connections, traffic.DefaultConnections)
 	}
+	if t.Protocol().IdleTimed() {
+		setDefault(&t.IdleTimeout, D(traffic.DefaultIdleTimeout))
+	}
+	setDefault(&t.Arrivals, string(traffic.ArrivalsConstant))
 	setDefault(&t.Timeout, D(DefaultTimeout))
 	setDefault(&t.Control, D(DefaultControl))
 	setDefault(&t.Between, D(DefaultBetween))
@@ -149,6 +154,7 @@ func merge(a, b Workload) Workload {
 	pick(&a.TerminationGracePeriodSeconds, b.TerminationGracePeriodSeconds)
 	pick(&a.PreStopSeconds, b.PreStopSeconds)
 	pick(&a.DrainDelay, b.DrainDelay)
+	pick(&a.IdleTimeout, b.IdleTimeout)
 	if a.Flavour == "" {
 		a.Flavour = b.Flavour
 	}

@@ -13,6 +13,14 @@ type Duration struct{ time.Duration }
 // D returns a *Duration for d, for building scenarios in code.
 func D(d time.Duration) *Duration { return &Duration{d} }
 
+// Get returns the duration, 0 for a nil (unset) one.
+func (d *Duration) Get() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
+}
+
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 

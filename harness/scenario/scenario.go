@@ -252,6 +252,12 @@ type Workload struct {
 	// DrainDelay is how long the graceful-drain app keeps serving after
 	// SIGTERM. Default 5s.
 	DrainDelay *Duration `json:"drainDelay,omitempty"`
+	// IdleTimeout is how long the bookshop app keeps an idle kept-alive
+	// connection open before it closes it (its --idle-timeout,
+	// http.Server.IdleTimeout). Default 0s: until the client closes it.
+	// Shorter than the client's (traffic.idleTimeout), the app closes
+	// connections the client is about to reuse.
+	IdleTimeout *Duration `json:"idleTimeout,omitempty"`
 	// Flavour is the bookshop image flavour: standard (has /bin/sleep) or
 	// distroless (has not). Default: the variant's own.
 	Flavour   string     `json:"flavour,omitempty"`
@@ -299,8 +305,20 @@ type Traffic struct {
 	// Connections is, with protocol h2c or grpc, how many connections the
 	// client keeps to each target, a fleet of HTTP/2 clients or gRPC
 	// channels (each connection is routed to one pod once, when it
-	// opens). Default 4.
+	// opens). Default 4. With keepAlive it is a fleet of that many
+	// HTTP/1.1 clients taking turns, each with its own connection to each
+	// target, idle between its turns; default none: one client, whose
+	// pool reuses the connection it last returned.
 	Connections int `json:"connections,omitempty"`
+	// IdleTimeout is, with keepAlive or protocol h2c, how long the client
+	// keeps an idle connection before it closes it (net/http's
+	// IdleConnTimeout). Default 90s, net/http's own.
+	IdleTimeout *Duration `json:"idleTimeout,omitempty"`
+	// Arrivals is how the client spaces its requests: "constant" (the
+	// default), one every 1/rate, or "poisson", at random with rate as
+	// the mean, as independent callers' requests come: the gaps between
+	// one connection's requests then vary continuously.
+	Arrivals string `json:"arrivals,omitempty"`
 	// Method is the HTTP method of every request. Default GET.
 	Method string `json:"method,omitempty"`
 	// Timeout per request. Default 2s.

@@ -121,7 +121,33 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("traffic %s: balance %s, want %s", tc.traffic, got, tc.want)
 		}
 	}
+	// The client's idle timeout is net/http's where it keeps connections
+	// idle, absent where it keeps none; requests come at a constant rate.
+	for _, tc := range []struct {
+		traffic string
+		want    *Duration
+	}{
+		{"{}", nil},
+		{"{protocol: grpc}", nil},
+		{"{keepAlive: true}", D(traffic.DefaultIdleTimeout)},
+		{"{protocol: h2c}", D(traffic.DefaultIdleTimeout)},
+		{"{keepAlive: true, idleTimeout: 200ms}", D(200 * time.Millisecond)},
+	} {
+		sc, err := Parse("i.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: i}\nvariants: [{variant: no-prestop}]\ntraffic: "+tc.traffic+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.Traffic.IdleTimeout; (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("traffic %s: idleTimeout %v, want %v", tc.traffic, got, tc.want)
+		}
+		if sc.Traffic.Arrivals != string(traffic.ArrivalsConstant) {
+			t.Errorf("traffic %s: arrivals %q, want %s", tc.traffic, sc.Traffic.Arrivals, traffic.ArrivalsConstant)
+		}
+	}
 	w := s.Effective(0)
+	if w.IdleTimeout.Get() != 0 {
+		t.Errorf("the app's idle timeout defaults to %s, want 0s (none)", w.IdleTimeout)
+	}
 	if *w.Replicas != 2 || w.MaxSurge.String() != "25%" || *w.TerminationGracePeriodSeconds != 30 || *w.PreStopSeconds != 5 {
 		t.Errorf("workload defaults: replicas=%d surge=%s grace=%d prestop=%d", *w.Replicas, w.MaxSurge, *w.TerminationGracePeriodSeconds, *w.PreStopSeconds)
 	}
@@ -251,7 +277,12 @@ func TestTrafficProtocol(t *testing.T) {
 		{"{protocol: h3}", "", 0, `traffic.protocol: "h3" is not a protocol droprun speaks`},
 		{"{protocol: h2c, keepAlive: true}", "", 0, "traffic.keepAlive: is set with protocol h2c"},
 		{"{protocol: h2c, target: traefik}", "", 0, "traffic.protocol: h2c with target traefik (fix: use target nodeport"},
-		{"{connections: 4}", "", 0, "traffic.connections: is 4 with protocol http1"},
+		{"{connections: 4}", "", 0, "traffic.connections: is 4 with a new connection per request (fix: leave it out, or set keepAlive: true"},
+		{"{keepAlive: true, connections: 6}", traffic.ProtocolKeepAlive, 6, ""},
+		{"{idleTimeout: 5s}", "", 0, "traffic.idleTimeout: is 5s with a new connection per request"},
+		{"{protocol: grpc, idleTimeout: 5s}", "", 0, "traffic.idleTimeout: is 5s with gRPC"},
+		{"{keepAlive: true, idleTimeout: -1s}", "", 0, "traffic.idleTimeout: is negative"},
+		{"{arrivals: bursty}", "", 0, `traffic.arrivals: "bursty" is not a way to space requests (fix: use constant`},
 		{"{protocol: h2c, connections: 300}", "", 0, "traffic.connections: is 300 (fix: give 1 to 256"},
 		{"{protocol: grpc}", traffic.ProtocolGRPC, traffic.DefaultConnections, ""},
 		{"{protocol: grpc, connections: 2, path: /grpc.health.v1.Health/Check}", traffic.ProtocolGRPC, 2, ""},

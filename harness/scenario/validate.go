@@ -270,14 +270,19 @@ func (s *Scenario) validateTraffic(v *validator) {
 		v.add("traffic.keepAlive", "is set with protocol "+t.Wire, "leave it out: "+t.Wire+" always keeps its connections (traffic.connections says how many)")
 	case proto.Multiplexed() && t.Target != path.NodePort.Name:
 		v.add("traffic.protocol", fmt.Sprintf("%s with target %s", t.Wire, t.Target), "use target nodeport: "+t.Wire+" goes to the pods directly, and the fronts here answer the client over HTTP/1.1 only")
-	case !proto.Multiplexed() && t.Connections != 0:
-		v.add("traffic.connections", fmt.Sprintf("is %d with protocol %s", t.Connections, t.Wire), "leave it out: HTTP/1.1 opens a connection per request in flight; connections applies to protocols h2c and grpc")
+	case !proto.ReusesConnections() && t.Connections != 0:
+		v.add("traffic.connections", fmt.Sprintf("is %d with a new connection per request", t.Connections), "leave it out, or set keepAlive: true for a fleet of that many kept-alive clients")
+	case t.IdleTimeout != nil && t.IdleTimeout.Duration != 0 && !proto.IdleTimed():
+		v.add("traffic.idleTimeout", fmt.Sprintf("is %s with %s", t.IdleTimeout, proto.Text()), "leave it out: the client's idle timeout applies with keepAlive: true or protocol h2c")
 	case t.Connections < 0 || t.Connections > traffic.MaxConnections:
 		v.add("traffic.connections", fmt.Sprintf("is %d", t.Connections), fmt.Sprintf("give 1 to %d connections per target, or leave it out for %d", traffic.MaxConnections, traffic.DefaultConnections))
 	case proto == traffic.ProtocolGRPC && t.Path != traffic.GRPCPath:
 		v.add("traffic.path", fmt.Sprintf("is %s with protocol grpc", t.Path), "leave it out: every gRPC request is a call of "+traffic.GRPCPath)
 	case proto == traffic.ProtocolGRPC && t.Method != traffic.DefaultMethod:
 		v.add("traffic.method", fmt.Sprintf("is %s with protocol grpc", t.Method), "leave it out: a gRPC call is what it is, whatever the method")
+	}
+	if t.Arrivals != string(traffic.ArrivalsConstant) && t.Arrivals != string(traffic.ArrivalsPoisson) {
+		v.add("traffic.arrivals", fmt.Sprintf("%q is not a way to space requests", t.Arrivals), fmt.Sprintf("use %s (one every 1/rate, the default) or %s (at random, rate on average)", traffic.ArrivalsConstant, traffic.ArrivalsPoisson))
 	}
 	if !slices.Contains(traffic.Methods(), t.Method) {
 		v.add("traffic.method", fmt.Sprintf("%q is not a method droprun sends", t.Method), "use one of "+strings.Join(traffic.Methods(), ", "))
@@ -288,8 +293,8 @@ func (s *Scenario) validateTraffic(v *validator) {
 	for _, f := range []struct {
 		path string
 		d    *Duration
-	}{{"traffic.control", t.Control}, {"traffic.between", t.Between}, {"traffic.settle", t.Settle}, {"traffic.balance", t.Balance}} {
-		if f.d.Duration < 0 {
+	}{{"traffic.control", t.Control}, {"traffic.between", t.Between}, {"traffic.settle", t.Settle}, {"traffic.balance", t.Balance}, {"traffic.idleTimeout", t.IdleTimeout}} {
+		if f.d != nil && f.d.Duration < 0 {
 			v.add(f.path, "is negative", "use a duration of 0s or more")
 		}
 	}
@@ -426,6 +431,13 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 	}
 	if w.DrainDelay.Duration < 0 {
 		v.add(at("drainDelay", vr.DrainDelay != nil, d.DrainDelay != nil), "is negative", "use a delay such as 5s")
+	}
+	switch {
+	case w.IdleTimeout.Duration < 0:
+		v.add(at("idleTimeout", vr.IdleTimeout != nil, d.IdleTimeout != nil), "is negative", "use a timeout such as 5s, or 0s to keep idle connections open")
+	case w.IdleTimeout.Duration > 0 && s.App.Custom != nil:
+		v.add(at("idleTimeout", vr.IdleTimeout != nil, d.IdleTimeout != nil), "sets the bookshop app's idle timeout, and the app is your own",
+			"leave it out: your app's idle timeout is set in its own manifest or code")
 	}
 	if info.Shutdown.Drains() {
 		need := w.DrainDelay.Duration + AppShutdownTimeout

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"runtime"
@@ -162,7 +163,7 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 		byClass: make(map[Class]uint64, len(classes)),
 	}
 	a.pipe.enc = vegeta.NewEncoder(a.buf)
-	a.pacer = newPacer(cfg.Rate, cfg.MaxWorkers, &a.received)
+	a.pacer = newPacer(cfg.Rate, cfg.Arrivals, cfg.MaxWorkers, &a.received)
 	client, w, err := newClient(cfg, addrs, dial)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,9 @@ func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
 // its own, so the client is built here), and the watch that bounds each
 // request and sees net/http's hidden retries. For h2c it is a fleet of
 // cfg.Connections HTTP/2 transports, each holding one connection per
-// target; for gRPC a fleet of as many grpc-go channels (grpcFleet).
+// target; for kept-alive HTTP/1.1 with cfg.Connections as many
+// transports, each with its own pool; for gRPC a fleet of as many
+// grpc-go channels (grpcFleet).
 func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch, error) {
 	workers := int(min(cfg.MaxWorkers, 1<<20))
 	newTransport := func() *http.Transport {
@@ -248,7 +251,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 			// Enough idle connections that a kept-alive attack reuses them
 			// instead of churning: one per worker.
 			MaxIdleConnsPerHost: workers,
-			IdleConnTimeout:     90 * time.Second,
+			IdleConnTimeout:     cfg.IdleTimeout,
 		}
 	}
 	var next http.RoundTripper = newTransport()
@@ -259,15 +262,19 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 			return nil, nil, err
 		}
 		next = f
-	case cfg.Protocol.Multiplexed():
+	case cfg.Connections > 0:
+		// HTTP/2 or kept-alive HTTP/1.1 clients, each with its own pool.
 		f := &fleet{}
 		for range cfg.Connections {
 			tr := newTransport()
-			tr.Protocols = new(http.Protocols)
-			// Prior knowledge: http:// URLs speak HTTP/2 at once. net/http
-			// opens a second connection to a target only when the first
-			// is full (the server's stream limit) or going away (GOAWAY).
-			tr.Protocols.SetUnencryptedHTTP2(true)
+			if cfg.Protocol == ProtocolH2C {
+				tr.Protocols = new(http.Protocols)
+				// Prior knowledge: http:// URLs speak HTTP/2 at once.
+				// net/http opens a second connection to a target only
+				// when the first is full (the server's stream limit) or
+				// going away (GOAWAY).
+				tr.Protocols.SetUnencryptedHTTP2(true)
+			}
 			f.clients = append(f.clients, tr)
 		}
 		next = f
@@ -443,7 +450,9 @@ func (a *Attack) Pacing() (lag time.Duration, inFlight uint64) {
 // results channel, which happens after its pacing goroutine has returned.
 type pacer struct {
 	vegeta.ConstantPacer
-	interval   time.Duration
+	interval time.Duration
+	// poisson, when set, spaces the requests instead (ArrivalsPoisson).
+	poisson    *poissonArrivals
 	maxWorkers uint64
 	received   *atomic.Uint64
 
@@ -457,13 +466,26 @@ type pacer struct {
 	busy atomic.Uint64
 }
 
-func newPacer(rate int, maxWorkers uint64, received *atomic.Uint64) *pacer {
-	return &pacer{
+func newPacer(rate int, arrivals Arrivals, maxWorkers uint64, received *atomic.Uint64) *pacer {
+	p := &pacer{
 		ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second},
 		interval:      time.Second / time.Duration(rate),
 		maxWorkers:    maxWorkers,
 		received:      received,
 	}
+	if arrivals == ArrivalsPoisson {
+		p.poisson = newPoissonArrivals(float64(rate))
+	}
+	return p
+}
+
+// due returns when hit hits+1 (1-based) is due: vegeta's constant pacer
+// sends hit n at n × interval.
+func (p *pacer) due(hits uint64) time.Duration {
+	if p.poisson != nil {
+		return p.poisson.at(hits)
+	}
+	return time.Duration(hits+1) * p.interval
 }
 
 // Pace implements vegeta.Pacer.
@@ -475,13 +497,41 @@ func (p *pacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
 		busy = hits - got
 	}
 	p.peak = max(p.peak, busy)
-	// vegeta sends hit n (1-based) at n × interval; the next is hit hits+1.
-	lag := elapsed - time.Duration(hits+1)*p.interval
+	due := p.due(hits)
+	lag := elapsed - due
 	p.maxLag = max(p.maxLag, lag)
 	p.lag.Store(int64(lag))
 	p.busy.Store(busy)
 	if busy >= p.maxWorkers && lag > 0 {
 		p.exhausted = true
 	}
+	if p.poisson != nil {
+		return max(due-elapsed, 0), false
+	}
 	return p.ConstantPacer.Pace(elapsed, hits)
+}
+
+// poissonArrivals are the due times of a Poisson process's requests:
+// exponentially distributed gaps with mean 1/rate, from a fixed seed, so
+// two attacks at one rate space their requests alike. vegeta asks for
+// them in order (hits only grows), so each is drawn once.
+type poissonArrivals struct {
+	rate float64
+	rng  *rand.Rand
+	n    uint64        // hits whose due time has been drawn
+	next time.Duration // the due time of hit n (1-based)
+}
+
+func newPoissonArrivals(rate float64) *poissonArrivals {
+	return &poissonArrivals{rate: rate, rng: rand.New(rand.NewPCG(1, 2))}
+}
+
+// at returns when hit hits+1 is due; hits never decreases from one call
+// to the next (vegeta asks again, for the same hit, after a wait).
+func (a *poissonArrivals) at(hits uint64) time.Duration {
+	for a.n <= hits {
+		a.next += time.Duration(a.rng.ExpFloat64() / a.rate * float64(time.Second))
+		a.n++
+	}
+	return a.next
 }

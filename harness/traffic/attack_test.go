@@ -420,7 +420,15 @@ func TestConfigValidate(t *testing.T) {
 		{"h2c, 16 connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: 16}, ""},
 		{"h2c, too many connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: MaxConnections + 1}, "Config.Connections 257: want 1 to 256 per target"},
 		{"h2c, negative connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: -1}, "Config.Connections -1"},
-		{"connections with HTTP/1.1", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, Connections: 4}, "only h2c and grpc multiplex"},
+		{"connections kept alive", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, Connections: 4}, ""},
+		{"connections with a new one per request", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Connections: 4}, "opens a connection per request"},
+		{"idle timeout kept alive", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, IdleTimeout: time.Second}, ""},
+		{"idle timeout h2c", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, IdleTimeout: time.Second}, ""},
+		{"idle timeout gRPC", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolGRPC, IdleTimeout: time.Second}, "only http1-keep-alive and h2c keep idle connections"},
+		{"idle timeout, new connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, IdleTimeout: time.Second}, "Config.IdleTimeout 1s"},
+		{"negative idle timeout", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, IdleTimeout: -time.Second}, "must not be negative"},
+		{"poisson arrivals", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Arrivals: ArrivalsPoisson}, ""},
+		{"unknown arrivals", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Arrivals: "bursty"}, `Config.Arrivals "bursty": want constant or poisson`},
 		{"protocol unknown", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: "h3"}, `Config.Protocol "h3"`},
 		{"targets", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/version"}, {"w", "http://127.0.0.1:30082/version"}}, Rate: 1}, ""},
 		{"targets, one port with two paths", Config{Targets: []Target{{"", "http://127.0.0.1:30080/a"}, {"", "http://127.0.0.1:30080/b"}}, Rate: 1}, ""},
@@ -823,5 +831,54 @@ func TestRequestIDs(t *testing.T) {
 	}
 	if id := (Record{URL: "http://127.0.0.1:1/version"}).RequestID(); id != "" {
 		t.Errorf("a URL without an ID gave %q", id)
+	}
+}
+
+// TestPoissonArrivals: ArrivalsPoisson's gaps are exponential with mean
+// 1/rate: their mean and standard deviation both 1/rate (within 3% over
+// 20,000 draws), and due times only grow.
+func TestPoissonArrivals(t *testing.T) {
+	const rate, n = 400.0, 20000
+	a := newPoissonArrivals(rate)
+	var sum, sumSq float64
+	prev := time.Duration(0)
+	for i := range uint64(n) {
+		at := a.at(i)
+		if at < prev {
+			t.Fatalf("hit %d due at %s, before hit %d's %s", i+1, at, i, prev)
+		}
+		gap := (at - prev).Seconds()
+		sum += gap
+		sumSq += gap * gap
+		prev = at
+	}
+	mean := sum / n
+	sd := math.Sqrt(sumSq/n - mean*mean)
+	want := 1 / rate
+	if math.Abs(mean-want) > 0.03*want || math.Abs(sd-want) > 0.03*want {
+		t.Errorf("gaps: mean %.5fs, sd %.5fs; want both %.5fs (exponential)", mean, sd, want)
+	}
+	if x, y := newPoissonArrivals(rate).at(10), newPoissonArrivals(rate).at(10); x != y || x == 0 {
+		t.Errorf("hit 11 due at %s, and at %s in another attack at the same rate: want the same", x, y)
+	}
+}
+
+// TestKeepAliveFleet: kept-alive HTTP/1.1 with Connections is that many
+// clients taking turns, one connection each to a target whose requests do
+// not overlap; the client's IdleTimeout closes a connection idle longer,
+// so every request then opens one.
+func TestKeepAliveFleet(t *testing.T) {
+	url, conns, _ := h2cServer(t, nil)
+	_, stats, _ := attackUntil(t, Config{URL: url + "/", Rate: 100, Protocol: ProtocolKeepAlive, Connections: 3}, 30)
+	if stats.ByClass[Class2xx] != stats.Requests {
+		t.Fatalf("ByClass = %v", stats.ByClass)
+	}
+	if got := conns.Load(); got != 3 {
+		t.Errorf("%d connections for 3 clients taking turns, want 3", got)
+	}
+	url, conns, _ = h2cServer(t, nil)
+	_, stats, _ = attackUntil(t, Config{URL: url + "/", Rate: 20, Protocol: ProtocolKeepAlive, IdleTimeout: 10 * time.Millisecond}, 6)
+	if got := conns.Load(); got < stats.Requests-1 {
+		t.Errorf("%d connections for %d requests 50 ms apart with a 10ms idle timeout, want a new one (nearly) every time", got, stats.Requests)
 	}
 }

@@ -70,9 +70,22 @@ type Config struct {
 	// target: a fleet of that many HTTP/2 clients or gRPC channels,
 	// requests spread over them round robin. One would
 	// pin a target's whole load to the one pod its connection was routed
-	// to. Zero means DefaultConnections; it must be zero for HTTP/1.1,
-	// which opens a connection per request in flight.
+	// to. Zero means DefaultConnections. With ProtocolKeepAlive it is a
+	// fleet of that many HTTP/1.1 clients, each with its own pool (one
+	// connection per target while its requests do not overlap), requests
+	// spread round robin, so every connection idles between its requests
+	// as a caller's does; zero means one client, whose pool reuses the
+	// connection it last returned. It must be zero with
+	// ProtocolNewConnection.
 	Connections int
+	// IdleTimeout is how long the client keeps an idle kept-alive
+	// connection before it closes it (net/http's IdleConnTimeout), with
+	// ProtocolKeepAlive and ProtocolH2C. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Arrivals is how requests are spaced: ArrivalsConstant (the default,
+	// also when empty) one every 1/Rate, ArrivalsPoisson at random with
+	// Rate as the mean, as independent callers' requests are.
+	Arrivals Arrivals
 	// Method is the HTTP method of every request, one of Methods(); empty
 	// means DefaultMethod (GET), whatever the protocol.
 	Method string
@@ -134,10 +147,19 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Connections != 0 && !c.Protocol.Multiplexed():
-		return fmt.Errorf("traffic: Config.Connections %d: only %s and %s multiplex requests over a fixed number of connections; with %s leave it 0", c.Connections, ProtocolH2C, ProtocolGRPC, c.Protocol.Text())
+	case c.Connections != 0 && !c.Protocol.ReusesConnections():
+		return fmt.Errorf("traffic: Config.Connections %d: %s opens a connection per request; leave it 0, or keep connections alive", c.Connections, c.Protocol.Text())
 	case c.Connections < 0 || c.Connections > MaxConnections:
 		return fmt.Errorf("traffic: Config.Connections %d: want 1 to %d per target (0 means %d)", c.Connections, MaxConnections, DefaultConnections)
+	}
+	switch {
+	case c.IdleTimeout < 0:
+		return fmt.Errorf("traffic: Config.IdleTimeout %s: must not be negative (0 means %s)", c.IdleTimeout, DefaultIdleTimeout)
+	case c.IdleTimeout != 0 && !c.Protocol.IdleTimed():
+		return fmt.Errorf("traffic: Config.IdleTimeout %s: only %s and %s keep idle connections on a timer; with %s leave it 0", c.IdleTimeout, ProtocolKeepAlive, ProtocolH2C, c.Protocol.Text())
+	}
+	if !slices.Contains(arrivals, c.Arrivals) {
+		return fmt.Errorf("traffic: Config.Arrivals %q: want %s or %s", c.Arrivals, ArrivalsConstant, ArrivalsPoisson)
 	}
 	if c.MaxWorkers > WorkerCap {
 		return fmt.Errorf("traffic: Config.MaxWorkers %d: at most %d requests may be in flight (one connection each)", c.MaxWorkers, WorkerCap)
@@ -159,8 +181,32 @@ func (c Config) withDefaults() Config {
 	if c.Connections == 0 && c.Protocol.Multiplexed() {
 		c.Connections = DefaultConnections
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
 	return c
 }
+
+// DefaultIdleTimeout is Config.IdleTimeout when it is zero: net/http's
+// DefaultTransport's.
+const DefaultIdleTimeout = 90 * time.Second
+
+// Arrivals is how an attack spaces its requests (Config.Arrivals).
+type Arrivals string
+
+// The arrivals an attack can have.
+const (
+	// ArrivalsConstant sends one request every 1/Rate.
+	ArrivalsConstant Arrivals = "constant"
+	// ArrivalsPoisson sends requests at exponentially distributed
+	// intervals with mean 1/Rate (a Poisson process): the gaps between
+	// one connection's requests vary continuously, as they do between
+	// independent callers', rather than in steps of 1/Rate.
+	ArrivalsPoisson Arrivals = "poisson"
+)
+
+// arrivals lists the values Config.Arrivals may take.
+var arrivals = []Arrivals{"", ArrivalsConstant, ArrivalsPoisson}
 
 // DefaultConnections is Config.Connections when it is zero: per target,
 // enough connections that kube-proxy spreads them over both pods of a

@@ -139,6 +139,10 @@ func (p Protocol) ReusesConnections() bool {
 	return info.ReusesConnections
 }
 
+// IdleTimed reports whether the client keeps p's idle connections in
+// net/http's pool, on its idle timer (Config.IdleTimeout).
+func (p Protocol) IdleTimed() bool { return p == ProtocolKeepAlive || p == ProtocolH2C }
+
 // Multiplexed reports whether p sends many requests over one connection at
 // once.
 func (p Protocol) Multiplexed() bool {

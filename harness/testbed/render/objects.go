@@ -40,8 +40,11 @@ type Params struct {
 	TerminationGracePeriodSeconds int64
 	PreStopSeconds                int64
 	DrainDelay                    time.Duration
-	Readiness                     Probe
-	Requests, Limits              map[string]string
+	// IdleTimeout is the app's --idle-timeout; 0 leaves it out (no
+	// timeout).
+	IdleTimeout      time.Duration
+	Readiness        Probe
+	Requests, Limits map[string]string
 	// ChangeCause is recorded in the kubernetes.io/change-cause annotation.
 	ChangeCause string
 }
@@ -68,6 +71,9 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	}
 	if p.Info.MaxConnectionAge > 0 {
 		args = append(args, "--grpc-max-connection-age="+p.Info.MaxConnectionAge.String())
+	}
+	if p.IdleTimeout > 0 {
+		args = append(args, "--idle-timeout="+p.IdleTimeout.String())
 	}
 	c := corev1ac.Container().
 		WithName(variant.ContainerName).

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -182,6 +183,31 @@ func TestFacts(t *testing.T) {
 		}
 		if got := f.String(); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.variant, got, tc.want)
+		}
+	}
+}
+
+// TestIdleTimeoutArg: a workload's idleTimeout becomes the app's
+// --idle-timeout; none (the default) leaves the flag out.
+func TestIdleTimeoutArg(t *testing.T) {
+	for _, tc := range []struct {
+		idle time.Duration
+		want string
+	}{{0, ""}, {1500 * time.Millisecond, "--idle-timeout=1.5s"}} {
+		s := scenario.OfVariant(variant.GracefulDrain)
+		s.Variants[0].IdleTimeout = scenario.D(tc.idle)
+		objs, err := render.Render(s, 0, 0, false, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := render.YAML(objs.List()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c := deployment(t, out)
+		args := strings.Join(c.Args, " ")
+		if got := strings.Contains(args, "--idle-timeout"); got != (tc.want != "") || !strings.Contains(args, tc.want) {
+			t.Errorf("idleTimeout %s: args %q, want %q", tc.idle, args, tc.want)
 		}
 	}
 }

@@ -71,6 +71,7 @@ func (v Variant) Params(kind, version string) (Params, error) {
 		TerminationGracePeriodSeconds: *w.TerminationGracePeriodSeconds,
 		PreStopSeconds:                *w.PreStopSeconds,
 		DrainDelay:                    w.DrainDelay.Duration,
+		IdleTimeout:                   w.IdleTimeout.Duration,
 		Readiness: Probe{
 			InitialDelaySeconds: *r.InitialDelaySeconds,
 			PeriodSeconds:       *r.PeriodSeconds,
