@@ -17,7 +17,7 @@ import (
 // a variant with From (the rollout that introduced it, then the rest).
 // rollouts carry their window tallies' extras (excused, by node) already.
 func (in *input) rows(v scenario.Variant, p *plan, tl *Timeline, rollouts []RolloutSummary) []VariantSummary {
-	sh := rowShared{builtin: v.Variant, hooks: hookFailures(in.events, p), outside: tl.Outside, gaps: in.gaps(p, rollouts)}
+	sh := rowShared{builtin: v.Variant, hooks: hookFailures(in.events, p), outside: tl.Outside, gaps: in.gaps(p, rollouts), idle: in.idleTimeouts(v)}
 	sh.control, sh.controlRig = in.addWindows(tl, rollouts)
 	sh.client = in.clientSummary(p.stats)
 	for _, t := range tl.Tallies {
@@ -83,6 +83,7 @@ type rowShared struct {
 	client     ClientSummary
 	hooks      []string
 	gaps       map[int][]Gap
+	idle       *IdleOrder // without counts
 }
 
 // row sums rollouts rs into the row name, whose pods should be of the
@@ -106,7 +107,12 @@ func (sh rowShared) row(name, expected string, rs []RolloutSummary) VariantSumma
 	if control.Requests > 0 {
 		vs.ExpectedFloor = float64(control.Failures) / float64(control.Requests) * float64(window.Requests)
 	}
-	if control.Failures > 0 {
+	vs.Idle = sh.idle.counted(vs)
+	switch {
+	case vs.Idle.idleControl(control):
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("the control window was not clean: its %d failures in %d requests are %s, the app closing idle connections before the client does (idle timeouts %s and %s); drops near %.1f are theirs, not the rollouts'",
+			control.Failures, control.Requests, traffic.ClassIdleClosed, vs.Idle.App, vs.Idle.Client, vs.ExpectedFloor))
+	case control.Failures > 0:
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("the control window was not clean: %d failures in %d requests; drops near %.1f are the rig's own floor", control.Failures, control.Requests, vs.ExpectedFloor))
 	}
 	if control.Requests == 0 {

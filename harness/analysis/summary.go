@@ -118,6 +118,10 @@ type VariantSummary struct {
 	// Explained splits the rollout windows' drops into those a (pod,
 	// node) race window explains and the rest.
 	Explained *Explained `json:"explained,omitempty"`
+	// Idle is the order of the client's and the app's idle timeouts for
+	// kept-alive connections, and the idle-closed requests it cost; nil
+	// where the client keeps no connection idle for reuse.
+	Idle *IdleOrder `json:"idle,omitempty"`
 	// HookFailures are Warning events such as FailedPreStopHook.
 	HookFailures []string `json:"hookFailures,omitempty"`
 	Suspect      []string `json:"suspect,omitempty"`

@@ -509,6 +509,9 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	switch {
 	case v.Control.Requests == 0:
 		control = "none: nothing to compare the rollout windows with"
+	case v.Control.Failures > 0 && v.Idle != nil && v.Idle.AppFirst && v.Idle.ControlFailed == v.Control.Failures:
+		control += fmt.Sprintf(" (%s): the app closing idle connections before the client does (see Idle timeouts); at that rate the rollout windows would show about %s failures, and drops near that are not the rollout's",
+			classList(v.Control.Classes), stats.FormatSig(r.ExpectedFloor, 2))
 	case v.Control.Failures > 0:
 		control += fmt.Sprintf(" (%s): the rig's own floor; at that rate the rollout windows would show about %s failures, and drops near that are noise",
 			classList(v.Control.Classes), stats.FormatSig(r.ExpectedFloor, 2))
@@ -534,6 +537,9 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	}
 	if v.Masked > 0 {
 		f = append(f, htmlFact{"Masked by keep-alive", MaskedText(v)})
+	}
+	if v.Idle != nil {
+		f = append(f, htmlFact{"Idle timeouts", strings.TrimPrefix(IdleText(v.Idle), "idle timeouts: ")})
 	}
 	if len(v.ByNode) > 0 {
 		f = append(f, htmlFact{"By entry node", NodesText(v.ByNode)})

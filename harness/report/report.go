@@ -139,6 +139,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		if v.Masked > 0 {
 			fmt.Fprintf(w, "%s: %s\n", v.Variant, MaskedText(v))
 		}
+		if v.Idle != nil {
+			fmt.Fprintf(w, "%s: %s\n", v.Variant, IdleText(v.Idle))
+		}
 		if sv := v.Server; sv != nil {
 			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; %s\n", v.Variant, sv.ClientSent, sv.ClientGot2xx, ServerText(sv))
 		} else if v.NoServerView != "" {
@@ -203,6 +206,28 @@ func BalanceText(b *analysis.Balance) string {
 		return s + " (undecided: " + b.Undecided + ")"
 	}
 	return s + fmt.Sprintf("; least %.2f", b.Least)
+}
+
+// IdleText names the client's and the app's idle timeouts for kept-alive
+// connections, their order, and the idle-closed requests the variant saw.
+func IdleText(o *analysis.IdleOrder) string {
+	var s string
+	switch {
+	case o.Unknown != "":
+		s = fmt.Sprintf("idle timeouts: the client closes a connection idle for %s; its order with the app's cannot be told: %s", o.Client, o.Unknown)
+	case o.AppFirst:
+		s = fmt.Sprintf("idle timeouts: the app closes a connection idle for %s, before the client's %s: a request the client sends as the app closes the connection fails (%s) or is retried behind its back. "+
+			"Keep the app's idle timeout longer than the client's and than every proxy's in front of it", o.App, o.Client, traffic.ClassIdleClosed)
+	case o.App == "0s":
+		s = fmt.Sprintf("idle timeouts: the app keeps idle connections open and the client closes them after %s: the safe order (the side that sends closes first)", o.Client)
+	default:
+		s = fmt.Sprintf("idle timeouts: the client closes a connection idle for %s, before the app's %s: the safe order (the side that sends closes first)", o.Client, o.App)
+	}
+	if o.Failed+o.Masked == 0 {
+		return s + fmt.Sprintf("; no request was %s", traffic.ClassIdleClosed)
+	}
+	return s + fmt.Sprintf("; %s failed as %s (%d in the control window, before any rollout) and %s retried after one and served (%d in the control window)",
+		plural64(o.Failed, "request", "requests"), traffic.ClassIdleClosed, o.ControlFailed, plural64(o.Masked, "more was", "more were"), o.ControlMasked)
 }
 
 // MaskedText says how many drops connection reuse masked in v's rollout

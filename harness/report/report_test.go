@@ -115,3 +115,25 @@ func TestSaturatedAndServer(t *testing.T) {
 		t.Errorf("csv saturation columns %v", got)
 	}
 }
+
+// TestIdleText names both idle timeouts and their order, says which order
+// is safe, and counts what an app closing first cost.
+func TestIdleText(t *testing.T) {
+	for _, tc := range []struct {
+		o    analysis.IdleOrder
+		want []string
+	}{
+		{analysis.IdleOrder{Client: "150ms", App: "100ms", AppFirst: true, Failed: 481, ControlFailed: 146, Masked: 1, ControlMasked: 1},
+			[]string{"the app closes a connection idle for 100ms, before the client's 150ms", "Keep the app's idle timeout longer", "481 requests failed as 000:idle-closed (146 in the control window", "1 more was retried"}},
+		{analysis.IdleOrder{Client: "150ms", App: "1s"}, []string{"the client closes a connection idle for 150ms, before the app's 1s: the safe order", "no request was 000:idle-closed"}},
+		{analysis.IdleOrder{Client: "90s", App: "0s", Failed: 2}, []string{"the app keeps idle connections open and the client closes them after 90s: the safe order", "2 requests failed"}},
+		{analysis.IdleOrder{Client: "90s", Unknown: "the app is your own"}, []string{"its order with the app's cannot be told: the app is your own"}},
+	} {
+		got := IdleText(&tc.o)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("IdleText(%+v) = %q, want it to say %q", tc.o, got, w)
+			}
+		}
+	}
+}

@@ -445,7 +445,11 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		sent.Add(1)
 		if rec.Class.Failed() {
 			failed.Add(1)
-			if t := rec.Time.UnixNano(); t > lastFailure.Load() {
+			// The baseline waits for the rollout's failures to stop. An
+			// app that closes idle connections before the client does
+			// fails requests (000:idle-closed) at any time, rollout or
+			// not: waiting for those to stop would wait in vain.
+			if t := rec.Time.UnixNano(); t > lastFailure.Load() && rec.Class != traffic.ClassIdleClosed {
 				lastFailure.Store(t)
 			}
 		}
