@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,58 @@ func errorsOf(t *testing.T, dir, variant string, c traffic.Class, n int) []strin
 		t.Errorf("reading %s's results: %v", variant, err)
 	}
 	return texts
+}
+
+// TestIntegrationIdleTimeout measures idle timeouts in both orders on
+// kept-alive POSTs (10 clients taking turns, Poisson arrivals at 300
+// req/s, the client's idle timeout 150ms): an app that closes idle
+// connections after 100ms, before the client, fails requests in the
+// control window, before any rollout, all of them 000:idle-closed, and
+// the report names both timeouts; one that closes them after 1s fails
+// none there. The baseline after the rollout does not wait for the
+// idle-closed failures to stop.
+func TestIntegrationIdleTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	needCluster(t, ctx)
+	sc := itScenario(t, `metadata: {name: e2e-idle}
+variants:
+  - {name: app-closes-first, variant: graceful-drain, idleTimeout: 100ms}
+  - {name: client-closes-first, variant: graceful-drain, idleTimeout: 1s}
+rollouts: 1
+traffic: {rate: 300, keepAlive: true, connections: 10, idleTimeout: 150ms, arrivals: poisson, method: POST, control: 15s, between: 3s, settle: 3s, balance: 0s}
+`)
+	a, dir := quietRun(ctx, t, sc)
+	for _, v := range a.Summary.Variants {
+		o := v.Idle
+		if o == nil {
+			t.Fatalf("%s: no idle timeouts in the summary", v.Variant)
+		}
+		text := report.IdleText(o)
+		t.Logf("%s: control %d/%d %v; %s", v.Variant, v.Control.Failures, v.Control.Requests, v.Control.Classes, text)
+		for _, s := range v.Suspect {
+			if strings.Contains(s, "no clean baseline") {
+				t.Errorf("%s: %s; want the baseline not to wait for idle-closed failures", v.Variant, s)
+			}
+		}
+		switch v.Variant {
+		case "app-closes-first":
+			if !o.AppFirst || o.ControlFailed == 0 || o.ControlFailed != v.Control.Failures {
+				t.Errorf("%s: app first %v, %d idle-closed of the control window's %d failures (%v; errors %q); want some, and nothing else",
+					v.Variant, o.AppFirst, o.ControlFailed, v.Control.Failures, v.Control.Classes, errorsOf(t, dir, v.Variant, traffic.ClassOther, 3))
+			}
+			if !strings.Contains(text, "idle for 100ms, before the client's 150ms") {
+				t.Errorf("%s: the report says %q; want it to name both timeouts in order", v.Variant, text)
+			}
+		case "client-closes-first":
+			if o.AppFirst || v.Control.Failures != 0 || v.Control.Requests == 0 {
+				t.Errorf("%s: app first %v, control %d failures in %d requests (%v); want a clean control window", v.Variant, o.AppFirst, v.Control.Failures, v.Control.Requests, v.Control.Classes)
+			}
+			if !strings.Contains(text, "idle for 150ms, before the app's 1s: the safe order") {
+				t.Errorf("%s: the report says %q; want it to name both timeouts in order", v.Variant, text)
+			}
+		default:
+			t.Errorf("the run measured variant %s, want app-closes-first and client-closes-first", v.Variant)
+		}
+	}
 }

@@ -30,13 +30,23 @@
 // By default every request opens a new TCP connection and sends
 // "Connection: close", like curl: that is what exposes the routing race of
 // a rolling update (a new connection routed to a pod that is gone is
-// refused or times out). With ProtocolKeepAlive (Config.Protocol) connections are reused.
+// refused or times out). With ProtocolKeepAlive (Config.Protocol) connections are reused:
+// by one client whose pool hands out the connection it last got back, or,
+// with Config.Connections, by a fleet of that many clients taking turns,
+// so each connection idles between its requests. Config.IdleTimeout is
+// how long the client keeps an idle one (90 s, net/http's default).
 // With ProtocolH2C every request is an HTTP/2 stream (cleartext, prior
 // knowledge) on one of Config.Connections connections per target, each
 // held by its own transport, requests spread over them round robin: a
 // fleet of HTTP/2 clients. A connection is replaced when the server sends
 // GOAWAY or closes it.
 // Every request uses Config.Method, GET unless set, and carries no body.
+//
+// Requests are sent at a constant rate, or, with ArrivalsPoisson
+// (Config.Arrivals), at exponentially distributed intervals with the same
+// mean: the gaps between one connection's requests then vary continuously,
+// as independent callers' do, which is what makes a server's idle timeout
+// race the client's next request on a connection.
 //
 // # Hidden retries
 //
