@@ -513,7 +513,9 @@ const chanceDraws = 20
 // the failures matched against its windows a race window would explain
 // with the routing nodes shuffled among them, and with every send time
 // shifted by one random offset of 0.5–5 s either way, each the mean of
-// chanceDraws draws. A real explanation beats both by far.
+// chanceDraws draws; with a reconnect backoff, also how many the shifted
+// times would put in the backoff after a race. A real explanation beats
+// them by far.
 func (ex *explainer) chance(n int, e *Explained) {
 	tried := ex.tried[n]
 	if len(tried) == 0 {
@@ -525,7 +527,7 @@ func (ex *explainer) chance(n int, e *Explained) {
 		return best >= 0 && !cut
 	}
 	nodes := make([]string, len(tried))
-	var permuted, shifted int
+	var permuted, shifted, backoff int
 	for range chanceDraws {
 		for i, a := range tried {
 			nodes[i] = a.node
@@ -541,13 +543,17 @@ func (ex *explainer) chance(n int, e *Explained) {
 			}
 			moved := a.rec
 			moved.Time = moved.Time.Add(off)
-			if explains(a.node, a.ip, moved) {
+			switch {
+			case explains(a.node, a.ip, moved):
 				shifted++
+			case !sticky(a.rec.Class):
+			case ex.backedOff(n, a.node, moved):
+				backoff++
 			}
 		}
 	}
 	e.Chance = &Chance{Tried: uint64(len(tried)),
-		NodesShuffled: float64(permuted) / chanceDraws, TimesShifted: float64(shifted) / chanceDraws}
+		NodesShuffled: float64(permuted) / chanceDraws, TimesShifted: float64(shifted) / chanceDraws, BackoffShifted: float64(backoff) / chanceDraws}
 }
 
 // staleConntrack reports whether a failure of rollout n routed by node,

@@ -341,3 +341,37 @@ func TestNoUnroute(t *testing.T) {
 		t.Errorf("explained %+v, want the unrouting unseen", e)
 	}
 }
+
+// TestBackoffChance: refusals packed into the backoff after a race are
+// accounted to it far more often than their send times shifted would be;
+// without a backoff (HTTP) the chance of it is 0.
+func TestBackoffChance(t *testing.T) {
+	at, events := racedOnA()
+	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"a": 1, "b": 1}}}
+	for _, wire := range []string{"grpc", "http1"} {
+		sc, err := scenario.Parse("s.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nvariants: [{variant: no-prestop}]\ntraffic: {protocol: "+wire+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &input{sc: sc, events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
+			Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
+		}}}
+		ex := in.newExplainer(rs)
+		backoff := 0
+		for ms := 1100; ms < 2000; ms += 50 {
+			if how, _ := ex.explain(1, "a", false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}); how == AccountedBackoff {
+				backoff++
+			}
+		}
+		var e Explained
+		ex.chance(1, &e)
+		c := e.Chance
+		t.Logf("%s: %d accounted to the backoff, %.1f by chance with the times shifted", wire, backoff, c.BackoffShifted)
+		switch {
+		case wire == "grpc" && (backoff != 18 || c.BackoffShifted >= float64(backoff)/2):
+			t.Errorf("gRPC: %d of 18 refusals accounted to the backoff, %.1f by chance; want all, and under half as many by chance", backoff, c.BackoffShifted)
+		case wire == "http1" && (backoff != 0 || c.BackoffShifted != 0):
+			t.Errorf("HTTP: %d accounted to a backoff, %.1f by chance; want 0 and 0", backoff, c.BackoffShifted)
+		}
+	}
+}

@@ -141,6 +141,11 @@ type Chance struct {
 	Tried         uint64  `json:"tried"`
 	NodesShuffled float64 `json:"nodesShuffled"`
 	TimesShifted  float64 `json:"timesShifted"`
+	// BackoffShifted is, for a client with a reconnect backoff (gRPC),
+	// how many of the failures tried the backoff after a race would
+	// account for with their send times shifted: Explained.Backoff by
+	// chance. 0 for a client without one.
+	BackoffShifted float64 `json:"backoffShifted,omitempty"`
 }
 
 // SweepPoint says which value of a swept workload field a row measured.
