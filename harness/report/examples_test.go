@@ -6,6 +6,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/stats"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // shipped reads a shipped example run's summary.json, with its intervals.
@@ -116,5 +117,39 @@ func TestShippedExampleRunProbe(t *testing.T) {
 	}
 	if a.Deleted != 18 || a.Probed != 18 || a.Bracketed != 15 || a.Unanswered != 1 || a.Outside != 0 || a.Early != 0 || a.Late != 2 {
 		t.Errorf("%+v: want 18 deleted and probed, 15 bracketed by a refusal and 1 by a timeout (docs/advise.md: the 149 ms bracket), none outside, 2 closed before the probing began", a)
+	}
+}
+
+// TestShippedIdleTimeout holds results/examples/idle-timeout to what
+// results/README.md says of it: with the app's idle timeout (100ms)
+// shorter than the client's (150ms) the control window, before any
+// rollout, fails requests, every one 000:idle-closed, as do the rollout
+// windows; with the app's longer (1s) the control window is clean and
+// the rollouts fail a handful (graceful-drain closing idle connections at
+// SIGTERM).
+func TestShippedIdleTimeout(t *testing.T) {
+	sum := shipped(t, "idle-timeout")
+	idle := traffic.ClassIdleClosed
+	for _, v := range sum.Variants {
+		o := v.Idle
+		if o == nil {
+			t.Fatalf("%s: no idle timeouts", v.Variant)
+		}
+		switch v.Variant {
+		case "app-closes-first":
+			if !o.AppFirst || o.ControlFailed < 100 || o.ControlFailed != v.Control.Failures || v.Classes[idle] != v.Drops || v.Drops < 100 {
+				t.Errorf("%s: app first %v, control %d idle-closed of %d failures, windows %d idle-closed of %d drops; want the app first and over 100 of each, all idle-closed",
+					v.Variant, o.AppFirst, o.ControlFailed, v.Control.Failures, v.Classes[idle], v.Drops)
+			}
+		case "client-closes-first":
+			if o.AppFirst || v.Control.Failures != 0 || v.Drops > 5 {
+				t.Errorf("%s: app first %v, control %d failures, %d drops; want the client first, a clean control window, a handful of drops", v.Variant, o.AppFirst, v.Control.Failures, v.Drops)
+			}
+		default:
+			t.Errorf("unexpected row %s", v.Variant)
+		}
+		if text := IdleText(o); !strings.Contains(text, o.Client) || !strings.Contains(text, o.App) {
+			t.Errorf("%s: %q does not name both timeouts", v.Variant, text)
+		}
 	}
 }

@@ -412,6 +412,11 @@ func Markdown(w io.Writer, sum *analysis.Summary) error {
 	if sum.Unseen != "" {
 		fmt.Fprintf(w, "\n- **note:** %s\n", sum.Unseen)
 	}
+	for _, v := range sum.Variants {
+		if v.Idle != nil {
+			fmt.Fprintf(w, "\n- **%s:** %s\n", v.Variant, IdleText(v.Idle))
+		}
+	}
 	for _, s := range sum.Suspect {
 		fmt.Fprintf(w, "\n- **suspect:** %s", s)
 	}
