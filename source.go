@@ -7,7 +7,9 @@
 //     the bookshop app with its sleep program, which harness/image
 //     compiles into the demo images, the pod network's CNI plugin
 //     (apps/cni) that the offline node image carries, and the
-//     listener-close prober (apps/closeprobe) a run puts in a node;
+//     listener-close prober (apps/closeprobe) a run puts in a node, and
+//     the generator (apps/generator, with the client it shares with
+//     droprun, harness/traffic) that sends load from inside the cluster;
 //   - Scenarios: the shipped scenario files, reachable by name
 //     (`droprun run demo`).
 //
@@ -28,7 +30,7 @@ import (
 // module files and the in-cluster main packages. Test files are embedded
 // too (a pattern cannot exclude them) and filtered out by Source.
 //
-//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/traffic/*.go
 var source embed.FS
 
 // scenarios are the shipped scenario files with their README and the
@@ -38,7 +40,8 @@ var source embed.FS
 var scenarios embed.FS
 
 // Source returns the embedded module subset: go.mod, go.sum,
-// apps/bookshop, apps/bookshop/sleep, apps/cni and apps/closeprobe, without test files, at
+// apps/bookshop, apps/bookshop/sleep, apps/cni, apps/closeprobe,
+// apps/generator and harness/traffic, without test files, at
 // the same paths as in the source tree.
 func Source() fs.FS {
 	return noTests{source}

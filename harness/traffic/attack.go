@@ -163,6 +163,9 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 		byClass: make(map[Class]uint64, len(classes)),
 	}
 	a.pipe.enc = vegeta.NewEncoder(a.buf)
+	if cfg.Encoding == EncodingJSON {
+		a.pipe.enc = vegeta.NewJSONEncoder(a.buf)
+	}
 	a.pacer = newPacer(cfg.Rate, cfg.Arrivals, cfg.MaxWorkers, &a.received)
 	client, w, err := newClient(cfg, addrs, dial)
 	if err != nil {

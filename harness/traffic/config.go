@@ -82,6 +82,11 @@ type Config struct {
 	// connection before it closes it (net/http's IdleConnTimeout), with
 	// ProtocolKeepAlive and ProtocolH2C. Zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Encoding is how results are written to the attack's out:
+	// EncodingGob (empty, the default), vegeta's binary encoding of
+	// results files, or EncodingJSON, vegeta's JSON, one result a line,
+	// which a generator pod streams (its lines can be read as they come).
+	Encoding Encoding
 	// Arrivals is how requests are spaced: ArrivalsConstant (the default,
 	// also when empty) one every 1/Rate, ArrivalsPoisson at random with
 	// Rate as the mean, as independent callers' requests are.
@@ -158,6 +163,9 @@ func (c Config) Validate() error {
 	case c.IdleTimeout != 0 && !c.Protocol.IdleTimed():
 		return fmt.Errorf("traffic: Config.IdleTimeout %s: only %s and %s keep idle connections on a timer; with %s leave it 0", c.IdleTimeout, ProtocolKeepAlive, ProtocolH2C, c.Protocol.Text())
 	}
+	if c.Encoding != EncodingGob && c.Encoding != EncodingJSON {
+		return fmt.Errorf("traffic: Config.Encoding %q: want %s (or empty, vegeta's binary encoding)", c.Encoding, EncodingJSON)
+	}
 	if !slices.Contains(arrivals, c.Arrivals) {
 		return fmt.Errorf("traffic: Config.Arrivals %q: want %s or %s", c.Arrivals, ArrivalsConstant, ArrivalsPoisson)
 	}
@@ -190,6 +198,15 @@ func (c Config) withDefaults() Config {
 // DefaultIdleTimeout is Config.IdleTimeout when it is zero: net/http's
 // DefaultTransport's.
 const DefaultIdleTimeout = 90 * time.Second
+
+// Encoding is how an attack writes its results (Config.Encoding).
+type Encoding string
+
+// The encodings of results: both vegeta's, both read by ReadResults.
+const (
+	EncodingGob  Encoding = ""
+	EncodingJSON Encoding = "json"
+)
 
 // Arrivals is how an attack spaces its requests (Config.Arrivals).
 type Arrivals string

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/droprun/droprun/harness/generators"
+)
+
+// TestShares: the generators' shares add up to the rate, differ by at
+// most one, and their phases are distinct slots of the interleaved
+// schedule.
+func TestShares(t *testing.T) {
+	for _, tc := range []struct{ rate, n int }{{1000, 3}, {300, 3}, {7, 7}, {10, 4}} {
+		sum, lo, hi := 0, tc.rate, 0
+		seen := map[time.Duration]bool{}
+		for i := range tc.n {
+			s := share(tc.rate, tc.n, i)
+			sum, lo, hi = sum+s, min(lo, s), max(hi, s)
+			p := phase(tc.rate, i)
+			if seen[p] || p >= time.Second {
+				t.Errorf("rate %d over %d: index %d's phase %s repeats or is a second or more", tc.rate, tc.n, i, p)
+			}
+			seen[p] = true
+		}
+		if sum != tc.rate || hi-lo > 1 {
+			t.Errorf("rate %d over %d: shares sum to %d, from %d to %d", tc.rate, tc.n, sum, lo, hi)
+		}
+	}
+}
+
+// TestParseConfig: the index comes from the Indexed Job's environment
+// unless given; every command line that cannot work is refused, saying
+// why.
+func TestParseConfig(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "JOB_COMPLETION_INDEX" {
+				return v
+			}
+			return ""
+		}
+	}
+	ok := []string{"--targets", "http://web.droprun.svc/version", "--rate", "300", "--generators", "3"}
+	cfg, err := parseConfig(ok, env("2"), io.Discard)
+	if err != nil || cfg.index != 2 || len(cfg.targets) != 1 {
+		t.Fatalf("parseConfig: %+v, %v; want index 2 from the environment", cfg, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{ok, "", "JOB_COMPLETION_INDEX"},
+		{ok, "3", "index 3: want 0 to 2"},
+		{[]string{"--rate", "300"}, "0", "--targets is required"},
+		{[]string{"--targets", "http://web/", "--rate", "2", "--generators", "3"}, "0", "--rate 2"},
+		{[]string{"--targets", "web:80", "--rate", "10"}, "0", "not an http(s) URL"},
+		{[]string{"--targets", "http://web/", "--rate", "10", "--protocol", "h3"}, "0", "h3"},
+	} {
+		if _, err := parseConfig(tc.args, env(tc.env), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v with index %q: %v, want an error saying %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+}
+
+// TestLinesWhole: results written in pieces that cut lines anywhere come
+// out as whole lines, with beat lines only between them.
+func TestLinesWhole(t *testing.T) {
+	var out bytes.Buffer
+	l := &lines{w: &out}
+	data := `{"attack":"a","seq":0}` + "\n" + `{"attack":"a","seq":1}` + "\n"
+	for i := 0; i < len(data); i += 7 {
+		if _, err := l.Write([]byte(data[i:min(i+7, len(data))])); err != nil {
+			t.Fatal(err)
+		}
+		l.beat(beat{At: int64(i)})
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if !strings.HasPrefix(line, `{"attack":`) && !strings.HasPrefix(line, `{"droprun-beat":`) || !strings.HasSuffix(line, "}") {
+			t.Errorf("line %q is not whole", line)
+		}
+	}
+	if l.results() != 2 {
+		t.Errorf("%d result lines counted, want 2", l.results())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the generator's writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestGeneratorSends: told to start, a generator sends its share to the
+// target until told to stop; its stdout, read as droprun reads a
+// generator's log, holds every result it sent, beats, and an end line
+// whose totals match.
+func TestGeneratorSends(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
+	defer srv.Close()
+	cfg, err := parseConfig([]string{"--targets", srv.URL + "/version", "--rate", "200", "--generators", "2", "--index", "1"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	g := &generator{cfg: cfg, out: &lines{w: &out}, start: make(chan time.Time, 1), stop: make(chan struct{})}
+	ctl := httptest.NewServer(g.handler())
+	defer ctl.Close()
+	resp, err := http.Post(fmt.Sprintf("%s/start?at=%d", ctl.URL, time.Now().UnixNano()), "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("start: %v %v", resp, err)
+	}
+	if again, err := http.Post(fmt.Sprintf("%s/start?at=%d", ctl.URL, time.Now().UnixNano()), "", nil); err != nil || again.StatusCode != http.StatusConflict {
+		t.Errorf("a second start: %v %v, want 409", again, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.send(context.Background()) }()
+	time.AfterFunc(1500*time.Millisecond, func() { http.Post(ctl.URL+"/stop", "", nil) })
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the generator did not stop")
+	}
+	s := generators.NewStream("pod-1", io.Discard, nil)
+	if err := s.Consume(strings.NewReader(out.String())); err != nil {
+		t.Fatal(err)
+	}
+	// 100 req/s, its share of 200, for about 1.5 s.
+	if s.End == nil || s.End.Results != s.Results || s.Results < 100 || s.Results > 200 || s.LastBeat.At.IsZero() || s.Other != 0 {
+		t.Errorf("stream: %d results, end %+v, last beat %v, %d other lines; want about 150, the end's count equal, a beat", s.Results, s.End, s.LastBeat.At, s.Other)
+	}
+	if s.End != nil && s.End.ByClass["2xx"] != s.Results {
+		t.Errorf("end: %v, want every result 2xx", s.End.ByClass)
+	}
+}
