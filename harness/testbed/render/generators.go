@@ -1,0 +1,107 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// GeneratorsName names the generators' Job and labels its pods.
+const GeneratorsName = "droprun-generators"
+
+// GeneratorControlPort is the generators' control port (apps/generator's
+// --control): start, stop and clock, reached through the API server.
+const GeneratorControlPort = 9000
+
+// Generators describes the Indexed Job of a variant's generator pods.
+type Generators struct {
+	Namespace string
+	Image     string
+	// Count is how many generators share the load, an index each.
+	Count int
+	// Args are the flags every generator gets (apps/generator: targets,
+	// rate, protocol...); --generators and the index are added.
+	Args []string
+	// OnePerNode spreads the pods one per node (required pod
+	// anti-affinity on the node's hostname): Count must not exceed the
+	// nodes that can run them, or the rest stay pending.
+	OnePerNode bool
+	// Requests and Limits are the generator container's resources
+	// (e.g. {"cpu": "250m"}); nil for none.
+	Requests, Limits map[string]string
+	// Deadline bounds the Job's life (activeDeadlineSeconds): generators
+	// droprun lost track of are stopped by the cluster.
+	DeadlineSeconds int64
+}
+
+// GeneratorsJob renders g as one Indexed Job: Count pods, one per
+// completion index, each the generator for its index
+// (JOB_COMPLETION_INDEX), all at once. A pod that fails is replaced, up to
+// twice per index (backoffLimitPerIndex), by a new pod of the same index:
+// a new log, which the run reads as that generator restarted. The pods
+// need no API access: no service account token is mounted.
+func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
+	if g.Count < 1 {
+		return nil, fmt.Errorf("generators: a count of %d; want 1 or more", g.Count)
+	}
+	requests, err := resourceList(g.Requests)
+	if err != nil {
+		return nil, fmt.Errorf("generators' requests: %w", err)
+	}
+	limits, err := resourceList(g.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("generators' limits: %w", err)
+	}
+	labels := map[string]string{"app": GeneratorsName, variant.LabelManagedBy: variant.ManagedBy}
+	args := append([]string{"--generators=" + strconv.Itoa(g.Count), "--control=:" + strconv.Itoa(GeneratorControlPort)}, g.Args...)
+	c := corev1ac.Container().
+		WithName("generator").
+		WithImage(g.Image).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithArgs(args...).
+		WithPorts(corev1ac.ContainerPort().WithName("control").WithContainerPort(GeneratorControlPort)).
+		WithReadinessProbe(corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/clock").WithPort(intstr.FromString("control"))).
+			WithPeriodSeconds(1))
+	if len(requests) > 0 || len(limits) > 0 {
+		r := corev1ac.ResourceRequirements()
+		if len(requests) > 0 {
+			r.WithRequests(requests)
+		}
+		if len(limits) > 0 {
+			r.WithLimits(limits)
+		}
+		c.WithResources(r)
+	}
+	pod := corev1ac.PodSpec().
+		WithRestartPolicy(corev1.RestartPolicyNever).
+		WithAutomountServiceAccountToken(false).
+		WithContainers(c)
+	if g.OnePerNode {
+		pod.WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+			WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.PodAffinityTerm().
+				WithTopologyKey(corev1.LabelHostname).
+				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{"app": GeneratorsName})))))
+		// The control plane of a kind cluster is a node like the others.
+		pod.WithTolerations(corev1ac.Toleration().WithKey("node-role.kubernetes.io/control-plane").WithOperator(corev1.TolerationOpExists).WithEffect(corev1.TaintEffectNoSchedule))
+	}
+	spec := batchv1ac.JobSpec().
+		WithCompletionMode(batchv1.IndexedCompletion).
+		WithCompletions(int32(g.Count)).
+		WithParallelism(int32(g.Count)).
+		WithBackoffLimitPerIndex(2).
+		WithMaxFailedIndexes(int32(g.Count)).
+		WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(pod))
+	if g.DeadlineSeconds > 0 {
+		spec.WithActiveDeadlineSeconds(g.DeadlineSeconds)
+	}
+	return batchv1ac.Job(GeneratorsName, g.Namespace).WithLabels(labels).WithSpec(spec), nil
+}

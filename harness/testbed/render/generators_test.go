@@ -1,0 +1,54 @@
+package render_test
+
+import (
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/droprun/droprun/harness/testbed/render"
+	"github.com/droprun/droprun/harness/variant"
+)
+
+// TestGeneratorsJob: the generators are one Indexed Job, a pod per index
+// all at once, each told how many share the load, replaced at most twice
+// per index, without API access; one per node when asked, with the
+// resources asked.
+func TestGeneratorsJob(t *testing.T) {
+	j, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "droprun/generator:dev", Count: 3,
+		Args: []string{"--targets=http://web.ns.svc/version", "--rate=1000"}, OnePerNode: true,
+		Requests: map[string]string{"cpu": "250m"}, DeadlineSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := j.Spec
+	if *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 3 || *s.Parallelism != 3 || *s.BackoffLimitPerIndex != 2 || *s.ActiveDeadlineSeconds != 3600 {
+		t.Errorf("Job spec %+v: want Indexed, 3 completions at once, 2 retries per index, the deadline", s)
+	}
+	if j.Labels[variant.LabelManagedBy] != variant.ManagedBy || s.Template.Labels[variant.LabelManagedBy] != variant.ManagedBy {
+		t.Errorf("labels %v / %v: want droprun's managed-by on the Job and its pods", j.Labels, s.Template.Labels)
+	}
+	pod := s.Template.Spec
+	c := pod.Containers[0]
+	args := strings.Join(c.Args, " ")
+	if !strings.Contains(args, "--generators=3") || !strings.Contains(args, "--control=:9000") || !strings.Contains(args, "--rate=1000") {
+		t.Errorf("args %q: want the count, the control port and the given flags", args)
+	}
+	if *pod.RestartPolicy != corev1.RestartPolicyNever || *pod.AutomountServiceAccountToken {
+		t.Errorf("restart %s, token %v: want Never (a failed pod is replaced per index) and no token", *pod.RestartPolicy, *pod.AutomountServiceAccountToken)
+	}
+	if pod.Affinity == nil || len(pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		*pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != corev1.LabelHostname {
+		t.Errorf("affinity %+v: want one generator per node", pod.Affinity)
+	}
+	if q := (*c.Resources.Requests)[corev1.ResourceCPU]; q.String() != "250m" {
+		t.Errorf("cpu request %s, want 250m", q.String())
+	}
+	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 0}); err == nil {
+		t.Error("0 generators: want an error")
+	}
+	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 1, Limits: map[string]string{"cpu": "lots"}}); err == nil {
+		t.Error("a bad limit: want an error")
+	}
+}
