@@ -8,8 +8,9 @@
 //     compiles into the demo images, the pod network's CNI plugin
 //     (apps/cni) that the offline node image carries, and the
 //     listener-close prober (apps/closeprobe) a run puts in a node, and
-//     the generator (apps/generator, with the client it shares with
-//     droprun, harness/traffic) that sends load from inside the cluster;
+//     the generator (apps/generator, with the client and the line format
+//     it shares with droprun, harness/traffic and harness/generators)
+//     that sends load from inside the cluster;
 //   - Scenarios: the shipped scenario files, reachable by name
 //     (`droprun run demo`).
 //
@@ -30,7 +31,7 @@ import (
 // module files and the in-cluster main packages. Test files are embedded
 // too (a pattern cannot exclude them) and filtered out by Source.
 //
-//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/traffic/*.go
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/traffic/*.go
 var source embed.FS
 
 // scenarios are the shipped scenario files with their README and the
@@ -41,7 +42,8 @@ var scenarios embed.FS
 
 // Source returns the embedded module subset: go.mod, go.sum,
 // apps/bookshop, apps/bookshop/sleep, apps/cni, apps/closeprobe,
-// apps/generator and harness/traffic, without test files, at
+// apps/generator, harness/generators and harness/traffic, without test
+// files, at
 // the same paths as in the source tree.
 func Source() fs.FS {
 	return noTests{source}

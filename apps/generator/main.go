@@ -32,7 +32,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +47,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/droprun/droprun/harness/generators"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -200,7 +200,7 @@ loop:
 		case now := <-beats.C:
 			lag, inFlight := a.Pacing()
 			c := cpuTime()
-			g.out.beat(beat{At: now.UnixNano(), Results: g.out.results(), LagNs: int64(lag), InFlight: inFlight, CPU: (c - cpu).Seconds() / now.Sub(last).Seconds()})
+			g.out.beat(generators.BeatLine{At: now.UnixNano(), Results: g.out.results(), LagNs: int64(lag), InFlight: inFlight, CPU: (c - cpu).Seconds() / now.Sub(last).Seconds()})
 			cpu, last = c, now
 		}
 	}
@@ -227,27 +227,6 @@ func (g *generator) trafficConfig() traffic.Config {
 		cfg.Allow = append(cfg.Allow, traffic.AllowTarget{Host: u.Hostname(), Port: u.Port()})
 	}
 	return cfg
-}
-
-// beat is a beat line's payload.
-type beat struct {
-	At       int64   `json:"at"`
-	Results  uint64  `json:"results"`
-	LagNs    int64   `json:"lagNs"`
-	InFlight uint64  `json:"inFlight"`
-	CPU      float64 `json:"cpu"`
-}
-
-// end is the end line's payload: the attack's totals.
-type end struct {
-	Results      uint64            `json:"results"`
-	ByClass      map[string]uint64 `json:"byClass,omitempty"`
-	AskedRate    float64           `json:"askedRate"`
-	AchievedRate float64           `json:"achievedRate"`
-	MaxLagNs     int64             `json:"maxLagNs"`
-	CPU          float64           `json:"cpu"`
-	Suspect      []string          `json:"suspect,omitempty"`
-	Stopped      string            `json:"stopped,omitempty"`
 }
 
 // lines writes whole lines to w: the attack's results, written through
@@ -284,12 +263,12 @@ func (l *lines) results() uint64 {
 	return l.n
 }
 
-func (l *lines) beat(b beat) {
-	_ = l.line("droprun-beat", b)
+func (l *lines) beat(b generators.BeatLine) {
+	_ = l.line(generators.BeatKey, b)
 }
 
 func (l *lines) end(s traffic.Stats, stopped string) error {
-	e := end{Results: s.Requests, AskedRate: s.AskedRate, AchievedRate: s.AchievedRate, MaxLagNs: int64(s.MaxLag), CPU: s.ClientCPU, Suspect: s.Suspect, Stopped: stopped}
+	e := generators.End{Results: s.Requests, AskedRate: s.AskedRate, AchievedRate: s.AchievedRate, MaxLagNs: int64(s.MaxLag), CPU: s.ClientCPU, Suspect: s.Suspect, Stopped: stopped}
 	for c, n := range s.ByClass {
 		if n > 0 {
 			if e.ByClass == nil {
@@ -298,19 +277,14 @@ func (l *lines) end(s traffic.Stats, stopped string) error {
 			e.ByClass[string(c)] = n
 		}
 	}
-	return l.line("droprun-end", e)
+	return l.line(generators.EndKey, e)
 }
 
 // line writes {"KEY":v} as one line.
 func (l *lines) line(key string, v any) error {
-	b, err := json.Marshal(map[string]any{key: v})
-	if err != nil {
-		return err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, err = l.w.Write(append(b, '\n'))
-	return err
+	return generators.WriteLine(l.w, key, v)
 }
 
 // cpuTime is the CPU this process has used (user + system).

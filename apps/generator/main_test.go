@@ -82,7 +82,7 @@ func TestLinesWhole(t *testing.T) {
 		if _, err := l.Write([]byte(data[i:min(i+7, len(data))])); err != nil {
 			t.Fatal(err)
 		}
-		l.beat(beat{At: int64(i)})
+		l.beat(generators.BeatLine{At: int64(i)})
 	}
 	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
 		if !strings.HasPrefix(line, `{"attack":`) && !strings.HasPrefix(line, `{"droprun-beat":`) || !strings.HasSuffix(line, "}") {

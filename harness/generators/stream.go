@@ -22,8 +22,8 @@ const MaxLine = 64 << 10
 // Line prefixes of a generator's stdout (apps/generator).
 var (
 	resultPrefix = []byte(`{"attack":`)
-	beatPrefix   = []byte(`{"droprun-beat":`)
-	endPrefix    = []byte(`{"droprun-end":`)
+	beatPrefix   = []byte(`{"` + BeatKey + `":`)
+	endPrefix    = []byte(`{"` + EndKey + `":`)
 )
 
 // Beat is one beat of a generator: alive at At, with Results written so
@@ -35,18 +35,6 @@ type Beat struct {
 	Lag      time.Duration
 	InFlight uint64
 	CPU      float64
-}
-
-// End is a generator's end line: its own totals.
-type End struct {
-	Results      uint64            `json:"results"`
-	ByClass      map[string]uint64 `json:"byClass,omitempty"`
-	AskedRate    float64           `json:"askedRate"`
-	AchievedRate float64           `json:"achievedRate"`
-	MaxLagNs     int64             `json:"maxLagNs"`
-	CPU          float64           `json:"cpu"`
-	Suspect      []string          `json:"suspect,omitempty"`
-	Stopped      string            `json:"stopped,omitempty"`
 }
 
 // Gap is an interval in which a generator's requests may be missing: it
@@ -140,19 +128,12 @@ func (s *Stream) line(b []byte) error {
 	case bytes.HasPrefix(b, resultPrefix):
 		return s.result(b)
 	case bytes.HasPrefix(b, beatPrefix):
-		var v struct {
-			B struct {
-				At       int64   `json:"at"`
-				Results  uint64  `json:"results"`
-				LagNs    int64   `json:"lagNs"`
-				InFlight uint64  `json:"inFlight"`
-				CPU      float64 `json:"cpu"`
-			} `json:"droprun-beat"`
-		}
+		var v map[string]BeatLine
 		if err := json.Unmarshal(b, &v); err != nil {
 			return fmt.Errorf("a beat line: %w", err)
 		}
-		bt := Beat{At: time.Unix(0, v.B.At), Results: v.B.Results, Lag: time.Duration(v.B.LagNs), InFlight: v.B.InFlight, CPU: v.B.CPU}
+		l := v[BeatKey]
+		bt := Beat{At: time.Unix(0, l.At), Results: l.Results, Lag: time.Duration(l.LagNs), InFlight: l.InFlight, CPU: l.CPU}
 		switch {
 		case s.restart != nil:
 			s.restart.To = bt.At
@@ -165,13 +146,12 @@ func (s *Stream) line(b []byte) error {
 		s.MaxLag = max(s.MaxLag, bt.Lag)
 		s.PeakCPU = max(s.PeakCPU, bt.CPU)
 	case bytes.HasPrefix(b, endPrefix):
-		var v struct {
-			E End `json:"droprun-end"`
-		}
+		var v map[string]End
 		if err := json.Unmarshal(b, &v); err != nil {
 			return fmt.Errorf("the end line: %w", err)
 		}
-		s.End = &v.E
+		e := v[EndKey]
+		s.End = &e
 	default:
 		s.Other++
 	}

@@ -52,13 +52,9 @@ func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
 	if g.Count < 1 {
 		return nil, fmt.Errorf("generators: a count of %d; want 1 or more", g.Count)
 	}
-	requests, err := resourceList(g.Requests)
+	res, err := resources(g.Requests, g.Limits)
 	if err != nil {
-		return nil, fmt.Errorf("generators' requests: %w", err)
-	}
-	limits, err := resourceList(g.Limits)
-	if err != nil {
-		return nil, fmt.Errorf("generators' limits: %w", err)
+		return nil, fmt.Errorf("generators: %w", err)
 	}
 	labels := map[string]string{"app": GeneratorsName, variant.LabelManagedBy: variant.ManagedBy}
 	args := append([]string{"--generators=" + strconv.Itoa(g.Count), "--control=:" + strconv.Itoa(GeneratorControlPort)}, g.Args...)
@@ -71,15 +67,8 @@ func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/clock").WithPort(intstr.FromString("control"))).
 			WithPeriodSeconds(1))
-	if len(requests) > 0 || len(limits) > 0 {
-		r := corev1ac.ResourceRequirements()
-		if len(requests) > 0 {
-			r.WithRequests(requests)
-		}
-		if len(limits) > 0 {
-			r.WithLimits(limits)
-		}
-		c.WithResources(r)
+	if res != nil {
+		c.WithResources(res)
 	}
 	pod := corev1ac.PodSpec().
 		WithRestartPolicy(corev1.RestartPolicyNever).

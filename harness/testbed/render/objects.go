@@ -54,13 +54,9 @@ type Params struct {
 // variant needs, so applying it with one field manager removes a hook or
 // flag an earlier variant left behind.
 func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
-	requests, err := resourceList(p.Requests)
+	res, err := resources(p.Requests, p.Limits)
 	if err != nil {
-		return nil, fmt.Errorf("requests: %w", err)
-	}
-	limits, err := resourceList(p.Limits)
-	if err != nil {
-		return nil, fmt.Errorf("limits: %w", err)
+		return nil, err
 	}
 	args := []string{"--shutdown=" + string(p.Info.Shutdown)}
 	if p.Info.Shutdown.Drains() {
@@ -96,15 +92,8 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		WithLivenessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString("http"))).
 			WithPeriodSeconds(10))
-	if len(requests) > 0 || len(limits) > 0 {
-		r := corev1ac.ResourceRequirements()
-		if len(requests) > 0 {
-			r.WithRequests(requests)
-		}
-		if len(limits) > 0 {
-			r.WithLimits(limits)
-		}
-		c.WithResources(r)
+	if res != nil {
+		c.WithResources(res)
 	}
 	switch p.Info.PreStop {
 	case variant.PreStopExec:
@@ -211,6 +200,31 @@ func Custom(manifest []byte, namespace, name, container, image, changeCause stri
 // that forwards to the web Service with a new connection per request, so a
 // request routed to a dead pod shows as 502 instead of 000. The gateway
 // itself drains gracefully and is never rolled, so its own shutdown never
+
+// resources parses a container's requests and limits (e.g. {"cpu":
+// "250m"}); nil when both are empty.
+func resources(requests, limits map[string]string) (*corev1ac.ResourceRequirementsApplyConfiguration, error) {
+	req, err := resourceList(requests)
+	if err != nil {
+		return nil, fmt.Errorf("requests: %w", err)
+	}
+	lim, err := resourceList(limits)
+	if err != nil {
+		return nil, fmt.Errorf("limits: %w", err)
+	}
+	if len(req) == 0 && len(lim) == 0 {
+		return nil, nil
+	}
+	r := corev1ac.ResourceRequirements()
+	if len(req) > 0 {
+		r.WithRequests(req)
+	}
+	if len(lim) > 0 {
+		r.WithLimits(lim)
+	}
+	return r, nil
+}
+
 // enters the measurement.
 func Gateway(namespace, image, upstreamService string) *appsv1ac.DeploymentApplyConfiguration {
 	selector := map[string]string{"app": variant.GatewayName}
