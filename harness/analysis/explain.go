@@ -546,7 +546,6 @@ func (ex *explainer) chance(n int, e *Explained) {
 			switch {
 			case explains(a.node, a.ip, moved):
 				shifted++
-			case !sticky(a.rec.Class):
 			case ex.backedOff(n, a.node, moved):
 				backoff++
 			}

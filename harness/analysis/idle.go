@@ -76,8 +76,8 @@ func (o *IdleOrder) counted(vs VariantSummary) *IdleOrder {
 	return &c
 }
 
-// idleControl reports whether every failure of a control window is an
-// idle-closed one the idle order explains: the app closing first.
-func (o *IdleOrder) idleControl(control Tally) bool {
+// ExplainsControl reports whether every failure of a control window is
+// an idle-closed one the idle order explains: the app closing first.
+func (o *IdleOrder) ExplainsControl(control Tally) bool {
 	return o != nil && o.AppFirst && control.Failures > 0 && control.Classes[traffic.ClassIdleClosed] == control.Failures
 }

@@ -55,12 +55,12 @@ func TestIdleOrder(t *testing.T) {
 	if o.Failed != 13 || o.Masked != 3 || o.ControlFailed != 7 || o.ControlMasked != 2 {
 		t.Errorf("counted %+v: want 13 failed (7 in the control), 3 masked (2 in the control)", o)
 	}
-	if !o.idleControl(vs.Control) {
+	if !o.ExplainsControl(vs.Control) {
 		t.Error("a control window failing only idle-closed with the app closing first: want it explained by the idle order")
 	}
 	mixed := vs.Control
 	mixed.Failures++
-	if o.idleControl(mixed) || in.idleTimeouts(sc.Variants[1]).counted(vs).idleControl(vs.Control) {
+	if o.ExplainsControl(mixed) || in.idleTimeouts(sc.Variants[1]).counted(vs).ExplainsControl(vs.Control) {
 		t.Error("a control failure of another class, or the client closing first: want it not explained by the idle order")
 	}
 }

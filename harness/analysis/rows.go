@@ -109,7 +109,7 @@ func (sh rowShared) row(name, expected string, rs []RolloutSummary) VariantSumma
 	}
 	vs.Idle = sh.idle.counted(vs)
 	switch {
-	case vs.Idle.idleControl(control):
+	case vs.Idle.ExplainsControl(control):
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("the control window was not clean: its %d failures in %d requests are %s, the app closing idle connections before the client does (idle timeouts %s and %s); drops near %.1f are theirs, not the rollouts'",
 			control.Failures, control.Requests, traffic.ClassIdleClosed, vs.Idle.App, vs.Idle.Client, vs.ExpectedFloor))
 	case control.Failures > 0:

@@ -509,7 +509,7 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	switch {
 	case v.Control.Requests == 0:
 		control = "none: nothing to compare the rollout windows with"
-	case v.Control.Failures > 0 && v.Idle != nil && v.Idle.AppFirst && v.Idle.ControlFailed == v.Control.Failures:
+	case v.Idle.ExplainsControl(v.Control):
 		control += fmt.Sprintf(" (%s): the app closing idle connections before the client does (see Idle timeouts); at that rate the rollout windows would show about %s failures, and drops near that are not the rollout's",
 			classList(v.Control.Classes), stats.FormatSig(r.ExpectedFloor, 2))
 	case v.Control.Failures > 0:
