@@ -26,8 +26,13 @@ const Source = "nft-monitor"
 type Watcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	nodes  []string
+
 	mu     sync.Mutex
 	errs   []error
+	routes map[string][]string // node → the pod IPs it routes to now, once listed
+	failed map[string]bool     // nodes whose watch ended in error
+	change chan struct{}       // closed, and replaced, on every change above
 }
 
 // Watch starts one watch per node and returns at once; record receives
@@ -36,20 +41,57 @@ type Watcher struct {
 // then unknown, which the analysis says. Stop ends every watch.
 func Watch(ctx context.Context, nodes []string, exec Exec, svc Service, record func(timeline.Event)) *Watcher {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &Watcher{cancel: cancel}
+	w := &Watcher{cancel: cancel, nodes: nodes, routes: map[string][]string{}, failed: map[string]bool{}, change: make(chan struct{})}
 	for _, node := range nodes {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			if err := watchNode(ctx, node, exec, svc, record); err != nil && ctx.Err() == nil {
+			seen := func(routes []string) { w.update(func() { w.routes[node] = routes }) }
+			if err := watchNode(ctx, node, exec, svc, record, seen); err != nil && ctx.Err() == nil {
+				w.update(func() {
+					w.errs = append(w.errs, fmt.Errorf("node %s: %w", node, err))
+					w.failed[node] = true
+				})
 				record(event(timeline.KindRouteWatchError, node, "", svc, map[string]string{"error": err.Error()}))
-				w.mu.Lock()
-				w.errs = append(w.errs, fmt.Errorf("node %s: %w", node, err))
-				w.mu.Unlock()
 			}
 		}()
 	}
 	return w
+}
+
+// update changes the watcher's state under its lock and wakes Await.
+func (w *Watcher) update(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f()
+	close(w.change)
+	w.change = make(chan struct{})
+}
+
+// Await waits until ok holds for every watched node's routes now, or ctx
+// ends. It then returns the nodes ok does not hold for, with their routes
+// (nil for a node whose rules are not listed yet). A node whose watch
+// failed is left out: its routes are unknown.
+func (w *Watcher) Await(ctx context.Context, ok func(routes []string) bool) (map[string][]string, error) {
+	for {
+		w.mu.Lock()
+		bad := map[string][]string{}
+		for _, n := range w.nodes {
+			if routes, listed := w.routes[n]; !w.failed[n] && (!listed || !ok(routes)) {
+				bad[n] = routes
+			}
+		}
+		change := w.change
+		w.mu.Unlock()
+		if len(bad) == 0 {
+			return nil, nil
+		}
+		select {
+		case <-change:
+		case <-ctx.Done():
+			return bad, ctx.Err()
+		}
+	}
 }
 
 // Stop ends every watch and waits for them; it returns the nodes' watch
@@ -84,8 +126,9 @@ const (
 // watchNode follows one node's routes to svc: it starts `nft -a monitor`,
 // waits until the monitor is seen to report, lists kube-proxy's tables,
 // records the routes found, then every change the monitor reports, until
-// the monitor ends (an error) or ctx does.
-func watchNode(ctx context.Context, node string, exec Exec, svc Service, record func(timeline.Event)) error {
+// the monitor ends (an error) or ctx does. seen receives the routes each
+// time they are known anew.
+func watchNode(ctx context.Context, node string, exec Exec, svc Service, record func(timeline.Event), seen func([]string)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stdinR, stdinW := io.Pipe()
@@ -122,7 +165,7 @@ func watchNode(ctx context.Context, node string, exec Exec, svc Service, record 
 	if err != nil {
 		return err
 	}
-	followRoutes(node, svc, rules, early, lines, record)
+	followRoutes(node, svc, rules, early, lines, record, seen)
 	return ended()
 }
 
@@ -189,8 +232,11 @@ func listRules(ctx context.Context, node string, exec Exec) (ruleset, error) {
 // followRoutes records the routes to svc that rules has (route.watching
 // and a snapshot per route), then applies the monitor's lines, the early
 // ones first, recording each route removed or added, until lines closes.
-func followRoutes(node string, svc Service, rules ruleset, early []string, lines <-chan string, record func(timeline.Event)) {
+// seen receives the routes listed, then the routes after each change,
+// before they are recorded.
+func followRoutes(node string, svc Service, rules ruleset, early []string, lines <-chan string, record func(timeline.Event), seen func([]string)) {
 	routes := rules.routed(svc)
+	seen(routes)
 	record(event(timeline.KindRouteWatching, node, "", svc, map[string]string{"routes": strings.Join(routes, " ")}))
 	for _, ip := range routes {
 		record(event(timeline.KindRouteSnapshot, node, ip, svc, nil))
@@ -201,6 +247,9 @@ func followRoutes(node string, svc Service, rules ruleset, early []string, lines
 		}
 		now := rules.routed(svc)
 		added, removed := diff(routes, now)
+		if len(added)+len(removed) > 0 {
+			seen(now)
+		}
 		for _, ip := range removed {
 			record(event(timeline.KindRouteRemoved, node, ip, svc, nil))
 		}

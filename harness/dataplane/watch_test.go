@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,5 +142,54 @@ func TestWatchNodeFailures(t *testing.T) {
 				t.Error("Stop reports no failure")
 			}
 		})
+	}
+}
+
+// TestWatcherAwait: Await holds until every node's routes satisfy the
+// condition, names the nodes that do not when it gives up, and leaves out
+// a node whose watch failed.
+func TestWatcherAwait(t *testing.T) {
+	f := newFakeNode()
+	f.lists["ip kube-proxy"] = "table ip kube-proxy {\n\tchain service-AAAAAAAA-ns/web/tcp/http {\n\t\tmeta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.0.0.1 . 8080, 1 : 10.0.0.2 . 8080 } # handle 9\n\t}\n}\n"
+	broken := newFakeNode()
+	broken.listErr = errors.New("permission denied")
+	exec := func(ctx context.Context, node string, stdin io.Reader, stdout io.Writer, args ...string) error {
+		if node == "n2" {
+			return broken.exec(ctx, node, stdin, stdout, args...)
+		}
+		return f.exec(ctx, node, stdin, stdout, args...)
+	}
+	svc := Service{Namespace: "ns", Name: "web", Ports: []string{"http"}}
+	got, gotBroken := &events{ch: make(chan timeline.Event, 100)}, &events{ch: make(chan timeline.Event, 100)}
+	record := func(ev timeline.Event) {
+		if ev.Node == "n2" {
+			gotBroken.record(ev)
+		} else {
+			got.record(ev)
+		}
+	}
+	w := Watch(context.Background(), []string{"n1", "n2"}, exec, svc, record)
+	defer w.Stop()
+	live := func(routes []string) bool { return !slices.Contains(routes, "10.0.0.1") }
+
+	got.await(t, timeline.KindRouteWatching)
+	gotBroken.await(t, timeline.KindRouteWatchError)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	bad, err := w.Await(done, live)
+	if err == nil || !reflect.DeepEqual(bad, map[string][]string{"n1": {"10.0.0.1", "10.0.0.2"}}) {
+		t.Fatalf("Await before the change = %v, %v; want n1 behind (and n2, whose watch failed, left out)", bad, err)
+	}
+
+	result := make(chan error, 1)
+	go func() {
+		_, err := w.Await(context.Background(), live)
+		result <- err
+	}()
+	f.send("delete rule ip kube-proxy service-AAAAAAAA-ns/web/tcp/http handle 9\n" +
+		"add rule ip kube-proxy service-AAAAAAAA-ns/web/tcp/http meta l4proto tcp dnat to 10.0.0.2:8080 # handle 12\n" +
+		"# new generation 8 by process 2 (nft)\n")
+	if err := <-result; err != nil {
+		t.Errorf("Await after the change: %v", err)
 	}
 }

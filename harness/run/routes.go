@@ -3,10 +3,15 @@ package run
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/droprun/droprun/harness/dataplane"
+	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -54,6 +59,7 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error)
 	}
 	fmt.Fprintf(r.log, "routes: watching service %s/%s's rules inside %d node(s) (nft monitor)\n", svc.Namespace, svc.Name, len(nodes))
 	w := dataplane.Watch(ctx, nodes, dataplane.Exec(exec), svc, r.rec.Record)
+	r.routes = w
 	return func() error {
 		// A broken watch costs the run its (pod, node) pairs, not its
 		// measurement: the analysis says which nodes it lacks.
@@ -62,6 +68,51 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error)
 		}
 		return nil
 	}, nil
+}
+
+// routesSettle bounds the wait for the nodes' rules after a variant is
+// deployed: kube-proxy here syncs within a second or two of a change, so
+// a node still behind after this is reported rather than waited for.
+const routesSettle = 30 * time.Second
+
+// awaitRoutes waits until every watched node routes the Service only to
+// pods that run (kube.LiveIPs). A pod is deleted before every node's rules
+// forget it: a long-lived connection dialled then (gRPC, keep-alive) sends
+// its SYN to an address no longer there, and its requests time out for as
+// long as that conntrack entry lives, control window included. A node
+// still behind after routesSettle is named and the run goes on: its
+// failures then show in the control window.
+func (r *runner) awaitRoutes(ctx context.Context) error {
+	if r.routes == nil {
+		return nil
+	}
+	live, err := kube.LiveIPs(ctx, r.tb.Cluster.Client, r.sc.Namespace)
+	if err != nil {
+		return fmt.Errorf("listing the pods the nodes should route to: %w", err)
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, routesSettle)
+	defer cancel()
+	bad, err := r.routes.Await(wctx, func(routes []string) bool {
+		return !slices.ContainsFunc(routes, func(ip string) bool { return !live[ip] })
+	})
+	if err == nil {
+		if waited := time.Since(start); waited >= 500*time.Millisecond {
+			fmt.Fprintf(r.log, "routes: waited %s for every node to stop routing to the pods replaced\n", waited.Round(100*time.Millisecond))
+		}
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, node := range slices.Sorted(maps.Keys(bad)) {
+		what := "its rules are not listed yet"
+		if routes := bad[node]; routes != nil {
+			what = "it still routes to " + strings.Join(routes, " ") + ", not all of them live pods"
+		}
+		fmt.Fprintf(r.log, "warning: routes: after %s, node %s is behind (%s): the control window may see its failures\n", routesSettle, node, what)
+	}
+	return nil
 }
 
 // noStop is the stop of an observer with nothing to watch.
