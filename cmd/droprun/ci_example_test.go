@@ -41,11 +41,20 @@ func TestCIExampleCommands(t *testing.T) {
 	}
 	// The workflow's files, here: the run above, droprun's custom-app
 	// scenario for the user's, and a JUnit file in tmp.
-	sub := strings.NewReplacer(`"$SCENARIO"`, "../../scenarios/custom-app.yaml", `"$RUN"`, run, "out/check.xml", filepath.Join(tmp, "check.xml"))
+	// The history job starts from an empty history: its gate is
+	// inconclusive (exit 3), which the step turns into a warning.
+	history := filepath.Join(tmp, "history")
+	if err := os.MkdirAll(history, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := strings.NewReplacer(`"$SCENARIO"`, "../../scenarios/custom-app.yaml", `"$RUN"`, run, `"$HISTORY"`, history,
+		"out/check.xml", filepath.Join(tmp, "check.xml"), "out/history.xml", filepath.Join(tmp, "history.xml"))
 	want := map[string]int{
-		"validate": 0,
-		"report":   0,
-		"check":    1, // the example run's no-prestop drops in every rollout
+		"validate":        0,
+		"report":          0,
+		"check":           1, // the example run's no-prestop drops in every rollout
+		"check --history": 3,
+		"history":         0,
 	}
 	seen := map[string]bool{}
 	for _, job := range wf.Jobs {
@@ -72,6 +81,10 @@ func TestCIExampleCommands(t *testing.T) {
 					}
 					continue
 				}
+				if name == "check" && strings.Contains(line, "--history") {
+					name = "check --history"
+				}
+				seen[name] = true
 				code, ok := want[name]
 				if !ok {
 					t.Errorf("step %q runs droprun %s, which this test does not know", step.Name, name)
@@ -84,7 +97,7 @@ func TestCIExampleCommands(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"node-image", "validate", "run", "report", "check"} {
+	for _, name := range []string{"node-image", "validate", "run", "report", "check", "check --history", "history"} {
 		if !seen[name] {
 			t.Errorf("the workflow no longer runs droprun %s", name)
 		}
@@ -92,6 +105,9 @@ func TestCIExampleCommands(t *testing.T) {
 	suites, err := junit.IngestFile(filepath.Join(tmp, "check.xml"))
 	if err != nil || len(suites) != 1 || suites[0].Totals.Failed == 0 {
 		t.Errorf("the gate's JUnit file: %v, %+v", err, suites)
+	}
+	if _, err := junit.IngestFile(filepath.Join(tmp, "history.xml")); err != nil {
+		t.Errorf("the history gate's JUnit file: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(run, "report", "report.html")); err != nil {
 		t.Errorf("the report step wrote no report.html: %v", err)

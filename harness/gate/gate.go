@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/history"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -40,6 +41,7 @@ const (
 	CheckPerRollout = "max-drops-per-rollout" // Limits.MaxDropsPerRollout
 	CheckBaseline   = "baseline"              // not worse than the baseline run
 	CheckBalance    = "min-new-pod-share"     // Limits.MinNewPodShare
+	CheckHistory    = "history"               // Limits.History
 )
 
 // Limits are what a run is held to. A nil limit is not checked.
@@ -63,6 +65,26 @@ type Limits struct {
 	// Baseline, when set, is a run every checked row must not be
 	// significantly worse than (per rollout).
 	Baseline *analysis.Summary
+	// History, when set, holds every rollout of each row to a percentile
+	// of its own key's past rollouts.
+	History *HistoryLimit
+}
+
+// HistoryLimit is a per-rollout limit learned from history: the
+// Percentile of the past rollouts of the row's key (history.Past), at
+// least MinAllowance, and only once the past holds MinRollouts rollouts
+// (fewer: inconclusive, never a pass).
+type HistoryLimit struct {
+	// Percentile is in (0, 100], e.g. 99.
+	Percentile float64
+	// MinAllowance is the least limit granted, in drops (or a drop rate
+	// when ByRate): a history of zeros would otherwise fail a single drop.
+	MinAllowance float64
+	MinRollouts  int
+	// ByRate limits each rollout's drop rate instead of its drops.
+	ByRate bool
+	// Past is each checked row's past, by row name; a row absent has none.
+	Past map[string]history.Past
 }
 
 // UsageError is a bad limit or an unknown row: nothing was checked.
@@ -106,8 +128,18 @@ func (l *Limits) Validate() error {
 	if !(l.Confidence >= 0.5 && l.Confidence < 1) {
 		return usage("--confidence %v: give a confidence of at least 0.5 and below 1, e.g. 0.95 (below 0.5 an upper bound falls below the rate it bounds)", l.Confidence)
 	}
-	if l.MaxDropRate == nil && l.MaxDropsPerRollout == nil && l.Baseline == nil && l.MinNewPodShare == nil {
-		return usage("give at least one of --max-drop-rate, --max-drops-per-rollout, --min-new-pod-share, --baseline")
+	if l.MaxDropRate == nil && l.MaxDropsPerRollout == nil && l.Baseline == nil && l.MinNewPodShare == nil && l.History == nil {
+		return usage("give at least one of --max-drop-rate, --max-drops-per-rollout, --min-new-pod-share, --baseline, --history")
+	}
+	if h := l.History; h != nil {
+		switch {
+		case !(h.Percentile > 0 && h.Percentile <= 100):
+			return usage("--percentile %v: give a percentile above 0 and at most 100, e.g. 99", h.Percentile)
+		case !(h.MinAllowance >= 0) || math.IsInf(h.MinAllowance, 1) || h.ByRate && h.MinAllowance >= 1:
+			return usage("--min-allowance %v: give 0 or more (a drop rate below 1 with --history-by rate)", h.MinAllowance)
+		case h.MinRollouts < 1:
+			return usage("--history-min-rollouts %d: give at least 1 (a limit learned from no rollout checks nothing)", h.MinRollouts)
+		}
 	}
 	if m := l.MinNewPodShare; m != nil && !(*m >= 0 && *m <= 1) {
 		return usage("--min-new-pod-share %v: give a fraction of an even share from 0 to 1, e.g. 0.5 (every new pod answers at least half of what an even spread gives it)", *m)
@@ -226,13 +258,8 @@ func checkRun(r *Report, a *analysis.Analysis) {
 
 // unfinished says how a run (named who) did not finish, or nil.
 func unfinished(sum *analysis.Summary, who string) []string {
-	switch {
-	case sum.Interrupted:
-		return []string{who + " was interrupted"}
-	case sum.Error != "":
-		return []string{who + " ended in an error: " + sum.Error}
-	case sum.Finished.IsZero():
-		return []string{who + " never finished (killed, or still running)"}
+	if u := sum.Unfinished(who); u != "" {
+		return []string{u}
 	}
 	return nil
 }
@@ -258,16 +285,6 @@ func checkBaselineRun(r *Report, b *analysis.Summary) {
 	}
 }
 
-// counted is a row's rollouts as the limits count them: the drops the
-// client saw and those connection reuse masked.
-func counted(v analysis.VariantSummary) []stats.Rollout {
-	out := v.PerRollout()
-	for k, ro := range v.Rollouts {
-		out[k].Drops += ro.Window.Masked
-	}
-	return out
-}
-
 // checkRow runs every limit on row v; run is the dispersion of the run's
 // drops, which a row that cannot measure its own borrows.
 func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Limits, base map[string]analysis.VariantSummary, run stats.Dispersion) {
@@ -276,14 +293,7 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 		r.add(row, CheckMeasured, Fail, "no requests in any rollout window: nothing was measured")
 		return
 	}
-	// The run's suspect notes repeat each row's own, prefixed with its
-	// name: the row's are said once, unprefixed.
-	suspect := slices.DeleteFunc(slices.Clone(sum.Suspect), func(s string) bool {
-		own, ok := strings.CutPrefix(s, row+": ")
-		return ok && slices.Contains(v.Suspect, own)
-	})
-	suspect = append(suspect, v.Suspect...)
-	if len(suspect) > 0 {
+	if suspect := sum.SuspectOf(v); len(suspect) > 0 {
 		// A limit the drops break still fails; one they meet cannot pass.
 		r.add(row, CheckMeasured, Inconclusive, "suspect measurement: %s; rerun on a quiet machine (or at a lower rate) before trusting a pass", strings.Join(suspect, "; "))
 	} else {
@@ -294,7 +304,11 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 		dropRate(r, v, *l.MaxDropRate, l.Confidence, run, shared)
 	}
 	if l.MaxDropsPerRollout != nil {
-		perRollout(r, v, *l.MaxDropsPerRollout, l.Confidence, shared)
+		n := *l.MaxDropsPerRollout
+		perRollout(r, v, rolloutLimit{check: CheckPerRollout, max: float64(n), what: fmt.Sprintf("the limit %d per rollout", n)}, l.Confidence, shared)
+	}
+	if l.History != nil {
+		fromHistory(r, v, *l.History, l.Confidence, shared)
 	}
 	if l.MinNewPodShare != nil {
 		balance(r, v, *l.MinNewPodShare, l.Confidence)
@@ -352,7 +366,7 @@ func leastPod(b *analysis.Balance) string {
 // run where no rollout dropped cannot tell how bursty a drop would be, so
 // its upper bound assumes the worst (a rollout drops all or nothing).
 func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run stats.Dispersion, shared bool) {
-	rs := counted(v)
+	rs := v.Counted()
 	var k, n uint64
 	for _, ro := range rs {
 		k, n = k+ro.Drops, n+ro.Requests
@@ -401,7 +415,7 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run sta
 
 // provenAbove reports whether the row's drop rate is shown above limit
 // with each rollout's drops cut to those the variant's beyond the rig's
-// doubt (rs is counted(v); shared as for doubt).
+// doubt (rs is v.Counted(); shared as for doubt).
 func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, run stats.Dispersion, shared bool) bool {
 	cut := slices.Clone(rs)
 	for k, ro := range v.Rollouts {
@@ -442,39 +456,102 @@ func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersi
 		stats.FormatCount(uint64(n)), stats.FormatCount(uint64(perRollout)), more)
 }
 
-// perRollout fails a row one of whose rollouts dropped more than limit.
+// rolloutLimit is the most a rollout may drop: a count (max drops) or,
+// byRate, a drop rate; what says it in words for the messages.
+type rolloutLimit struct {
+	check  string
+	max    float64
+	byRate bool
+	what   string
+}
+
+// value is what the limit holds a rollout's drops of requests to.
+func (l rolloutLimit) value(drops, requests uint64) float64 {
+	if l.byRate {
+		return stats.Rollout{Drops: drops, Requests: requests}.Rate()
+	}
+	return float64(drops)
+}
+
+// over reports whether drops of a rollout of requests break the limit.
+func (l rolloutLimit) over(drops, requests uint64) bool { return l.value(drops, requests) > l.max }
+
+// amount says a rollout's drops as the limit counts them.
+func (l rolloutLimit) amount(drops, requests uint64) string {
+	if l.byRate && requests > 0 {
+		return fmt.Sprintf("%s (%s)", stats.FormatCount(drops), percentOf(float64(drops)/float64(requests)))
+	}
+	return stats.FormatCount(drops)
+}
+
+// perRollout fails a row one of whose rollouts dropped more than lim.
 // A pass says how often a rollout could still break it, at conf. A
 // rollout breaks it only with drops of the variant's beyond the rig's
 // doubt (doubt; shared as there); one that breaks it only with drops the
 // rig may have caused is inconclusive.
-func perRollout(r *Report, v analysis.VariantSummary, limit int64, conf float64, shared bool) {
+func perRollout(r *Report, v analysis.VariantSummary, lim rolloutLimit, conf float64, shared bool) {
 	var over, unsure []string
-	worst := uint64(0)
-	for k, ro := range counted(v) {
+	var worst stats.Rollout
+	for k, ro := range v.Counted() {
 		rs := v.Rollouts[k]
-		worst = max(worst, ro.Drops)
+		if k == 0 || lim.value(ro.Drops, ro.Requests) > lim.value(worst.Drops, worst.Requests) {
+			worst = ro
+		}
 		d, why := doubt(v, rs, ro.Drops, shared)
 		switch {
-		case int64(ro.Drops) <= limit:
+		case !lim.over(ro.Drops, ro.Requests):
 		case d == 0:
-			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, stats.FormatCount(ro.Drops)))
-		case int64(ro.Drops-d) > limit:
-			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s of them the variant's beyond doubt, %s)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(ro.Drops-d), why))
+			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, lim.amount(ro.Drops, ro.Requests)))
+		case lim.over(ro.Drops-d, ro.Requests):
+			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s of them the variant's beyond doubt, %s)", rs.N, lim.amount(ro.Drops, ro.Requests), stats.FormatCount(ro.Drops-d), why))
 		default:
-			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s %s", rs.N, stats.FormatCount(ro.Drops), why))
+			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s %s", rs.N, lim.amount(ro.Drops, ro.Requests), why))
 		}
 	}
 	switch {
 	case len(over) > 0:
-		r.add(v.Variant, CheckPerRollout, Fail, "%s: above the limit %d per rollout (%d of %d rollouts)", strings.Join(over, ", "), limit, len(over), len(v.Rollouts))
+		r.add(v.Variant, lim.check, Fail, "%s: above %s (%d of %d rollouts)", strings.Join(over, ", "), lim.what, len(over), len(v.Rollouts))
 	case len(unsure) > 0:
-		r.add(v.Variant, CheckPerRollout, Inconclusive, "%s: above the limit %d per rollout, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, "; "), limit)
+		r.add(v.Variant, lim.check, Inconclusive, "%s: above %s, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, "; "), lim.what)
 	default:
 		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
-		r.add(v.Variant, CheckPerRollout, Pass, "the most any of %d rollouts dropped is %s: within the limit %d; at %s, up to %s of rollouts could still break it",
-			len(v.Rollouts), stats.FormatCount(worst), limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+		r.add(v.Variant, lim.check, Pass, "the most any of %d rollouts dropped is %s: within %s; at %s, up to %s of rollouts could still break it",
+			len(v.Rollouts), lim.amount(worst.Drops, worst.Requests), lim.what, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
 	}
 }
+
+// fromHistory holds row v to the limit its key's past gives (h). A past
+// of fewer than h.MinRollouts rollouts decides nothing: inconclusive, with
+// how many more rollouts it needs.
+func fromHistory(r *Report, v analysis.VariantSummary, h HistoryLimit, conf float64, shared bool) {
+	past := h.Past[v.Variant]
+	values := past.Values(h.ByRate)
+	if past.Runs() == 0 && len(past.Left) == 0 {
+		r.add(v.Variant, CheckHistory, Inconclusive, "no earlier run in the history has this row's key, %s: runs are compared only when scenario, row, path, protocol, kube-proxy mode, Kubernetes version and image repository all match (`droprun history DIR` lists the keys it holds); measure %d rollout(s) of this key first",
+			past.Key, h.MinRollouts)
+		return
+	}
+	if len(values) < h.MinRollouts {
+		more := h.MinRollouts - len(values)
+		r.add(v.Variant, CheckHistory, Inconclusive, "the history holds %s; a limit needs %d (--history-min-rollouts): measure %d more rollout(s) of it, about %d run(s) like this one",
+			past.Describe(), h.MinRollouts, more, (more+len(v.Rollouts)-1)/max(1, len(v.Rollouts)))
+		return
+	}
+	p := past.Percentile(h.Percentile, h.ByRate)
+	limit := max(p, h.MinAllowance)
+	unit := func(x float64) string {
+		if h.ByRate {
+			return percentOf(x)
+		}
+		return stats.FormatSig(x, 3)
+	}
+	what := fmt.Sprintf("the history's limit %s per rollout (the P%s of %s is %s; the allowance %s)",
+		unit(limit), stats.FormatSig(h.Percentile, 3), past.Describe(), unit(p), unit(h.MinAllowance))
+	perRollout(r, v, rolloutLimit{check: CheckHistory, max: limit, byRate: h.ByRate, what: what}, conf, shared)
+}
+
+// percentOf is a drop rate as a percentage.
+func percentOf(x float64) string { return stats.FormatSig(x*100, 2) + "%" }
 
 // doubt is how many of rollout ro's drops (drops, as counted) the rig, not
 // the variant, may have caused, and why. A rollout the rig was short of
@@ -577,7 +654,7 @@ func sharedNote(shared bool, raced uint64) string {
 // when the rollouts cannot measure how bursty the drops are, it is
 // inconclusive.
 func baseline(r *Report, v, b analysis.VariantSummary, conf float64) {
-	this, then := counted(v), counted(b)
+	this, then := v.Counted(), b.Counted()
 	t := stats.CompareRollouts(this, then)
 	rates := fmt.Sprintf("this run %s per request over %d rollouts, the baseline %s over %d", stats.FormatSig(rateOf(this), 2), len(this), stats.FormatSig(rateOf(then), 2), len(then))
 	switch {

@@ -12,7 +12,9 @@ import (
 	junit "github.com/joshdk/go-junit"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/history"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -601,6 +603,71 @@ func TestMinNewPodShare(t *testing.T) {
 	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
 		if _, err := Check(run(row("graceful-drain", 1000, 0)), Limits{MinNewPodShare: f64(bad), Confidence: 0.95}); !errors.As(err, new(*UsageError)) {
 			t.Errorf("--min-new-pod-share %v: %v, want a usage error", bad, err)
+		}
+	}
+}
+
+// pastOf is a key's past of the given per-rollout drops, 5,000 requests
+// each, in runs of two rollouts.
+func pastOf(drops ...uint64) history.Past {
+	p := history.Past{Key: history.Key{Scenario: "gate", Variant: "no-prestop"}}
+	for i, d := range drops {
+		if i%2 == 0 {
+			p.Points = append(p.Points, history.Point{})
+		}
+		pt := &p.Points[len(p.Points)-1]
+		pt.Rollouts = append(pt.Rollouts, stats.Rollout{Drops: d, Requests: 5000})
+	}
+	return p
+}
+
+func TestHistoryLimit(t *testing.T) {
+	past := pastOf(10, 12, 8, 11, 9, 30, 10, 12, 9, 11, 10, 13)
+	limit := func(pct, allowance float64, minRollouts int, byRate bool, pasts map[string]history.Past) Limits {
+		return Limits{Confidence: 0.95, History: &HistoryLimit{Percentile: pct, MinAllowance: allowance, MinRollouts: minRollouts, ByRate: byRate, Past: pasts}}
+	}
+	check := func(l Limits, drops ...uint64) Result {
+		t.Helper()
+		r, err := Check(run(row("no-prestop", 5000, drops...)), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return result(t, r, "no-prestop", CheckHistory)
+	}
+	pasts := map[string]history.Past{"no-prestop": past}
+
+	// P99 of the past is its largest rollout, 30: 25 passes, 31 fails.
+	if res := check(limit(99, 0, 12, false, pasts), 25, 20); res.Verdict != Pass || !strings.Contains(res.Message, "limit 30 per rollout (the P99 of 12 past rollouts in 6 run(s)") {
+		t.Errorf("25 against P99 30: %+v", res)
+	}
+	if res := check(limit(99, 0, 12, false, pasts), 31, 20); res.Verdict != Fail || !strings.Contains(res.Message, "rollout 1 dropped 31") {
+		t.Errorf("31 against P99 30: %+v", res)
+	}
+	// P50 is 10 (nearest rank); the allowance raises it to 15.
+	if res := check(limit(50, 0, 12, false, pasts), 14); res.Verdict != Fail {
+		t.Errorf("14 against P50 10: %+v", res)
+	}
+	if res := check(limit(50, 15, 12, false, pasts), 14); res.Verdict != Pass || !strings.Contains(res.Message, "the allowance 15") {
+		t.Errorf("14 against P50 10 with allowance 15: %+v", res)
+	}
+	// A drop rate: P99 is 30/5000 = 0.6%; 40 of 5,000 breaks it, 40 of
+	// 10,000 does not.
+	if res := check(limit(99, 0, 12, true, pasts), 40); res.Verdict != Fail || !strings.Contains(res.Message, "(0.8%)") {
+		t.Errorf("0.8%% against 0.6%%: %+v", res)
+	}
+	// Too short a past is inconclusive, with how much more it needs; no
+	// past at all too.
+	if res := check(limit(99, 0, 20, false, pasts), 0); res.Verdict != Inconclusive || !strings.Contains(res.Message, "measure 8 more rollout(s)") {
+		t.Errorf("12 past rollouts where 20 are needed: %+v", res)
+	}
+	if res := check(limit(99, 0, 1, false, map[string]history.Past{}), 0); res.Verdict != Inconclusive || !strings.Contains(res.Message, "no earlier run in the history has this row's key") {
+		t.Errorf("no past: %+v", res)
+	}
+	// Bad settings are bad usage.
+	for _, l := range []Limits{limit(0, 0, 12, false, pasts), limit(101, 0, 12, false, pasts), limit(99, -1, 12, false, pasts), limit(99, 1, 12, true, pasts), limit(99, 0, 0, false, pasts), limit(math.NaN(), 0, 12, false, pasts)} {
+		var ue *UsageError
+		if _, err := Check(run(row("no-prestop", 5000, 1)), l); !errors.As(err, &ue) {
+			t.Errorf("%+v: %v, want a usage error", *l.History, err)
 		}
 	}
 }

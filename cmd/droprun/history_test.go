@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/history"
+)
+
+// writeHistory writes n earlier copies of run's summary under a new
+// directory, one run an hour before it, every rollout of every row with
+// drops drops (in its own window's requests), and returns the directory.
+func writeHistory(t *testing.T, run string, n int, drops func(i int) uint64) string {
+	t.Helper()
+	a, err := analysis.Analyze(run, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := range n {
+		sum := *a.Summary
+		sum.Started = a.Summary.Started.Add(-time.Duration(n-i) * time.Hour)
+		sum.Finished = sum.Started.Add(time.Minute)
+		sum.Variants = nil
+		for _, v := range a.Summary.Variants {
+			v.Rollouts = append([]analysis.RolloutSummary(nil), v.Rollouts...)
+			for k := range v.Rollouts {
+				v.Rollouts[k].Window.Failures = drops(i)
+				v.Rollouts[k].Window.Masked = 0
+			}
+			sum.Variants = append(sum.Variants, v)
+		}
+		b, err := json.Marshal(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(dir, "run-"+string(rune('a'+i)))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, analysis.SummaryFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCheckHistory: a run is held to its own key's past: it passes a
+// history that dropped as much, fails one that dropped nothing, and a
+// history shorter than --history-min-rollouts is inconclusive.
+func TestCheckHistory(t *testing.T) {
+	run := analysistest.Write(t, analysistest.Run{RunJSON: syntheticRunJSON})
+	_, _, code := runCLI(t, "check", "--max-drops-per-rollout", "0", run)
+	if code != 1 {
+		t.Fatalf("the synthetic run must drop something for this test: check exit %d", code)
+	}
+	loud := writeHistory(t, run, 5, func(int) uint64 { return 1000 })
+	quiet := writeHistory(t, run, 5, func(int) uint64 { return 0 })
+
+	out, errs, code := runCLI(t, "check", "--variant", "alpha", "--history", loud, "--history-min-rollouts", "10", "--verbose", run)
+	if code != 0 || !strings.Contains(out, "the history's limit 1000 per rollout (the P99 of 10 past rollouts in 5 run(s)") {
+		t.Errorf("against a history of 1,000 a rollout: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "check", "--variant", "alpha", "--history", quiet, "--history-min-rollouts", "10", run)
+	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "history") {
+		t.Errorf("against a history of none: exit %d\n%s%s", code, out, errs)
+	}
+	out, _, code = runCLI(t, "check", "--variant", "alpha", "--history", quiet, "--history-min-rollouts", "10", "--min-allowance", "1000", run)
+	if code != 0 {
+		t.Errorf("against a history of none with an allowance of 1,000: exit %d\n%s", code, out)
+	}
+	// By default a limit needs 20 past rollouts (README, docs/history.md).
+	out, _, code = runCLI(t, "check", "--variant", "alpha", "--history", loud, run)
+	if code != 3 || !strings.Contains(out, "a limit needs 20 (--history-min-rollouts)") {
+		t.Errorf("10 past rollouts against the default minimum: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "check", "--variant", "alpha", "--history", quiet, "--history-min-rollouts", "11", run)
+	if code != 3 || !strings.Contains(out, "measure 1 more rollout(s)") {
+		t.Errorf("10 past rollouts where 11 are needed: exit %d\n%s", code, out)
+	}
+}
+
+// TestHistoryFindsTheChange: eight runs dropping 1,000 a rollout, then
+// eight dropping none: history names the ninth run, in every format and in
+// the HTML page.
+func TestHistoryFindsTheChange(t *testing.T) {
+	run := analysistest.Write(t, analysistest.Run{RunJSON: syntheticRunJSON})
+	dir := writeHistory(t, run, 16, func(i int) uint64 {
+		if i < 8 {
+			return 1000 + uint64(i%3)*100
+		}
+		return uint64(i % 2)
+	})
+	out, errs, code := runCLI(t, "history", dir)
+	if code != 0 || !strings.Contains(out, "changed at run "+filepath.Join(dir, "run-i")) {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	html := filepath.Join(t.TempDir(), "history.html")
+	for _, f := range []string{"markdown", "csv", "json"} {
+		out, errs, code := runCLI(t, "history", "--format", f, "--html", html, dir)
+		if code != 0 || !strings.Contains(out, "run-i") {
+			t.Errorf("--format %s: exit %d\n%s%s", f, code, out, errs)
+		}
+		if f == "csv" && (!strings.Contains(out, ",p = 0.") || strings.Contains(out, "p=p")) {
+			t.Errorf("the csv's change column does not hold the change's p-value once:\n%s", out)
+		}
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := string(page); !strings.Contains(p, "<svg") || !strings.Contains(p, `class="change"`) || !strings.Contains(p, "changed at run") {
+		t.Errorf("the HTML page lacks its plot or the change:\n%.2000s", p)
+	}
+}
+
+// shippedHistory is the history shipped with the repository
+// (results/examples/history): my-service 1.0, which exits at SIGTERM,
+// then 1.1, which drains, then one more 1.0 run, a regression.
+const shippedHistory = "../../results/examples/history/runs"
+
+// TestShippedHistory: what results/examples/history/README.md says of the
+// shipped runs. The change is found at the first 1.1 run; the last 1.1
+// run passes its gate; the regression fails it, against the runs since
+// the change only.
+func TestShippedHistory(t *testing.T) {
+	h, err := history.Read([]string{shippedHistory}, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Runs < 13 || len(h.Series) != 1 || len(h.Skipped) != 0 {
+		t.Fatalf("%d runs in %d series (skipped %v); want at least 13 runs of one key", h.Runs, len(h.Series), h.Skipped)
+	}
+	s := h.Series[0]
+	// docs/history.md and the README: 29-36 KB a summary.
+	for _, p := range s.Points {
+		fi, err := os.Stat(filepath.Join(p.Dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() < 29000 || fi.Size() > 36000 {
+			t.Errorf("%s/summary.json: %d bytes; the docs say 29-36 KB", p.Dir, fi.Size())
+		}
+	}
+	if s.Key.App != "my-service" || s.Key.Scenario != "my-service" {
+		t.Errorf("key %+v", s.Key)
+	}
+	first11, last11, regression := -1, -1, -1
+	for i, p := range s.Points {
+		switch v := p.Image(); {
+		case strings.Contains(v, "my-service:1.1-a") && first11 < 0:
+			first11 = i
+		case strings.Contains(v, "my-service:1.1-a"):
+			last11 = i
+		case strings.Contains(v, "my-service:1.0-a") && first11 >= 0:
+			regression = i
+		}
+	}
+	if first11 < 6 || last11 <= first11 || regression != len(s.Points)-1 {
+		t.Fatalf("runs out of the order the README gives: first 1.1 %d, last 1.1 %d, regression %d of %d", first11, last11, regression, len(s.Points))
+	}
+	v := history.ViewOf(h, 0.95)
+	cs := v.Series[0].Changes
+	// One change: the regression is one run, and a change needs two on
+	// each side; its 1.0 drops are in the mean after the change.
+	if len(cs) != 1 || cs[0].At != first11 || cs[0].P >= 0.05 || cs[0].After*5 > cs[0].Before {
+		t.Fatalf("changes %+v; want one, at the first 1.1 run (%d), p < 0.05, to a fifth or less", cs, first11)
+	}
+	for i, p := range s.Points {
+		if i >= first11 && i <= last11 && p.Drops() != 0 {
+			t.Errorf("1.1 run %s dropped %d; the README says none", p.Dir, p.Drops())
+		}
+		if (i < first11 || i == regression) && (p.PerRollout() < 290 || p.PerRollout() > 395) {
+			t.Errorf("1.0 run %s dropped %.0f per rollout; the README says 294-392", p.Dir, p.PerRollout())
+		}
+	}
+	out, errs, code := runCLI(t, "history", shippedHistory)
+	if code != 0 || !strings.Contains(out, "changed at run "+s.Points[first11].Dir) || !strings.Contains(out, "from 336 to 53.4 drops per rollout (drop rate 5.5% → 0.62%; permutation test over runs, p = 0.0075)") {
+		t.Errorf("history: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "check", s.Points[last11].Dir, "--history", shippedHistory, "--min-allowance", "2")
+	if code != 0 || !strings.Contains(errs, "holds no raw data") {
+		t.Errorf("the last 1.1 run against its history: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = runCLI(t, "check", s.Points[regression].Dir, "--history", shippedHistory, "--min-allowance", "2")
+	if code != 1 || !strings.Contains(out, "since it changed at run "+s.Points[first11].Dir) || !strings.Contains(out, "(4 of 4 rollouts)") {
+		t.Errorf("the regression against its history: exit %d\n%s%s", code, out, errs)
+	}
+	// docs/history.md: the fix is found once three runs after it are in
+	// the history (six before it), not with two.
+	if past := s.Before(s.Points[first11+3].Started, "", 0.95); past.Since == nil || past.Runs() != 3 {
+		t.Errorf("past of the fourth 1.1 run: %+v; want the change found, 3 runs since", past)
+	}
+	if past := s.Before(s.Points[first11+2].Started, "", 0.95); past.Since != nil {
+		t.Errorf("past of the third 1.1 run: change found with two runs after it: %+v", past.Since)
+	}
+	// Against every earlier run, the old bursts included, it would pass:
+	// what learning from the runs since the change prevents.
+	all := history.Past{Key: s.Key, Points: s.Points[:regression]}
+	if got := all.Percentile(99, false); got < 469 {
+		t.Errorf("P99 of every earlier rollout = %v; want it above the regression's worst, 469", got)
+	}
+}
