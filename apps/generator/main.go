@@ -15,10 +15,11 @@
 // every result in vegeta's JSON encoding, one a line, in the order they
 // complete, and once a second a beat
 //
-//	{"droprun-beat":{"at":UNIX_NS,"results":N,"lagNs":L,"inFlight":K,"cpu":C}}
+//	{"droprun-beat":{"at":UNIX_NS,"results":N,"lagNs":L,"inFlight":K,"cpu":C,"schedNs":S}}
 //
 // (alive; N results written so far; how far behind schedule it sends, how
-// many requests are in flight and the cores it used since the last beat),
+// many requests are in flight, the cores it used since the last beat and
+// the longest its goroutines waited for a core since then),
 // and at the end {"droprun-end":{...}} with its totals. Lines are written
 // whole, never interleaved. Its own messages go to stderr, which the log
 // interleaves: droprun reads only the lines above.
@@ -48,6 +49,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/generators"
+	"github.com/droprun/droprun/harness/schedlat"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -61,6 +63,8 @@ type config struct {
 	connections int
 	method      string
 	timeout     time.Duration
+	idleTimeout time.Duration
+	arrivals    traffic.Arrivals
 	name        string
 	control     string
 	// wait bounds the wait for /start, and run the sending after it: a
@@ -182,6 +186,7 @@ func (g *generator) send(ctx context.Context) error {
 	defer beats.Stop()
 	bound := time.After(g.cfg.run)
 	cpu := cpuTime()
+	sched := schedlat.New()
 	last := time.Now()
 	why := ""
 loop:
@@ -200,7 +205,8 @@ loop:
 		case now := <-beats.C:
 			lag, inFlight := a.Pacing()
 			c := cpuTime()
-			g.out.beat(generators.BeatLine{At: now.UnixNano(), Results: g.out.results(), LagNs: int64(lag), InFlight: inFlight, CPU: (c - cpu).Seconds() / now.Sub(last).Seconds()})
+			g.out.beat(generators.BeatLine{At: now.UnixNano(), Results: g.out.results(), LagNs: int64(lag), InFlight: inFlight,
+				CPU: (c - cpu).Seconds() / now.Sub(last).Seconds(), SchedNs: int64(sched.Max())})
 			cpu, last = c, now
 		}
 	}
@@ -211,8 +217,17 @@ loop:
 	if werr := g.out.end(stats, why); werr != nil {
 		return werr
 	}
+	if err == nil && ctx.Err() != nil {
+		// Terminated (its pod deleted or evicted), not stopped by droprun:
+		// a failure, so that the Job replaces the pod rather than count
+		// its index complete.
+		err = errTerminated
+	}
 	return err
 }
+
+// errTerminated is a generator's exit on SIGTERM before droprun's stop.
+var errTerminated = errors.New("terminated before droprun's stop: exiting 1 so that the Job replaces this generator")
 
 // trafficConfig is the attack of this generator's share: its targets
 // allowed by name (they are in the cluster, not on 127.0.0.1), results in
@@ -220,7 +235,7 @@ loop:
 func (g *generator) trafficConfig() traffic.Config {
 	c := g.cfg
 	cfg := traffic.Config{Rate: share(c.rate, c.generators, c.index), Protocol: c.protocol, Connections: c.connections,
-		Method: c.method, Timeout: c.timeout, Name: c.name, Encoding: traffic.EncodingJSON}
+		Method: c.method, Timeout: c.timeout, IdleTimeout: c.idleTimeout, Arrivals: c.arrivals, Name: c.name, Encoding: traffic.EncodingJSON}
 	for _, t := range c.targets {
 		cfg.Targets = append(cfg.Targets, traffic.Target{URL: t})
 		u, _ := url.Parse(t) // checked by parseConfig
@@ -299,7 +314,7 @@ func cpuTime() time.Duration {
 // parseConfig parses flags and validates them. Errors are usage errors.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var cfg config
-	var targets, protocol string
+	var targets, protocol, arrivals string
 	fs := flag.NewFlagSet("generator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&targets, "targets", "", "comma-separated URLs to send to, round robin (in-cluster: a Service's DNS name, a node's IP and port)")
@@ -308,6 +323,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.index, "index", -1, "this generator's index, 0 to generators-1 (default: $JOB_COMPLETION_INDEX)")
 	fs.StringVar(&protocol, "protocol", string(traffic.ProtocolNewConnection), "the client's protocol: "+protocolNames())
 	fs.IntVar(&cfg.connections, "connections", 0, "connections per target (h2c, grpc, keep-alive fleet); 0 for the protocol's default")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "keep-alive and h2c: close a connection idle this long (0: net/http's default)")
+	fs.StringVar(&arrivals, "arrivals", string(traffic.ArrivalsConstant), "how requests are spaced: constant or poisson")
 	fs.StringVar(&cfg.method, "method", traffic.DefaultMethod, "HTTP method of every request")
 	fs.DurationVar(&cfg.timeout, "timeout", traffic.DefaultTimeout, "per-request timeout")
 	fs.StringVar(&cfg.name, "name", "", "attack name, stored in every result (droprun: the variant)")
@@ -329,6 +346,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.index = n
 	}
 	cfg.protocol = traffic.Protocol(protocol)
+	cfg.arrivals = traffic.Arrivals(arrivals)
 	switch {
 	case targets == "":
 		return cfg, errors.New("--targets is required")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -155,5 +156,52 @@ func TestGeneratorSends(t *testing.T) {
 	}
 	if s.End != nil && s.End.ByClass["2xx"] != s.Results {
 		t.Errorf("end: %v, want every result 2xx", s.End.ByClass)
+	}
+}
+
+// TestGeneratorTerminated: a generator terminated while it sends (its pod
+// deleted or evicted) writes its end line, saying so, and fails, so that
+// its Job replaces the pod rather than count its index complete.
+func TestGeneratorTerminated(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
+	defer srv.Close()
+	cfg, err := parseConfig([]string{"--targets", srv.URL + "/version", "--rate", "50", "--index", "0"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	g := &generator{cfg: cfg, out: &lines{w: &out}, start: make(chan time.Time, 1), stop: make(chan struct{})}
+	g.start <- time.Now()
+	ctx, terminate := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.send(ctx) }()
+	waitForLine(t, &out, `"droprun-beat"`)
+	terminate()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errTerminated) {
+			t.Errorf("send: %v, want errTerminated", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the terminated generator did not end")
+	}
+	s := generators.NewStream("pod-0", io.Discard, nil)
+	if err := s.Consume(strings.NewReader(out.String())); err != nil {
+		t.Fatal(err)
+	}
+	if s.End == nil || s.End.Stopped != "terminated" || s.End.Results != s.Results {
+		t.Errorf("end %+v after %d results; want its totals, stopped: terminated", s.End, s.Results)
+	}
+}
+
+// waitForLine polls out until it holds want.
+func waitForLine(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in the generator's output within 10s", want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

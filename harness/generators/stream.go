@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/droprun/droprun/harness/traffic"
@@ -28,13 +29,30 @@ var (
 
 // Beat is one beat of a generator: alive at At, with Results written so
 // far, sending Lag behind schedule with InFlight requests in flight, using
-// CPU cores since its previous beat.
+// CPU cores since its previous beat, its goroutines waiting up to Sched
+// for a core.
 type Beat struct {
 	At       time.Time
 	Results  uint64
 	Lag      time.Duration
 	InFlight uint64
 	CPU      float64
+	Sched    time.Duration
+}
+
+// StallLag is the lag, or wait for a core, from which a generator's beats
+// mark it stalled, as analysis.SaturationLag marks the host client: the
+// analysis excuses the generator's own timeouts in flight then (its
+// share, not the variant's).
+const StallLag = time.Second
+
+// Stall is a stretch in which a generator sent StallLag or more behind
+// schedule, or its goroutines waited that long for a core: from its first
+// such beat's time less that beat's lag to the next beat back on time
+// (or the last one), with the worst lag or wait.
+type Stall struct {
+	From, To time.Time
+	Lag      time.Duration
 }
 
 // Gap is an interval in which a generator's requests may be missing: it
@@ -54,19 +72,36 @@ type Stream struct {
 	out     io.Writer
 	observe func(traffic.Record)
 
-	read     uint64 // lines of the current container's log consumed
-	buf      []byte // a result line with its newline
-	restart  *Gap   // open from a restart to the new container's first beat
-	Results  uint64 // result lines written, over every container
+	read    uint64 // lines of the current container's log consumed
+	buf     []byte // a result line with its newline
+	dec     *traffic.LineDecoder
+	restart *Gap   // open from a restart to the new container's first beat
+	Results uint64 // result lines written, over every container
+	// ByClass counts the results written by class: with Results, the
+	// generator's account as droprun holds it, record by record.
+	ByClass map[traffic.Class]uint64
+	// current counts the results of the current container, which its end
+	// line's totals must match.
+	current uint64
+	// Missing is how many results a container's end line counts that
+	// droprun never read of its log (lost to a log rotated or cut under
+	// the stream): never silently thinner.
+	Missing  uint64
 	Other    uint64 // lines that were none of a generator's own
 	Restarts int
-	// LastBeat is the latest beat, MaxLag the furthest behind schedule
-	// any beat said, PeakCPU the most cores a beat said it used.
+	// LastBeat is the latest beat (Latest reads it while Consume runs),
+	// MaxLag the furthest behind schedule any beat said, PeakCPU the most
+	// cores a beat said it used.
 	LastBeat Beat
+	beatMu   sync.Mutex
 	MaxLag   time.Duration
 	PeakCPU  float64
 	End      *End
 	Gaps     []Gap
+	// Stalls are the stretches it sent StallLag or more behind schedule;
+	// stalling says the latest is still open.
+	Stalls   []Stall
+	stalling bool
 }
 
 // NewStream returns the account of the generator origin, whose result
@@ -99,12 +134,20 @@ func (s *Stream) Consume(r io.Reader) error {
 	return nil
 }
 
+// Latest is the latest beat; safe to call while another goroutine runs
+// Consume, unlike reading the other fields.
+func (s *Stream) Latest() Beat {
+	s.beatMu.Lock()
+	defer s.beatMu.Unlock()
+	return s.LastBeat
+}
+
 // Restarted says the generator's container was replaced: its next log is
 // a new one, and the time from its last beat to the new container's first
 // is a gap.
 func (s *Stream) Restarted() {
 	s.Restarts++
-	s.read = 0
+	s.read, s.current, s.stalling = 0, 0, false
 	s.restart = &Gap{From: s.LastBeat.At, Why: fmt.Sprintf("its container restarted (%d)", s.Restarts)}
 }
 
@@ -133,7 +176,7 @@ func (s *Stream) line(b []byte) error {
 			return fmt.Errorf("a beat line: %w", err)
 		}
 		l := v[BeatKey]
-		bt := Beat{At: time.Unix(0, l.At), Results: l.Results, Lag: time.Duration(l.LagNs), InFlight: l.InFlight, CPU: l.CPU}
+		bt := Beat{At: time.Unix(0, l.At), Results: l.Results, Lag: time.Duration(l.LagNs), InFlight: l.InFlight, CPU: l.CPU, Sched: time.Duration(l.SchedNs)}
 		switch {
 		case s.restart != nil:
 			s.restart.To = bt.At
@@ -142,9 +185,12 @@ func (s *Stream) line(b []byte) error {
 		case !s.LastBeat.At.IsZero() && bt.At.Sub(s.LastBeat.At) > SilenceAfter:
 			s.Gaps = append(s.Gaps, Gap{From: s.LastBeat.At, To: bt.At, Why: "silent"})
 		}
+		s.beatMu.Lock()
 		s.LastBeat = bt
+		s.beatMu.Unlock()
 		s.MaxLag = max(s.MaxLag, bt.Lag)
 		s.PeakCPU = max(s.PeakCPU, bt.CPU)
+		s.stall(bt)
 	case bytes.HasPrefix(b, endPrefix):
 		var v map[string]End
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -152,29 +198,61 @@ func (s *Stream) line(b []byte) error {
 		}
 		e := v[EndKey]
 		s.End = &e
+		if e.Results > s.current {
+			s.Missing += e.Results - s.current
+		}
 	default:
 		s.Other++
 	}
 	return nil
 }
 
+// stall adds beat bt to the generator's stalls: one that lags or waited
+// for a core StallLag or more opens a stall or extends the open one; the
+// first back on time ends it.
+func (s *Stream) stall(bt Beat) {
+	n := len(s.Stalls)
+	worst := max(bt.Lag, bt.Sched)
+	switch {
+	case worst >= StallLag && s.stalling:
+		st := &s.Stalls[n-1]
+		st.From = minTime(st.From, bt.At.Add(-worst))
+		st.To, st.Lag = bt.At, max(st.Lag, worst)
+	case worst >= StallLag:
+		s.Stalls = append(s.Stalls, Stall{From: bt.At.Add(-worst), To: bt.At, Lag: worst})
+		s.stalling = true
+	case s.stalling:
+		s.Stalls[n-1].To = bt.At
+		s.stalling = false
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // result writes a result line to out and hands its record to observe.
 func (s *Stream) result(b []byte) error {
-	s.buf = append(append(s.buf[:0], b...), '\n') // vegeta's JSON decoder reads to the newline
-	var rec traffic.Record
-	n := 0
-	err := traffic.ReadResults(bytes.NewReader(s.buf), func(r traffic.Record) error {
-		rec = r
-		n++
-		return nil
-	})
-	if err != nil || n != 1 {
-		return fmt.Errorf("a result line that is not one vegeta JSON result (%d, %v)", n, err)
+	s.buf = append(append(s.buf[:0], b...), '\n') // a result line ends in its newline
+	if s.dec == nil {
+		s.dec = traffic.NewLineDecoder()
+	}
+	rec, err := s.dec.Decode(s.buf)
+	if err != nil {
+		return fmt.Errorf("a result line that is not one vegeta JSON result: %w", err)
 	}
 	if _, err := s.out.Write(s.buf); err != nil {
 		return err
 	}
 	s.Results++
+	s.current++
+	if s.ByClass == nil {
+		s.ByClass = map[traffic.Class]uint64{}
+	}
+	s.ByClass[rec.Class]++
 	if s.observe != nil {
 		rec.Origin = s.Origin
 		s.observe(rec)

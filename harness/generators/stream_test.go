@@ -3,6 +3,8 @@ package generators
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,7 @@ import (
 var t0 = time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 
 // resultLine is a generator's result line: vegeta's JSON encoding.
-func resultLine(t *testing.T, seq uint64, code uint16, errText string) string {
+func resultLine(t testing.TB, seq uint64, code uint16, errText string) string {
 	t.Helper()
 	var b bytes.Buffer
 	enc := vegeta.NewJSONEncoder(&b)
@@ -53,6 +55,9 @@ func TestStreamSorts(t *testing.T) {
 	if s.MaxLag != 40*time.Millisecond || !s.LastBeat.At.Equal(t0.Add(2*time.Second)) {
 		t.Errorf("max lag %s, last beat %s", s.MaxLag, s.LastBeat.At)
 	}
+	if s.ByClass[traffic.Class2xx] != 1 || s.ByClass[traffic.ClassRefused] != 1 || s.Missing != 0 {
+		t.Errorf("by class %v, %d missing; want one 200 and one refused, none missing", s.ByClass, s.Missing)
+	}
 	if len(got) != 2 || got[1].Class != traffic.ClassRefused || got[0].Origin != "pod-0" {
 		t.Errorf("observed %+v: want 2 records of pod-0, the second refused", got)
 	}
@@ -89,6 +94,26 @@ func TestStreamOnce(t *testing.T) {
 	if n := strings.Count(file.String(), "\n"); n != 3 {
 		t.Errorf("the results file has %d lines, want 3", n)
 	}
+	// The new container's totals count its own results: it read them all.
+	if err := s.Consume(strings.NewReader(resultLine(t, 0, 200, "") + beatLine(t0.Add(11*time.Second), 1, 0) + `{"droprun-end":{"results":1}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if s.End == nil || s.Missing != 0 {
+		t.Errorf("end %+v, %d missing; want the end line, none missing", s.End, s.Missing)
+	}
+}
+
+// TestStreamMissing: an end line that counts more results than droprun
+// read of its container's log (lines lost to a rotated log) says how many.
+func TestStreamMissing(t *testing.T) {
+	s := NewStream("pod-4", &bytes.Buffer{}, nil)
+	log := resultLine(t, 7, 200, "") + `{"droprun-end":{"results":8}}` + "\n"
+	if err := s.Consume(strings.NewReader(log)); err != nil {
+		t.Fatal(err)
+	}
+	if s.Results != 1 || s.Missing != 7 {
+		t.Errorf("%d results read, %d missing; want 1 and 7", s.Results, s.Missing)
+	}
 }
 
 // TestStreamGaps: beats further apart than SilenceAfter, and an end with
@@ -107,5 +132,36 @@ func TestStreamGaps(t *testing.T) {
 	err := NewStream("pod-3", &bytes.Buffer{}, nil).Consume(strings.NewReader(`{"attack":"v","seq":`))
 	if err == nil || !strings.Contains(err.Error(), "generator pod-3, line 1") {
 		t.Errorf("a broken result line: %v, want an error naming it", err)
+	}
+}
+
+// TestStreamStalls: beats StallLag or more behind schedule, or waiting
+// that long for a core, make one stall per stretch, from the first such beat's time less its lag to the next
+// beat back on time, with the worst lag; a restart closes an open stretch
+// without ending it at the new container's first beat; shorter lags make
+// none.
+func TestStreamStalls(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	s := NewStream("pod-0", io.Discard, nil)
+	var log strings.Builder
+	for i, lag := range []time.Duration{0, 1200 * time.Millisecond, 3 * time.Second, 500 * time.Millisecond, StallLag - 1, StallLag} {
+		log.WriteString(beatLine(at(10+i), uint64(i), lag))
+	}
+	if err := s.Consume(strings.NewReader(log.String())); err != nil {
+		t.Fatal(err)
+	}
+	s.Restarted()
+	// On time, but its goroutines waited 1.5 s for a core: a stall too.
+	waited := fmt.Sprintf(`{"droprun-beat":{"at":%d,"results":1,"lagNs":0,"schedNs":%d}}`+"\n", at(31).UnixNano(), int64(1500*time.Millisecond))
+	if err := s.Consume(strings.NewReader(beatLine(at(30), 0, 0) + waited + beatLine(at(32), 2, 0))); err != nil {
+		t.Fatal(err)
+	}
+	want := []Stall{
+		{From: at(9), To: at(13), Lag: 3 * time.Second},          // from beat 11 less 1.2 s, or beat 12 less 3 s: the earlier
+		{From: at(15).Add(-StallLag), To: at(15), Lag: StallLag}, // open when the container restarted
+		{From: at(31).Add(-1500 * time.Millisecond), To: at(32), Lag: 1500 * time.Millisecond},
+	}
+	if !slices.EqualFunc(s.Stalls, want, func(a, b Stall) bool { return a.From.Equal(b.From) && a.To.Equal(b.To) && a.Lag == b.Lag }) {
+		t.Errorf("stalls %+v, want %+v", s.Stalls, want)
 	}
 }

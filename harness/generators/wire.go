@@ -16,13 +16,15 @@ const (
 // BeatLine is a beat as a generator writes it, every second: when, how
 // many results it has written, how far behind schedule it sends
 // (nanoseconds), the requests in flight, the cores it used since its
-// previous beat.
+// previous beat, and the longest its goroutines waited for a core since
+// then (schedlat; nanoseconds).
 type BeatLine struct {
 	At       int64   `json:"at"`
 	Results  uint64  `json:"results"`
 	LagNs    int64   `json:"lagNs"`
 	InFlight uint64  `json:"inFlight"`
 	CPU      float64 `json:"cpu"`
+	SchedNs  int64   `json:"schedNs,omitempty"`
 }
 
 // End is a generator's end line: its own totals, and why it stopped when

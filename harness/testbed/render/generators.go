@@ -17,6 +17,9 @@ import (
 // GeneratorsName names the generators' Job and labels its pods.
 const GeneratorsName = "droprun-generators"
 
+// GeneratorContainer is the generator's container in each pod.
+const GeneratorContainer = "generator"
+
 // GeneratorControlPort is the generators' control port (apps/generator's
 // --control): start, stop and clock, reached through the API server.
 const GeneratorControlPort = 9000
@@ -59,7 +62,7 @@ func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
 	labels := map[string]string{"app": GeneratorsName, variant.LabelManagedBy: variant.ManagedBy}
 	args := append([]string{"--generators=" + strconv.Itoa(g.Count), "--control=:" + strconv.Itoa(GeneratorControlPort)}, g.Args...)
 	c := corev1ac.Container().
-		WithName("generator").
+		WithName(GeneratorContainer).
 		WithImage(g.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs(args...).
