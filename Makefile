@@ -24,8 +24,9 @@ lint: ## go vet and gofmt
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-bench: ## traffic client benchmarks (achieved vs asked rate, client CPU, memory per million results; CPU per 1,000 req/s against the vegeta CLI and a plain grpc-go loop, per protocol), then the highest rate the cluster measures clean (needs an engine and the node image; run on a quiet machine)
+bench: ## traffic client benchmarks (achieved vs asked rate, the generators' merge in records/s, client CPU, memory per million results; CPU per 1,000 req/s against the vegeta CLI and a plain grpc-go loop, per protocol), then the highest rate the cluster measures clean (needs an engine and the node image; run on a quiet machine)
 	$(GO) test -run '^$$' -bench 'Classify|Pipeline' -benchmem ./harness/traffic/
+	$(GO) test -run '^$$' -bench Stream -benchmem -count 5 ./harness/generators/
 	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 10s
 	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 3000 -traffic.duration 10s
 	$(GO) test -run '^$$' -bench ClientCost -benchtime 1x -timeout 30m ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 5s -traffic.pairs 5

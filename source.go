@@ -31,7 +31,7 @@ import (
 // module files and the in-cluster main packages. Test files are embedded
 // too (a pattern cannot exclude them) and filtered out by Source.
 //
-//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/traffic/*.go
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/schedlat/*.go harness/traffic/*.go
 var source embed.FS
 
 // scenarios are the shipped scenario files with their README and the
@@ -42,9 +42,9 @@ var scenarios embed.FS
 
 // Source returns the embedded module subset: go.mod, go.sum,
 // apps/bookshop, apps/bookshop/sleep, apps/cni, apps/closeprobe,
-// apps/generator, harness/generators and harness/traffic, without test
-// files, at
-// the same paths as in the source tree.
+// apps/generator, harness/generators, harness/schedlat and
+// harness/traffic, without test files, at the same paths as in the source
+// tree.
 func Source() fs.FS {
 	return noTests{source}
 }

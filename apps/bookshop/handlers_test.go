@@ -343,11 +343,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad env duration", env: map[string]string{"BOOKSHOP_DRAIN_DELAY": "soon"}, wantErr: "BOOKSHOP_DRAIN_DELAY"},
 		{name: "negative drain delay", args: []string{"--drain-delay", "-1s"}, wantErr: "--drain-delay"},
 		{name: "zero shutdown timeout", args: []string{"--shutdown-timeout", "0s"}, wantErr: "--shutdown-timeout"},
-		{name: "grpc flags", args: []string{"--grpc-stop", "stop", "--grpc-max-connection-age", "10s"}, check: func(c config) bool {
-			return c.grpcStop == grpcStopHard && c.grpcMaxConnectionAge == 10*time.Second && c.grpcAddr == ":9090"
+		{name: "grpc flags", args: []string{"--grpc-stop", "stop", "--max-connection-age", "10s"}, check: func(c config) bool {
+			return c.grpcStop == grpcStopHard && c.maxConnectionAge == 10*time.Second && c.grpcAddr == ":9090"
 		}},
 		{name: "bad grpc stop", args: []string{"--grpc-stop", "now"}, wantErr: "--grpc-stop"},
-		{name: "negative grpc max age", args: []string{"--grpc-max-connection-age", "-1s"}, wantErr: "--grpc-max-connection-age"},
+		{name: "negative max connection age", args: []string{"--max-connection-age", "-1s"}, wantErr: "--max-connection-age"},
 		{name: "idle timeout", args: []string{"--idle-timeout", "5s"}, check: func(c config) bool { return c.idleTimeout == 5*time.Second }},
 		{name: "negative idle timeout", args: []string{"--idle-timeout", "-1s"}, wantErr: "--idle-timeout"},
 		{name: "gateway without upstream", args: []string{"--mode", "gateway"}, wantErr: "--upstream"},

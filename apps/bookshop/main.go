@@ -39,14 +39,15 @@ type config struct {
 	// connection open (http.Server.IdleTimeout); 0 keeps it until the
 	// client closes it.
 	idleTimeout time.Duration
+	// maxConnectionAge is how long a connection, HTTP or gRPC, is used
+	// before the server ends it (0: as long as the client likes).
+	maxConnectionAge time.Duration
 	// grpcAddr is the gRPC server's listen address (web mode; "" for
-	// none), grpcStop how it stops, grpcMaxConnectionAge its connections'
-	// maximum age (0: unlimited).
-	grpcAddr             string
-	grpcStop             string
-	grpcMaxConnectionAge time.Duration
-	upstream             *url.URL // gateway mode only
-	upstreamKeepAlive    bool
+	// none), grpcStop how it stops.
+	grpcAddr          string
+	grpcStop          string
+	upstream          *url.URL // gateway mode only
+	upstreamKeepAlive bool
 	// upstreamDialTimeout and upstreamTimeout bound a gateway's wait for an
 	// upstream connection and its response headers.
 	upstreamDialTimeout, upstreamTimeout time.Duration
@@ -102,6 +103,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		IdleTimeout:       cfg.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	if cfg.maxConnectionAge > 0 {
+		srv.Handler = closeWhenOld(srv.Handler)
+		srv.ConnContext = connAge(cfg.maxConnectionAge)
+	}
 	// HTTP/1.1 and HTTP/2 over cleartext (prior knowledge, droprun's
 	// protocol h2c) on the one port. Shutdown sends every HTTP/2
 	// connection a GOAWAY; Close cuts them as it cuts HTTP/1.1 ones; a
@@ -119,7 +124,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	// Stamped, to tell when it closes, whichever mode closes it.
 	ln := &stampedListener{Listener: l}
-	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown)
+	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown, "max_connection_age", cfg.maxConnectionAge.String())
 	var g *grpcSide
 	if cfg.mode == modeWeb && cfg.grpcAddr != "" {
 		gl, err := net.Listen("tcp", cfg.grpcAddr)
@@ -128,8 +133,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			log.Error("listen failed", "addr", cfg.grpcAddr, "err", err.Error())
 			return 1
 		}
-		g = &grpcSide{srv: newGRPC(id, m, cfg.grpcMaxConnectionAge, cfg.shutdownTimeout), ln: &stampedListener{Listener: gl}, stop: cfg.grpcStop}
-		log.Info("listening", "addr", g.ln.Addr().String(), "protocol", "grpc", "stop", cfg.grpcStop, "max_connection_age", cfg.grpcMaxConnectionAge.String())
+		g = &grpcSide{srv: newGRPC(id, m, cfg.maxConnectionAge, cfg.shutdownTimeout), ln: &stampedListener{Listener: gl}, stop: cfg.grpcStop}
+		log.Info("listening", "addr", g.ln.Addr().String(), "protocol", "grpc", "stop", cfg.grpcStop)
 	}
 
 	sig, sigAt, err := serve(srv, ln, g, cfg, life, log)
@@ -194,9 +199,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.drainDelay, "drain-delay", 5*time.Second, "drain and drain-close modes: how long to keep serving after SIGTERM")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "naive, drain and drain-close modes: how long Shutdown waits for in-flight requests")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "close a kept-alive connection idle this long (HTTP/1.1 and h2c); 0 keeps it open until the client closes it. A timeout shorter than the client's or proxy's in front races their next request on it")
+	fs.DurationVar(&cfg.maxConnectionAge, "max-connection-age", 0, "end each connection after about this long (±10%) so clients reconnect and spread over new pods: HTTP/1.1 with \"Connection: close\" on its next response, h2c and gRPC with GOAWAY (gRPC's keepalive MaxConnectionAge); 0 for never")
 	fs.StringVar(&cfg.grpcAddr, "grpc-addr", ":9090", "web mode: the gRPC server's listen address (the standard health service's Check); empty for none")
 	fs.StringVar(&cfg.grpcStop, "grpc-stop", grpcStopGraceful, "how the gRPC server stops when the app shuts down (at once in naive mode, after the drain delay in drain modes): graceful (GracefulStop: GOAWAY, finish the calls in flight) or stop (Stop: cut them)")
-	fs.DurationVar(&cfg.grpcMaxConnectionAge, "grpc-max-connection-age", 0, "end each gRPC connection after about this long (keepalive MaxConnectionAge, GOAWAY first) so clients reconnect and spread over new pods; 0 for never")
 	fs.StringVar(&upstream, "upstream", "", "gateway mode: base URL to proxy to, e.g. http://web.bookshop.svc:80")
 	fs.BoolVar(&cfg.upstreamKeepAlive, "upstream-keepalive", false, "gateway mode: reuse upstream connections (hides dead pods behind pooled connections)")
 	fs.DurationVar(&cfg.upstreamDialTimeout, "upstream-dial-timeout", 500*time.Millisecond, "gateway mode: give up connecting to an upstream pod after this (a dead pod's IP never answers)")
@@ -253,8 +258,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	default:
 		return cfg, fmt.Errorf("%w: --grpc-stop %q: want graceful or stop", errUsage, cfg.grpcStop)
 	}
-	if cfg.grpcMaxConnectionAge < 0 {
-		return cfg, fmt.Errorf("%w: --grpc-max-connection-age %v: must not be negative", errUsage, cfg.grpcMaxConnectionAge)
+	if cfg.maxConnectionAge < 0 {
+		return cfg, fmt.Errorf("%w: --max-connection-age %v: must not be negative (0 for never)", errUsage, cfg.maxConnectionAge)
 	}
 	if cfg.idleTimeout < 0 {
 		return cfg, fmt.Errorf("%w: --idle-timeout %v: must not be negative (0 keeps idle connections open)", errUsage, cfg.idleTimeout)

@@ -984,3 +984,64 @@ func TestProcessIdleTimeout(t *testing.T) {
 		t.Errorf("without --idle-timeout the idle connection closed within %v", 2*idle)
 	}
 }
+
+// --max-connection-age: a connection is used for about the age (±10%),
+// then the response on it says "Connection: close" (HTTP/1.1) or comes
+// with a GOAWAY (h2c), and the client's next request opens a new one;
+// never before 90% of the age, and never without the flag.
+func TestProcessMaxConnectionAge(t *testing.T) {
+	t.Parallel()
+	const age = 500 * time.Millisecond
+	p := startBookshop(t, "--max-connection-age", age.String())
+	limit := age*11/10 + time.Second
+
+	c := p.openConn(t)
+	opened := time.Now()
+	for {
+		resp := c.get(t, "/version")
+		took := time.Since(opened)
+		if resp.Close {
+			if took < age*9/10 {
+				t.Errorf("HTTP/1.1: Connection: close %v after the connection opened, before 90%% of its %v age", took, age)
+			}
+			if !c.closedWithin(t, time.Second) {
+				t.Error("HTTP/1.1: the connection stayed open after its Connection: close response")
+			}
+			break
+		}
+		if took > limit {
+			t.Fatalf("HTTP/1.1: no Connection: close %v after the connection opened, with a %v age", took, age)
+		}
+		time.Sleep(20 * time.Millisecond) // the client's pace, not a wait for a condition
+	}
+
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	if resp, reused := p.tracedGet(t, tr, "/version"); resp.ProtoMajor != 2 || reused {
+		t.Fatalf("h2c: HTTP/%d, reused %v; want a new HTTP/2 connection", resp.ProtoMajor, reused)
+	}
+	opened = time.Now()
+	for {
+		_, reused := p.tracedGet(t, tr, "/version")
+		took := time.Since(opened)
+		if !reused {
+			if took < age*9/10 {
+				t.Errorf("h2c: a new connection %v after the first opened, before 90%% of its %v age", took, age)
+			}
+			break
+		}
+		if took > limit {
+			t.Fatalf("h2c: the first connection still used %v after it opened, with a %v age", took, age)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	q := startBookshop(t)
+	open := q.openConn(t)
+	for start := time.Now(); time.Since(start) < 2*age; time.Sleep(20 * time.Millisecond) {
+		if resp := open.get(t, "/version"); resp.Close {
+			t.Fatalf("without --max-connection-age a response said Connection: close %v after the connection opened", time.Since(start))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -145,6 +146,36 @@ func (l *stampedListener) closed() time.Time {
 func closeWhileDraining(h http.Handler, life *lifecycle) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if life.get() != phaseServing {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// connEndKey is the context key of the time after which a connection's
+// responses end it (see connAge).
+type connEndKey struct{}
+
+// connAge is http.Server.ConnContext for --max-connection-age: each new
+// connection's context carries the time it should end, maxAge after it
+// was accepted, ±10% (as grpc-go jitters its MaxConnectionAge) so that
+// connections opened together do not all reconnect together.
+func connAge(maxAge time.Duration) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, _ net.Conn) context.Context {
+		jitter := time.Duration(rand.Int64N(int64(maxAge)/5+1)) - maxAge/10
+		return context.WithValue(ctx, connEndKey{}, time.Now().Add(maxAge+jitter))
+	}
+}
+
+// closeWhenOld makes every response on a connection past its end (see
+// connAge) say "Connection: close": net/http closes an HTTP/1.1 connection
+// right after that response and sends an HTTP/2 one GOAWAY, so the client
+// opens a new connection, which the current routes send to any pod. As in
+// closeWhileDraining, the client learns it from the response it waited
+// for, so no request races the close.
+func closeWhenOld(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if end, ok := r.Context().Value(connEndKey{}).(time.Time); ok && !time.Now().Before(end) {
 			w.Header().Set("Connection", "close")
 		}
 		h.ServeHTTP(w, r)

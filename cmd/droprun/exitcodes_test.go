@@ -183,6 +183,21 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "not a run", args: []string{"check", "--max-drops-per-rollout", "0", notRun}, code: 2, err: "not a droprun run directory"},
 				{name: "missing dir", args: []string{"check", "--max-drops-per-rollout", "0", missing}, code: 2},
 				{name: "baseline not a run", args: []string{"check", "--baseline", notRun, run}, code: 2},
+				{name: "no history yet", args: []string{"check", "--history", notRun, run}, code: 3, out: "no earlier run in the history has this row's key"},
+				{name: "history missing", args: []string{"check", "--history", missing, run}, code: 2, err: "no such path"},
+				{name: "history flag without --history", args: []string{"check", "--percentile", "90", "--max-drops-per-rollout", "0", run}, code: 2, hint: "droprun check", err: "--percentile needs --history DIR"},
+				{name: "bad --history-by", args: []string{"check", "--history", notRun, "--history-by", "bytes", run}, code: 2, hint: "droprun check", err: "--history-by"},
+				{name: "bad percentile", args: []string{"check", "--history", notRun, "--percentile", "0", run}, code: 2, err: "--percentile 0"},
+			},
+		},
+		"history": {
+			tooFew: []string{"history"},
+			more: []exitCase{
+				{name: "shipped runs", args: []string{"history", "../../results/examples"}, code: 0, out: "compare-all · no-prestop"},
+				{name: "no runs", args: []string{"history", notRun}, code: 1, err: "no runs under"},
+				{name: "missing path", args: []string{"history", missing}, code: 2, hint: "droprun history", err: "no such path"},
+				{name: "bad format", args: []string{"history", "--format", "yaml", notRun}, code: 2, hint: "droprun history", err: `--format "yaml"`},
+				{name: "bad confidence", args: []string{"history", "--confidence", "1", notRun}, code: 2, hint: "droprun history"},
 			},
 		},
 		"compare": {
@@ -262,7 +277,13 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "latest", args: []string{"image", "build-go", "example.com/app@v1", "--tag", "app:latest", "--out", "x.tar"}, code: 1, err: "pulls :latest"},
 			},
 		},
-		"image fronts":    {tooMany: []string{"image", "fronts", "x"}},
+		"image fronts": {tooMany: []string{"image", "fronts", "x"}},
+		"image generator": {
+			tooMany: []string{"image", "generator", "x"},
+			more: []exitCase{
+				{name: "bad platform", args: []string{"image", "generator", "--platform", "windows/amd64"}, code: 2, hint: "droprun image generator", err: "linux/amd64 or linux/arm64"},
+			},
+		},
 		"engine":          {tooFew: []string{"engine"}, tooMany: []string{"engine", "nope"}},
 		"engine setup":    {tooMany: []string{"engine", "setup", "x"}},
 		"engine teardown": {tooMany: []string{"engine", "teardown", "x"}},

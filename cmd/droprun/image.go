@@ -18,6 +18,45 @@ func newImageCmd(s streams) *cobra.Command {
 	cmd.AddCommand(newImageBuildCmd(s))
 	cmd.AddCommand(newImageBuildGoCmd(s))
 	cmd.AddCommand(newImageFrontsCmd(s))
+	cmd.AddCommand(newImageGeneratorCmd(s))
+	return cmd
+}
+
+func newImageGeneratorCmd(s streams) *cobra.Command {
+	var out, platform string
+	cmd := &cobra.Command{
+		Use:   "generator",
+		Short: "Build the load generator's image (traffic.generators: pods) into an image archive",
+		Long: `Build droprun's load generator (apps/generator: droprun's own client in a pod,
+sending its share of a run's load from inside the cluster) into one small image,
+without a Docker daemon, a registry or a base image, from the source embedded in
+droprun, into OUT/droprun-generator-<tag>.tar (docker-save format).
+
+Its tag is the first 12 hex digits of the binary's SHA-256: the build is
+reproducible, so the same droprun gives the same tag, and a changed generator a
+new one. A run on droprun's kind cluster builds and loads it by itself; for a
+cluster of your own, load or push it where your nodes pull from, e.g.
+
+  droprun image generator --out /tmp/gen
+  kind load image-archive /tmp/gen/droprun-generator-*.tar --name mine
+  (or: crane push /tmp/gen/droprun-generator-*.tar registry.example/droprun-generator:TAG)
+
+and name it in the scenario as traffic.generators.image.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if platform != "" && platform != "linux/amd64" && platform != "linux/arm64" {
+				return usageError("--platform %q: use linux/amd64 or linux/arm64", platform)
+			}
+			im, archive, err := image.BuildGenerator(cmd.Context(), platform, out, s.Err)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "%s\n  %-26s %s\n", archive, im.Ref, im.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/images", "directory for the image archive")
+	cmd.Flags().StringVar(&platform, "platform", "", "linux/amd64 or linux/arm64 (default: this machine's architecture)")
 	return cmd
 }
 

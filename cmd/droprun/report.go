@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/atomicfile"
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/report"
+	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -37,9 +39,39 @@ func analyzeRun(dir string, log io.Writer) (*analysis.Analysis, error) {
 	return a, nil
 }
 
-// loadRun is analyzeRun's summary.
+// checkableRun is the run check holds to its limits (and compare and
+// advise read): analysed from its
+// raw data, or, for a run kept as its summary alone (summary.json and
+// scenario.yaml without events.jsonl, as a history keeps runs), the
+// summary its run wrote, which it says on log.
+func checkableRun(dir string, log io.Writer) (*analysis.Analysis, error) {
+	_, noEvents := os.Stat(filepath.Join(dir, analysis.EventsFile))
+	_, noSummary := os.Stat(filepath.Join(dir, analysis.SummaryFile))
+	if !errors.Is(noEvents, os.ErrNotExist) || noSummary != nil {
+		return analyzeRun(dir, log)
+	}
+	sum, err := analysis.ReadSummary(dir)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds no raw data and its summary.json is unreadable: %w", dir, err)}
+	}
+	if sum.Format != analysis.SummaryVersion {
+		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds no raw data and its summary.json is of format %q; this droprun checks %q", dir, sum.Format, analysis.SummaryVersion)}
+	}
+	scYAML, err := os.ReadFile(filepath.Join(dir, analysis.ScenarioFile))
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds summary.json but no scenario.yaml, which check needs to know the variants asked for: keep the run's scenario.yaml beside its summary: %w", dir, err)}
+	}
+	sc, err := scenario.Parse(filepath.Join(dir, analysis.ScenarioFile), scYAML)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	fmt.Fprintf(log, "note: %s holds no raw data (events.jsonl): using the summary.json its run wrote\n", dir)
+	return &analysis.Analysis{Summary: sum, ScenarioYAML: scYAML, Scenario: sc}, nil
+}
+
+// loadRun is checkableRun's summary.
 func loadRun(dir string, log io.Writer) (*analysis.Summary, error) {
-	a, err := analyzeRun(dir, log)
+	a, err := checkableRun(dir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +167,7 @@ func newCheckCmd(s streams) *cobra.Command {
 		baseline    string
 		junit       string
 		showPassing bool
+		hist        historyFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR",
@@ -173,6 +206,15 @@ masked with those the client saw.
   --baseline RUN_DIR         fail a row that drops significantly more than
                              the same row in the baseline run (one-sided test
                              over rollouts)
+  --history DIR              hold every rollout to a limit learned from the
+                             earlier runs under DIR with the row's key (see
+                             droprun history): the --percentile (default 99)
+                             of their rollouts' drops, at least
+                             --min-allowance; with fewer than
+                             --history-min-rollouts (default 20) past
+                             rollouts it is inconclusive and says how many
+                             more it needs; --history-by rate limits drop
+                             rates instead; suspect past runs are left out
   --junit FILE               also write the results as JUnit XML, one test
                              case per row and limit
 
@@ -191,14 +233,20 @@ see examples/ci/):
 			if cmd.Flags().Changed("min-new-pod-share") {
 				l.MinNewPodShare = &share
 			}
+			if err := hist.set(cmd, &l); err != nil {
+				return err
+			}
 			if baseline == "" {
 				// Validate before reading anything: bad limits are bad usage.
 				if err := l.Validate(); err != nil {
 					return usageError("%w", err)
 				}
 			}
-			a, err := analyzeRun(args[0], s.Err)
+			a, err := checkableRun(args[0], s.Err)
 			if err != nil {
+				return err
+			}
+			if err := hist.read(&l, a, args[0], s.Err); err != nil {
 				return err
 			}
 			if baseline != "" {
@@ -250,6 +298,7 @@ see examples/ci/):
 	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
 	f.StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file")
 	f.BoolVar(&showPassing, "verbose", false, "print passing checks too")
+	hist.add(cmd)
 	return cmd
 }
 

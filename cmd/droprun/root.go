@@ -61,6 +61,7 @@ Start with:
 		newReportCmd(s),
 		newCheckCmd(s),
 		newCompareCmd(s),
+		newHistoryCmd(s),
 		newAdviseCmd(s),
 		newEngineCmd(s),
 		newDoctorCmd(s),

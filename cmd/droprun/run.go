@@ -135,6 +135,7 @@ cleaned up as without the interruption).`,
 	f.BoolVar(&trust, "trust-kubeconfig", false, trustKubeconfigUsage)
 	f.StringVar(&nodeImage, "allow-node-image", "", allowNodeImageUsage)
 	f.StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow load to go to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
+	f.BoolVar(&o.Testbed.AllowGenerators, "allow-generators", false, "on an existing cluster, allow traffic.generators.from: pods: generator pods that send the load from inside it (deleted after each variant)")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address during the run, e.g. 127.0.0.1:9464")
 	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))
 	f.StringVar(&o.Pushgateway, "pushgateway", "", "push the final metrics to this Pushgateway base URL, e.g. http://127.0.0.1:9091")

@@ -157,7 +157,9 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", RunFile, target, strings.Join(path.Names(), ", "))
 	}
-	sum.Unseen = unseenHop(ri.Traffic.URL)
+	if ri.Traffic.Generators == 0 { // generator pods send from inside: to a Service or a node, no hop droprun did not deploy
+		sum.Unseen = unseenHop(ri.Traffic.URL)
+	}
 	podIPs, podNodes := podPlaces(events)
 	var rotation time.Duration
 	if via.Proxy != nil {
@@ -167,7 +169,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &input{sc: sc, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
+	in := &input{sc: sc, sharedClock: ri.Cluster.Kind, events: events, deletions: deletionsOf(events), rig: a.Rig, stalls: stallsOf(a.Rig),
 		app: app, nodes: nodesOf(ri.Traffic.Targets), path: via, podIPs: podIPs, podNodes: podNodes, frontLog: frontLog, failure: o.Failure}
 	for _, v := range sc.Variants {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
@@ -276,18 +278,21 @@ func origin(url string) string {
 
 // input is what every variant's analysis shares.
 type input struct {
-	sc        *scenario.Scenario
-	events    []timeline.Event
-	deletions []deletion
-	rig       []RigSample
-	stalls    stalls
-	app       []appmetrics.Record
-	nodes     map[string]string // target URL → entry node
-	path      path.Path         // the way the requests took
-	podIPs    map[string]string // pod → IP
-	podNodes  map[string]string // pod → node
-	frontLog  *frontLog         // through a front that logs requests: its failed lines and its 2xx answers
-	failure   func(Failure) error
+	sc *scenario.Scenario
+	// sharedClock says the nodes share droprun's clock (a kind cluster),
+	// so generator pods' times need no correction.
+	sharedClock bool
+	events      []timeline.Event
+	deletions   []deletion
+	rig         []RigSample
+	stalls      stalls
+	app         []appmetrics.Record
+	nodes       map[string]string // target URL → entry node
+	path        path.Path         // the way the requests took
+	podIPs      map[string]string // pod → IP
+	podNodes    map[string]string // pod → node
+	frontLog    *frontLog         // through a front that logs requests: its failed lines and its 2xx answers
+	failure     func(Failure) error
 }
 
 // entryNode returns the node a request to url entered through ("" when
@@ -314,15 +319,19 @@ func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) 
 		}
 	}
 	for k := range ps.rollouts {
-		if ps.rollouts[k].Excused > 0 {
-			ps.rollouts[k].ExcusedWhy = ps.excusedWhy[k].String()
+		rs := &ps.rollouts[k]
+		if rs.Excused > 0 {
+			rs.ExcusedWhy = ps.excusedWhy[k].String()
 		}
+		rs.Incomplete = ps.gens.incomplete(rs.Start, rs.WindowEnd)
 	}
 	in.addBalance(p, ps.rollouts)
 	rows := in.rows(v, p, ps.tl, ps.rollouts)
+	clocks := ps.gens.nodeClocks()
 	for k := range rows {
 		rows[k].Routes, rows[k].Explained = ps.ex.rowRoutes(rows[k].Rollouts)
 		rows[k].suspectProxyOwn()
+		rows[k].Clocks = clocks
 	}
 	// rows filled in the rollouts' tallies, rig and kube-proxy figures:
 	// only now are they what the summary says.
@@ -348,10 +357,12 @@ type pass struct {
 	noDeletion []uint64
 	excusedWhy []stallWhy
 	ex         *explainer
+	// gens are the variant's generator pods, when they sent its load.
+	gens generatorRuns
 }
 
 func (in *input) newPass(v scenario.Variant, p *plan) *pass {
-	ps := &pass{in: in, variant: v.Name, tl: NewTimeline(p.windows()), rollouts: p.rollouts, byN: map[int]int{}}
+	ps := &pass{in: in, variant: v.Name, tl: NewTimeline(p.windows()), rollouts: p.rollouts, byN: map[int]int{}, gens: generatorsOf(in.events, v.Name, in.sharedClock)}
 	n := len(ps.rollouts)
 	ps.series, ps.since, ps.noDeletion, ps.excusedWhy = make([]*RolloutSeries, n), make([]Sparse, n), make([]uint64, n), make([]stallWhy, n)
 	for k := range ps.rollouts {
@@ -373,6 +384,9 @@ func (ps *pass) read(f resultsFile, sum *Summary) error {
 	defer r.Close()
 	err = traffic.ReadResults(r, func(rec traffic.Record) error {
 		rec.Origin = f.origin
+		if f.origin != traffic.HostOrigin {
+			rec.Time = rec.Time.Add(-ps.gens.correction(rec.Origin, rec.Time)) // a generator's clock to droprun's
+		}
 		return ps.record(rec)
 	})
 	name := filepath.Base(f.path)
@@ -456,6 +470,10 @@ func (ps *pass) record(rec traffic.Record) error {
 	}
 	w := tl.AddRecord(rec)
 	node := in.entryNode(rec.URL)
+	if node == "" && in.path.Inside {
+		// East-west: the sending pod's own node's rules routed it.
+		node = ps.gens.node(rec.Origin, rec.Time)
+	}
 	k := -1
 	if w >= 0 && tl.Windows[w].Phase == PhaseRollout {
 		k = ps.byN[tl.Windows[w].Rollout]
@@ -501,11 +519,13 @@ func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletio
 	}
 	rs.ByHop[fl.Hop]++
 	// A client's stall (its pacing in the rig samples) excuses the host
-	// client's own requests only; a node's, every request's.
+	// client's own requests only, a generator pod's its own only; a
+	// node's, every request's.
 	if rec.Class == traffic.ClassTimeout {
 		w := ps.in.stalls.during(rec.Time, rec.End())
 		if rec.Origin != traffic.HostOrigin && rec.Origin != "" {
 			w.client = 0
+			w = w.max(ps.gens.stalled(rec.Origin, rec.Time, rec.End()))
 		}
 		if w != (stallWhy{}) {
 			fl.Excused = true
@@ -514,7 +534,7 @@ func (ps *pass) rolloutFailure(k int, fl *Failure, rec traffic.Record, d deletio
 		}
 	}
 	if !fl.Excused {
-		fl.Explained, fl.RacePod = ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil, rec)
+		fl.Explained, fl.RacePod = ps.ex.explain(rs.N, fl.RoutedBy, ps.in.path.Proxy != nil, rec, ps.gens.clockBound(rec.Origin, rec.Time))
 	}
 	if found && !d.t.Before(rs.Start) {
 		ps.since[k].Add(rec.Time.Sub(d.t), rec.Class)

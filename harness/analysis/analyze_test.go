@@ -403,3 +403,28 @@ func TestWithoutRunJSON(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// TestGeneratorsSeeEveryHop: generator pods sending from inside to every
+// node's NodePort (a node's InternalIP, not 127.0.0.1) went through no
+// hop droprun did not deploy, and their requests are put down to the
+// nodes they entered; the same URLs sent from outside, by the host, are a
+// front droprun cannot see.
+func TestGeneratorsSeeEveryHop(t *testing.T) {
+	targets := []string{"http://172.18.0.2:30080/version", "http://172.18.0.3:30080/version", "http://172.18.0.4:30080/version"}
+	listed := `"targets":[{"node":"cp","url":"http://172.18.0.2:30080/version"},{"node":"w1","url":"http://172.18.0.3:30080/version"},{"node":"w2","url":"http://172.18.0.4:30080/version"}]`
+	failures := []analysistest.Failure{{From: 4.5, To: 4.8, Err: analysistest.Refused, URL: targets[1]}}
+	for _, generators := range []int{3, 0} {
+		rj := strings.Replace(runJSON, `"url":"http://127.0.0.1:30080/version","rate":100`, `"url":"`+targets[0]+`","rate":100,`+listed+`,"generators":`+itoa(generators), 1)
+		dir := analysistest.Write(t, analysistest.Run{RunJSON: rj, Failures: failures, Targets: targets})
+		a := analyze(t, dir, analysis.Options{})
+		switch unseen := a.Summary.Unseen; {
+		case generators > 0 && unseen != "":
+			t.Errorf("from %d generator pods: %q; want every hop seen", generators, unseen)
+		case generators == 0 && !strings.Contains(unseen, "172.18.0.2:30080"):
+			t.Errorf("from the host: %q; want the unseen front named", unseen)
+		}
+		if w1 := rows(a)["alpha"].ByNode["w1"]; w1.Failures != 10 {
+			t.Errorf("%d generators: w1 %+v; want its 10 drops", generators, w1)
+		}
+	}
+}

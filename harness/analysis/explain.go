@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -32,6 +33,10 @@ const (
 	// never showed in its rules), so no race window can be drawn.
 	WhyNoUnroute = "the node was not seen to stop routing to the deleted pods"
 	WhyOutside   = "outside every (pod, node) race window"
+	// WhyClock: the generator pod that sent it ran on a node whose clock
+	// droprun knows only to a bound wider than that node's narrowest race
+	// window (or never estimated), so its time cannot place it in one.
+	WhyClock = "the sending generator's clock is known less well than its node's race windows are wide"
 	// WhyProxyOwn: a 502 from a proxy that sends through the nodes'
 	// rules (the gateway), sent after the proxy pod's node had stopped
 	// routing to every pod the rollout deleted, with no dial left
@@ -381,7 +386,7 @@ var cutClasses = []traffic.Class{traffic.ClassReset, traffic.ClassEOF, traffic.C
 //
 // A run without route data (recorded before droprun watched the nodes, or
 // on a cluster it cannot look inside) explains nothing and says nothing.
-func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Record) (how, pod string) {
+func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Record, clockBound time.Duration) (how, pod string) {
 	if len(ex.routes.watched) == 0 {
 		return "", ""
 	}
@@ -413,6 +418,9 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	}
 	if !ex.routes.watching(node, rec.Time) {
 		return unexplained(WhyNoRoutes)
+	}
+	if clockBound > 0 && clockBound > ex.narrowest(n, node) {
+		return unexplained(WhyClock)
 	}
 	var ip string // through a front, the pod it chose
 	if ex.front {
@@ -452,6 +460,23 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		e.Answerable++
 	}
 	return how, pod
+}
+
+// narrowest is the shortest race window of rollout n on node, from a
+// pod's listener close to the node's stop of routing to it; the longest
+// duration when node has none.
+func (ex *explainer) narrowest(n int, node string) time.Duration {
+	w := time.Duration(math.MaxInt64)
+	for _, i := range ex.byRollout[n] {
+		g := &ex.gaps[i]
+		if g.Node != node || !g.CloseKnown() || g.Unrouted < 0 {
+			continue
+		}
+		if d := seconds(g.Unrouted) - seconds(g.ListenerClosed); d > 0 {
+			w = min(w, d)
+		}
+	}
+	return w
 }
 
 // match finds the pair of rollout n, on node, whose race window holds

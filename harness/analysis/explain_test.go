@@ -71,7 +71,7 @@ func TestExplain(t *testing.T) {
 		{"c", fail(200, traffic.ClassRefused), WhyNoRoutes, ""},
 		{"", fail(200, traffic.ClassRefused), WhyNoEntryNode, ""},
 	} {
-		if how, pod := ex.explain(1, tc.node, false, tc.rec); how != tc.how || pod != tc.pod {
+		if how, pod := ex.explain(1, tc.node, false, tc.rec, 0); how != tc.how || pod != tc.pod {
 			t.Errorf("%s at %s on %q: accounted %q (pod %q), want %q (pod %q)", tc.rec.Class, tc.rec.Time.Sub(base), tc.node, how, pod, tc.how, tc.pod)
 		}
 	}
@@ -89,6 +89,14 @@ func TestExplain(t *testing.T) {
 				t.Errorf("RaceText = %q, want %q", got, want)
 			}
 		}
+	}
+	// A generator pod's request, its node's clock known to ±700 ms, wider
+	// than node a's 600 ms window: not placed in it; to ±500 ms, it is.
+	if how, _ := ex.explain(1, "a", false, fail(150, traffic.ClassRefused), 700*time.Millisecond); how != WhyClock {
+		t.Errorf("a clock known to ±700 ms: %q, want %q", how, WhyClock)
+	}
+	if how, _ := ex.explain(1, "a", false, fail(150, traffic.ClassRefused), 500*time.Millisecond); how != AccountedRace {
+		t.Errorf("a clock known to ±500 ms: %q, want %q", how, AccountedRace)
 	}
 }
 
@@ -120,8 +128,8 @@ func TestExplainPicksThePodItMet(t *testing.T) {
 		{Source: appmetrics.SourceTermination, Pod: "web-2", Time: at(4000), SignalAt: at(1005), ListenerClosedAt: at(1010)},
 	}}
 	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(6000)}})
-	ex.explain(1, "a", false, traffic.Record{Time: at(2000), Class: traffic.ClassRefused})
-	ex.explain(1, "a", false, traffic.Record{Time: at(500), Class: traffic.ClassRefused})
+	ex.explain(1, "a", false, traffic.Record{Time: at(2000), Class: traffic.ClassRefused}, 0)
+	ex.explain(1, "a", false, traffic.Record{Time: at(500), Class: traffic.ClassRefused}, 0)
 	for _, g := range ex.gaps {
 		if n := g.Drops[traffic.ClassRefused]; n != 1 {
 			t.Errorf("%s got %d refusals, want 1 each: %+v", g.Pod, n, ex.gaps)
@@ -171,14 +179,14 @@ func TestStaleConntrack(t *testing.T) {
 		{"a node that never raced", "b", false, late(traffic.ClassTimeout), false},
 	} {
 		ex := in.newExplainer(rs)
-		ex.explain(1, tc.node, tc.proxied, tc.rec)
+		ex.explain(1, tc.node, tc.proxied, tc.rec, 0)
 		if got := ex.explained[1].Conntrack == 1; got != tc.want {
 			t.Errorf("%s: conntrack %v, want %v (%+v)", tc.name, got, tc.want, ex.explained[1])
 		}
 	}
 	noFlush := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(9000)}}
 	ex := in.newExplainer(noFlush)
-	ex.explain(1, "a", false, late(traffic.ClassTimeout))
+	ex.explain(1, "a", false, late(traffic.ClassTimeout), 0)
 	if e := ex.explained[1]; e.Conntrack != 0 || e.Why[WhyOutside] != 1 {
 		t.Errorf("no stale entries found: %+v, want it outside every window", e)
 	}
@@ -214,7 +222,7 @@ func TestReconnectBackoff(t *testing.T) {
 		in := &input{sc: sc, events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 			Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 		}}}
-		if how, _ := in.newExplainer(rs).explain(1, tc.node, false, tc.rec); how != tc.want {
+		if how, _ := in.newExplainer(rs).explain(1, tc.node, false, tc.rec, 0); how != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, how, tc.want)
 		}
 	}
@@ -251,7 +259,7 @@ func TestChanceBaselines(t *testing.T) {
 		ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
 		for _, n := range []string{"a", "b", "c"} {
 			for ms := 30; ms < unrouted[n]; ms += 10 {
-				ex.explain(1, n, false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond})
+				ex.explain(1, n, false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}, 0)
 			}
 		}
 		_, e := ex.rowRoutes([]RolloutSummary{{N: 1}})
@@ -287,7 +295,7 @@ func TestNoListenerClose(t *testing.T) {
 	}
 	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events)}
 	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
-	ex.explain(1, "a", false, traffic.Record{Time: at(300), Class: traffic.ClassRefused})
+	ex.explain(1, "a", false, traffic.Record{Time: at(300), Class: traffic.ClassRefused}, 0)
 	_, e := ex.rowRoutes([]RolloutSummary{{N: 1}})
 	if e.Why[WhyNoListenerClose] != 1 || e.Why[WhyOutside] != 0 {
 		t.Errorf("explained %+v, want the listener close unknown", e)
@@ -335,7 +343,7 @@ func TestNoUnroute(t *testing.T) {
 	if len(ex.gaps) != 1 || ex.gaps[0].CloseSource != CloseFromProbe || ex.gaps[0].ListenerClosed != 0.015 || ex.gaps[0].Unrouted >= 0 {
 		t.Fatalf("pairs %+v: want one, its close from the prober at 15 ms, its unrouting unseen", ex.gaps)
 	}
-	ex.explain(1, "a", false, traffic.Record{Time: at(300), Class: traffic.ClassRefused})
+	ex.explain(1, "a", false, traffic.Record{Time: at(300), Class: traffic.ClassRefused}, 0)
 	_, e := ex.rowRoutes([]RolloutSummary{{N: 1}})
 	if e.Why[WhyNoUnroute] != 1 || e.Why[WhyOutside] != 0 {
 		t.Errorf("explained %+v, want the unrouting unseen", e)
@@ -359,7 +367,7 @@ func TestBackoffChance(t *testing.T) {
 		ex := in.newExplainer(rs)
 		backoff := 0
 		for ms := 1100; ms < 2000; ms += 50 {
-			if how, _ := ex.explain(1, "a", false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}); how == AccountedBackoff {
+			if how, _ := ex.explain(1, "a", false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}, 0); how == AccountedBackoff {
 				backoff++
 			}
 		}

@@ -80,6 +80,20 @@ type RunInfo struct {
 	Rig RigSettings `json:"rig"`
 }
 
+// Unfinished says how the run did not finish (who names it, e.g. "the
+// baseline"), or "" when it did.
+func (f Facts) Unfinished(who string) string {
+	switch {
+	case f.Interrupted:
+		return who + " was interrupted"
+	case f.Error != "":
+		return who + " ended in an error: " + f.Error
+	case f.Finished.IsZero():
+		return who + " never finished (killed, or still running)"
+	}
+	return ""
+}
+
 // Facts are what only the live run knew, in run.json and, copied, in
 // summary.json.
 type Facts struct {
@@ -138,6 +152,10 @@ type TrafficInfo struct {
 	Arrivals    string `json:"arrivals,omitempty"`
 	// ClientProcs is the client's GOMAXPROCS during the run.
 	ClientProcs int `json:"clientProcs,omitempty"`
+	// Generators is how many generator pods sent the load from inside
+	// the cluster (traffic.generators: pods); 0: the host client did.
+	// Their Targets are as the pods reached them.
+	Generators int `json:"generators,omitempty"`
 }
 
 // ProtocolOf returns how the client talked to the targets, from Protocol

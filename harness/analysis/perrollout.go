@@ -13,6 +13,17 @@ func (v VariantSummary) PerRollout() []stats.Rollout {
 	return out
 }
 
+// Counted is PerRollout as the gate and the history count drops: the
+// drops the client saw and those connection reuse masked (a retry on a
+// new connection hid them from the client; the pod still refused them).
+func (v VariantSummary) Counted() []stats.Rollout {
+	out := v.PerRollout()
+	for k, ro := range v.Rollouts {
+		out[k].Drops += ro.Window.Masked
+	}
+	return out
+}
+
 // perRolloutMeasurable is PerRollout without the excused timeouts (the
 // measurable tally's rollouts).
 func (v VariantSummary) perRolloutMeasurable() []stats.Rollout {

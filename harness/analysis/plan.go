@@ -34,9 +34,8 @@ func planOf(events []timeline.Event, variant string, settle time.Duration) (*pla
 		case timeline.KindTrafficStart:
 			p.attackStart = e.Time
 		case timeline.KindTrafficStop:
-			if o := e.Detail["origin"]; o != "" && o != traffic.HostOrigin {
-				continue // another load source's account; the plan is the host client's
-			}
+			// One load source per variant: the host client or the
+			// generator pods, whose account is theirs together.
 			p.attackEnd = e.Time
 			switch {
 			case e.Stats != nil:

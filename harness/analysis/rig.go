@@ -336,11 +336,12 @@ type stall struct {
 }
 
 // stallWhy is how long the client stalled (behind schedule, or its
-// goroutines waiting for a core) and how long a node went without CPU.
-type stallWhy struct{ client, node float64 }
+// goroutines waiting for a core), how long a generator pod sending the
+// request was behind schedule, and how long a node went without CPU.
+type stallWhy struct{ client, generator, node float64 }
 
 func (w stallWhy) max(o stallWhy) stallWhy {
-	return stallWhy{client: max(w.client, o.client), node: max(w.node, o.node)}
+	return stallWhy{client: max(w.client, o.client), generator: max(w.generator, o.generator), node: max(w.node, o.node)}
 }
 
 // String says what stalled, for a rollout's excused timeouts.
@@ -348,6 +349,9 @@ func (w stallWhy) String() string {
 	var why []string
 	if w.client > 0 {
 		why = append(why, fmt.Sprintf("the client was up to %s behind schedule or waiting for a core", stats.FormatSeconds(w.client)))
+	}
+	if w.generator > 0 {
+		why = append(why, fmt.Sprintf("the generator pod that sent them was up to %s behind schedule or waiting for a core", stats.FormatSeconds(w.generator)))
 	}
 	if w.node > 0 {
 		why = append(why, fmt.Sprintf("a kind node went without CPU for up to %s", stats.FormatSeconds(w.node)))

@@ -160,6 +160,9 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 	if !r.BaselineClean {
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("no clean baseline after rollout %d: failures kept coming after its window closed", r.N))
 	}
+	if r.Incomplete != "" {
+		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d is incomplete: %s; its drops may be more than counted", r.N, r.Incomplete))
+	}
 }
 
 // suspectProxyOwn makes the row suspect for each rollout with drops the

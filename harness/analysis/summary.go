@@ -1,6 +1,8 @@
 package analysis
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/droprun/droprun/harness/traffic"
@@ -122,6 +124,9 @@ type VariantSummary struct {
 	// kept-alive connections, and the idle-closed requests it cost; nil
 	// where the client keeps no connection idle for reuse.
 	Idle *IdleOrder `json:"idle,omitempty"`
+	// Clocks are the clocks of the nodes generator pods sent from
+	// (traffic.generators: pods), by node.
+	Clocks []NodeClock `json:"generatorClocks,omitempty"`
 	// HookFailures are Warning events such as FailedPreStopHook.
 	HookFailures []string `json:"hookFailures,omitempty"`
 	Suspect      []string `json:"suspect,omitempty"`
@@ -255,6 +260,10 @@ type RolloutSummary struct {
 	// the next rollout; BaselineClean false means it never got one.
 	BaselineWait  string `json:"baselineWait,omitempty"`
 	BaselineClean bool   `json:"baselineClean"`
+	// Incomplete says why requests of this rollout's window may be
+	// missing: a generator pod was gone or silent during it (its gap);
+	// "" for a whole window.
+	Incomplete string `json:"incomplete,omitempty"`
 	// Rig is the rig's load during the window (absent in runs recorded
 	// before droprun sampled it).
 	Rig *RigSummary `json:"rig,omitempty"`
@@ -354,4 +363,34 @@ func (s *Summary) Accounted(variant string) (inWindows, byClass uint64) {
 		}
 	}
 	return inWindows, byClass
+}
+
+// NodeClock is what a run knows of the clock of one node generator pods
+// sent from, against droprun's own.
+type NodeClock struct {
+	Node string `json:"node"`
+	// Estimates counts the estimates (at each generator's start and
+	// stop); 0 for a node whose clock was never estimated (a replacement
+	// placed there), where its drops are not placed in race windows.
+	Estimates int `json:"estimates"`
+	// Offset is the estimate furthest from droprun's clock, Bound the
+	// widest error bound, seconds.
+	Offset float64 `json:"offsetSeconds"`
+	Bound  float64 `json:"boundSeconds"`
+	// Corrected says its requests' times were corrected by the estimates
+	// (some estimate was off by more than its bound); Shared that the
+	// node shares droprun's clock (kind), so nothing needed correcting.
+	Corrected bool `json:"corrected,omitempty"`
+	Shared    bool `json:"shared,omitempty"`
+}
+
+// SuspectOf is why row v's numbers should not be trusted: the run's notes
+// (less those that only repeat the row's own, which the run prefixes with
+// its name) and the row's.
+func (s *Summary) SuspectOf(v VariantSummary) []string {
+	out := slices.DeleteFunc(slices.Clone(s.Suspect), func(note string) bool {
+		own, ok := strings.CutPrefix(note, v.Variant+": ")
+		return ok && slices.Contains(v.Suspect, own)
+	})
+	return append(out, v.Suspect...)
 }

@@ -286,19 +286,37 @@ func Inspect(p string) (*Archive, error) {
 var hexName = regexp.MustCompile(`^(?:blobs/sha256/|sha256:)?([0-9a-f]{64})(?:\.json|\.tar|\.tar\.gz|\.tar\.zst)?$`)
 
 // readArchiveTar reads every regular file of the tar at p, hashing each.
+// A symbolic link to a file of the archive stands for that file: docker
+// save writes a layer two images share once, and links the second image's
+// layer.tar to it. A link leading anywhere else stands for nothing.
 func readArchiveTar(p string) (map[string]*archiveEntry, error) {
 	in := &inspection{path: p, files: map[string]*archiveEntry{}}
-	if err := eachTarFile(context.Background(), p, in.add); err != nil {
+	links := map[string]string{}
+	if err := eachTarFile(context.Background(), p, in.add, links); err != nil {
 		return nil, err
+	}
+	if len(in.files)+len(links) > maxEntries {
+		return nil, archiveErr(p, fixMake, "holds more than %d files and links: not an image archive droprun reads", maxEntries)
+	}
+	for _, name := range slices.Sorted(maps.Keys(links)) {
+		target := links[name]
+		for hops := 0; in.files[target] == nil && links[target] != "" && hops < 8; hops++ {
+			target = links[target] // a link to a link, a few hops at most
+		}
+		if e := in.files[target]; e != nil && in.files[name] == nil {
+			in.files[name] = e
+		}
 	}
 	return in.files, nil
 }
 
 // eachTarFile calls fn with every regular file of the tar at p, by its
 // cleaned name, in the tar's order: the one walk Inspect and DockerSave
-// share. A gzip-compressed, empty, non-tar or truncated file is an
+// share. With links not nil, it also records each symbolic link that
+// stays inside the archive, by name, with the name of the file it leads
+// to. A gzip-compressed, empty, non-tar or truncated file is an
 // *ArchiveError saying so; fn's errors pass as they are.
-func eachTarFile(ctx context.Context, p string, fn func(name string, r io.Reader) error) error {
+func eachTarFile(ctx context.Context, p string, fn func(name string, r io.Reader) error, links map[string]string) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return archiveErr(p, "", "%v", err)
@@ -326,10 +344,16 @@ func eachTarFile(ctx context.Context, p string, fn func(name string, r io.Reader
 			}
 			return archiveErr(p, fixTruncated, "is truncated or corrupt: reading its entry %d: %v", n+1, err)
 		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if h.Typeflag == tar.TypeSymlink && links != nil && !path.IsAbs(h.Linkname) {
+			if target := path.Join(path.Dir(name), h.Linkname); target != ".." && !strings.HasPrefix(target, "../") {
+				links[name] = target
+			}
+		}
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		if err := fn(path.Clean(strings.TrimPrefix(h.Name, "./")), tr); err != nil {
+		if err := fn(name, tr); err != nil {
 			return err
 		}
 	}
@@ -661,5 +685,5 @@ func unpackLayout(ctx context.Context, p, root string) error {
 			return fmt.Errorf("unpacking %s from %s: %w", n, p, err)
 		}
 		return nil
-	})
+	}, nil)
 }

@@ -414,3 +414,46 @@ func TestFindIn(t *testing.T) {
 		t.Errorf("FindIn(Bad Ref) error = %v, want not an image reference", err)
 	}
 }
+
+// TestInspectLinkedLayer: docker save writes a layer two images share
+// once, and the second image's layer.tar is a link to the first's; a link
+// out of the archive stands for nothing.
+func TestInspectLinkedLayer(t *testing.T) {
+	write := func(link string) string {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		add := func(name string, data []byte) {
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Write(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add("aaaa/layer.tar", []byte("layer bytes"))
+		if err := tw.WriteHeader(&tar.Header{Name: "bbbb/layer.tar", Typeflag: tar.TypeSymlink, Linkname: link}); err != nil {
+			t.Fatal(err)
+		}
+		add("manifest.json", []byte(`[{"Config":"c1.json","RepoTags":["my-service:1.1-a"],"Layers":["aaaa/layer.tar"]},`+
+			`{"Config":"c2.json","RepoTags":["my-service:1.1-b"],"Layers":["bbbb/layer.tar"]}]`))
+		add("c1.json", []byte(`{}`))
+		add("c2.json", []byte(`{}`))
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "images.tar")
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, err := Inspect(write("../aaaa/layer.tar"))
+	if err != nil || len(a.Images) != 2 || !a.Has("my-service:1.1-b") {
+		t.Fatalf("a layer linked to another image's: %v, %+v", err, a)
+	}
+	for _, out := range []string{"../../etc/passwd", "/etc/passwd", "../cccc/layer.tar"} {
+		if _, err := Inspect(write(out)); err == nil || !strings.Contains(err.Error(), "bbbb/layer.tar, which it does not hold") {
+			t.Errorf("a link to %s: %v, want the layer missing", out, err)
+		}
+	}
+}

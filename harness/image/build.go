@@ -163,24 +163,18 @@ func Build(ctx context.Context, opts BuildOptions) (*BuildResult, error) {
 			if err != nil {
 				return nil, fmt.Errorf("assembling %s: %w", ref, err)
 			}
-			digest, err := img.Digest()
+			built, err := describe(img, ref, v, o.Platform)
 			if err != nil {
-				return nil, fmt.Errorf("digest of %s: %w", ref, err)
+				return nil, err
 			}
-			id, err := img.ConfigName()
-			if err != nil {
-				return nil, fmt.Errorf("config digest of %s: %w", ref, err)
-			}
+			built.Flavour = f
 			tag, err := name.NewTag(ref)
 			if err != nil {
 				return nil, fmt.Errorf("tag %s: %w", ref, err)
 			}
 			refs[tag] = img
-			result.Images = append(result.Images, BuiltImage{
-				Ref: ref, Digest: digest.String(), ID: id.String(),
-				Version: v, Flavour: f, Platform: o.Platform,
-			})
-			fmt.Fprintf(log, "assembled %s %s\n", ref, digest)
+			result.Images = append(result.Images, built)
+			fmt.Fprintf(log, "assembled %s %s\n", ref, built.Digest)
 		}
 	}
 

@@ -129,16 +129,12 @@ func BuildGo(ctx context.Context, o GoBuildOptions) (*GoBuildResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("assembling %s: %w", tag, err)
 		}
-		digest, err := img.Digest()
-		if err != nil {
-			return nil, err
-		}
-		id, err := img.ConfigName()
+		built, err := describe(img, tag.String(), "", platform)
 		if err != nil {
 			return nil, err
 		}
 		images[tag] = img
-		res.Images = append(res.Images, BuiltImage{Ref: tag.String(), Digest: digest.String(), ID: id.String(), Platform: platform})
+		res.Images = append(res.Images, built)
 	}
 	if dir := filepath.Dir(o.Out); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {

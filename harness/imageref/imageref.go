@@ -28,6 +28,12 @@ func CheckNode(ref string) error {
 	if ref == Auto {
 		return nil
 	}
+	return Check(ref)
+}
+
+// Check accepts an image reference with an explicit tag other than
+// latest, or a digest.
+func Check(ref string) error {
 	r, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
 		return fmt.Errorf("%q is not an image reference: %w", ref, err)

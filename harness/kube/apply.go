@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -100,7 +101,7 @@ func WaitNamespaceGone(ctx context.Context, c kubernetes.Interface, name string,
 }
 
 // Apply server-side applies objects in order (Deployments, Services,
-// ServiceAccounts, Roles, RoleBindings and Ingresses), each marked as
+// ConfigMaps, ServiceAccounts, Roles, RoleBindings, Ingresses and Jobs), each marked as
 // owner's (managed-by and run labels, owner annotation), and returns the
 // applied Deployments by name and every object applied. An object of the
 // same name that droprun did not create is refused (ErrNotOurs), never
@@ -129,6 +130,8 @@ func Apply(ctx context.Context, c kubernetes.Interface, owner Owner, objects ...
 			_, ref, err = applyOne(ctx, c.RbacV1().RoleBindings(*o.GetNamespace()), "RoleBinding", o, owner)
 		case *networkingv1ac.IngressApplyConfiguration:
 			_, ref, err = applyOne(ctx, c.NetworkingV1().Ingresses(*o.GetNamespace()), "Ingress", o, owner)
+		case *batchv1ac.JobApplyConfiguration:
+			_, ref, err = applyOne(ctx, c.BatchV1().Jobs(*o.GetNamespace()), "Job", o, owner)
 		default:
 			return nil, nil, fmt.Errorf("cannot apply %T", o)
 		}
@@ -230,12 +233,15 @@ func opsFor(c kubernetes.Interface, r Ref) (kindOps, bool) {
 	case "Ingress":
 		s := c.NetworkingV1().Ingresses(ns)
 		return opsOf(s.Get, s.Delete), true
+	case "Job":
+		s := c.BatchV1().Jobs(ns)
+		return opsOf(s.Get, s.Delete), true
 	}
 	return kindOps{}, false
 }
 
 // DeleteOurs deletes the objects refs names (Deployments with their
-// ReplicaSets and pods), each only while it still has the UID droprun
+// ReplicaSets and pods, Jobs with their pods), each only while it still has the UID droprun
 // applied it with, and waits until they are gone.
 func DeleteOurs(ctx context.Context, c kubernetes.Interface, refs []Ref, timeout time.Duration) error {
 	fg := metav1.DeletePropagationForeground
@@ -246,8 +252,8 @@ func DeleteOurs(ctx context.Context, c kubernetes.Interface, refs []Ref, timeout
 		}
 		uid := r.UID
 		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-		if r.Kind == "Deployment" {
-			opts.PropagationPolicy = &fg
+		if r.Kind == "Deployment" || r.Kind == "Job" {
+			opts.PropagationPolicy = &fg // with their pods
 		}
 		if err := ops.del(ctx, r.Name, opts); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting %s: %w", r, err)
@@ -368,6 +374,23 @@ func LivePod(ctx context.Context, c kubernetes.Interface, namespace, name string
 		}
 	}
 	return d, best, nil
+}
+
+// LiveIPs returns the IPs of the namespace's pods that run and are not
+// being deleted: all a Service there may route to once every node's
+// kube-proxy has caught up with the pods.
+func LiveIPs(ctx context.Context, c kubernetes.Interface, namespace string) (map[string]bool, error) {
+	pods, err := c.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ips := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			ips[p.Status.PodIP] = true
+		}
+	}
+	return ips, nil
 }
 
 func isReady(p *corev1.Pod) bool {

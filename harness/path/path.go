@@ -19,6 +19,10 @@ type Path struct {
 	// Proxy is the hop between that node port and the web Service; nil
 	// when the node port is the web Service's own.
 	Proxy *Proxy
+	// Inside is set for a path that begins inside the cluster (a
+	// Service's ClusterIP): only generator pods can send on it, and the
+	// node whose rules route a request is the sending pod's.
+	Inside bool
 	// Drop is what the client sees of a request a dead pod dropped:
 	// "000" (no response) direct, "502" through a proxy; validation's
 	// advice names it.
@@ -79,7 +83,10 @@ type FrontAPI struct {
 // The paths droprun knows.
 var (
 	NodePort = Path{Name: "nodeport", NodePort: variant.WebNodePort, Drop: "000"}
-	Gateway  = Path{Name: "gateway", NodePort: variant.GatewayNodePort, Drop: "502",
+	// ClusterIP is the east-west path: a pod sends to the web Service's
+	// DNS name, and its own node's kube-proxy rules pick the web pod.
+	ClusterIP = Path{Name: "clusterip", Inside: true, Drop: "000"}
+	Gateway   = Path{Name: "gateway", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.GatewayName, Header: traffic.ViaHeader}}
 	// Traefik is Traefik Proxy v3 as a Kubernetes ingress controller: it
 	// watches the web Service's Ingress and EndpointSlices in droprun's
@@ -100,7 +107,7 @@ var (
 			Image:      "droprun/caddy:v2.11.9", Source: "github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"}}
 )
 
-var all = []Path{NodePort, Gateway, Traefik, Caddy}
+var all = []Path{NodePort, ClusterIP, Gateway, Traefik, Caddy}
 
 // Lookup returns the path named name ("" is NodePort, the default).
 func Lookup(name string) (Path, bool) {

@@ -153,3 +153,32 @@ func TestShippedIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedEastWest holds results/examples/east-west to what
+// results/README.md says of it: three generator pods sending to the
+// Service's ClusterIP name, no-prestop drops in every rollout, put down to
+// every generator's node, most inside a (pod, node) race window and far
+// fewer with the send times shifted; graceful-drain drops nothing; both
+// rows are suspect, because generators lagged over the tolerance.
+func TestShippedEastWest(t *testing.T) {
+	sum := shipped(t, "east-west")
+	for _, v := range sum.Variants {
+		if len(v.Rollouts) != 3 || len(v.Client.Suspect) == 0 || !strings.Contains(strings.Join(v.Client.Suspect, " "), "behind schedule") {
+			t.Errorf("%s: %d rollouts, client suspect %q; want 3, the generators' lag", v.Variant, len(v.Rollouts), v.Client.Suspect)
+		}
+		switch v.Variant {
+		case "no-prestop":
+			e := v.Explained
+			if v.RolloutsWithDrops != 3 || len(v.ByNode) != 3 || e == nil || float64(e.Explained) < 0.9*float64(v.Drops) || e.Chance.TimesShifted > 0.2*float64(v.Drops) {
+				t.Errorf("no-prestop: %d/3 rollouts with drops, %d nodes, explained %+v of %d; want all 3, 3 generator nodes, over 90%% in a window and under 20%% shifted",
+					v.RolloutsWithDrops, len(v.ByNode), e, v.Drops)
+			}
+		case "graceful-drain":
+			if v.Drops != 0 || v.WindowRequests < 10000 {
+				t.Errorf("graceful-drain: %d drops in %d window requests; want none in over 10,000", v.Drops, v.WindowRequests)
+			}
+		default:
+			t.Errorf("unexpected row %s", v.Variant)
+		}
+	}
+}

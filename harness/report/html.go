@@ -544,6 +544,9 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	if len(v.ByNode) > 0 {
 		f = append(f, htmlFact{"By entry node", NodesText(v.ByNode)})
 	}
+	if len(v.Clocks) > 0 {
+		f = append(f, htmlFact{"Generator clocks", strings.TrimPrefix(ClocksText(v.Clocks), "generator clocks: ")})
+	}
 	if sv := v.Server; sv != nil && sv.Counter != "" {
 		f = append(f, htmlFact{"Pods' own count", CounterText(sv)})
 	} else if sv == nil && v.NoServerView != "" {

@@ -155,6 +155,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		if len(v.ByNode) > 0 {
 			fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
 		}
+		if len(v.Clocks) > 0 {
+			fmt.Fprintf(w, "%s: %s\n", v.Variant, ClocksText(v.Clocks))
+		}
 		for _, ro := range v.Rollouts {
 			if len(ro.ByHop) > 0 {
 				fmt.Fprintf(w, "%s rollout %d: drops by the hop that failed them: %s\n", v.Variant, ro.N, HopsText(ro.ByHop))
@@ -320,6 +323,34 @@ func NodesText(by map[string]analysis.Tally) string {
 	return strings.Join(parts, ", ")
 }
 
+// ClocksText says what the run knows of the generator nodes' clocks and
+// what it did with it, e.g. "generator clocks: droprun-worker +0.2 ms ±
+// 4.4 ms (2 estimates), ...; shared with droprun's (kind), not corrected".
+func ClocksText(cs []analysis.NodeClock) string {
+	parts := make([]string, len(cs))
+	shared := len(cs) > 0
+	for i, c := range cs {
+		shared = shared && c.Shared
+		if c.Estimates == 0 {
+			parts[i] = c.Node + " never estimated: its drops are not placed in race windows"
+			continue
+		}
+		parts[i] = fmt.Sprintf("%s %+.1f ms ± %.1f ms (%s)", c.Node, c.Offset*1000, c.Bound*1000, plural(c.Estimates, "estimate", "estimates"))
+		switch {
+		case c.Shared:
+		case c.Corrected:
+			parts[i] += ", corrected"
+		default:
+			parts[i] += ", 0 within its bound: not corrected"
+		}
+	}
+	text := "generator clocks: " + strings.Join(parts, ", ")
+	if shared {
+		text += "; the nodes share droprun's clock (kind), so none is corrected"
+	}
+	return text
+}
+
 // HopsText lists drops by the hop that failed them, most first, e.g.
 // "front pod traefik-7dc6-x 212, before the front (no failed line in its
 // log) 3".
@@ -415,6 +446,9 @@ func Markdown(w io.Writer, sum *analysis.Summary) error {
 	for _, v := range sum.Variants {
 		if v.Idle != nil {
 			fmt.Fprintf(w, "\n- **%s:** %s\n", v.Variant, IdleText(v.Idle))
+		}
+		if len(v.Clocks) > 0 {
+			fmt.Fprintf(w, "\n- **%s:** %s\n", v.Variant, ClocksText(v.Clocks))
 		}
 	}
 	for _, s := range sum.Suspect {

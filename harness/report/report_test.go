@@ -137,3 +137,22 @@ func TestIdleText(t *testing.T) {
 		}
 	}
 }
+
+// TestClocksText: each generator node's clock is said with what was done
+// with it: corrected, left alone within its bound, never estimated, or
+// shared on kind.
+func TestClocksText(t *testing.T) {
+	got := ClocksText([]analysis.NodeClock{
+		{Node: "a", Estimates: 2, Offset: 0.5, Bound: 0.005, Corrected: true},
+		{Node: "b", Estimates: 1, Offset: -0.002, Bound: 0.005},
+		{Node: "d"},
+	})
+	want := "generator clocks: a +500.0 ms ± 5.0 ms (2 estimates), corrected, b -2.0 ms ± 5.0 ms (1 estimate), 0 within its bound: not corrected, d never estimated: its drops are not placed in race windows"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	kind := ClocksText([]analysis.NodeClock{{Node: "a", Estimates: 2, Offset: 0.001, Bound: 0.004, Shared: true}})
+	if kind != "generator clocks: a +1.0 ms ± 4.0 ms (2 estimates); the nodes share droprun's clock (kind), so none is corrected" {
+		t.Errorf("on kind: %q", kind)
+	}
+}

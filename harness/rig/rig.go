@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/droprun/droprun/harness/schedlat"
 )
 
 // Sample is the rig's state over one interval, ending at Time.
@@ -171,7 +173,7 @@ func diff(prev, cur reading, client func() ClientState) Sample {
 	for name, v := range out.NodesStarved {
 		out.NodesStarved[name] = clamp01(v)
 	}
-	out.SchedMax = schedMax(prev.schedBucketsN, cur.sched)
+	out.SchedMax = schedlat.MaxSince(prev.schedBucketsN, cur.sched)
 	if client != nil {
 		out.Client = client()
 	}
@@ -196,26 +198,6 @@ func perWall(prev, cur map[string]time.Duration, wall time.Duration) map[string]
 
 func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
 
-// schedMax is the upper edge of the highest bucket of h whose count grew
-// since prev.
-func schedMax(prev []uint64, h *metrics.Float64Histogram) time.Duration {
-	if h == nil || len(prev) != len(h.Counts) {
-		return 0
-	}
-	for i := len(h.Counts) - 1; i >= 0; i-- {
-		if h.Counts[i] > prev[i] {
-			edge := h.Buckets[i+1]
-			if math.IsInf(edge, 1) {
-				edge = h.Buckets[i]
-			}
-			return time.Duration(edge * float64(time.Second))
-		}
-	}
-	return 0
-}
-
-const schedMetric = "/sched/latencies:seconds"
-
 func (s *Sampler) read() reading {
 	var r reading
 	if s.procOK {
@@ -230,10 +212,7 @@ func (s *Sampler) read() reading {
 	}
 	r.nodes = readEach(s.o.Cgroups, readCgroupCPU)
 	r.nodesFull = readEach(s.o.Pressure, readCgroupFull)
-	sm := []metrics.Sample{{Name: schedMetric}}
-	metrics.Read(sm)
-	if sm[0].Value.Kind() == metrics.KindFloat64Histogram {
-		h := sm[0].Value.Float64Histogram()
+	if h := schedlat.Read(); h != nil {
 		r.sched = h
 		r.schedBucketsN = append([]uint64(nil), h.Counts...)
 	}

@@ -37,7 +37,7 @@ func TestIntegrationRunCaddy(t *testing.T) {
 // 150 req/s: a front, its access log streamed through the API server and
 // its readings keep this 2-core machine 90-98 % busy at 300 (a clean-clone
 // CI run lost 3,014 answers Traefik gave), and a run the rig stalled in is
-// measured again once (quietRun):
+// measured again (quietRun):
 // both control windows are clean, no-prestop's drops show as 502s, and
 // graceful-drain, which serves until it is out of every endpoint list,
 // drops none beyond the rig's floor and the answers the front gave that

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -231,9 +232,9 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 // rollouts drop at least 100 times less than no-prestop; naive-shutdown
 // drops; prestop-exec-distroless drops and its failed hook is reported; the
 // trap's first rollout drops. A variant the rig stalled in is checked in
-// a second measurement of it alone, after no-prestop. It takes about 15
-// minutes (20 with a second measurement) and runs wherever
-// a cluster can be made, so the README's claims are checked on every
+// another measurement of it alone, after no-prestop. It takes about 15
+// minutes (about 4 more per such measurement) and runs wherever a cluster
+// can be made, so the README's claims are checked on every
 // landing; DROPRUN_E2E_ALL=0 skips it for a quick local round, and
 // DROPRUN_E2E_DIR=DIR keeps its run directory (DIR/TestIntegrationRunAllVariants).
 func TestIntegrationRunAllVariants(t *testing.T) {
@@ -304,28 +305,50 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 	}
 	// The expectations below hold for a quiet rig only, and a shared CI
 	// machine is not always one: the variants the rig stalled in (see
-	// rigStalls) are checked in a second measurement of them alone (with
-	// no-prestop, the reference), not in this one.
+	// rigStalls) are checked in another measurement of them alone (with
+	// no-prestop, the reference), not in this one; up to two more, as a
+	// busy CI machine has stalled no-prestop twice running. A variant the
+	// rig stalled in every time fails the test: its quiet-only checks
+	// were never made.
 	stalled := rigStalls(a.Summary)
 	checkRun(t, sc, a, dir, stalled)
-	if len(stalled) == 0 {
-		return
+	quietOnce := map[string]bool{} // variants whose quiet-only checks were made
+	for _, name := range rowNames(sc) {
+		if _, ok := stalled[name]; !ok {
+			quietOnce[name] = true
+		}
 	}
-	again := stalledOnly(sc, stalled)
-	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring %s again",
-		strings.Join(slices.Sorted(maps.Values(stalled)), "; "), strings.Join(rowNames(again), ", "))
-	dir += "-again"
-	a = measure(ctx, t, again, dir)
-	// A no-prestop that was quiet the first time is measured again only
-	// as the reference: its quiet-only checks passed there and are not
-	// repeated (a clean-clone CI run: 9 timeouts excused in the
-	// reference, none in the rows measured again).
-	reference := map[string]string{}
-	if _, ok := stalled["no-prestop"]; !ok {
-		reference["no-prestop"] = "the reference, quiet in the first measurement"
+	for try := 1; len(stalled) > 0; try++ {
+		if try > maxRemeasures {
+			t.Errorf("the rig stalled in %s in all %d measurements: their quiet-only checks were never made", strings.Join(slices.Sorted(maps.Keys(stalled)), ", "), try)
+			return
+		}
+		again := stalledOnly(sc, stalled)
+		t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring %s again",
+			strings.Join(slices.Sorted(maps.Values(stalled)), "; "), strings.Join(rowNames(again), ", "))
+		a = measure(ctx, t, again, fmt.Sprintf("%s-again%d", dir, try))
+		now := rigStalls(a.Summary)
+		// No-prestop measured again only as the reference, after its
+		// quiet-only checks passed, is not held to them again.
+		skip := maps.Clone(now)
+		if _, ok := now["no-prestop"]; !ok && quietOnce["no-prestop"] {
+			skip["no-prestop"] = "the reference, quiet in an earlier measurement"
+		}
+		checkRun(t, again, a, fmt.Sprintf("%s-again%d", dir, try), skip)
+		stalled = map[string]string{}
+		for _, name := range rowNames(again) {
+			if why, ok := now[name]; !ok {
+				quietOnce[name] = true
+			} else if !quietOnce[name] {
+				stalled[name] = why
+			}
+		}
 	}
-	checkRun(t, again, a, dir, reference)
 }
+
+// maxRemeasures bounds testRun's measurements of the variants a stalled
+// rig made suspect (each about 4 minutes for no-prestop alone).
+const maxRemeasures = 2
 
 // checkRun checks every expectation of testRun that applies to the rows of
 // a, sc's run in dir, except those a stalled rig may break in the rows of
@@ -503,15 +526,7 @@ func checkRun(t *testing.T, sc *scenario.Scenario, a *analysis.Analysis, dir str
 	if got := uint64(strings.Count(string(failures), "\n")); got != failuresInResults {
 		t.Errorf("failures.jsonl has %d lines, the results %d failures", got, failuresInResults)
 	}
-	ef, err := os.Open(filepath.Join(dir, analysis.EventsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
-	events, err := timeline.ReadEvents(ef)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := readEvents(t, dir)
 	kinds := map[timeline.Kind]int{}
 	for _, e := range events {
 		kinds[e.Kind]++
@@ -679,30 +694,34 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 }
 
 // quietRun runs sc in runDir(t) and returns its analysis and directory,
-// or, when the rig stalled in it with requests in flight (timeouts excused as the rig's, or a control
-// window that failed while the rig was saturated), a second measurement
-// and its directory (dir-again). The analysis marks such a row suspect,
-// and the cluster tests' expectations hold for a quiet rig only: a shared
-// CI machine is not always one (a CI run's TestIntegrationRun had 16 of
-// no-prestop's timeouts excused, and failed on that alone). So a stall is
-// logged with its evidence and measured again, once; the second
-// measurement is checked whatever it shows, so a rig that stalls every
-// time still fails the test. A window flagged saturated that lost nothing
-// is not measured again: the row stays trusted.
+// or, when the rig stalled in it with requests in flight (timeouts excused
+// as the rig's, or a control window that failed while the rig was
+// saturated), another measurement and its directory (dir-againN). The
+// analysis marks such a row suspect, and the cluster tests' expectations
+// hold for a quiet rig only: a shared CI machine is not always one (a CI
+// run's TestIntegrationRun had 16 of no-prestop's timeouts excused, and
+// failed on that alone). So a stall is logged with its evidence and
+// measured again, up to maxRemeasures times; the last measurement is
+// checked whatever it shows, so a rig that stalls every time still fails
+// the test. A window flagged saturated that lost nothing is not measured
+// again: the row stays trusted.
 func quietRun(ctx context.Context, t *testing.T, sc *scenario.Scenario) (*analysis.Analysis, string) {
 	t.Helper()
 	dir := runDir(t)
 	a := measure(ctx, t, sc, dir)
-	stalls := rigStalls(a.Summary)
-	if len(stalls) == 0 {
-		return a, dir
+	for try := 1; try <= maxRemeasures; try++ {
+		stalls := rigStalls(a.Summary)
+		if len(stalls) == 0 {
+			break
+		}
+		t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring again", strings.Join(slices.Sorted(maps.Values(stalls)), "; "))
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		dir = fmt.Sprintf("%s-again%d", runDir(t), try)
+		a = measure(ctx, t, sc, dir)
 	}
-	t.Logf("the rig stalled in %s, which the analysis holds suspect: measuring once more", strings.Join(slices.Sorted(maps.Values(stalls)), "; "))
-	if ctx.Err() != nil {
-		t.Fatal(ctx.Err())
-	}
-	dir += "-again"
-	return measure(ctx, t, sc, dir), dir
+	return a, dir
 }
 
 // measure runs sc into dir on the package's cluster, failing the test if
@@ -784,4 +803,38 @@ func windowsOf(v analysis.VariantSummary) []analysis.Tally {
 		out = append(out, r.Window)
 	}
 	return out
+}
+
+// readEvents reads a run directory's events.jsonl.
+func readEvents(t *testing.T, dir string) []timeline.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, analysis.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, err := timeline.ReadEvents(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+func countLines(t *testing.T, p string) uint64 {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var n uint64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

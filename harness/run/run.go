@@ -17,6 +17,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/dataplane"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
@@ -169,6 +170,8 @@ type runner struct {
 	// load is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
 	load atomic.Pointer[load]
+	// routes watches the nodes' rules for the Service, nil where none runs.
+	routes *dataplane.Watcher
 }
 
 // Run measures every variant of sc: for each, it deploys the variant,
@@ -288,7 +291,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}()
 	switch {
-	case tb.Cluster.Nodes != nil && r.o.ClusterShares > 0:
+	case tb.Cluster.Nodes != nil && r.o.ClusterShares > 0 && !sc.Traffic.FromPods():
+		// The client runs on the host: the nodes yield to it. Generator
+		// pods run in the nodes, and would be starved with them.
 		defer r.favorClient()()
 	default:
 		// A weight left lowered by a killed run is put back even when
@@ -300,7 +305,9 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}
 	r.info.Cluster = r.clusterInfo(ctx)
-	r.info.Traffic = r.trafficInfo()
+	if r.info.Traffic, err = r.trafficInfo(ctx); err != nil {
+		return err
+	}
 	if err := r.out.WriteRunInfo(r.info); err != nil {
 		return err
 	}
@@ -417,14 +424,15 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
 		return err
 	}
+	// The control window starts when no node routes to the pods just
+	// replaced, and with no connection stuck on one (conntrack).
+	if err := r.awaitRoutes(ctx); err != nil {
+		return err
+	}
 	if err := r.flushConntrack(ctx, v.Name, 0); err != nil {
 		return err
 	}
 
-	resultsFile, err := r.out.Results(v.Name, traffic.HostOrigin)
-	if err != nil {
-		return err
-	}
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
 	cfg := traffic.Config{
 		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Connections: sc.Traffic.Connections, Method: sc.Traffic.Method,
@@ -439,8 +447,8 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	// WaitAnswering's requests, which the client did not send.
 	r.scrapeApp(ctx)
 	var sent, failed atomic.Uint64
-	// The host client is the one load source today (traffic.Source).
-	src, err := traffic.StartHost(ctx, cfg, resultsFile, func(rec traffic.Record) {
+	// The host client, or the generator pods (traffic.generators).
+	src, loadDone, err := r.startLoad(ctx, v.Name, cfg, func(rec traffic.Record) {
 		r.metrics.Observe(v.Name, rec)
 		sent.Add(1)
 		if rec.Class.Failed() {
@@ -467,12 +475,16 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	if cfg.Connections > 0 {
 		proto += fmt.Sprintf(", %d per target", cfg.Connections)
 	}
-	fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s (%s); control window %s\n", cfg.Rate, targetsText(cfg.Targets), proto, sc.Traffic.Control)
+	if sc.Traffic.FromPods() {
+		fmt.Fprintf(r.log, "traffic: %d req/s from %d generator pods (%s); control window %s\n", cfg.Rate, sc.Traffic.Generators.Count, proto, sc.Traffic.Control)
+	} else {
+		fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s (%s); control window %s\n", cfg.Rate, targetsText(cfg.Targets), proto, sc.Traffic.Control)
+	}
 
 	runErr := r.rollouts(ctx, rv, &lastFailure, &failed)
 
 	stats, stopErr := src.Stop()
-	if err := resultsFile.Close(); err != nil && stopErr == nil {
+	if err := loadDone(); err != nil && stopErr == nil {
 		stopErr = err
 	}
 	r.rec.Record(timeline.Event{Kind: timeline.KindTrafficStop, Detail: map[string]string{"variant": v.Name, "origin": src.Origin()}, Stats: &stats})
@@ -644,6 +656,11 @@ func (r *runner) liveVariant(ctx context.Context, deployment string) (name, foun
 	}
 	if pod != nil {
 		facts.Pod = pod.Name
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == container {
+				facts.ImageID = cs.ImageID
+			}
+		}
 	} else {
 		facts.FromTemplate = true
 	}
@@ -731,17 +748,25 @@ func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {
 	return ci
 }
 
-func (r *runner) trafficInfo() analysis.TrafficInfo {
+func (r *runner) trafficInfo(ctx context.Context) (analysis.TrafficInfo, error) {
 	t := r.sc.Traffic
 	method := traffic.Config{Method: t.Method}.RequestMethod()
 	targets := r.tb.Targets()
+	generators := 0
+	if t.FromPods() {
+		var err error
+		if targets, err = insideTargets(ctx, r); err != nil {
+			return analysis.TrafficInfo{}, err
+		}
+		generators = t.Generators.Count
+	}
 	ti := analysis.TrafficInfo{URL: targets[0].URL, Targets: targets, Rate: t.Rate, Protocol: t.Protocol(), Connections: t.Connections, KeepAlive: t.KeepAlive, Method: method, Timeout: t.Timeout.String(),
 		Target: t.Target, Rollouts: *r.sc.Rollouts, Settle: t.Settle.String(), Control: t.Control.String(), Between: t.Between.String(),
-		Arrivals: t.Arrivals, ClientProcs: runtime.GOMAXPROCS(0)}
+		Arrivals: t.Arrivals, ClientProcs: runtime.GOMAXPROCS(0), Generators: generators}
 	if t.IdleTimeout != nil {
 		ti.IdleTimeout = t.IdleTimeout.String()
 	}
-	return ti
+	return ti, nil
 }
 
 // sleep waits d or until ctx is done. It times measurement windows; it is

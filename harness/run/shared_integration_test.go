@@ -18,9 +18,11 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/cluster"
+	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
+	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -28,8 +30,11 @@ import (
 // created" on a cluster it takes as existing (the package's kind cluster,
 // through its kubeconfig, as a user would name theirs): a user's own
 // Deployment named like droprun's survives a run, which refuses to apply
-// over it; and while one run uses a namespace, a second run there is
-// refused with the first's identity and the first completes.
+// over it; generator pods run only with --allow-generators, from the image
+// the scenario names (loaded beforehand, as a user pushes it to their
+// registry), and every request they send comes home once; and while one
+// run uses a namespace, a second run there is refused with the first's
+// identity and the first completes.
 func TestIntegrationSharedCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -48,7 +53,7 @@ func TestIntegrationSharedCluster(t *testing.T) {
 	if err := kind.Close(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	c := kind.Cluster.Client
+	c, c0 := kind.Cluster.Client, kind.Cluster
 	existing := func(namespace string) *scenario.Scenario {
 		sc, err := scenario.Parse("shared", fmt.Appendf(nil, `apiVersion: droprun/v1alpha1
 kind: Scenario
@@ -98,6 +103,76 @@ variants: [{variant: no-prestop}]
 		}
 		if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 			t.Errorf("the user's namespace: %v, want it kept", err)
+		}
+	})
+
+	t.Run("generator pods, with consent and an image loaded beforehand", func(t *testing.T) {
+		// As a user pushes it to their registry: built with what `droprun
+		// image generator` runs, loaded into the nodes, named in the scenario.
+		im, archive, err := image.BuildGenerator(ctx, "", t.TempDir(), testWriter{t})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c0.Nodes.LoadImageArchive(ctx, archive); err != nil {
+			t.Fatal(err)
+		}
+		const ns = "droprun-it-generators"
+		sc, err := scenario.Parse("shared-generators", fmt.Appendf(nil, `apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata: {name: shared-generators}
+cluster: {existing: {kubeconfig: %q}}
+namespace: %s
+rollouts: 1
+traffic: {rate: 150, target: clusterip, generators: {from: pods, count: 3, image: %q}, control: 5s, between: 5s, settle: 3s}
+variants: [{variant: no-prestop}]
+`, kind.Cluster.Kubeconfig, ns, im.Ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := func(dir string, allow bool) Options {
+			return Options{Dir: dir, Log: testWriter{t}, HostLock: filepath.Join(t.TempDir(), "lock"),
+				Testbed: testbed.Options{AllowContext: kind.Cluster.Name, AllowGenerators: allow}}
+		}
+		// Without consent: refused before anything is made.
+		_, err = Run(ctx, sc, opts(filepath.Join(t.TempDir(), "refused"), false))
+		if err == nil || !strings.Contains(err.Error(), "--allow-generators") {
+			t.Fatalf("generators on an existing cluster without --allow-generators: %v; want refused, naming the flag", err)
+		}
+		if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace %s after the refused run: %v; want none made", ns, err)
+		}
+		dir := filepath.Join(t.TempDir(), "run")
+		a, err := Run(ctx, sc, opts(dir, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, err := analysis.ReadRunInfo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ri.Traffic.Generators != 3 {
+			t.Errorf("run.json: %d generators, want one per node (3)", ri.Traffic.Generators)
+		}
+		// The image was the one named, and every request came home once.
+		events := readEvents(t, dir)
+		placed := 0
+		for _, e := range events {
+			if e.Kind == timeline.KindGeneratorPlaced {
+				placed++
+			}
+		}
+		if placed != 3 {
+			t.Errorf("%d generators placed, want 3", placed)
+		}
+		v := a.Summary.Variants[0]
+		checkGeneratorsAccount(t, dir, events, v, 3)
+		if len(v.Rollouts) != 1 || v.Rollouts[0].Incomplete != "" {
+			t.Errorf("rollouts %+v; want one, complete", v.Rollouts)
+		}
+		// Nothing of the generators left: their Job goes with the namespace
+		// droprun made.
+		if err := kube.WaitNamespaceGone(ctx, c, ns, 2*time.Minute); err != nil {
+			t.Errorf("the run's namespace, which it created: %v", err)
 		}
 	})
 

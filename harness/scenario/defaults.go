@@ -129,6 +129,15 @@ func (s *Scenario) Default() {
 	if t.MaxWorkers == 0 {
 		t.MaxWorkers = int(traffic.DefaultWorkers(t.Rate, t.Timeout.Duration))
 	}
+	if g := t.Generators; g != nil {
+		setDefault(&g.From, FromHost)
+		if g.From == FromPods {
+			setDefault(&g.Placement, PlacementOnePerNode)
+			if k := s.Cluster.Kind; k != nil {
+				setDefault(&g.Count, k.Nodes)
+			}
+		}
+	}
 }
 
 func setDefault[T comparable](field *T, def T) {

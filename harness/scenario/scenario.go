@@ -353,7 +353,51 @@ type Traffic struct {
 	// MaxWorkers bounds vegeta's concurrent requests. Default 2×rate×timeout,
 	// at least 100, at most traffic.WorkerCap (10,000; more is an error).
 	MaxWorkers int `json:"maxWorkers,omitempty"`
+	// Generators says where the load is sent from: droprun's own process
+	// on the host (the default) or generator pods inside the cluster.
+	Generators *Generators `json:"generators,omitempty"`
 }
+
+// Where traffic.generators.from sends from.
+const (
+	FromHost = "host"
+	FromPods = "pods"
+)
+
+// Placements of generator pods.
+const (
+	PlacementOnePerNode = "one-per-node"
+	PlacementAny        = "any"
+)
+
+// MaxGenerators bounds traffic.generators.count.
+const MaxGenerators = 1000
+
+// Generators says where a run's load is sent from.
+type Generators struct {
+	// From is "host" (the default: droprun's own client) or "pods":
+	// Count generator pods inside the cluster, one Indexed Job, each
+	// sending its share of traffic.rate with droprun's own client
+	// (docs/generators.md).
+	From string `json:"from,omitempty"`
+	// Count is how many generator pods share the rate. Default: one per
+	// node of the kind cluster; required on an existing cluster.
+	Count int `json:"count,omitempty"`
+	// Placement is "one-per-node" (the default: at most one generator a
+	// node) or "any" (wherever the scheduler puts them).
+	Placement string `json:"placement,omitempty"`
+	// Image is the generator image on an existing cluster, pushed where
+	// its nodes pull from (`droprun image generator` builds it). On
+	// droprun's kind cluster it is built and loaded by the run: leave it
+	// out.
+	Image string `json:"image,omitempty"`
+	// Resources are each generator container's requests and limits.
+	// Default none.
+	Resources *Resources `json:"resources,omitempty"`
+}
+
+// FromPods reports whether the load comes from generator pods.
+func (t Traffic) FromPods() bool { return t.Generators != nil && t.Generators.From == FromPods }
 
 // Versions are the two bookshop versions rollouts alternate between.
 var Versions = [2]string{"v1", "v2"}

@@ -320,3 +320,50 @@ func TestGRPCVariantsNeedGRPC(t *testing.T) {
 		t.Errorf("grpc-drain and no-prestop over grpc: %v", err)
 	}
 }
+
+// TestGenerators: traffic.generators sends from the host by default, or
+// from generator pods, one per kind node by default; the clusterip target
+// needs them, and every setting that cannot work is refused with what to
+// do.
+func TestGenerators(t *testing.T) {
+	const head = "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: p}\nvariants: [{variant: no-prestop}]\n"
+	const existing = "cluster: {existing: {kubeconfig: kc}}\n"
+	tests := []struct {
+		body      string
+		pods      bool
+		count     int
+		placement string
+		err       string
+	}{
+		{"traffic: {}\n", false, 0, "", ""},
+		{"traffic: {generators: {from: host}}\n", false, 0, "", ""},
+		{"traffic: {generators: {from: pods}}\n", true, 3, PlacementOnePerNode, ""},
+		{"cluster: {kind: {nodes: 2}}\ntraffic: {target: clusterip, generators: {from: pods, placement: any, count: 4}}\n", true, 4, PlacementAny, ""},
+		{existing + "traffic: {generators: {from: pods, count: 5, image: reg.example/droprun-generator:abc}}\n", true, 5, PlacementOnePerNode, ""},
+		{"traffic: {target: clusterip}\n", false, 0, "", "traffic.target: clusterip begins inside the cluster (fix: send from generator pods"},
+		{"traffic: {generators: {from: laptop}}\n", false, 0, "", `traffic.generators.from: "laptop" is not where load can come from`},
+		{"traffic: {generators: {count: 3}}\n", false, 0, "", "traffic.generators: sets count, placement, image or resources with from: host"},
+		{"traffic: {target: gateway, generators: {from: pods}}\n", false, 0, "", "traffic.target: gateway with generator pods"},
+		{"traffic: {protocol: h2c, generators: {from: pods}}\n", false, 0, "", "traffic.protocol: h2c with generator pods"},
+		{"traffic: {generators: {from: pods, count: 4}}\n", false, 0, "", "traffic.generators.count: 4 generators one per node on 3 nodes (fix: use at most 3, or placement: any"},
+		{"traffic: {rate: 2, generators: {from: pods}}\n", false, 0, "", "traffic.generators.count: 3 generators share 2 requests/s"},
+		{"traffic: {generators: {from: pods, placement: spread}}\n", false, 0, "", `traffic.generators.placement: "spread" is not a placement`},
+		{existing + "traffic: {generators: {from: pods, count: 2}}\n", false, 0, "", "traffic.generators.image: is required on an existing cluster"},
+		{existing + "traffic: {generators: {from: pods}}\n", false, 0, "", "traffic.generators.count: is 0"},
+		{existing + "traffic: {generators: {from: pods, count: 2, image: gen:latest}}\n", false, 0, "", `traffic.generators.image: "gen:latest" uses the latest tag`},
+		{"traffic: {generators: {from: pods, image: gen:v1}}\n", false, 0, "", "traffic.generators.image: is set on droprun's kind cluster"},
+	}
+	for _, tt := range tests {
+		s, err := Parse("p.yaml", []byte(head+tt.body))
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %v, want an error containing %q", tt.body, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tt.body, err)
+		case s.Traffic.FromPods() != tt.pods || tt.pods && (s.Traffic.Generators.Count != tt.count || s.Traffic.Generators.Placement != tt.placement):
+			t.Errorf("%s: from pods %v, generators %+v; want %v, %d %s", tt.body, s.Traffic.FromPods(), s.Traffic.Generators, tt.pods, tt.count, tt.placement)
+		}
+	}
+}

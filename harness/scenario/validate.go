@@ -305,8 +305,61 @@ func (s *Scenario) validateTraffic(v *validator) {
 	if t.MaxWorkers < 1 || t.MaxWorkers > traffic.WorkerCap {
 		v.add("traffic.maxWorkers", fmt.Sprintf("is %d", t.MaxWorkers), fmt.Sprintf("leave it out for the default, or give a bound from 1 to %d (one connection each)", traffic.WorkerCap))
 	}
+	s.validateGenerators(v)
 	if *s.Rollouts == 0 && s.Traffic.Control.Duration == 0 {
 		v.add("traffic.control", "is 0s in a control run (rollouts: 0)", "a control run measures only the control window: give it a duration")
+	}
+}
+
+// validateGenerators checks traffic.generators and the paths only
+// generator pods can send on.
+func (s *Scenario) validateGenerators(v *validator) {
+	t := s.Traffic
+	p, known := path.Lookup(t.Target)
+	g := t.Generators
+	if g == nil || g.From == FromHost {
+		if known && p.Inside {
+			v.add("traffic.target", fmt.Sprintf("%s begins inside the cluster", p.Name), "send from generator pods: traffic.generators: {from: pods}")
+		}
+		if g != nil && (g.Count != 0 || g.Placement != "" || g.Image != "" || g.Resources != nil) {
+			v.add("traffic.generators", "sets count, placement, image or resources with from: host", "leave them out, or set from: pods")
+		}
+		return
+	}
+	if g.From != FromPods {
+		v.add("traffic.generators.from", fmt.Sprintf("%q is not where load can come from", g.From), "use host (droprun's own client, the default) or pods (generator pods inside the cluster)")
+		return
+	}
+	if known && !p.Inside && p.Name != path.NodePort.Name {
+		v.add("traffic.target", fmt.Sprintf("%s with generator pods", p.Name), "use clusterip (east-west) or nodeport: generator pods do not send through the fronts yet")
+	}
+	if proto := t.Protocol(); proto.Multiplexed() {
+		v.add("traffic.protocol", fmt.Sprintf("%s with generator pods", t.Wire), "use http1: generator pods send HTTP/1.1 only so far")
+	}
+	switch {
+	case g.Count < 1 || g.Count > MaxGenerators:
+		v.add("traffic.generators.count", fmt.Sprintf("is %d", g.Count), fmt.Sprintf("give 1 to %d generators (on kind the default is one per node)", MaxGenerators))
+	case g.Count > t.Rate:
+		v.add("traffic.generators.count", fmt.Sprintf("%d generators share %d requests/s", g.Count, t.Rate), "give each generator at least 1 request/s: fewer generators or a higher rate")
+	}
+	switch g.Placement {
+	case PlacementOnePerNode:
+		if k := s.Cluster.Kind; k != nil && g.Count > k.Nodes {
+			v.add("traffic.generators.count", fmt.Sprintf("%d generators one per node on %d nodes", g.Count, k.Nodes), fmt.Sprintf("use at most %d, or placement: any", k.Nodes))
+		}
+	case PlacementAny:
+	default:
+		v.add("traffic.generators.placement", fmt.Sprintf("%q is not a placement", g.Placement), "use one-per-node (the default) or any")
+	}
+	switch {
+	case s.Cluster.Existing != nil && g.Image == "":
+		v.add("traffic.generators.image", "is required on an existing cluster", "build it with `droprun image generator`, push it where your nodes pull from, and name it here")
+	case s.Cluster.Existing == nil && g.Image != "":
+		v.add("traffic.generators.image", "is set on droprun's kind cluster", "leave it out: the run builds the generator and loads it into the nodes")
+	case g.Image != "":
+		if err := imageref.Check(g.Image); err != nil {
+			v.add("traffic.generators.image", err.Error(), "name an image with a tag or digest, e.g. registry.example/droprun-generator:0123456789ab")
+		}
 	}
 }
 

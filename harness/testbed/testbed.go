@@ -12,16 +12,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
+	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/traffic"
@@ -49,6 +52,10 @@ type Options struct {
 	// Owner is the run the objects are applied for (kube.Owner). Default:
 	// this process, with a run ID from the time.
 	Owner kube.Owner
+	// AllowGenerators is the user's consent to run generator pods
+	// (traffic.generators.from: pods) on an existing cluster: pods that
+	// send load from inside it. On droprun's kind cluster it is not needed.
+	AllowGenerators bool
 }
 
 // Testbed is a prepared cluster with droprun's namespace in it.
@@ -67,7 +74,11 @@ type Testbed struct {
 	// AllowTargets): every request to Targets, load or probe, goes through
 	// traffic's check with them (traffic.CheckURL), and nowhere else.
 	Allow []traffic.AllowTarget
-	log   io.Writer
+	// GeneratorImage is the generator pods' image (traffic.generators:
+	// pods): built and loaded on kind, the scenario's on an existing
+	// cluster; "" without generator pods.
+	GeneratorImage string
+	log            io.Writer
 	// archives are a custom app's image archives, as Preflight inspected
 	// them.
 	archives []*image.Archive
@@ -120,6 +131,12 @@ func Prepare(ctx context.Context, in *Checked, o Options) (_ *Testbed, err error
 			tb.URL = fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultHostPort)
 		}
 		fmt.Fprintf(o.Log, "using existing cluster %s (context %s); images must already be on its nodes\n", e.Kubeconfig, cl.Name)
+		if sc.Traffic.FromPods() {
+			if !o.AllowGenerators {
+				return nil, fmt.Errorf("traffic.generators.from: pods on the existing cluster %s: generator pods would send load from inside it; pass --allow-generators to allow them (they need no API access, are given the resources the scenario sets, and are deleted after each variant)", cl.Name)
+			}
+			tb.GeneratorImage = sc.Traffic.Generators.Image
+		}
 	} else {
 		k, err := cluster.NewKind(o.Log)
 		if err != nil {
@@ -163,6 +180,19 @@ func (tb *Testbed) Release(ctx context.Context) error {
 	return err
 }
 
+// imageDir is where the images droprun builds are written: ImageDir, by
+// default droprun/images in the user's cache directory.
+func (o Options) imageDir() (string, error) {
+	if o.ImageDir != "" {
+		return o.ImageDir, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "droprun", "images"), nil
+}
+
 // loadImages builds (a no-op when cached and unchanged) and loads the
 // bookshop images, or loads a custom app's archives, and the front's image
 // when the path has one of its own.
@@ -180,13 +210,9 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 	}
 	p := tb.Scenario.Path()
 	if tb.Scenario.App.Custom == nil || p.Proxy != nil && p.Proxy.Source == "" { // the gateway is bookshop
-		dir := o.ImageDir
-		if dir == "" {
-			cache, err := os.UserCacheDir()
-			if err != nil {
-				return err
-			}
-			dir = filepath.Join(cache, "droprun", "images")
+		dir, err := o.imageDir()
+		if err != nil {
+			return err
 		}
 		res, err := image.Build(ctx, image.BuildOptions{ModuleDir: o.ModuleDir, OutDir: dir, Log: o.Log})
 		if err != nil {
@@ -201,6 +227,18 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 		if err != nil {
 			return fmt.Errorf("building the %s front's image: %w", p.Name, err)
 		}
+		archives = append(archives, archive)
+	}
+	if tb.Scenario.Traffic.FromPods() {
+		dir, err := o.imageDir()
+		if err != nil {
+			return err
+		}
+		im, archive, err := image.BuildGenerator(ctx, "", dir, o.Log)
+		if err != nil {
+			return fmt.Errorf("building the load generator's image: %w", err)
+		}
+		tb.GeneratorImage = im.Ref
 		archives = append(archives, archive)
 	}
 	for _, a := range archives {
@@ -258,6 +296,15 @@ func (tb *Testbed) Rollout(ctx context.Context, timeout time.Duration, objs ...a
 	return nil
 }
 
+// Apply applies objs as droprun's own (server-side apply, one field
+// manager) without waiting for them, and remembers them for Teardown: for
+// objects a run adds and deletes itself, such as the generators' Job.
+func (tb *Testbed) Apply(ctx context.Context, objs ...any) ([]kube.Ref, error) {
+	_, refs, err := kube.Apply(ctx, tb.Cluster.Client, tb.owner, objs...)
+	tb.remember(refs)
+	return refs, err
+}
+
 // remember adds refs to the objects Teardown deletes (an object applied
 // again keeps one entry, with its latest UID).
 func (tb *Testbed) remember(refs []kube.Ref) {
@@ -288,6 +335,11 @@ func (tb *Testbed) Targets() []traffic.Target {
 		}
 		return []traffic.Target{{URL: base + sc.Traffic.Path}}
 	}
+	if p.Inside {
+		// Only pods send on it; droprun itself (WaitAnswering) reaches
+		// the same Service through its NodePort.
+		p = path.NodePort
+	}
 	out := make([]traffic.Target, len(tb.Entries))
 	for i, e := range tb.Entries {
 		out[i] = traffic.Target{Node: e.Node, URL: fmt.Sprintf("http://%s:%d%s", traffic.LoopbackHost, e.HostPort(p.NodePort), sc.Traffic.Path)}
@@ -312,10 +364,15 @@ type Answer struct {
 // WaitAnswering polls every one of Targets until each has answered 200,
 // which is the last stage, "routed": kube-proxy on every node behind a
 // host port has rules for the Service. It returns the first target's
-// answer.
+// answer. On an existing cluster whose load comes from generator pods,
+// where this machine may not reach the Service at all, it asks the
+// Service through the API server instead (waitAnsweringInside).
 func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if tb.Scenario.Cluster.Existing != nil && tb.Scenario.Traffic.FromPods() {
+		return tb.waitAnsweringInside(ctx, timeout)
+	}
 	targets := tb.Targets()
 	client, done, err := traffic.ProbeClient(targets, tb.Allow, 2*time.Second, tb.Scenario.Traffic.Protocol())
 	if err != nil {
@@ -360,6 +417,32 @@ func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*A
 	}
 }
 
+// waitAnsweringInside polls the web Service through the API server's
+// service proxy (GET .../services/web:80/proxy<path>) until it answers
+// 200, within ctx's deadline (timeout, for the message).
+func (tb *Testbed) waitAnsweringInside(ctx context.Context, timeout time.Duration) (*Answer, error) {
+	sc := tb.Scenario
+	var a *Answer
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		body, err := tb.Cluster.Client.CoreV1().Services(sc.Namespace).
+			ProxyGet("http", variant.WebName, strconv.Itoa(variant.ServicePort), sc.Traffic.Path, nil).DoRaw(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				last = err
+			}
+			return false, nil
+		}
+		a = &Answer{Status: http.StatusOK}
+		a.read(body)
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service %s/%s did not answer %s 200 through the API server's proxy within %s: %v", sc.Namespace, variant.WebName, sc.Traffic.Path, timeout, last)
+	}
+	return a, nil
+}
+
 // nodeOrCluster names a target's node for messages.
 func nodeOrCluster(node string) string {
 	if node == "" {
@@ -379,12 +462,19 @@ func get(ctx context.Context, c *http.Client, url string) (*Answer, error) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	a := &Answer{Status: resp.StatusCode, Pod: resp.Header.Get("X-Bookshop-Pod"), Version: resp.Header.Get("X-Bookshop-Version"), Body: string(body)}
+	a := &Answer{Status: resp.StatusCode, Pod: resp.Header.Get("X-Bookshop-Pod"), Version: resp.Header.Get("X-Bookshop-Version")}
+	a.read(body)
+	return a, nil
+}
+
+// read sets a's Body, and its Pod and Version from bookshop's JSON answer
+// when the body is one.
+func (a *Answer) read(body []byte) {
+	a.Body = string(body)
 	var v struct{ Pod, Version string }
 	if json.Unmarshal(body, &v) == nil && v.Pod != "" {
 		a.Pod, a.Version = v.Pod, v.Version
 	}
-	return a, nil
 }
 
 // Close undoes Prepare: it deletes what droprun created in the namespace

@@ -1,6 +1,10 @@
 package testbed
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/path"
@@ -127,6 +135,49 @@ func TestWaitAnsweringWaitsForEveryNode(t *testing.T) {
 	tb.Entries = append(tb.Entries, cluster.Entry{Node: "t-worker2", WebPort: port(t, dead)})
 	_, err = tb.WaitAnswering(t.Context(), 600*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 target(s)") || !strings.Contains(err.Error(), "(node t-worker2): status 502") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// proxyAnswer is a fake API server's answer to a service proxy request.
+type proxyAnswer struct {
+	body []byte
+	err  error
+}
+
+func (p proxyAnswer) DoRaw(context.Context) ([]byte, error)         { return p.body, p.err }
+func (p proxyAnswer) Stream(context.Context) (io.ReadCloser, error) { return nil, p.err }
+
+// TestWaitAnsweringInside: on an existing cluster whose load comes from
+// generator pods, the Service is awaited through the API server's service
+// proxy (this machine may not reach it), until it answers; one that never
+// does is named with the last error.
+func TestWaitAnsweringInside(t *testing.T) {
+	sc := &scenario.Scenario{APIVersion: scenario.APIVersion, Kind: scenario.Kind, Metadata: scenario.Metadata{Name: "t"},
+		Cluster:  scenario.Cluster{Existing: &scenario.ExistingCluster{Kubeconfig: "/dev/null"}},
+		Variants: []scenario.Variant{{Variant: "no-prestop"}}, Traffic: scenario.Traffic{Target: path.ClusterIP.Name,
+			Generators: &scenario.Generators{From: scenario.FromPods, Count: 3, Image: "reg.example/droprun-generator:abc"}}}
+	sc.Default()
+	c := fake.NewClientset()
+	var calls atomic.Int32
+	c.AddProxyReactor("services", func(a k8stesting.Action) (bool, rest.ResponseWrapper, error) {
+		g := a.(k8stesting.ProxyGetAction)
+		if g.GetName() != "web" || g.GetPort() != "80" || g.GetPath() != sc.Traffic.Path {
+			return true, proxyAnswer{err: fmt.Errorf("proxied to %s:%s%s", g.GetName(), g.GetPort(), g.GetPath())}, nil
+		}
+		if calls.Add(1) < 3 {
+			return true, proxyAnswer{err: errors.New("the server is currently unable to handle the request")}, nil
+		}
+		return true, proxyAnswer{body: []byte(`{"pod":"web-a","version":"v1"}`)}, nil
+	})
+	tb := &Testbed{Scenario: sc, Cluster: &cluster.Cluster{Client: c}}
+	a, err := tb.WaitAnswering(t.Context(), 10*time.Second)
+	if err != nil || a.Pod != "web-a" || calls.Load() != 3 {
+		t.Fatalf("answer %+v, %v after %d asks; want web-a's on the third", a, err, calls.Load())
+	}
+	calls.Store(-1 << 20) // never answers now
+	_, err = tb.WaitAnswering(t.Context(), 600*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "did not answer") || !strings.Contains(err.Error(), "unable to handle the request") {
 		t.Errorf("err = %v", err)
 	}
 }

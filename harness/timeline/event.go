@@ -289,6 +289,25 @@ const (
 	// rollout's balance span (Detail edge: start, just after the rollout
 	// completed, or end, traffic.balance later).
 	KindBalance Kind = "balance"
+	// KindGeneratorPlaced marks a generator pod ready to send
+	// (traffic.generators: pods), at the start and after each replacement;
+	// Detail variant, origin, pod, node, and offset and bound (its clock's
+	// estimated offset from droprun's and the estimate's error, as Go
+	// durations; absent for a replacement).
+	KindGeneratorPlaced Kind = "generator.placed"
+	// KindGeneratorClock is a generator's clock estimated again at its
+	// stop; Detail variant, origin, node, at (RFC 3339, droprun's time of
+	// the estimate), offset and bound as for KindGeneratorPlaced.
+	KindGeneratorClock Kind = "generator.clock"
+	// KindGeneratorGap marks an interval in which a generator's requests
+	// may be missing; Detail variant, origin, from and to (RFC 3339) and
+	// why.
+	KindGeneratorGap Kind = "generator.gap"
+	// KindGeneratorStall marks a stretch in which a generator sent its
+	// requests a second or more behind schedule (generators.Stall);
+	// Detail variant, origin, from and to (RFC 3339) and lag (a Go
+	// duration).
+	KindGeneratorStall Kind = "generator.stall"
 )
 
 // Clone returns a copy of e that shares no map with it.

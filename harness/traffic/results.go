@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -179,4 +180,33 @@ func ReadResults(r io.Reader, fn func(Record) error) error {
 			return err
 		}
 	}
+}
+
+// LineDecoder decodes vegeta JSON results one line at a time, for results
+// that arrive as lines among others (a generator's log): one decoder and
+// its buffers for every line, where ReadResults would set up a reader and
+// sniff the format for each.
+type LineDecoder struct {
+	r   bytes.Reader
+	dec vegeta.Decoder
+}
+
+// NewLineDecoder returns a LineDecoder.
+func NewLineDecoder() *LineDecoder {
+	d := &LineDecoder{}
+	d.dec = vegeta.NewJSONDecoder(&d.r)
+	return d
+}
+
+// Decode decodes line, one JSON result ending in a newline, as a Record.
+func (d *LineDecoder) Decode(line []byte) (Record, error) {
+	if len(line) == 0 || line[len(line)-1] != '\n' || bytes.IndexByte(line, '\n') != len(line)-1 {
+		return Record{}, errors.New("traffic: not one line ending in a newline")
+	}
+	d.r.Reset(line)
+	var res vegeta.Result
+	if err := d.dec(&res); err != nil {
+		return Record{}, fmt.Errorf("traffic: a JSON result: %w", err)
+	}
+	return newRecord(&res), nil
 }

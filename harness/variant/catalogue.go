@@ -14,6 +14,7 @@ const (
 	GracefulDrain         = "graceful-drain"
 	GracefulDrainClose    = "graceful-drain-close"
 	NaiveShutdown         = "naive-shutdown"
+	MaxConnectionAged     = "max-connection-age"
 	PreStopExecDistroless = "prestop-exec-distroless"
 	// The gRPC variants: how the app's gRPC server stops (protocol grpc).
 	GRPCStop             = "grpc-stop"
@@ -36,9 +37,10 @@ const (
 	GRPCHard GRPCStopMode = "stop"
 )
 
-// MaxConnectionAge is the gRPC server's keepalive MaxConnectionAge in the
-// variant that sets it: each connection gets GOAWAY after about this long
-// (grpc-go adds ±10% jitter), so clients reconnect and new pods get
+// MaxConnectionAge is the app's maximum connection age in the variants
+// that set it (max-connection-age, grpc-max-connection-age): each
+// connection is ended after about this long (±10% jitter, as grpc-go's
+// keepalive MaxConnectionAge has), so clients reconnect and new pods get
 // their share of the connections.
 const MaxConnectionAge = 10 * time.Second
 
@@ -80,7 +82,8 @@ type Info struct {
 	// GRPCStop is how the app's gRPC server stops: set in every gRPC
 	// variant, empty (the app's default, GRPCGraceful) in the others.
 	GRPCStop GRPCStopMode
-	// MaxConnectionAge, when set, is the gRPC server's MaxConnectionAge.
+	// MaxConnectionAge, when set, is how long the app lets a connection
+	// live (its --max-connection-age, for HTTP and gRPC alike).
 	MaxConnectionAge time.Duration
 	// Protocol, when set, is the one traffic.protocol the variant means
 	// anything under ("grpc"): with another it would measure a variant
@@ -156,6 +159,18 @@ var catalogue = []Info{
 			"drain is over. graceful-drain switches keep-alives off instead, which closes every idle connection at once, under " +
 			"clients that may be sending on one (000:eof, 000:reset). Then Shutdown drains the requests in flight and the app " +
 			"exits inside the grace period.",
+	},
+	{
+		Name: MaxConnectionAged, Shutdown: ShutdownDrainClose, MaxConnectionAge: MaxConnectionAge,
+		Summary: "graceful-drain-close with connections ended after 10s (HTTP/1.1: Connection: close, h2c: GOAWAY)",
+		Expect:  "no drops, and with kept-alive or h2c clients the new pods get their share of the requests soon after a rollout: every connection is replaced within about 10 s",
+		Why: "graceful-drain-close, plus an app that ends every connection after about 10 s: the next response on an older " +
+			"connection says Connection: close, which over HTTP/2 becomes a GOAWAY. A kept-alive or HTTP/2 client holds its " +
+			"connections as long as they live, and a connection is routed once, when it opens: after a rollout the connections " +
+			"opened before it stay on the pods that were there, and a new pod gets only the connections opened since, until the " +
+			"next rollout. With a maximum age every client reconnects within it, through the current routes, and the load " +
+			"spreads over the new pods. The client learns of the close from the response it waited for, so nothing races it. " +
+			"With a new connection per request it changes nothing. The shutdown itself is graceful-drain-close's.",
 	},
 	{
 		Name: NaiveShutdown, Shutdown: ShutdownNaive,

@@ -37,7 +37,7 @@ func Detect(spec *corev1.PodSpec) (name, found string) {
 		if v, ok := strings.CutPrefix(a, "--grpc-stop="); ok {
 			stop = GRPCStopMode(v)
 		}
-		if v, ok := strings.CutPrefix(a, "--grpc-max-connection-age="); ok {
+		if v, ok := strings.CutPrefix(a, "--max-connection-age="); ok {
 			age, _ = time.ParseDuration(v)
 		}
 	}
@@ -61,7 +61,7 @@ func Detect(spec *corev1.PodSpec) (name, found string) {
 		found += " grpc-stop=" + string(stop)
 	}
 	if age > 0 {
-		found += " grpc-max-connection-age=" + age.String()
+		found += " max-connection-age=" + age.String()
 	}
 	// The gRPC variants say --grpc-stop even for the app's default, so
 	// that each is told apart from its HTTP twin (grpc-drain from
@@ -100,6 +100,12 @@ type PodFacts struct {
 	// said which.
 	Pod          string `json:"pod,omitempty"`
 	FromTemplate bool   `json:"fromTemplate,omitempty"`
+	// Image is the container's image as the spec names it (e.g.
+	// bookshop:v1, myapp:1.4.0), and ImageID the image the live pod runs
+	// as its runtime reports it (a digest; empty from a template). Both
+	// are absent in runs recorded before droprun read them.
+	Image   string `json:"image,omitempty"`
+	ImageID string `json:"imageID,omitempty"`
 }
 
 // ProbeFacts are a probe's kind, target and timing.
@@ -130,7 +136,7 @@ func Facts(spec *corev1.PodSpec, container string) (*PodFacts, error) {
 	if c == nil {
 		return nil, fmt.Errorf("the live pod spec has no container named %q", container)
 	}
-	f := &PodFacts{Container: container, PreStop: "none", GracePeriodSeconds: corev1.DefaultTerminationGracePeriodSeconds}
+	f := &PodFacts{Container: container, PreStop: "none", GracePeriodSeconds: corev1.DefaultTerminationGracePeriodSeconds, Image: c.Image}
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		f.GracePeriodSeconds = *g
 	}

@@ -66,7 +66,7 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		args = append(args, "--grpc-stop="+string(p.Info.GRPCStop))
 	}
 	if p.Info.MaxConnectionAge > 0 {
-		args = append(args, "--grpc-max-connection-age="+p.Info.MaxConnectionAge.String())
+		args = append(args, "--max-connection-age="+p.Info.MaxConnectionAge.String())
 	}
 	if p.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+p.IdleTimeout.String())
