@@ -26,7 +26,8 @@ const podinfoPackage = "github.com/stefanprodan/podinfo/cmd/podinfo@v1.8.1-0.202
 // calls Shutdown. podinfo-debug must drop in every rollout; podinfo-info
 // (its own wait) and podinfo-debug-prestop (a native preStop sleep) must
 // drop nothing beyond the rig's floor, which their control windows show,
-// in every rollout whose kube-proxies all synced within that wait;
+// in every rollout whose nodes all stopped routing to the deleted pods
+// within that wait, and nothing inside a race window;
 // the report names the live pods' shutdown settings per rollout and has a
 // pods' view from podinfo's own counter. DROPRUN_E2E_DIR=DIR keeps the run
 // directory.
@@ -94,13 +95,19 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 	checkExplained(t, dir, bad)
 	// The good configurations keep serving for a while after the deletion
 	// request: podinfo's own 3 s wait, or the 5 s preStop sleep. They hold
-	// only while every node's kube-proxy drops the pod within that time; a
-	// rollout whose slowest kube-proxy synced later (a machine loaded by
-	// other work) outlasted the protection and is reported, not held
-	// against them; but at most one rollout in a variant may be waived, so
-	// that at least two are measured. Every other rollout must drop at
-	// most the rig's floor: what its window would show at the control
-	// window's failure rate.
+	// only while every node drops the pod within that time; a rollout
+	// whose slowest kube-proxy synced later, or whose slowest node was
+	// seen by the route watch to stop routing later (a machine loaded by
+	// other work), outlasted the protection and is reported, not held
+	// against them. So is a rollout whose drops droprun puts in no
+	// (pod, node) race window: they are not the race the wait protects
+	// against, and the report says what they are (the CI once saw 12 such
+	// in one rollout through one node, with every rule dropped by 1.4 s).
+	// At most one rollout in a variant may be waived, so that at least
+	// two are measured. Every other rollout must drop at most the rig's
+	// floor: what its window would show at the control window's failure
+	// rate. And no rollout whose nodes all stopped routing within the
+	// wait may have a drop inside a race window.
 	protects := map[string]float64{"podinfo-info": 3, "podinfo-debug-prestop": 5}
 	for name, wait := range protects {
 		good := rows[name]
@@ -118,19 +125,39 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 		}
 		measured := 0
 		for _, ro := range good.Rollouts {
-			if ro.SlowestSync > wait {
-				t.Logf("%s rollout %d: the slowest kube-proxy (%s) synced %.1f s after the deletion request, past the %.0f s the pods keep serving: %d drops not held against it",
-					name, ro.N, ro.SlowestNode, ro.SlowestSync, wait, ro.Window.Failures)
+			node, slowest := ro.SlowestNode, ro.SlowestSync
+			for _, g := range good.Routes {
+				if g.Rollout == ro.N && g.Unrouted > slowest {
+					node, slowest = g.Node, g.Unrouted
+				}
+			}
+			if slowest > wait {
+				t.Logf("%s rollout %d: the slowest node (%s) dropped a deleted pod %.1f s after the deletion request, past the %.0f s the pods keep serving: %d drops not held against it",
+					name, ro.N, node, slowest, wait, ro.Window.Failures)
+				continue
+			}
+			var race uint64
+			if e := ro.Explained; e != nil {
+				race = e.Explained + e.Cut
+			}
+			if race > 0 {
+				t.Errorf("%s rollout %d: %d drops inside a race window with every node done routing to the deleted pods within %.1f s: the %.0f s wait did not protect",
+					name, ro.N, race, slowest, wait)
+			}
+			floor := uint64(perRequest*float64(ro.Window.Requests) + 0.5)
+			if ro.Window.Failures > floor && ro.Explained != nil && race == 0 {
+				t.Logf("%s rollout %d: %d drops of %d (classes %v), none in a race window (%v): not the race, not held against it",
+					name, ro.N, ro.Window.Failures, ro.Window.Requests, ro.Window.Classes, ro.Explained.Why)
 				continue
 			}
 			measured++
-			if floor := uint64(perRequest*float64(ro.Window.Requests) + 0.5); ro.Window.Failures > floor {
-				t.Errorf("%s rollout %d dropped %d of %d (classes %v) with every kube-proxy synced within %.1f s: want at most the rig's floor %d (control %d/%d)",
-					name, ro.N, ro.Window.Failures, ro.Window.Requests, ro.Window.Classes, ro.SlowestSync, floor, good.Control.Failures, good.Control.Requests)
+			if ro.Window.Failures > floor {
+				t.Errorf("%s rollout %d dropped %d of %d (classes %v) with every node done routing within %.1f s: want at most the rig's floor %d (control %d/%d)",
+					name, ro.N, ro.Window.Failures, ro.Window.Requests, ro.Window.Classes, slowest, floor, good.Control.Failures, good.Control.Requests)
 			}
 		}
 		if waived := len(good.Rollouts) - measured; waived > 1 {
-			t.Errorf("%s: %d of %d rollouts had a kube-proxy sync slower than the %.0f s the pods keep serving; at most 1 may be waived: the machine was too busy to measure it",
+			t.Errorf("%s: %d of %d rollouts waived (a node slower than the %.0f s the pods keep serving, or drops outside every race window); at most 1 may be: the machine was too busy to measure it",
 				name, waived, len(good.Rollouts), wait)
 		}
 	}
