@@ -66,7 +66,13 @@ type config struct {
 	idleTimeout time.Duration
 	arrivals    traffic.Arrivals
 	name        string
-	control     string
+	// requestIDs gives every request an ID for a front's access log,
+	// prefixed with the name and this pod's ($POD_NAME, from the Job's
+	// downward API), unique across
+	// the pods that replace one another.
+	requestIDs bool
+	pod        string
+	control    string
 	// wait bounds the wait for /start, and run the sending after it: a
 	// generator droprun lost track of stops by itself.
 	wait, run time.Duration
@@ -236,6 +242,9 @@ func (g *generator) trafficConfig() traffic.Config {
 	c := g.cfg
 	cfg := traffic.Config{Rate: share(c.rate, c.generators, c.index), Protocol: c.protocol, Connections: c.connections,
 		Method: c.method, Timeout: c.timeout, IdleTimeout: c.idleTimeout, Arrivals: c.arrivals, Name: c.name, Encoding: traffic.EncodingJSON}
+	if c.requestIDs {
+		cfg.RequestIDs, cfg.RequestIDPrefix = true, c.name+"."+c.pod
+	}
 	for _, t := range c.targets {
 		cfg.Targets = append(cfg.Targets, traffic.Target{URL: t})
 		u, _ := url.Parse(t) // checked by parseConfig
@@ -328,6 +337,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.method, "method", traffic.DefaultMethod, "HTTP method of every request")
 	fs.DurationVar(&cfg.timeout, "timeout", traffic.DefaultTimeout, "per-request timeout")
 	fs.StringVar(&cfg.name, "name", "", "attack name, stored in every result (droprun: the variant)")
+	fs.BoolVar(&cfg.requestIDs, "request-ids", false, "give every request an ID, NAME.POD-N, in its X-Request-Id header and URL (a front's access log joins on it)")
 	fs.StringVar(&cfg.control, "control", ":9000", "control listen address (start, stop, clock)")
 	fs.DurationVar(&cfg.wait, "wait", 10*time.Minute, "give up when no start comes within this")
 	fs.DurationVar(&cfg.run, "max-run", 2*time.Hour, "stop by itself when no stop comes within this after the start")
@@ -344,6 +354,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return cfg, fmt.Errorf("no --index and JOB_COMPLETION_INDEX %q is not a number: run it in an Indexed Job or give --index", v)
 		}
 		cfg.index = n
+	}
+	if cfg.pod = getenv(generators.PodNameEnv); cfg.requestIDs && cfg.pod == "" {
+		return cfg, errors.New("--request-ids needs $" + generators.PodNameEnv + ", the pod's name, to keep IDs unique across generator pods")
 	}
 	cfg.protocol = traffic.Protocol(protocol)
 	cfg.arrivals = traffic.Arrivals(arrivals)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/generators"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // TestShares: the generators' shares add up to the rate, differ by at
@@ -66,6 +67,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"--targets", "http://web/", "--rate", "2", "--generators", "3"}, "0", "--rate 2"},
 		{[]string{"--targets", "web:80", "--rate", "10"}, "0", "not an http(s) URL"},
 		{[]string{"--targets", "http://web/", "--rate", "10", "--protocol", "h3"}, "0", "h3"},
+		{[]string{"--targets", "http://web/", "--rate", "10", "--request-ids"}, "0", "--request-ids needs $POD_NAME"},
 	} {
 		if _, err := parseConfig(tc.args, env(tc.env), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v with index %q: %v, want an error saying %q", tc.args, tc.env, err, tc.want)
@@ -192,6 +194,72 @@ func TestGeneratorTerminated(t *testing.T) {
 	if s.End == nil || s.End.Stopped != "terminated" || s.End.Results != s.Results {
 		t.Errorf("end %+v after %d results; want its totals, stopped: terminated", s.End, s.Results)
 	}
+}
+
+// TestGeneratorRequestIDs: with --request-ids every request carries an
+// ID, in its X-Request-Id header (what a front logs) and in the URL its
+// result keeps, NAME.POD-N: unique within the pod, and across pods,
+// since a pod that replaces another has another name.
+func TestGeneratorRequestIDs(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Header.Get(traffic.RequestIDHeader)]++
+		mu.Unlock()
+		fmt.Fprintln(w, "ok")
+	}))
+	defer srv.Close()
+	env := func(k string) string {
+		if k == generators.PodNameEnv {
+			return "droprun-generators-1-x7k2p"
+		}
+		return ""
+	}
+	cfg, err := parseConfig([]string{"--targets", srv.URL + "/version", "--rate", "50", "--index", "0", "--name", "no-prestop", "--request-ids"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	g := &generator{cfg: cfg, out: &lines{w: &out}, start: make(chan time.Time, 1), stop: make(chan struct{})}
+	g.start <- time.Now()
+	done := make(chan error, 1)
+	go func() { done <- g.send(context.Background()) }()
+	waitForLine(t, &out, `"droprun-beat"`)
+	g.once.Do(func() { close(g.stop) })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "no-prestop.droprun-generators-1-x7k2p-"
+	var ids []string
+	if err := traffic.ReadResults(strings.NewReader(resultLines(out.String())), func(rec traffic.Record) error {
+		ids = append(ids, rec.RequestID())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) == 0 || len(seen) != len(ids) {
+		t.Fatalf("%d results, %d distinct IDs at the server; want one each", len(ids), len(seen))
+	}
+	for _, id := range ids {
+		if !strings.HasPrefix(id, prefix) || seen[id] != 1 {
+			t.Errorf("result ID %q: the server saw it %d times; want once, prefixed %q", id, seen[id], prefix)
+		}
+	}
+}
+
+// resultLines keeps the result lines of a generator's output: not its
+// beat or end lines.
+func resultLines(out string) string {
+	var b strings.Builder
+	for line := range strings.Lines(out) {
+		if !strings.HasPrefix(line, `{"droprun-`) {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 // waitForLine polls out until it holds want.

@@ -13,6 +13,10 @@ const (
 	EndKey  = "droprun-end"
 )
 
+// PodNameEnv is the variable in which a generator finds its pod's name
+// (the Job's downward API): the prefix of its request IDs.
+const PodNameEnv = "POD_NAME"
+
 // BeatLine is a beat as a generator writes it, every second: when, how
 // many results it has written, how far behind schedule it sends
 // (nanoseconds), the requests in flight, the cores it used since its

@@ -13,6 +13,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/frontlog"
+	"github.com/droprun/droprun/harness/generators/pods"
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -243,5 +244,99 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 				t.Errorf("graceful-drain through %s: %d drops the rig lost, but the row is not suspect", target, lost)
 			}
 		}
+	}
+}
+
+// TestIntegrationRunTraefikFromPods: the front path from inside the
+// cluster. Three generator pods, one per node, send no-prestop's load to
+// Traefik's NodePort on every node's InternalIP. Every request comes home
+// once, carries an ID prefixed with the variant and its generator pod's
+// name (unique across the pods, so a replaced pod never repeats one), and
+// Traefik's access log joins nearly all of them by it; every 502 is one
+// Traefik logged, and the drops are explained by the (pod, front pod)
+// race windows, well above chance, as from the host.
+func TestIntegrationRunTraefikFromPods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	needCluster(t, ctx)
+	sc := itScenario(t, `metadata: {name: e2e-traefik-pods}
+variants:
+  - variant: no-prestop
+rollouts: 2
+traffic: {rate: 150, target: traefik, generators: {from: pods}, control: 5s, between: 3s, settle: 3s}
+`)
+	dir := runDir(t)
+	a := measure(ctx, t, sc, dir)
+	if len(a.Summary.Variants) != 1 {
+		t.Fatalf("%d rows, want no-prestop's", len(a.Summary.Variants))
+	}
+	v := a.Summary.Variants[0]
+	events := readEvents(t, dir)
+	checkGeneratorsAccount(t, dir, events, v, 3)
+	placed := map[string]bool{}
+	for _, e := range events {
+		if e.Kind == timeline.KindGeneratorPlaced {
+			placed[e.Detail["pod"]] = true
+		}
+	}
+	lines := map[string]frontlog.Line{}
+	f, err := os.Open(filepath.Join(dir, frontlog.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var n, joined, bad502 int
+	badIDs := map[string]int{}
+	for i := range 3 {
+		rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, pods.OriginOf(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = traffic.ReadResults(rf, func(rec traffic.Record) error {
+			n++
+			id := rec.RequestID()
+			rest, ok := strings.CutPrefix(id, v.Variant+".")
+			if dash := strings.LastIndexByte(rest, '-'); !ok || dash < 0 || !placed[rest[:dash]] {
+				badIDs[id]++
+			}
+			l, ok := lines[id]
+			if ok {
+				joined++
+			}
+			if rec.Code == 502 && (!ok || l.Status != 502) {
+				bad502++
+			}
+			return nil
+		})
+		rf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("traefik from pods: %d of %d requests in its access log; %d drops, classes %v, control %d/%d, explained %+v",
+		joined, n, v.Drops, v.Classes, v.Control.Failures, v.Control.Requests, v.Explained)
+	if len(badIDs) > 0 {
+		t.Errorf("%d requests without an ID naming the variant and a generator pod (%v), e.g. %v", len(badIDs), placed, badIDs)
+	}
+	if n == 0 || float64(joined) < 0.95*float64(n) || bad502 > 0 {
+		t.Errorf("%d of %d requests joined to Traefik's access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", joined, n, bad502)
+	}
+	if v.Drops == 0 || v.Classes[traffic.Class502] == 0 {
+		t.Fatalf("no-prestop through traefik from pods: %d drops, classes %v; want drops, 502s among them", v.Drops, v.Classes)
+	}
+	e := v.Explained
+	if e == nil {
+		t.Fatalf("no explanation of %d drops", v.Drops)
+	}
+	named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
+	shifted := 0.0
+	if e.Chance != nil {
+		shifted = e.Chance.TimesShifted
+	}
+	if got := float64(e.Explained + e.Cut); named == 0 || got < 0.9*float64(named) || got < shifted+0.5*float64(named) {
+		t.Errorf("%d of the %d drops that name a front pod explained by its race windows (times-shifted baseline %.0f); want at least 90%%, and 50 points above the baseline", e.Explained+e.Cut, named, shifted)
 	}
 }

@@ -62,6 +62,9 @@ func (r *runner) startPods(ctx context.Context, name string, cfg traffic.Config,
 	if cfg.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout="+cfg.IdleTimeout.String())
 	}
+	if cfg.RequestIDs {
+		args = append(args, "--request-ids")
+	}
 	job := render.Generators{Namespace: sc.Namespace, Image: tb.GeneratorImage, Count: g.Count, Args: args,
 		OnePerNode: g.Placement == scenario.PlacementOnePerNode, DeadlineSeconds: int64(generatorsDeadline.Seconds())}
 	if res := g.Resources; res != nil {

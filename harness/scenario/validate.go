@@ -330,9 +330,6 @@ func (s *Scenario) validateGenerators(v *validator) {
 		v.add("traffic.generators.from", fmt.Sprintf("%q is not where load can come from", g.From), "use host (droprun's own client, the default) or pods (generator pods inside the cluster)")
 		return
 	}
-	if known && !p.Inside && p.Name != path.NodePort.Name {
-		v.add("traffic.target", fmt.Sprintf("%s with generator pods", p.Name), "use clusterip (east-west) or nodeport: generator pods do not send through the fronts yet")
-	}
 	if proto := t.Protocol(); proto.Multiplexed() {
 		v.add("traffic.protocol", fmt.Sprintf("%s with generator pods", t.Wire), "use http1: generator pods send HTTP/1.1 only so far")
 	}

@@ -181,7 +181,11 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 	)
 	targeter := roundRobin(cfg.RequestMethod(), cfg.targetList())
 	if cfg.RequestIDs {
-		targeter = withRequestIDs(targeter, cfg.Name)
+		prefix := cfg.RequestIDPrefix
+		if prefix == "" {
+			prefix = cfg.Name
+		}
+		targeter = withRequestIDs(targeter, prefix)
 	}
 
 	a.start = time.Now()

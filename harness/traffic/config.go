@@ -109,8 +109,13 @@ type Config struct {
 	// header for a front's access log and in its URL's query
 	// (RequestIDParam), which the results keep (Record.URL,
 	// Record.RequestID): the two join a front's line to the client's
-	// record. IDs are Name, a dash and a base-36 counter.
+	// record. IDs are RequestIDPrefix (Name when empty), a dash and a
+	// base-36 counter.
 	RequestIDs bool
+	// RequestIDPrefix makes the IDs of clients that share a Name unique:
+	// each generator pod's is the variant and its pod's name, so a pod
+	// that replaces another never repeats an ID.
+	RequestIDPrefix string
 	// Allow are the hosts beyond 127.0.0.1 the user named with
 	// --allow-target (a load balancer or ingress in front of an existing
 	// cluster): a target on one of them is accepted (see CheckURL). Empty

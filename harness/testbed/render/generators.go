@@ -11,6 +11,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
+	"github.com/droprun/droprun/harness/generators"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -66,6 +67,8 @@ func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
 		WithImage(g.Image).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs(args...).
+		WithEnv(corev1ac.EnvVar().WithName(generators.PodNameEnv).
+			WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name")))).
 		WithPorts(corev1ac.ContainerPort().WithName("control").WithContainerPort(GeneratorControlPort)).
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/clock").WithPort(intstr.FromString("control"))).
