@@ -67,15 +67,7 @@ rollouts: 2
 traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target: %s}
 `, target, target))
 	a, dir := quietRun(ctx, t, sc)
-	lines := map[string]frontlog.Line{}
-	f, err := os.Open(filepath.Join(dir, frontlog.File))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	lines := readFrontLog(t, dir)
 	ef, err := os.Open(filepath.Join(dir, analysis.EventsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -279,15 +271,7 @@ traffic: {rate: 150, target: traefik, generators: {from: pods}, control: 5s, bet
 			placed[e.Detail["pod"]] = true
 		}
 	}
-	lines := map[string]frontlog.Line{}
-	f, err := os.Open(filepath.Join(dir, frontlog.File))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	lines := readFrontLog(t, dir)
 	var n, joined, bad502 int
 	badIDs := map[string]int{}
 	for i := range 3 {
@@ -339,4 +323,20 @@ traffic: {rate: 150, target: traefik, generators: {from: pods}, control: 5s, bet
 	if got := float64(e.Explained + e.Cut); named == 0 || got < 0.9*float64(named) || got < shifted+0.5*float64(named) {
 		t.Errorf("%d of the %d drops that name a front pod explained by its race windows (times-shifted baseline %.0f); want at least 90%%, and 50 points above the baseline", e.Explained+e.Cut, named, shifted)
 	}
+}
+
+// readFrontLog reads the run's front access log (frontlog.jsonl) by
+// request ID.
+func readFrontLog(t *testing.T, dir string) map[string]frontlog.Line {
+	t.Helper()
+	lines := map[string]frontlog.Line{}
+	f, err := os.Open(filepath.Join(dir, frontlog.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
