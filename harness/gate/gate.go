@@ -551,7 +551,7 @@ func fromHistory(r *Report, v analysis.VariantSummary, h HistoryLimit, conf floa
 }
 
 // percentOf is a drop rate as a percentage.
-func percentOf(x float64) string { return stats.FormatSig(x*100, 2) + "%" }
+func percentOf(x float64) string { return stats.FormatPercent(x, 2) }
 
 // doubt is how many of rollout ro's drops (drops, as counted) the rig, not
 // the variant, may have caused, and why. A rollout the rig was short of
@@ -697,4 +697,4 @@ func quoteList(names []string) string {
 	return strings.Join(q, ", ")
 }
 
-func percent(conf float64) string { return stats.FormatSig(conf*100, 3) + "%" }
+func percent(conf float64) string { return stats.FormatPercent(conf, 3) }

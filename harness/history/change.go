@@ -189,4 +189,4 @@ func minP(n int) float64 {
 	return 2 / c
 }
 
-func pct(r float64) string { return stats.FormatSig(r*100, 2) + "%" }
+func pct(r float64) string { return stats.FormatPercent(r, 2) }

@@ -54,6 +54,10 @@ func FormatSig(x float64, sig int) string {
 	return trimZeros(mant) + "e" + strconv.Itoa(exp)
 }
 
+// FormatPercent formats a fraction as a percentage with sig significant
+// digits: 0.055 → "5.5%".
+func FormatPercent(fraction float64, sig int) string { return FormatSig(fraction*100, sig) + "%" }
+
 // FormatSigUp is FormatSig after rounding x > 0 up at its sig-th significant
 // digit, for upper bounds that must not be understated.
 func FormatSigUp(x float64, sig int) string {

@@ -540,6 +540,9 @@ func TestFormatSig(t *testing.T) {
 	if got := FormatCount(1234567); got != "1,234,567" {
 		t.Errorf("FormatCount = %q", got)
 	}
+	if got := FormatPercent(0.0553, 2) + " " + FormatPercent(0.95, 3); got != "5.5% 95%" {
+		t.Errorf("FormatPercent = %q, want \"5.5%% 95%%\"", got)
+	}
 	if got := formatPercent(0.95); got != "95%" {
 		t.Errorf("formatPercent = %q", got)
 	}
