@@ -202,6 +202,29 @@ func (s *Source) each(ctx context.Context, fn func(context.Context, *Generator) 
 	return g.Wait()
 }
 
+// everyOne runs fn for every generator as each does, but a failure does
+// not cancel the others: every generator is tried, and every error is
+// returned. Stop uses it, so that one generator that cannot be stopped
+// does not leave the others sending.
+func (s *Source) everyOne(ctx context.Context, fn func(context.Context, *Generator) error) error {
+	var mu sync.Mutex
+	var errs []error
+	var g errgroup.Group
+	g.SetLimit(controlConcurrency)
+	for _, gen := range s.gens {
+		g.Go(func() error {
+			if err := fn(ctx, gen); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
+}
+
 // Origin is Origin: the generators as one load source.
 func (s *Source) Origin() string { return Origin }
 
@@ -229,7 +252,7 @@ func (s *Source) Stop() (traffic.Stats, error) {
 	close(s.stopped)
 	end := time.Now()
 	var errs []error
-	if err := s.each(ctx, func(ctx context.Context, g *Generator) error {
+	if err := s.everyOne(ctx, func(ctx context.Context, g *Generator) error {
 		s.mu.Lock()
 		pod := g.Pod
 		s.mu.Unlock()

@@ -3,15 +3,22 @@ package pods
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/droprun/droprun/harness/generators"
 	"github.com/droprun/droprun/harness/testbed/render"
@@ -88,5 +95,65 @@ func TestStats(t *testing.T) {
 	want := []string{"generator 1: lagged", "generator 1: its totals count 2 results droprun never read of its log"}
 	if strings.Join(st.Suspect, "|") != strings.Join(want, "|") {
 		t.Errorf("suspect %q; want %q", st.Suspect, want)
+	}
+}
+
+// TestStopAlreadyEnded: Stop through a fake API server. A generator that
+// answers is clocked again and stopped; one whose pod has ended (its index
+// failed for good) cannot be stopped and is not an error, only said; one
+// whose pod still runs but does not answer the stop is an error naming it.
+func TestStopAlreadyEnded(t *testing.T) {
+	for _, tc := range []struct {
+		phase corev1.PodPhase
+		want  string // in the error; "" for none
+	}{
+		{corev1.PodFailed, ""},
+		{corev1.PodRunning, "stopping generator 0 (pod g-0-a)"},
+	} {
+		var mu sync.Mutex
+		stops := map[string]int{}
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/api/v1/namespaces/ns/pods":
+				gone := pod("g-0-a", 0, t0, false)
+				gone.Status.Phase = tc.phase
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(&corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}, Items: []corev1.Pod{*gone}})
+			case strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/ns/pods/g-0-a:"):
+				http.Error(w, "no endpoints available", http.StatusServiceUnavailable)
+			case r.URL.Path == "/api/v1/namespaces/ns/pods/g-1-b:9000/proxy/clock":
+				fmt.Fprintln(w, time.Now().UnixNano())
+			case r.URL.Path == "/api/v1/namespaces/ns/pods/g-1-b:9000/proxy/stop" && r.Method == http.MethodPost:
+				mu.Lock()
+				stops["g-1-b"]++
+				mu.Unlock()
+				fmt.Fprintln(w, "stopping")
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		c, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		s := &Source{cfg: Config{Client: c, Namespace: "ns", Log: &log}, stopped: make(chan struct{}), cancel: func() {},
+			gens: []*Generator{
+				{Index: 0, Pod: "g-0-a", Stream: generators.NewStream(OriginOf(0), io.Discard, nil)},
+				{Index: 1, Pod: "g-1-b", Stream: generators.NewStream(OriginOf(1), io.Discard, nil)},
+			}}
+		_, err = s.Stop()
+		api.Close()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("pod %s: Stop: %v; want no error for an ended generator", tc.phase, err)
+		case tc.want == "" && !strings.Contains(log.String(), "generator 0: already ended, not stopped"):
+			t.Errorf("pod %s: log %q; want it to say generator 0 had ended", tc.phase, log.String())
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("pod %s: Stop: %v; want an error saying %q", tc.phase, err, tc.want)
+		}
+		if stops["g-1-b"] != 1 || s.gens[1].End.Bound <= 0 || s.gens[0].End.Bound != 0 {
+			t.Errorf("pod %s: %d stops to g-1-b, end clocks %+v and %+v; want one stop and a clock for g-1-b alone", tc.phase, stops["g-1-b"], s.gens[0].End, s.gens[1].End)
+		}
 	}
 }
