@@ -67,9 +67,9 @@ type config struct {
 	arrivals    traffic.Arrivals
 	name        string
 	// requestIDs gives every request an ID for a front's access log,
-	// prefixed with the name and this pod's ($POD_NAME, from the Job's
-	// downward API), unique across
-	// the pods that replace one another.
+	// prefixed with the name and this pod's (pod: $POD_NAME, from the
+	// Job's downward API), unique across the pods that replace one
+	// another.
 	requestIDs bool
 	pod        string
 	control    string
