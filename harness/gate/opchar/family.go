@@ -1,0 +1,150 @@
+package opchar
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// A Family is a shape of bursts: how one rollout's drop rate is drawn
+// around the truth's mean rate. Every family keeps the mean exact, so
+// the truth is the mean drop rate over rollouts (the rate a long series
+// of rollouts would show).
+type Family struct {
+	Name string
+	// Shape says how the rate is drawn, with its parameters.
+	Shape string
+	// Rate draws one rollout's drop rate with mean mu.
+	Rate func(rng *rand.Rand, mu float64) float64
+	// Limit is the rate limit the family is held to, so that the truths
+	// (0.5x and 1.5x it) are drop rates a rollout of Requests can show.
+	Limit float64
+	// Day is the standard deviation of a run's day effect on the log
+	// rate: every rollout of one run shares one factor, with mean 1.
+	Day float64
+}
+
+// day draws a run's factor on the rate: lognormal with sd f.Day on the
+// log scale and mean 1; 1 without a day effect.
+func (f Family) day(rng *rand.Rand) float64 {
+	if f.Day == 0 {
+		return 1
+	}
+	return math.Exp(f.Day*rng.NormFloat64() - f.Day*f.Day/2)
+}
+
+// DayEffect is beta-binomial with a day effect between runs: the runs
+// a baseline or a history was measured on differ by more than their
+// rollouts do (a cluster, a kernel, a neighbour that changed).
+var DayEffect = Family{
+	Name:  "day-effect",
+	Shape: "beta-binomial, and each run's rate × lognormal(σ 0.35) shared by its rollouts",
+	Rate:  betaRate(0.005),
+	Limit: 0.01,
+	Day:   0.35,
+}
+
+// Requests is the mean requests of a simulated rollout: the demo's
+// rollout windows at 500 req/s hold about 3,000-5,000.
+const Requests = 5000
+
+// Families are the burst shapes every gate mode is measured under.
+var Families = []Family{
+	{
+		Name:  "beta-binomial",
+		Shape: "rate ~ Beta with intraclass correlation 0.005 (φ ≈ 26 at 5,000 requests; this cluster measured 20-90)",
+		Rate:  betaRate(0.005),
+		Limit: 0.01,
+	},
+	{
+		Name:  "heavy-tailed",
+		Shape: "mixed Poisson: rate = mean × lognormal(σ 1.2), the top 5 % of rollouts 3.4x the mean or more",
+		Rate: func(rng *rand.Rand, mu float64) float64 {
+			const s = 1.2
+			return math.Min(1, mu*math.Exp(s*rng.NormFloat64()-s*s/2))
+		},
+		Limit: 0.01,
+	},
+	{
+		Name:  "zero-inflated",
+		Shape: "3 rollouts in 4 clean; the rest burst at 4x the mean × Gamma(shape 2)",
+		Rate: func(rng *rand.Rand, mu float64) float64 {
+			const burst = 0.25
+			if rng.Float64() >= burst {
+				return 0
+			}
+			return math.Min(1, mu/burst*gammaRand(rng, 2)/2)
+		},
+		Limit: 0.01,
+	},
+	{
+		Name:  "rare-bursty",
+		Shape: "rate ~ Beta with intraclass correlation 0.005 at a limit of 0.001 (Beta shape 0.25-0.75: most rollouts drop almost nothing)",
+		Rate:  betaRate(0.005),
+		Limit: 0.001,
+	},
+}
+
+// betaRate draws a rate from the Beta distribution of mean mu and
+// intraclass correlation rho (a + b = 1/rho − 1).
+func betaRate(rho float64) func(*rand.Rand, float64) float64 {
+	return func(rng *rand.Rand, mu float64) float64 {
+		ab := 1/rho - 1
+		x, y := gammaRand(rng, mu*ab), gammaRand(rng, (1-mu)*ab)
+		return x / (x + y)
+	}
+}
+
+// gammaRand draws from Gamma(shape, 1) (Marsaglia and Tsang 2000; a shape
+// below 1 is boosted by U^(1/shape)).
+func gammaRand(rng *rand.Rand, shape float64) float64 {
+	if shape <= 0 {
+		return 0
+	}
+	if shape < 1 {
+		return gammaRand(rng, shape+1) * math.Pow(rng.Float64(), 1/shape)
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := rng.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := rng.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v
+		}
+	}
+}
+
+// binomialRand draws Binomial(n, p): Poisson(np) where np is small (exact
+// enough for the rare drops the gate decides), a rounded normal above.
+func binomialRand(rng *rand.Rand, n uint64, p float64) uint64 {
+	if p <= 0 || n == 0 {
+		return 0
+	}
+	if p >= 1 {
+		return n
+	}
+	m := float64(n) * p
+	if m < 40 {
+		// Knuth's product of uniforms.
+		l, k, prod := math.Exp(-m), uint64(0), rng.Float64()
+		for prod > l {
+			k++
+			prod *= rng.Float64()
+		}
+		return min(k, n)
+	}
+	x := math.Round(m + math.Sqrt(m*(1-p))*rng.NormFloat64())
+	return uint64(math.Max(0, math.Min(float64(n), x)))
+}
+
+// rollout draws one rollout of about Requests requests (±10 %) whose rate
+// is f's around mu: its drops and requests.
+func rollout(rng *rand.Rand, f Family, mu float64) (drops, requests uint64) {
+	requests = uint64(Requests * (0.9 + 0.2*rng.Float64()))
+	return binomialRand(rng, requests, f.Rate(rng, mu)), requests
+}

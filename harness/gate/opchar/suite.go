@@ -1,0 +1,184 @@
+package opchar
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/gate"
+	"github.com/droprun/droprun/harness/history"
+	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/stats"
+)
+
+// Truth is where a simulated variant truly is against the limit.
+type Truth string
+
+const (
+	// Breach: the truth breaks the limit by 1.5x (a gate must not pass it).
+	Breach Truth = "breach"
+	// Good: the truth is at half the limit (a gate must not fail it).
+	Good Truth = "good"
+)
+
+// A Mode is one way `droprun check` gates, with how its truths are set.
+type Mode struct {
+	Name string
+	// Truths says what breach and good mean for this mode.
+	Truths string
+	// Check simulates one run of r rollouts from family f at truth t and
+	// returns the mode's verdict on it.
+	Check func(rng *rand.Rand, f Family, t Truth, r int) gate.Verdict
+	// CrossRun modes compare runs, so a day effect between runs matters
+	// to them; a single run measures its own day.
+	CrossRun bool
+}
+
+// Cell is one mode, family, rollout count and truth, over Runs runs.
+type Cell struct {
+	Mode, Family string
+	Rollouts     int
+	Truth        Truth
+	Runs         int
+	Pass, Fail   int
+	Inconclusive int
+}
+
+// Wrong is the share of runs given the wrong verdict: a pass of a breach,
+// a failure of a good release.
+func (c Cell) Wrong() float64 {
+	if c.Truth == Breach {
+		return float64(c.Pass) / float64(c.Runs)
+	}
+	return float64(c.Fail) / float64(c.Runs)
+}
+
+// Undecided is the share of runs found inconclusive.
+func (c Cell) Undecided() float64 { return float64(c.Inconclusive) / float64(c.Runs) }
+
+// RolloutCounts are the rollouts per run every cell is measured at.
+var RolloutCounts = []int{3, 5, 10}
+
+// Run measures every mode under every family (and the day effect for
+// cross-run modes) at every rollout count and both truths, runs times
+// each, from seed. Cells are independent streams, so a cell's numbers do
+// not depend on which others ran.
+func Run(modes []Mode, runs int, seed uint64) []Cell {
+	var out []Cell
+	for mi, m := range modes {
+		fams := Families
+		if m.CrossRun {
+			fams = append(fams[:len(fams):len(fams)], DayEffect)
+		}
+		for fi, f := range fams {
+			for _, r := range RolloutCounts {
+				for ti, t := range []Truth{Breach, Good} {
+					rng := rand.New(rand.NewPCG(seed, uint64(mi<<24|fi<<16|r<<8|ti)))
+					c := Cell{Mode: m.Name, Family: f.Name, Rollouts: r, Truth: t, Runs: runs}
+					for range runs {
+						switch m.Check(rng, f, t, r) {
+						case gate.Pass:
+							c.Pass++
+						case gate.Fail:
+							c.Fail++
+						default:
+							c.Inconclusive++
+						}
+					}
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Markdown is the suite's table: one line per mode, family and rollout
+// count, with both truths' error and inconclusive rates.
+func Markdown(cells []Cell) string {
+	var b strings.Builder
+	b.WriteString("| mode | family | rollouts | P(pass \\| breach) | P(fail \\| good) | P(inconclusive \\| breach) | P(inconclusive \\| good) |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+	for i := 0; i+1 < len(cells); i += 2 {
+		br, gd := cells[i], cells[i+1]
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s |\n", br.Mode, br.Family, br.Rollouts,
+			pct(br.Wrong()), pct(gd.Wrong()), pct(br.Undecided()), pct(gd.Undecided()))
+	}
+	return b.String()
+}
+
+func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + " %" }
+
+// mean is the truth's mean drop rate for a limit on the rate.
+func mean(f Family, t Truth) float64 {
+	if t == Breach {
+		return 1.5 * f.Limit
+	}
+	return 0.5 * f.Limit
+}
+
+// row draws r rollouts of f at mean rate mu, the day's factor day.
+func row(rng *rand.Rand, f Family, mu float64, r int) analysis.VariantSummary {
+	v := analysis.VariantSummary{Variant: Variant}
+	for i := range r {
+		d, n := rollout(rng, f, mu)
+		v.Rollouts = append(v.Rollouts, analysis.RolloutSummary{N: i + 1, Window: analysis.Tally{Requests: n, Failures: d}})
+		v.Drops += d
+		v.WindowRequests += n
+	}
+	return v
+}
+
+// Variant is the simulated row's name.
+const Variant = "no-prestop"
+
+// scenarios caches the parsed one-variant scenario per rollout count.
+var scenarios = map[int]*analysis.Analysis{}
+
+// analysisOf is a whole, clean run of row v.
+func analysisOf(v analysis.VariantSummary) *analysis.Analysis {
+	r := len(v.Rollouts)
+	tmpl, ok := scenarios[r]
+	if !ok {
+		yaml := fmt.Sprintf("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata:\n  name: opchar\nvariants:\n  - variant: %s\nrollouts: %d\ntraffic:\n  rate: 500\n", Variant, r)
+		sc, err := scenario.Parse(analysis.ScenarioFile, []byte(yaml))
+		if err != nil {
+			panic(err)
+		}
+		tmpl = &analysis.Analysis{ScenarioYAML: []byte(yaml), Scenario: sc}
+		scenarios[r] = tmpl
+	}
+	sum := &analysis.Summary{Variants: []analysis.VariantSummary{v}}
+	sum.Finished = time.Unix(1, 0)
+	sum.Traffic.Rollouts = r
+	return &analysis.Analysis{Summary: sum, ScenarioYAML: tmpl.ScenarioYAML, Scenario: tmpl.Scenario}
+}
+
+// verdict runs the gate and returns the row's verdict on check.
+func verdict(a *analysis.Analysis, l gate.Limits, check string) gate.Verdict {
+	l.Confidence = stats.DefaultConfidence
+	rep, err := gate.Check(a, l)
+	if err != nil {
+		panic(err)
+	}
+	for _, res := range rep.Results {
+		if res.Row == Variant && res.Check == check {
+			return res.Verdict
+		}
+	}
+	panic("no " + check + " result")
+}
+
+// series is a key's history: runs past runs of r rollouts each, a day
+// apart, at mean rate mu with the day effect of f.
+func series(rng *rand.Rand, f Family, mu float64, runs, r int) *history.Series {
+	s := &history.Series{Key: history.Key{Scenario: "opchar", Variant: Variant}}
+	for i := range runs {
+		v := row(rng, f, mu*f.day(rng), r)
+		s.Points = append(s.Points, history.Point{Dir: fmt.Sprintf("run-%02d", i), Started: time.Unix(int64(i)*86400, 0), Rollouts: v.Counted()})
+	}
+	return s
+}
