@@ -6,7 +6,7 @@ BIN     := bin/droprun
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-short lint bench images engine node-image cluster demo clean
+.PHONY: help build test test-short lint bench stats-table images engine node-image cluster demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ bench: ## traffic client benchmarks (achieved vs asked rate, the generators' mer
 	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 3000 -traffic.duration 10s
 	$(GO) test -run '^$$' -bench ClientCost -benchtime 1x -timeout 30m ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 5s -traffic.pairs 5
 	$(GO) test -run '^$$' -bench CleanRate -benchtime 1x -timeout 60m ./harness/run/
+
+stats-table: ## simulate 2,000 runs per cell from known truths and write the gate's error rates into docs/statistics.md (about 3 min on 2 cores)
+	$(GO) run ./internal/opchartable
 
 images: build ## build the bookshop images (v1, v2; standard and distroless) into out/images/
 	$(BIN) image build --out out/images

@@ -42,7 +42,8 @@ func TestCIExampleCommands(t *testing.T) {
 	// The workflow's files, here: the run above, droprun's custom-app
 	// scenario for the user's, and a JUnit file in tmp.
 	// The history job starts from an empty history: its gate is
-	// inconclusive (exit 3), which the step turns into a warning.
+	// inconclusive (exit 3) only for that, which the step turns into a
+	// warning.
 	history := filepath.Join(tmp, "history")
 	if err := os.MkdirAll(history, 0o755); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,8 @@ func TestCIExampleCommands(t *testing.T) {
 				if !strings.HasPrefix(line, "droprun ") {
 					continue
 				}
-				line, _, _ = strings.Cut(line, ">>") // the step summary redirect
+				line, _, _ = strings.Cut(line, ">>")  // the step summary redirect
+				line, _, _ = strings.Cut(line, " | ") // a tee of its output
 				args := strings.Fields(sub.Replace(line))[1:]
 				name := args[0]
 				seen[name] = true
@@ -123,16 +125,23 @@ func TestCheckOnExampleRun(t *testing.T) {
 		code int
 		out  string
 	}{
-		{"graceful-drain drops nothing", []string{"--variant", "graceful-drain", "--max-drops-per-rollout", "0", "--max-drop-rate", "0.01"}, 0, "0 failed, 0 inconclusive"},
-		{"no-prestop drops in every rollout", []string{"--max-drops-per-rollout", "0"}, 1, "FAIL         no-prestop max-drops-per-rollout: rollout 1 dropped"},
-		{"too few requests for 1e-4", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.0001"}, 3, "it would take about"},
-		{"not worse than itself", []string{"--variant", "no-prestop", "--baseline", exampleRun}, 0, "0 failed, 0 inconclusive"},
+		// 0 drops bound a rate only with a stated burstiness; without
+		// one, for any shape: 4 clean rollouts show at most 53 % drop.
+		{"graceful-drain drops nothing, its bursts stated", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.01", "--burstiness", "0.005"}, 0, "0 failed, 0 inconclusive"},
+		{"graceful-drain, no burstiness stated", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.01"}, 3, "at 95% at most 53% of rollouts drop at all, whatever the shape of their bursts"},
+		{"4 clean rollouts cannot show 70 % of rollouts clean", []string{"--variant", "graceful-drain", "--max-drops-per-rollout", "0"}, 3, "5 more rollout(s) without a breach would show it met (traffic.rollouts 9 in all)"},
+		{"4 clean rollouts show 47 % of rollouts clean", []string{"--variant", "graceful-drain", "--max-drops-per-rollout", "0", "--rollout-tolerance", "0.6"}, 0, "0 failed, 0 inconclusive"},
+		{"no-prestop drops in every rollout", []string{"--max-drops-per-rollout", "0"}, 1, "FAIL         no-prestop max-drops-per-rollout: rollout 1 dropped 46; rollout 2 dropped 52; rollout 3 dropped 30; rollout 4 dropped 51: above the limit 0 per rollout; at 95% at least 47% of rollouts break it (exact, 4 of 4 here)"},
+		{"too few requests for 1e-4", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.0001", "--burstiness", "0.005"}, 3, "it would take about"},
+		{"within the margin of itself", []string{"--variant", "no-prestop", "--baseline", exampleRun}, 0, "0 failed, 0 inconclusive"},
 		{"a typo", []string{"--variant", "graceful-dran", "--max-drops-per-rollout", "0"}, 2, ""},
 		{"NaN", []string{"--max-drop-rate", "nan"}, 2, ""},
+		{"a tolerance of 1", []string{"--max-drops-per-rollout", "0", "--rollout-tolerance", "1"}, 2, ""},
+		{"a margin below 1", []string{"--baseline", exampleRun, "--baseline-margin", "0.5"}, 2, ""},
 		// docs/ci.md's numbers: 0 in 5,134 over 4 rollouts, bounded at
-		// 0.0014 with no-prestop's bursts.
-		{"docs/ci.md: 0.001 is too small to show", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.001"}, 3, "at most 0.0014 over rollouts, for drops as bursty as this run's"},
-		{"docs/ci.md: 0.002 is shown", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.002"}, 0, "0 failed, 0 inconclusive"},
+		// 0.0019 for drops as bursty as ρ 0.005.
+		{"docs/ci.md: 0.001 is too small to show", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.001", "--burstiness", "0.005"}, 3, "at most 0.0019 over rollouts, for drops as bursty as ρ 0.005 (stated with --burstiness)"},
+		{"docs/ci.md: 0.002 is shown", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.002", "--burstiness", "0.005"}, 0, "0 failed, 0 inconclusive"},
 		{"a confidence below 0.5", []string{"--variant", "no-prestop", "--max-drop-rate", "0.064", "--confidence", "0.2"}, 2, ""},
 		{"a rate limit of 1", []string{"--variant", "no-prestop", "--max-drop-rate", "1"}, 2, ""},
 	} {

@@ -174,9 +174,10 @@ func exitCases(t *testing.T) map[string]commandCases {
 			more: []exitCase{
 				// check's output is report.go's (being reworked): only
 				// the exit codes are held here.
-				{name: "meets its limits", args: []string{"check", "--max-drops-per-rollout", "100", run}, code: 0},
-				{name: "one variant meets its limits", args: []string{"check", "--variant", "beta", "--max-drops-per-rollout", "0", run}, code: 0},
-				{name: "breaks a limit", args: []string{"check", "--max-drops-per-rollout", "0", run}, code: 1},
+				{name: "meets its limits", args: []string{"check", "--max-drops-per-rollout", "100", "--rollout-tolerance", "0.96", run}, code: 0},
+				{name: "one variant meets its limits", args: []string{"check", "--variant", "beta", "--max-drops-per-rollout", "0", "--rollout-tolerance", "0.96", run}, code: 0},
+				{name: "breaks a limit", args: []string{"check", "--max-drops-per-rollout", "0", "--rollout-tolerance", "0.1", run}, code: 1},
+				{name: "undecided", args: []string{"check", "--max-drops-per-rollout", "0", run}, code: 3},
 				{name: "breaks a rate limit", args: []string{"check", "--max-drop-rate", "0", run}, code: 1},
 				{name: "no limit", args: []string{"check", run}, code: 2},
 				{name: "bad limit", args: []string{"check", "--max-drop-rate", "lots", run}, code: 2, hint: "droprun check", err: "max-drop-rate"},

@@ -56,7 +56,7 @@ func writeHistory(t *testing.T, run string, n int, drops func(i int) uint64) str
 // history shorter than --history-min-rollouts is inconclusive.
 func TestCheckHistory(t *testing.T) {
 	run := analysistest.Write(t, analysistest.Run{RunJSON: syntheticRunJSON})
-	_, _, code := runCLI(t, "check", "--max-drops-per-rollout", "0", run)
+	_, _, code := runCLI(t, "check", "--max-drops-per-rollout", "0", "--rollout-tolerance", "0.1", run)
 	if code != 1 {
 		t.Fatalf("the synthetic run must drop something for this test: check exit %d", code)
 	}

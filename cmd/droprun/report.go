@@ -164,6 +164,7 @@ func newCheckCmd(s streams) *cobra.Command {
 		rate        float64
 		perRollout  int64
 		share       float64
+		burstiness  float64
 		baseline    string
 		junit       string
 		showPassing bool
@@ -192,20 +193,48 @@ Drops come in bursts, one per rollout, so the rollout is the unit
 masked with those the client saw.
 
   --max-drop-rate R          the drop rate's upper bound over rollouts at
-                             --confidence must be at most R (0 drops in 5,134
-                             requests over 4 rollouts, with the run's bursts,
-                             bound the rate at 0.0014, not 0); when no rollout
-                             of the run dropped, the bound assumes a rollout
-                             drops all or nothing
-  --max-drops-per-rollout N  no rollout may drop more than N requests
-  --min-new-pod-share F      in every rollout, each new pod must answer at
-                             least F of an even share of the requests in the
-                             traffic.balance span after the rollout completed
-                             (long-lived connections stay on the old pods'
-                             survivors); undecided spans are inconclusive
-  --baseline RUN_DIR         fail a row that drops significantly more than
-                             the same row in the baseline run (one-sided test
-                             over rollouts)
+                             --confidence must be at most R. The bound rests
+                             on the row's own rollouts, never on another
+                             row's, and takes drops as at least as bursty as
+                             --burstiness (default 0.005, as bursty as drops
+                             measured on kind: a few rollouts of a bursty
+                             service often look calm). A row without drops
+                             is bounded for any burst shape (3 clean
+                             rollouts: at most 64 % of rollouts drop at all)
+                             unless --burstiness is given
+  --burstiness RHO           the intraclass correlation of drops within a
+                             rollout (0: requests fail independently; 1: a
+                             rollout drops all or nothing) the rate bounds
+                             assume: a floor for rows that drop, the bursts
+                             of a row that does not; said beside the verdict
+  --max-drops-per-rollout N  at most --rollout-tolerance of rollouts may drop
+                             more than N requests, exactly over rollouts: it
+                             passes when the Clopper-Pearson upper bound on
+                             the share of rollouts above N is within the
+                             tolerance (9 clean rollouts at the default
+                             0.3), fails when the lower bound is above it
+                             (3 of 3 rollouts above N), and otherwise says
+                             how many clean rollouts would pass it
+  --rollout-tolerance F      the share of rollouts a per-rollout limit
+                             (--max-drops-per-rollout, --min-new-pod-share)
+                             lets break it (default 0.3)
+  --min-new-pod-share F      each new pod must answer at least F of an even
+                             share of the requests in the traffic.balance
+                             span after its rollout completed (long-lived
+                             connections stay on the old pods' survivors),
+                             in all but --rollout-tolerance of rollouts,
+                             exactly as --max-drops-per-rollout; undecided
+                             spans count against a pass
+  --baseline RUN_DIR         non-inferiority: pass when the upper bound on
+                             the rate ratio (this run over the same row of
+                             the baseline run, quasi-Poisson over rollouts)
+                             is within --baseline-margin (default 2), fail
+                             when its lower bound is beyond it; a baseline
+                             without drops bounds no ratio (inconclusive)
+  --between-runs SD          how much runs differ beyond their rollouts (the
+                             standard deviation of a run's log drop rate,
+                             e.g. 0.35): the baseline's bounds include it;
+                             without it, the verdict says it is left out
   --history DIR              hold every rollout to a limit learned from the
                              earlier runs under DIR with the row's key (see
                              droprun history): the --percentile (default 99)
@@ -232,6 +261,15 @@ see examples/ci/):
 			}
 			if cmd.Flags().Changed("min-new-pod-share") {
 				l.MinNewPodShare = &share
+			}
+			if cmd.Flags().Changed("burstiness") {
+				l.Burstiness = &burstiness
+			}
+			if !(l.Tolerance > 0) {
+				return usageError("--rollout-tolerance %v: give the share of rollouts a per-rollout limit lets break it, above 0 and below 1, e.g. 0.3", l.Tolerance)
+			}
+			if !(l.Margin >= 1) {
+				return usageError("--baseline-margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2", l.Margin)
 			}
 			if err := hist.set(cmd, &l); err != nil {
 				return err
@@ -294,7 +332,11 @@ see examples/ci/):
 	f.Int64Var(&perRollout, "max-drops-per-rollout", 0, "most drops allowed in any one rollout (0: none)")
 	f.Float64Var(&share, "min-new-pod-share", 0, "least share of an even share each new pod must answer after every rollout (e.g. 0.5)")
 	f.Float64Var(&l.Confidence, "confidence", stats.DefaultConfidence, "confidence of every bound and test")
-	f.StringVar(&baseline, "baseline", "", "a baseline run directory: fail rows that drop significantly more per rollout")
+	f.Float64Var(&burstiness, "burstiness", gate.DefaultBurstiness, "intraclass correlation of drops within a rollout the rate bounds assume (a floor for rows that drop; a row without drops is bounded for any burst shape unless this is given)")
+	f.Float64Var(&l.Tolerance, "rollout-tolerance", gate.DefaultTolerance, "share of rollouts a per-rollout limit lets break it, tested exactly over rollouts")
+	f.StringVar(&baseline, "baseline", "", "a baseline run directory: pass rows whose rate ratio to it is shown within --baseline-margin")
+	f.Float64Var(&l.Margin, "baseline-margin", gate.DefaultMargin, "how many times the baseline's drop rate a row may have")
+	f.Float64Var(&l.BetweenRuns, "between-runs", 0, "standard deviation of a run's log drop rate between runs beyond its rollouts (e.g. 0.35), included in the baseline's bounds")
 	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
 	f.StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file")
 	f.BoolVar(&showPassing, "verbose", false, "print passing checks too")

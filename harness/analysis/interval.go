@@ -9,16 +9,17 @@ type IntervalMethod string
 const (
 	// MethodOverRollouts treats the rollout, not the request, as the
 	// independent sample: the quasi-binomial Wilson interval with the
-	// dispersion its rollouts (or the run's) measured, and for a row
-	// without drops the beta-binomial bound with the run's ρ
-	// (stats.RateOverRollouts, docs/statistics.md).
+	// dispersion the row's own rollouts measured, and for a row without
+	// drops the bound that holds for any burst shape (stats.RateOverRollouts,
+	// docs/statistics.md). No row borrows another's bursts.
 	MethodOverRollouts IntervalMethod = "over-rollouts"
 )
 
 // RateInterval is a rate with the confidence interval the views show for
 // it: Method says how its bounds were computed, at Confidence, and Source
-// which rollouts measured the bursts (stats.FromNothing: none did, so the
-// interval is per request and must say so).
+// what the bursts' measure rests on (stats.FromNothing: nothing, so the
+// interval is per request and must say so; stats.AnyShape: a row without
+// drops, bounded for any burst shape).
 type RateInterval struct {
 	Method     IntervalMethod
 	Confidence float64
@@ -52,8 +53,9 @@ type RowIntervals struct {
 
 // Dispersion is how bursty the run's drops are: stats.DispersionOf over
 // the rollouts of every row that dropped and is not suspect (a client
-// stall is the rig's burst, not the race's). A row that cannot measure its
-// own (no drops, or one rollout) borrows it.
+// stall is the rig's burst, not the race's). It describes the run; no
+// row's interval borrows it (a row without drops may drop in other
+// bursts than the rows that did).
 func (s *Summary) Dispersion() stats.Dispersion {
 	groups := make([][]stats.Rollout, 0, len(s.Variants))
 	for _, v := range s.Variants {
@@ -64,24 +66,24 @@ func (s *Summary) Dispersion() stats.Dispersion {
 	return stats.DispersionOf(groups...)
 }
 
-// SetIntervals computes every row's intervals (VariantSummary.Intervals)
-// with the run's dispersion. Analyze calls it; a summary read from
-// summary.json needs it before a view formats its rows.
+// SetIntervals computes every row's intervals (VariantSummary.Intervals).
+// Analyze calls it; a summary read from summary.json needs it before a
+// view formats its rows.
 func SetIntervals(s *Summary) {
-	run := s.Dispersion()
 	for k := range s.Variants {
-		s.Variants[k].Intervals = IntervalsOf(&s.Variants[k], run)
+		s.Variants[k].Intervals = IntervalsOf(&s.Variants[k])
 	}
 }
 
-// IntervalsOf computes the intervals row v shows, from its rollouts' tallies
-// and the run's dispersion, at stats.DefaultConfidence. It is the one place
-// they are computed: the rows carry them in VariantSummary.Intervals and
-// the views only format them.
-func IntervalsOf(v *VariantSummary, run stats.Dispersion) RowIntervals {
+// IntervalsOf computes the intervals row v shows, from its own rollouts'
+// tallies alone, at stats.DefaultConfidence. It is the one place they are
+// computed: the rows carry them in VariantSummary.Intervals and the views
+// only format them.
+func IntervalsOf(v *VariantSummary) RowIntervals {
 	conf := stats.DefaultConfidence
+	none := stats.Dispersion{}
 	over := func(rs []stats.Rollout) RateInterval {
-		r := stats.RateOverRollouts(rs, conf, run)
+		r := stats.RateOverRollouts(rs, conf, none)
 		return RateInterval{MethodOverRollouts, conf, r.Interval, r.Source}
 	}
 	out := RowIntervals{DropRate: over(v.PerRollout()), Measurable: over(v.perRolloutMeasurable())}
@@ -93,7 +95,7 @@ func IntervalsOf(v *VariantSummary, run stats.Dispersion) RowIntervals {
 		out.PerRollout.Interval = stats.Interval{Empty: true, Hi: 1, Point: out.DropRate.Point}
 	}
 	if v.Drops == 0 && v.WindowRequests > 0 {
-		_, hi, r := stats.BoundsOverRollouts(v.PerRollout(), conf, run)
+		_, hi, r := stats.BoundsOverRollouts(v.PerRollout(), conf, none)
 		out.ZeroBound = &RateInterval{MethodOverRollouts, conf, stats.Interval{Hi: hi}, r.Source}
 	}
 	return out

@@ -9,9 +9,9 @@ import (
 	"github.com/droprun/droprun/harness/stats"
 )
 
-// TestIntervalsOf: each rate is over rollouts, a row that cannot measure
-// its bursts borrows the run's, and the zero bound comes only for a row
-// that measured something and dropped nothing.
+// TestIntervalsOf: each rate is over rollouts, on the row's own rollouts
+// alone, and the zero bound comes only for a row that measured something
+// and dropped nothing: for any burst shape, 1 − 0.05^(1/R).
 func TestIntervalsOf(t *testing.T) {
 	conf := stats.DefaultConfidence
 	v := VariantSummary{Drops: 1500, WindowRequests: 30000, Measurable: Tally{Failures: 1490, Requests: 29990}}
@@ -23,7 +23,7 @@ func TestIntervalsOf(t *testing.T) {
 		}
 		v.Rollouts = append(v.Rollouts, ro)
 	}
-	iv := IntervalsOf(&v, stats.Dispersion{})
+	iv := IntervalsOf(&v)
 	if want := stats.RateOverRollouts(v.PerRollout(), conf, stats.Dispersion{}); iv.DropRate.Interval != want.Interval || iv.DropRate.Source != stats.FromRow || iv.DropRate.Method != MethodOverRollouts {
 		t.Errorf("drop rate %+v, want %+v", iv.DropRate, want)
 	}
@@ -47,17 +47,12 @@ func TestIntervalsOf(t *testing.T) {
 		ro.Window.Requests = 15000
 		clean.Rollouts = append(clean.Rollouts, ro)
 	}
-	zb := IntervalsOf(&clean, stats.Dispersion{}).ZeroBound
-	if zb == nil || !zb.PerRequest() || !nearRel(zb.Hi, stats.UpperBoundZero(45000, conf)) || zb.Lo != 0 || zb.Point != 0 {
-		t.Errorf("zero bound, nothing measured the bursts: %+v", zb)
-	}
-	run := stats.DispersionOf(v.PerRollout())
-	zb = IntervalsOf(&clean, run).ZeroBound
-	if zb == nil || zb.Source != stats.FromRun || zb.Hi < 10*stats.UpperBoundZero(45000, conf) {
-		t.Errorf("zero bound with the run's bursts: %+v", zb)
+	zb := IntervalsOf(&clean).ZeroBound
+	if zb == nil || zb.Source != stats.AnyShape || !nearRel(zb.Hi, 1-math.Pow(0.05, 1.0/3)) || zb.Lo != 0 || zb.Point != 0 {
+		t.Errorf("zero bound: %+v, want for any burst shape, %.4f", zb, 1-math.Pow(0.05, 1.0/3))
 	}
 
-	empty := IntervalsOf(&VariantSummary{}, run)
+	empty := IntervalsOf(&VariantSummary{})
 	if !empty.DropRate.Empty || !empty.PerRollout.Empty || !empty.Measurable.Empty || empty.ZeroBound != nil {
 		t.Errorf("a row without requests or rollouts: %+v", empty)
 	}
@@ -66,15 +61,14 @@ func TestIntervalsOf(t *testing.T) {
 func nearRel(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
 
 // TestRowsCarryIntervals: every row Analyze returns has its intervals,
-// computed from its own tallies and the run's dispersion.
+// computed from its own tallies.
 func TestRowsCarryIntervals(t *testing.T) {
 	a, err := Analyze(analysistest.Write(t, analysistest.Run{}), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := a.Summary.Dispersion()
 	for _, v := range a.Summary.Variants {
-		if want := IntervalsOf(&v, run); !reflect.DeepEqual(v.Intervals, want) || v.Intervals.DropRate.Method != MethodOverRollouts {
+		if want := IntervalsOf(&v); !reflect.DeepEqual(v.Intervals, want) || v.Intervals.DropRate.Method != MethodOverRollouts {
 			t.Errorf("%s: intervals %+v, want %+v", v.Variant, v.Intervals, want)
 		}
 	}

@@ -18,17 +18,21 @@
 // the run never measured is a failure. A baseline that is not whole fails,
 // and a suspect one cannot pass.
 //
-// Drops come in bursts, one per rollout, so the rollout is the unit: a
-// rate limit is tested against the bounds over rollouts
-// (stats.BoundsOverRollouts), with the run's own burstiness for a row
-// that cannot measure its own, and assuming nothing about bursts (a
-// rollout drops all or nothing) when no rollout of the run dropped; a
-// comparison with a baseline is the one-sided test over rollouts
-// (stats.CompareRollouts). Every limit counts the drops connection reuse
+// Drops come in bursts, one per rollout, so the rollout is the unit, and
+// every mode's error rates are measured against ground truth
+// (harness/gate/opchar, docs/statistics.md): a rate limit is tested
+// against the bounds over the row's own rollouts (stats.BoundsOverRollouts),
+// never another row's, with drops never taken as calmer than a burstiness
+// floor, and a row without drops bounded for any burst shape unless a
+// burstiness is stated; a per-rollout limit (drops, the new pods' share)
+// is exact over rollouts at a tolerance (decideShare); a baseline is a
+// non-inferiority test of the rate ratio against a margin
+// (stats.RatioOverRollouts). Every limit counts the drops connection reuse
 // masked with those the client saw. A limit is broken only by drops the
 // variant's beyond the rig's doubt (see doubt): drops of a rollout the
 // rig was short of CPU for, or behind answers the pods gave that the
-// client never received, leave a breach inconclusive.
+// client never received (shared out over the rollouts, never granted
+// twice), leave a breach undecided.
 // TestCheckNeverPassesABrokenLimit
 // checks thousands of generated runs and limits against these rules.
 //

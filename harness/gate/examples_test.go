@@ -40,7 +40,7 @@ func TestShippedStarvedRig(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := result(t, r, "graceful-drain", CheckPerRollout)
-	if r.Verdict() != Inconclusive || res.Verdict != Inconclusive || !strings.Contains(res.Message, "the rig, not the variant, may have dropped them") {
+	if r.Verdict() != Inconclusive || res.Verdict != Inconclusive || !strings.Contains(res.Message, "only with drops the rig, not the variant, may have caused") {
 		t.Errorf("verdict %v; per rollout %+v: want inconclusive, naming the rig", r.Verdict(), res)
 	}
 }
@@ -64,10 +64,11 @@ func shipped(t *testing.T, name string) *analysis.Analysis {
 // The new pods' shares of results/README.md: with long-lived connections
 // (HTTP/1.1 keep-alive, h2c, gRPC without MaxConnectionAge) some rollout
 // of every row left a new pod at half an even share or less over the 30 s
-// after it, so --min-new-pod-share 0.6 fails every such row; gRPC with a
-// 10 s MaxConnectionAge (least 0.74) passes it, as do HTTP/1.1
-// keep-alive and h2c with the app's 10 s maximum connection age (least
-// 0.66 and 0.70). Every span is decided, and
+// after it, so --min-new-pod-share 0.6 --rollout-tolerance 0.01 fails
+// every such row; gRPC with a 10 s MaxConnectionAge (least 0.74) keeps
+// it in all 3 rollouts, as do HTTP/1.1 keep-alive and h2c with the app's
+// 10 s maximum connection age (least 0.66 and 0.70), which 3 rollouts
+// cannot show for 99 % of rollouts: inconclusive. Every span is decided, and
 // the pods' counters over it add up to the client's rate but for the calls
 // that failed in it (within 5%).
 func TestShippedNewPodShare(t *testing.T) {
@@ -90,7 +91,7 @@ func TestShippedNewPodShare(t *testing.T) {
 		{"max-connection-age/keep-alive", 800, []string{"max-connection-age"}, map[bool]span{false: {0, 0.83}, true: {0.66, 0.81}}},
 	} {
 		a := shipped(t, tc.run)
-		r, err := Check(a, Limits{Confidence: 0.95, MinNewPodShare: f64(0.6)})
+		r, err := Check(a, Limits{Confidence: 0.95, MinNewPodShare: f64(0.6), Tolerance: 0.01})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,9 +107,12 @@ func TestShippedNewPodShare(t *testing.T) {
 					t.Errorf("%s %s rollout %d: least-served new pod %.2f of an even share, want %.2f–%.2f", tc.run, v.Variant, ro.N, least, sp.lo, sp.hi)
 				}
 			}
+			// One rollout below shows more than 1 % of rollouts would be
+			// (at 95 %, 1 of 3 shows at least 1.7 %); none below in 3
+			// shows only that at most 63 % would be: undecided.
 			want := Fail
 			if slices.Contains(tc.balanced, v.Variant) {
-				want = Pass
+				want = Inconclusive
 				if v.Drops != 0 {
 					t.Errorf("%s %s: %d drops; a maximum connection age costs none", tc.run, v.Variant, v.Drops)
 				}
@@ -132,7 +136,7 @@ func TestShippedComparePods(t *testing.T) {
 	fixes := []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"}
 	five := int64(5)
 	check := func(a *analysis.Analysis) *Report {
-		r, err := Check(a, Limits{Confidence: 0.95, MaxDropsPerRollout: &five})
+		r, err := Check(a, Limits{Confidence: 0.95, MaxDropsPerRollout: &five, Tolerance: 0.01})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,8 +50,18 @@ type Limits struct {
 	// requests) allowed, tested against its upper confidence bound over
 	// rollouts.
 	MaxDropRate *float64
+	// Burstiness, when set, is the intraclass correlation ρ the rate gate
+	// assumes of a row's drops: the floor for a row that drops (in place
+	// of DefaultBurstiness) and the ρ that bounds a row that does not
+	// (without it, that bound holds for any burst shape).
+	Burstiness *float64
 	// MaxDropsPerRollout is the most any single rollout may drop.
 	MaxDropsPerRollout *int64
+	// Tolerance is the share of rollouts a per-rollout limit
+	// (MaxDropsPerRollout, MinNewPodShare) lets break it: it passes when
+	// the exact upper bound on the share that do is at most Tolerance. 0
+	// is DefaultTolerance.
+	Tolerance float64
 	// MinNewPodShare is the least share, as a fraction of an even share,
 	// every new pod must have answered in each rollout's balance span
 	// (analysis.Balance).
@@ -62,9 +72,16 @@ type Limits struct {
 	// Rows limits the check to these rows (variant names, or
 	// "NAME/introducing"); empty means every row.
 	Rows []string
-	// Baseline, when set, is a run every checked row must not be
-	// significantly worse than (per rollout).
+	// Baseline, when set, is a run every checked row's drop rate must be
+	// shown within Margin times of (non-inferiority over rollouts).
 	Baseline *analysis.Summary
+	// Margin is how many times the baseline's drop rate a row may have;
+	// 0 is DefaultMargin.
+	Margin float64
+	// BetweenRuns is the standard deviation of a run's log drop rate
+	// between runs beyond what its rollouts show (a day effect), which
+	// the baseline's ratio bounds include; 0 leaves it out, and says so.
+	BetweenRuns float64
 	// History, when set, holds every rollout of each row to a percentile
 	// of its own key's past rollouts.
 	History *HistoryLimit
@@ -147,6 +164,18 @@ func (l *Limits) Validate() error {
 	if r := l.MaxDropRate; r != nil && !(*r >= 0 && *r < 1) {
 		return usage("--max-drop-rate %v: give a rate of 0 or more and below 1, e.g. 0.0001 (a limit of 1 lets every request fail; NaN, infinite and negative limits check nothing)", *r)
 	}
+	if b := l.Burstiness; b != nil && !(*b >= 0 && *b <= 1) {
+		return usage("--burstiness %v: give an intraclass correlation from 0 (requests fail independently) to 1 (a rollout drops all its requests or none), e.g. 0.005", *b)
+	}
+	if m := l.Margin; !(m >= 0) || math.IsInf(m, 1) || m > 0 && m < 1 {
+		return usage("--baseline-margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2 (a margin below 1 asks the run to be better, which --max-drop-rate states directly)", m)
+	}
+	if d := l.BetweenRuns; !(d >= 0 && d < 5) {
+		return usage("--between-runs %v: give the standard deviation of a run's log drop rate between runs, 0 or more, e.g. 0.35 (runs differing by about 40 %%)", d)
+	}
+	if t := l.Tolerance; !(t >= 0 && t < 1) {
+		return usage("--rollout-tolerance %v: give the share of rollouts a per-rollout limit lets break it, above 0 and below 1, e.g. 0.25", t)
+	}
 	if n := l.MaxDropsPerRollout; n != nil && *n < 0 {
 		return usage("--max-drops-per-rollout %d: give a count of 0 or more", *n)
 	}
@@ -191,9 +220,12 @@ func Check(a *analysis.Analysis, l Limits) (*Report, error) {
 	for _, n := range unmeasured {
 		r.add(n, CheckMeasured, Fail, "the scenario asks for %s but the run never measured it; rerun it", n)
 	}
-	run := sum.Dispersion()
+	b := burstiness{rho: DefaultBurstiness}
+	if l.Burstiness != nil {
+		b = burstiness{rho: *l.Burstiness, stated: true}
+	}
 	for _, v := range rows {
-		checkRow(r, sum, v, l, base, run)
+		checkRow(r, sum, v, l, base, b)
 	}
 	return r, nil
 }
@@ -285,9 +317,9 @@ func checkBaselineRun(r *Report, b *analysis.Summary) {
 	}
 }
 
-// checkRow runs every limit on row v; run is the dispersion of the run's
-// drops, which a row that cannot measure its own borrows.
-func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Limits, base map[string]analysis.VariantSummary, run stats.Dispersion) {
+// checkRow runs every limit on row v; b is the burstiness the rate gate
+// assumes.
+func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Limits, base map[string]analysis.VariantSummary, b burstiness) {
 	row := v.Variant
 	if v.WindowRequests == 0 || len(v.Rollouts) == 0 {
 		r.add(row, CheckMeasured, Fail, "no requests in any rollout window: nothing was measured")
@@ -301,29 +333,30 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 	}
 	shared := sum.Cluster.Kind
 	if l.MaxDropRate != nil {
-		dropRate(r, v, *l.MaxDropRate, l.Confidence, run, shared)
+		dropRate(r, v, *l.MaxDropRate, l.Confidence, b, shared)
 	}
 	if l.MaxDropsPerRollout != nil {
 		n := *l.MaxDropsPerRollout
-		perRollout(r, v, rolloutLimit{check: CheckPerRollout, max: float64(n), what: fmt.Sprintf("the limit %d per rollout", n)}, l.Confidence, shared)
+		perRollout(r, v, rolloutLimit{check: CheckPerRollout, max: float64(n), what: fmt.Sprintf("the limit %d per rollout", n), tolerance: l.tolerance()}, l.Confidence, shared)
 	}
 	if l.History != nil {
 		fromHistory(r, v, *l.History, l.Confidence, shared)
 	}
 	if l.MinNewPodShare != nil {
-		balance(r, v, *l.MinNewPodShare, l.Confidence)
+		balance(r, v, *l.MinNewPodShare, l.tolerance(), l.Confidence)
 	}
-	if b, ok := base[row]; ok {
-		baseline(r, v, b, l.Confidence)
+	if bv, ok := base[row]; ok {
+		baseline(r, v, bv, l, b)
 	}
 }
 
 // balance holds every rollout of row v to limit: each new pod's share of
 // what the pods answered in the span after the rollout completed, as a
 // fraction of an even share. A rollout without a decided balance (not
-// measured, counts not exact, too few requests) makes the check
-// inconclusive unless another rollout fails it.
-func balance(r *Report, v analysis.VariantSummary, limit, conf float64) {
+// measured, counts not exact, too few requests) counts as under the limit
+// for a pass and as not for a failure; the verdict is exact over
+// rollouts at tolerance tol (decideShare).
+func balance(r *Report, v analysis.VariantSummary, limit, tol, conf float64) {
 	var under, unsure []string
 	least := math.Inf(1)
 	for _, ro := range v.Rollouts {
@@ -340,16 +373,17 @@ func balance(r *Report, v analysis.VariantSummary, limit, conf float64) {
 			}
 		}
 	}
-	switch {
-	case len(under) > 0:
-		r.add(v.Variant, CheckBalance, Fail, "%s: below %.2f of an even share (%d of %d rollouts)", strings.Join(under, "; "), limit, len(under), len(v.Rollouts))
-	case len(unsure) > 0:
-		r.add(v.Variant, CheckBalance, Inconclusive, "%s: cannot tell the new pods' shares; rerun with traffic.balance of at least 30s", strings.Join(unsure, "; "))
-	default:
-		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
-		r.add(v.Variant, CheckBalance, Pass, "the least-served new pod of %d rollouts answered %.2f of an even share: at least %.2f; at %s, up to %s of rollouts could still fall below it",
-			len(v.Rollouts), least, limit, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+	var said []string
+	if len(under) > 0 {
+		said = append(said, fmt.Sprintf("%s: below %.2f of an even share", strings.Join(under, "; "), limit))
 	}
+	if len(unsure) > 0 {
+		said = append(said, fmt.Sprintf("%s: the new pods' shares cannot be told (rerun with traffic.balance of at least 30s)", strings.Join(unsure, "; ")))
+	}
+	if len(said) == 0 {
+		said = append(said, fmt.Sprintf("the least-served new pod of %d rollouts answered %.2f of an even share: at least %.2f", len(v.Rollouts), least, limit))
+	}
+	decideShare(r, v.Variant, CheckBalance, strings.Join(said, "; "), len(under), len(unsure), len(v.Rollouts), tol, conf)
 }
 
 // leastPod names b's least-served pod and its share.
@@ -362,38 +396,36 @@ func leastPod(b *analysis.Balance) string {
 // dropRate tests the row's drop rate against limit with its one-sided
 // bounds over rollouts (stats.BoundsOverRollouts): pass when the upper
 // bound is at or below it, fail when the lower bound is above, otherwise
-// inconclusive with the rollouts it would take. A row without drops in a
-// run where no rollout dropped cannot tell how bursty a drop would be, so
-// its upper bound assumes the worst (a rollout drops all or nothing).
-func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run stats.Dispersion, shared bool) {
+// inconclusive with what would decide. The bounds rest on the row's own
+// rollouts, never on another row's, and assume drops at least as bursty
+// as b (the user's --burstiness, else DefaultBurstiness). A row without
+// drops is bounded with a stated burstiness only; without one, its bound
+// holds for any burst shape (a rollout drops all or nothing).
+func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, b burstiness, shared bool) {
 	rs := v.Counted()
 	var k, n uint64
 	for _, ro := range rs {
 		k, n = k+ro.Drops, n+ro.Requests
 	}
 	rate := float64(k) / float64(n)
-	lo, hi, est := stats.BoundsOverRollouts(rs, conf, run)
+	floor := b.floor()
+	if k == 0 && !b.stated {
+		floor = stats.Dispersion{}
+	}
+	lo, hi, est := stats.BoundsOverRollouts(rs, conf, floor)
 	pct := percent(conf)
 	how := fmt.Sprintf("drop rate %s (%s in %s requests over %d rollouts%s); at %s it is at most %s",
 		stats.FormatSig(rate, 2), stats.FormatCount(k), stats.FormatCount(n), len(rs), maskedNote(v), pct, stats.FormatSigUp(hi, 2))
-	decide := est.Dispersion
-	switch {
-	case k > 0 && est.Independent():
-		how += " (per request: no rollout of this run measured how bursty its drops are)"
-	case k > 0:
+	switch est.Source {
+	case stats.FromRow:
 		how += fmt.Sprintf(" over rollouts (drops %sx as bursty as independent requests)", stats.FormatSig(math.Max(1, est.Dispersion.Phi), 2))
-	case est.Independent():
-		perRequest := hi
-		sizes := make([]float64, len(rs))
-		for i, ro := range rs {
-			sizes[i] = float64(ro.Requests)
-		}
-		hi = stats.ZeroBoundOverRollouts(sizes, 1, conf)
-		decide = stats.Dispersion{Phi: 1, Rho: 1}
-		how = fmt.Sprintf("0 drops in %s requests over %d rollouts; per request the rate is at most %s at %s, but no rollout of this run dropped, so it cannot tell how bursty a drop would be: assuming nothing about bursts, at most %s",
-			stats.FormatCount(n), len(rs), stats.FormatSigUp(perRequest, 2), pct, stats.FormatSigUp(hi, 2))
-	default:
-		how += " over rollouts, for drops as bursty as this run's"
+	case stats.FromStated:
+		how += fmt.Sprintf(" over rollouts, for drops %s", b.says())
+	case stats.AnyShape:
+		how = fmt.Sprintf("0 drops in %s requests over %d rollouts; at %s at most %s of rollouts drop at all, whatever the shape of their bursts, so the rate is at most %s",
+			stats.FormatCount(n), len(rs), pct, stats.FormatSigUp(hi*100, 2)+"%", stats.FormatSigUp(hi, 2))
+	case stats.FromNothing:
+		how += ": one rollout cannot show how bursty its drops are, so nothing bounds the rate from above"
 	}
 	lim := stats.FormatSig(limit, 2)
 	switch {
@@ -401,28 +433,56 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, run sta
 		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the bounds could not be computed, so nothing is shown", how)
 	case hi <= limit && rate <= limit:
 		r.add(v.Variant, CheckDropRate, Pass, "%s: within the limit %s", how, lim)
-	case lo > limit && !provenAbove(v, rs, limit, conf, run, shared):
+	case lo > limit && !provenAbove(v, rs, limit, conf, floor, shared):
 		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with drops the rig, not the variant, may have dropped (in rollouts it was short of CPU for, or hiding answers the pods gave that the client never received); counting only the variant's beyond doubt, the limit is not shown broken; rerun on a quiet machine (or at a lower rate)",
 			how, stats.FormatSig(lo, 2), lim)
 	case lo > limit:
 		r.add(v.Variant, CheckDropRate, Fail, "%s, and at least %s: above the limit %s", how, stats.FormatSig(lo, 2), lim)
 	case rate > limit:
-		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the observed rate is above the limit %s, but not by enough to show the limit broken; %s", how, lim, need(rate, limit, conf, v, decide))
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the observed rate is above the limit %s, but not by enough to show the limit broken; %s", how, lim, need(rate, limit, conf, v, est.Dispersion, b))
 	default:
-		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: above the limit %s, so this run cannot show the limit is met; %s", how, lim, need(rate, limit, conf, v, decide))
+		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: above the limit %s, so this run cannot show the limit is met; %s", how, lim, need(rate, limit, conf, v, est.Dispersion, b))
 	}
+}
+
+// DefaultBurstiness is the least burstiness the rate gate assumes of a
+// row's drops, as an intraclass correlation ρ (the share of a rollout's
+// variance in drop rate that lies between rollouts): the drops droprun
+// measured on kind (compare-all, no-prestop and naive-shutdown, ρ 0.002-0.009).
+// A few rollouts of a bursty service often look calm; without the floor,
+// the gate passed 7-11 % of 1.5x breaches of heavy-tailed and rare, bursty
+// drops (docs/statistics.md).
+const DefaultBurstiness = 0.005
+
+// burstiness is what the rate gate assumes of a row's bursts: ρ, and
+// whether the user stated it.
+type burstiness struct {
+	rho    float64
+	stated bool
+}
+
+// floor is the least dispersion the bounds take.
+func (b burstiness) floor() stats.Dispersion { return stats.Stated(b.rho) }
+
+// says names the assumption, for a message.
+func (b burstiness) says() string {
+	if b.stated {
+		return fmt.Sprintf("as bursty as ρ %s (stated with --burstiness)", stats.FormatSig(b.rho, 2))
+	}
+	return fmt.Sprintf("at least as bursty as ρ %s (the gate's floor; its own rollouts looked calmer)", stats.FormatSig(b.rho, 2))
 }
 
 // provenAbove reports whether the row's drop rate is shown above limit
 // with each rollout's drops cut to those the variant's beyond the rig's
 // doubt (rs is v.Counted(); shared as for doubt).
-func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, run stats.Dispersion, shared bool) bool {
+func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, floor stats.Dispersion, shared bool) bool {
 	cut := slices.Clone(rs)
+	grants := unreceivedShares(v)
 	for k, ro := range v.Rollouts {
-		d, _ := doubt(v, ro, cut[k].Drops, shared)
+		d, _ := doubt(v, ro, grants[k], cut[k].Drops, shared)
 		cut[k].Drops -= d
 	}
-	lo, _, _ := stats.BoundsOverRollouts(cut, conf, run)
+	lo, _, _ := stats.BoundsOverRollouts(cut, conf, floor)
 	return lo > limit
 }
 
@@ -436,13 +496,13 @@ func maskedNote(v analysis.VariantSummary) string {
 }
 
 // need says how many rollouts would decide a rate limit, at the rate seen
-// and with the dispersion d the bound used.
-func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersion) string {
+// and with the dispersion d the bound used (b: what the gate assumed).
+func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersion, b burstiness) string {
 	perRollout := float64(v.WindowRequests) / float64(len(v.Rollouts))
 	n := stats.RolloutsToDecide(rate, limit, conf, perRollout, d)
 	more := ""
 	if d.Rho >= 1 {
-		more = ", or far fewer with a variant in the scenario that drops (the run then measures how bursty drops are), or gate on --max-drops-per-rollout 0"
+		more = fmt.Sprintf(", or state how bursty its drops would be with --burstiness (ρ: 0 when requests fail independently, 1 when a rollout drops all or nothing; drops measured on kind had 0.002-0.009, and %s is the gate's floor for rows that drop)", stats.FormatSig(DefaultBurstiness, 2))
 	}
 	switch {
 	case limit == 0:
@@ -463,6 +523,9 @@ type rolloutLimit struct {
 	max    float64
 	byRate bool
 	what   string
+	// tolerance is the share of rollouts allowed to break it (exact
+	// verdict); 0 holds every rollout to it (the history's limit).
+	tolerance float64
 }
 
 // value is what the limit holds a rollout's drops of requests to.
@@ -484,20 +547,23 @@ func (l rolloutLimit) amount(drops, requests uint64) string {
 	return stats.FormatCount(drops)
 }
 
-// perRollout fails a row one of whose rollouts dropped more than lim.
-// A pass says how often a rollout could still break it, at conf. A
-// rollout breaks it only with drops of the variant's beyond the rig's
-// doubt (doubt; shared as there); one that breaks it only with drops the
-// rig may have caused is inconclusive.
+// perRollout holds every rollout of row v to lim. A rollout breaks it only
+// with drops of the variant's beyond the rig's doubt (doubt; shared as
+// there); one that breaks it only with drops the rig may have caused
+// counts as breaking it for a pass and as not for a failure. With a
+// tolerance (lim.tolerance > 0) the verdict is exact over rollouts
+// (decideShare); without one (the history's limit) a rollout above it
+// fails the row, and a pass says how often a rollout could still break it.
 func perRollout(r *Report, v analysis.VariantSummary, lim rolloutLimit, conf float64, shared bool) {
 	var over, unsure []string
 	var worst stats.Rollout
+	grants := unreceivedShares(v)
 	for k, ro := range v.Counted() {
 		rs := v.Rollouts[k]
 		if k == 0 || lim.value(ro.Drops, ro.Requests) > lim.value(worst.Drops, worst.Requests) {
 			worst = ro
 		}
-		d, why := doubt(v, rs, ro.Drops, shared)
+		d, why := doubt(v, rs, grants[k], ro.Drops, shared)
 		switch {
 		case !lim.over(ro.Drops, ro.Requests):
 		case d == 0:
@@ -508,6 +574,20 @@ func perRollout(r *Report, v analysis.VariantSummary, lim rolloutLimit, conf flo
 			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s %s", rs.N, lim.amount(ro.Drops, ro.Requests), why))
 		}
 	}
+	most := fmt.Sprintf("the most any of %d rollouts dropped is %s", len(v.Rollouts), lim.amount(worst.Drops, worst.Requests))
+	if lim.tolerance > 0 {
+		var broke string
+		if len(over)+len(unsure) > 0 {
+			broke = strings.Join(append(slices.Clone(over), unsure...), "; ") + ": above " + lim.what
+			if len(unsure) > 0 {
+				broke += fmt.Sprintf(" (%d of them only with drops the rig, not the variant, may have caused; rerun on a quiet machine, or at a lower rate)", len(unsure))
+			}
+		} else {
+			broke = most + ": within " + lim.what
+		}
+		decideShare(r, v.Variant, lim.check, broke, len(over), len(unsure), len(v.Rollouts), lim.tolerance, conf)
+		return
+	}
 	switch {
 	case len(over) > 0:
 		r.add(v.Variant, lim.check, Fail, "%s: above %s (%d of %d rollouts)", strings.Join(over, ", "), lim.what, len(over), len(v.Rollouts))
@@ -515,8 +595,37 @@ func perRollout(r *Report, v analysis.VariantSummary, lim rolloutLimit, conf flo
 		r.add(v.Variant, lim.check, Inconclusive, "%s: above %s, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, "; "), lim.what)
 	default:
 		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
-		r.add(v.Variant, lim.check, Pass, "the most any of %d rollouts dropped is %s: within %s; at %s, up to %s of rollouts could still break it",
-			len(v.Rollouts), lim.amount(worst.Drops, worst.Requests), lim.what, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+		r.add(v.Variant, lim.check, Pass, "%s: within %s; at %s, up to %s of rollouts could still break it",
+			most, lim.what, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
+	}
+}
+
+// decideShare decides a per-rollout limit from the share of rollouts that
+// break it, exactly (Clopper-Pearson, one-sided at conf): of n rollouts,
+// over broke it beyond doubt and unsure only with the rig's doubt. It
+// passes when the upper bound on the share, counting the unsure as
+// breaking, is at most tol; fails when the lower bound, counting only
+// over, is above tol; and is otherwise inconclusive, saying how many more
+// rollouts without a breach would pass it. said is what the rollouts
+// showed, for the message.
+func decideShare(r *Report, row, check, said string, over, unsure, n int, tol, conf float64) {
+	lo, _ := stats.OneSided(uint64(over), uint64(n), conf)
+	_, hi := stats.OneSided(uint64(over+unsure), uint64(n), conf)
+	share := func(x float64) string { return stats.FormatSig(x*100, 2) + "%" }
+	tolerance := fmt.Sprintf("the tolerance %s of rollouts (--rollout-tolerance)", share(tol))
+	switch {
+	case hi <= tol:
+		r.add(row, check, Pass, "%s; at %s at most %s of rollouts break it (exact, over %d rollouts): within %s", said, percent(conf), stats.FormatSigUp(hi*100, 2)+"%", n, tolerance)
+	case lo > tol:
+		r.add(row, check, Fail, "%s; at %s at least %s of rollouts break it (exact, %d of %d here): above %s", said, percent(conf), share(lo), over, n, tolerance)
+	default:
+		more := stats.CleanTrialsToPass(uint64(over+unsure), uint64(n), tol, conf)
+		what := fmt.Sprintf("%d more rollout(s) without a breach would show it met (traffic.rollouts %d in all)", more, n+more)
+		if more == math.MaxInt || more < 0 {
+			what = "no number of rollouts shows it met"
+		}
+		r.add(row, check, Inconclusive, "%s; at %s between %s and %s of rollouts break it (exact, %d of %d here), so this run cannot tell whether %s is kept: %s, or raise --rollout-tolerance",
+			said, percent(conf), share(lo), stats.FormatSigUp(hi*100, 2)+"%", over+unsure, n, tolerance, what)
 	}
 }
 
@@ -557,26 +666,27 @@ func percentOf(x float64) string { return stats.FormatPercent(x, 2) }
 // the variant, may have caused, and why. A rollout the rig was short of
 // CPU for (starved) may owe it every drop but the proven ones. A row whose
 // pods answered 2xx the client never received (Unreceived) may owe it up
-// to that many of the rollout's timeouts, resets and EOFs that no race
-// window accounts for: the answers came, the client or the host's path to
-// the cluster lost them. The pods' count is over the whole run, so each
-// rollout is granted all of it. On a cluster that shares the rig's CPU
-// (shared), answers lost so are the host starving the pods or the client,
-// so that rollout's drops inside race windows prove nothing either, as in
-// a starved one; its other drops still count. Through a front that logs
-// every request, the drops it logged as answered 2xx (HopFrontAnswered) are
-// lost answers the same way, known one by one.
-func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, shared bool) (uint64, string) {
+// to that many timeouts, resets and EOFs that no race window accounts for:
+// the answers came, the client or the host's path to the cluster lost
+// them. The pods' count is over the whole run, so it is shared out across
+// the rollouts (unreceivedShares) and this one may owe it grant of them.
+// On a cluster that shares the rig's CPU (shared), answers lost so are the
+// host starving the pods or the client, so that rollout's drops inside
+// race windows prove nothing either, as in a starved one; its other drops
+// still count. Through a front that logs every request, the drops it
+// logged as answered 2xx (HopFrontAnswered) are lost answers the same
+// way, known one by one.
+func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, grant, drops uint64, shared bool) (uint64, string) {
 	var n uint64
 	var why []string
 	if starved(ro) {
 		n = drops - min(drops, proven(ro, shared))
 		why = append(why, fmt.Sprintf("while the rig was short of CPU (%s), %s of them inside a race window%s", starvedWhy(ro), stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro))))
 	}
-	u := ro.Unaccounted()
-	if h := min(u, v.Unreceived); h > 0 {
-		w := fmt.Sprintf("while the pods answered %s 2xx the client never received, which %s of its timeouts, resets and EOFs outside every race window may hide",
-			stats.FormatCount(v.Unreceived), stats.FormatCount(u))
+	if grant > 0 {
+		w := fmt.Sprintf("while the pods answered %s 2xx the client never received, %s of which may hide among this rollout's %s timeouts, resets and EOFs outside every race window (the rest shared out over the other rollouts)",
+			stats.FormatCount(v.Unreceived), stats.FormatCount(grant), stats.FormatCount(ro.Unaccounted()))
+		h := grant
 		if shared {
 			h += raced(ro)
 			w += fmt.Sprintf(", %s of them inside a race window%s", stats.FormatCount(raced(ro)), sharedNote(shared, raced(ro)))
@@ -596,6 +706,28 @@ func doubt(v analysis.VariantSummary, ro analysis.RolloutSummary, drops uint64, 
 		why = append(why, w)
 	}
 	return min(n, drops), strings.Join(why, ", and ")
+}
+
+// unreceivedShares shares row v's Unreceived answers out across its
+// rollouts, so that none is granted twice: each rollout may owe at most
+// its own unaccounted drops (analysis.RolloutSummary.Unaccounted), and the
+// rollouts with the most take theirs first (the allotment that leaves the
+// most rollouts in doubt where it matters, the largest drops).
+func unreceivedShares(v analysis.VariantSummary) []uint64 {
+	out := make([]uint64, len(v.Rollouts))
+	order := make([]int, len(v.Rollouts))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(v.Rollouts[b].Unaccounted(), v.Rollouts[a].Unaccounted())
+	})
+	left := v.Unreceived
+	for _, k := range order {
+		out[k] = min(left, v.Rollouts[k].Unaccounted())
+		left -= out[k]
+	}
+	return out
 }
 
 // starved reports whether the rig was short of CPU during rollout ro: a
@@ -649,23 +781,44 @@ func sharedNote(shared bool, raced uint64) string {
 	return " (the kind nodes share the rig's CPU, so a starved rig slows their kube-proxy too and opens race windows of its own)"
 }
 
-// baseline fails a row that drops significantly more than the baseline's,
-// over rollouts (the one-sided test over rollouts, stats.CompareRollouts);
-// when the rollouts cannot measure how bursty the drops are, it is
-// inconclusive.
-func baseline(r *Report, v, b analysis.VariantSummary, conf float64) {
-	this, then := v.Counted(), b.Counted()
-	t := stats.CompareRollouts(this, then)
+// baseline is the non-inferiority test of row v against the baseline's
+// row b: it passes when the upper bound on the rate ratio (this run's
+// drop rate over the baseline's) is at most margin, fails when the lower
+// bound is above it, and is otherwise inconclusive. The ratio's bounds
+// are each side's one-sided bounds over rollouts at 1 − (1 − conf)/2
+// (stats.BoundsOverRollouts with burstiness b; Bonferroni, so together
+// they hold at conf): hi = this run's upper over the baseline's lower, lo
+// = this run's lower over the baseline's upper. A baseline without drops
+// bounds no ratio. No variation between runs beyond their rollouts' is
+// included, and the message says so.
+func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) {
+	this, then := v.Counted(), bv.Counted()
+	floor, margin, conf := b.floor(), l.margin(), l.Confidence
+	ratio, lo, hi, _ := stats.RatioOverRollouts(this, then, conf, floor, l.BetweenRuns)
+	if rateOf(this) == 0 && !b.stated {
+		// No drops: its bound is for any burst shape, as --max-drop-rate's.
+		_, _, hi, _ = stats.RatioOverRollouts(this, then, conf, stats.Dispersion{}, l.BetweenRuns)
+	}
+	bLo, _, _ := stats.BoundsOverRollouts(then, conf, floor)
 	rates := fmt.Sprintf("this run %s per request over %d rollouts, the baseline %s over %d", stats.FormatSig(rateOf(this), 2), len(this), stats.FormatSig(rateOf(then), 2), len(then))
+	m := stats.FormatSig(margin, 2)
+	method := fmt.Sprintf("quasi-Poisson bound on the log ratio over rollouts, for drops %s; ", b.says())
+	if l.BetweenRuns > 0 {
+		method += fmt.Sprintf("with runs differing by a factor of e^%s beyond their rollouts (--between-runs)", stats.FormatSig(l.BetweenRuns, 2))
+	} else {
+		method += "variation between runs beyond their rollouts' is not included: runs measured apart often differ by more, so state it with --between-runs SD"
+	}
 	switch {
-	case v.Drops+v.Masked == 0:
-		r.add(v.Variant, CheckBaseline, Pass, "no drops in this run: not worse than the baseline (%s)", rates)
-	case math.IsNaN(t.Greater):
-		r.add(v.Variant, CheckBaseline, Inconclusive, "cannot compare with the baseline over rollouts (%s): neither run dropped in two or more rollouts, so neither shows how bursty the drops are; run at least 2 rollouts", rates)
-	case t.Greater < 1-conf:
-		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline: %s; one-sided test over rollouts %s, drops %sx as bursty as independent requests", rates, stats.FormatP(t.Greater), stats.FormatSig(math.Max(1, t.Dispersion.Phi), 2))
+	case rateOf(then) == 0 || bLo == 0:
+		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: the baseline's rate is not shown above 0, so no ratio to it can be bounded; hold this run to an absolute limit instead (--max-drop-rate, --max-drops-per-rollout)", rates)
+	case math.IsNaN(hi) || math.IsNaN(lo):
+		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: the bounds could not be computed", rates)
+	case hi <= margin:
+		r.add(v.Variant, CheckBaseline, Pass, "%s: rate ratio %s, at %s at most %s, within the margin %sx (--baseline-margin; %s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSigUp(hi, 2), m, method)
+	case lo > margin:
+		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline by more than the margin %sx (--baseline-margin): %s: rate ratio %s, at %s at least %s (%s)", m, rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
 	default:
-		r.add(v.Variant, CheckBaseline, Pass, "not significantly worse than the baseline: %s; one-sided test over rollouts %s", rates, stats.FormatP(t.Greater))
+		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--baseline-margin) nor beyond it: measure more rollouts in both runs (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, method)
 	}
 }
 
@@ -698,3 +851,29 @@ func quoteList(names []string) string {
 }
 
 func percent(conf float64) string { return stats.FormatPercent(conf, 3) }
+
+// DefaultTolerance is the share of rollouts a per-rollout limit tolerates
+// breaking it, unless told otherwise: at most three rollouts in ten. Nine
+// rollouts without a breach show it at 95 %; three show only that at most
+// 63 % of rollouts break it.
+const DefaultTolerance = 0.3
+
+// tolerance is l.Tolerance, or DefaultTolerance when unset.
+func (l Limits) tolerance() float64 {
+	if l.Tolerance == 0 {
+		return DefaultTolerance
+	}
+	return l.Tolerance
+}
+
+// DefaultMargin is how many times the baseline's drop rate a run may
+// have and still pass --baseline, unless told otherwise.
+const DefaultMargin = 2.0
+
+// margin is l.Margin, or DefaultMargin when unset.
+func (l Limits) margin() float64 {
+	if l.Margin == 0 {
+		return DefaultMargin
+	}
+	return l.Margin
+}

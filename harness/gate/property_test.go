@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
 )
 
 // genRow draws a row of 1–6 rollouts: clean, a few drops, or bursts, with
@@ -128,10 +129,17 @@ func TestCheckNeverPassesABrokenLimit(t *testing.T) {
 			if l.MaxDropRate != nil && float64(k)/float64(v.WindowRequests) > *l.MaxDropRate {
 				why("%s's own rate %d/%d (masked included) is above %v", v.Variant, k, v.WindowRequests, *l.MaxDropRate)
 			}
+			over := 0
 			for _, ro := range v.Rollouts {
 				if l.MaxDropsPerRollout != nil && int64(ro.Window.Failures+ro.Window.Masked) > *l.MaxDropsPerRollout {
-					why("%s's rollout %d dropped %d (masked included), above %d", v.Variant, ro.N, ro.Window.Failures+ro.Window.Masked, *l.MaxDropsPerRollout)
+					over++
 				}
+			}
+			// A per-rollout limit passes only when the exact upper bound
+			// on the share of rollouts breaking it, every rollout above
+			// it counted, is within the tolerance.
+			if _, hi := stats.OneSided(uint64(over), uint64(len(v.Rollouts)), l.Confidence); l.MaxDropsPerRollout != nil && hi > l.tolerance() {
+				why("%s: %d of %d rollouts above %d (masked included), up to %.3f of rollouts, above the tolerance %v", v.Variant, over, len(v.Rollouts), *l.MaxDropsPerRollout, hi, l.tolerance())
 			}
 		}
 	}
@@ -157,49 +165,56 @@ func TestCheckNeverPassesABrokenLimit(t *testing.T) {
 }
 
 // TestNewPodShareNeverPassesABrokenLimit: over thousands of generated
-// rows, --min-new-pod-share never passes a row with a rollout whose
-// least-served new pod is under the limit, nor one with a rollout it has
-// no decided share for; and it passes every row whose rollouts are all
-// decided and at or above it.
+// rows and tolerances, --min-new-pod-share is exact over rollouts: it
+// passes exactly when the upper bound on the share of rollouts under the
+// limit, every undecided rollout counted as under, is within the
+// tolerance; fails exactly when the lower bound, counting the rollouts
+// under it alone, is above it; and is otherwise inconclusive.
 func TestNewPodShareNeverPassesABrokenLimit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 1))
-	passes := 0
+	counts := map[Verdict]int{}
 	for range 5000 {
 		limit := rng.Float64()
-		v := row("graceful-drain", 1000, make([]uint64, 1+rng.IntN(6))...)
-		broken, unsure := false, false
+		tol := []float64{0.01, 0.1, 0.3, 0.5}[rng.IntN(4)]
+		v := row("graceful-drain", 1000, make([]uint64, 1+rng.IntN(12))...)
+		under, unsure := 0, 0
 		for k := range v.Rollouts {
 			switch rng.IntN(8) {
 			case 0:
-				unsure = true // not measured
+				unsure++ // not measured
 			case 1:
-				unsure = true
+				unsure++
 				v.Rollouts[k].Balance = &analysis.Balance{Least: rng.Float64(), Undecided: "too few requests"}
 			default:
-				least := rng.Float64()
-				broken = broken || least < limit
+				least := 1 - rng.Float64()*rng.Float64()*rng.Float64()
+				if least < limit {
+					under++
+				}
 				v.Rollouts[k].Balance = &analysis.Balance{Seconds: 30, Answered: 100, Least: least,
 					Pods: []analysis.PodShare{{Pod: "web-a", Answered: 50, OfEven: least}, {Pod: "web-b", Answered: 50, OfEven: 2 - least}}}
 			}
 		}
-		rep, err := Check(run(v), Limits{MinNewPodShare: &limit, Confidence: 0.95})
+		rep, err := Check(run(v), Limits{MinNewPodShare: &limit, Tolerance: tol, Confidence: 0.95})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := result(t, rep, "graceful-drain", CheckBalance).Verdict
+		n := uint64(len(v.Rollouts))
+		lo, _ := stats.OneSided(uint64(under), n, 0.95)
+		_, hi := stats.OneSided(uint64(under+unsure), n, 0.95)
+		want := Inconclusive
 		switch {
-		case broken && got != Fail:
-			t.Fatalf("limit %.3f: a rollout under it, verdict %s", limit, got)
-		case !broken && unsure && got != Inconclusive:
-			t.Fatalf("limit %.3f: an undecided rollout, verdict %s", limit, got)
-		case !broken && !unsure && got != Pass:
-			t.Fatalf("limit %.3f: every rollout at or above it, verdict %s", limit, got)
+		case hi <= tol:
+			want = Pass
+		case lo > tol:
+			want = Fail
 		}
-		if got == Pass {
-			passes++
+		if got != want {
+			t.Fatalf("limit %.3f, tolerance %v: %d of %d rollouts under it, %d undecided: verdict %s, want %s", limit, tol, under, n, unsure, got, want)
 		}
+		counts[got]++
 	}
-	if passes == 0 {
-		t.Error("no generated row passed: the property checked nothing")
+	if counts[Pass] == 0 || counts[Fail] == 0 || counts[Inconclusive] == 0 {
+		t.Errorf("verdicts %v: the generator no longer reaches every verdict", counts)
 	}
 }

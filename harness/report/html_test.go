@@ -415,7 +415,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	for name, wants := range map[string][]string{
 		"no-prestop": {"It dropped 2,250 of 48,000 requests", "in 3 of 3 rollouts, at most 800 in one", "mostly 000:refused (93%)",
 			"That is the expected result: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
-		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: rate < 0.0002 at 95% over rollouts, for drops as bursty as this run's)", "That is what the fix predicts", "fails its readiness probe", "graceful-drain drops less than no-prestop (test over 3 rollouts"},
+		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: at most 64% of rollouts drop at all at 95%, whatever the shape of their bursts (per request, as if requests failed independently, rate < 5e-5))", "That is what the fix predicts", "fails its readiness probe", "graceful-drain drops less than no-prestop (test over 3 rollouts"},
 		"prestop-sleep": {"It dropped 3,793 of 60,000 requests", "in 1 of 3 rollouts; all 000:timeout", "The fix predicts no drops, and this row dropped anyway", "Every drop is a timeout", "flagged suspect",
 			"3,793 timeouts were in flight while the rig stalled and are excused; without them the windows dropped 0 of 56,207 requests."},
 		"prestop-exec-distroless": {"mostly 000:timeout (65%)", "though most drops here are timeouts", "FailedPreStopHook"},

@@ -80,13 +80,21 @@ func Rows(sum *analysis.Summary) []Row {
 	return rows
 }
 
-// zeroBound words a clean row's bound and what it rests on.
+// zeroBound words a clean row's bound and what it rests on: a row that
+// dropped nothing is bounded for any burst shape (its own rollouts cannot
+// say how bursty a drop would be, and no other row's bursts are
+// borrowed), with the per-request bound beside it, labelled.
 func zeroBound(requests uint64, zb *analysis.RateInterval) string {
+	if zb.Source == stats.AnyShape {
+		perRequest := stats.UpperBoundZero(requests, zb.Confidence)
+		return fmt.Sprintf("0 in %s requests: at most %s of rollouts drop at all at %s, whatever the shape of their bursts (per request, as if requests failed independently, rate < %s)",
+			stats.FormatCount(requests), stats.FormatSigUp(zb.Hi*100, 2)+"%", stats.FormatPercent(zb.Confidence, 3), stats.FormatSigUp(perRequest, 2))
+	}
 	s := stats.FormatZeroBound(requests, zb.Hi, zb.Confidence)
 	if zb.PerRequest() {
-		return s + " per request (no rollout of this run dropped, so it cannot say how bursty drops are)"
+		return s + " per request (no rollout measured how bursty drops are)"
 	}
-	return s + " over rollouts, for drops as bursty as this run's"
+	return s + " over rollouts"
 }
 
 // IntervalNote says, under a table, what its intervals are; with a row

@@ -66,9 +66,13 @@
 //   - DispersionOf measures the bursts: Pearson's φ over the rollouts of
 //     each variant (and ρ, which carries it to rollouts of another size).
 //   - RateOverRollouts is the quasi-binomial Wilson interval (K/φ drops in
-//     N/φ requests, Student's t on φ's degrees of freedom); without drops,
-//     the beta-binomial bound ZeroBoundOverRollouts with the run's ρ.
-//   - BoundsOverRollouts is the one-sided pair a gate tests limits against.
+//     N/φ requests, Student's t on φ's degrees of freedom) on the row's own
+//     rollouts; without drops, the bound for any burst shape, or the
+//     beta-binomial bound ZeroBoundOverRollouts with a stated ρ.
+//   - BoundsOverRollouts is the one-sided pair a gate tests limits against,
+//     never calmer than a stated floor.
+//   - RatioOverRollouts bounds a rate ratio (the baseline's
+//     non-inferiority test).
 //   - CompareRollouts is the quasi-binomial likelihood-ratio test: the
 //     deviance between two variants divided by φ, on t with φ's degrees of
 //     freedom. It uses the thousands of requests inside each rollout and

@@ -190,3 +190,22 @@ func firstDecided(decided func(n uint64) bool, limit uint64) int {
 	}
 	return int(hi)
 }
+
+// CleanTrialsToPass is how many more trials without a success would put
+// the exact one-sided upper bound at conf on the proportion of k successes
+// in n trials at or below tol: 0 when it already is, math.MaxInt past a
+// million, -1 for tol outside (0, 1) or k > n. It is what a per-rollout
+// limit says when it cannot yet pass: the rollouts without a breach that
+// would show the share of rollouts breaking it is within the tolerance.
+func CleanTrialsToPass(k, n uint64, tol, conf float64) int {
+	if !validConf(conf) || !(tol > 0 && tol < 1) || k > n {
+		return -1
+	}
+	if _, hi := OneSided(k, n, conf); hi <= tol {
+		return 0
+	}
+	return firstDecided(func(m uint64) bool {
+		_, hi := OneSided(k, n+m, conf)
+		return hi <= tol
+	}, 1_000_000)
+}

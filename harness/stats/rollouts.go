@@ -87,90 +87,81 @@ func DispersionOf(groups ...[]Rollout) Dispersion {
 // maxRho keeps ρ below 1, where every rollout drops all or nothing.
 const maxRho = 1 - 1e-9
 
-// DispersionSource says which rollouts measured the dispersion an
-// interval used.
+// DispersionSource says what the dispersion an interval used rests on.
 type DispersionSource string
 
 const (
 	// FromRow: the row's own rollouts (it dropped in some, and had two or
 	// more).
 	FromRow DispersionSource = "row"
-	// FromRun: the rollouts of the run's other rows that dropped (ρ carried
-	// over), because the row's own cannot measure it: it dropped nothing,
-	// or had one rollout.
-	FromRun DispersionSource = "run"
-	// FromNothing: no rollout of the run measured it, so the interval
-	// treats requests as independent, and says so.
+	// FromStated: a dispersion stated for the row (by the user, or the
+	// least burstiness the gate assumes), because the row's own rollouts
+	// cannot measure it or measured less.
+	FromStated DispersionSource = "stated"
+	// AnyShape: the row dropped nothing and no dispersion was stated, so
+	// the bound holds for drops of any burst shape: a rollout that drops
+	// all its requests or none (1 − (1 − conf)^(1/R)), which bounds the
+	// share of rollouts that drop at all as well as the rate.
+	AnyShape DispersionSource = "any"
+	// FromNothing: one rollout with drops and nothing stated, so the
+	// interval treats requests as independent, and says so.
 	FromNothing DispersionSource = "none"
 )
 
 // RolloutRate is a drop rate with its interval over rollouts.
 type RolloutRate struct {
 	Interval
-	// Dispersion is the dispersion the interval used, and Source the
-	// rollouts that measured it.
+	// Dispersion is the dispersion the interval used, and Source what it
+	// rests on.
 	Dispersion Dispersion
 	Source     DispersionSource
 }
 
 // Independent reports that the interval had to treat requests as
-// independent (no rollout measured the dispersion): it is then as narrow
-// as a per-request interval and must say so beside its number.
+// independent (nothing measured or stated the dispersion): it is then as
+// narrow as a per-request interval and must say so beside its number.
 func (r RolloutRate) Independent() bool { return r.Source == FromNothing }
 
 // RateOverRollouts returns the drop rate of rs (drops over requests) with
 // a two-sided interval at conf that treats the rollout, not the request,
-// as the independent sample. run is the dispersion of the run's rows
-// (DispersionOf over all of them), used when rs cannot measure its own.
+// as the independent sample. It rests on the row's own rollouts alone,
+// never on another row's: stated is a dispersion stated for this row (by
+// the user; not Measured: none), used when rs cannot measure its own.
 //
 //   - With drops, it is the quasi-binomial Wilson interval: the Wilson
 //     interval of K/φ drops in N/φ requests, with Student's t on the
 //     dispersion's degrees of freedom in place of the normal quantile, so
 //     three rollouts (2 degrees of freedom) give the wide interval three
 //     samples deserve.
-//   - Without drops, it is [0, ZeroBoundOverRollouts] at conf, one-sided:
-//     the rate a beta-binomial with the run's ρ could have and still give
-//     every rollout zero drops (1 − conf of the time).
+//   - Without drops, it is [0, hi] one-sided at conf: with a stated ρ the
+//     rate a beta-binomial with that ρ could have and still give every
+//     rollout zero drops (1 − conf of the time); without one, the bound
+//     for any burst shape, 1 − (1 − conf)^(1/R) (AnyShape).
 //
-// The Source says where the dispersion came from; FromNothing means the
-// interval is per request. For no requests it is Empty; for conf outside
-// (0, 1), NaN.
-func RateOverRollouts(rs []Rollout, conf float64, run Dispersion) RolloutRate {
-	return overRollouts(rs, run, conf, 1-(1-conf)/2)
+// For no requests it is Empty; for conf outside (0, 1), NaN.
+func RateOverRollouts(rs []Rollout, conf float64, stated Dispersion) RolloutRate {
+	return overRollouts(rs, stated, conf, 1-(1-conf)/2, false)
 }
 
 // BoundsOverRollouts returns the one-sided bounds at conf on the drop rate
-// of rs, over rollouts as RateOverRollouts: the rate is at least lo with
-// confidence conf, and at most hi with confidence conf. A gate tests a
-// limit against them. When the row measured its own dispersion and the run
-// did too, hi is the larger of the bounds with either: rare drops in few
-// rollouts (a handful in one, none in the others) understate their own
-// burstiness, and the bound with the row's own alone then covers the true
-// rate only about 82% of the time (docs/statistics.md).
-func BoundsOverRollouts(rs []Rollout, conf float64, run Dispersion) (lo, hi float64, r RolloutRate) {
-	r = overRollouts(rs, run, conf, conf)
-	if r.Source == FromRow && run.Measured() {
-		k, n := totals(rs)
-		phi := run.At(float64(n) / float64(rolloutsWithRequests(rs)))
-		r.Hi = math.Max(r.Hi, quasiWilson(k, n, phi, run.DF, conf).Hi)
-	}
+// of rs that a gate tests a limit against: the rate is at least lo with
+// confidence conf, and at most hi with confidence conf. floor is the
+// least burstiness the bounds assume (not Measured: none); a row whose own
+// rollouts measured less takes the floor, because a few rollouts of a
+// bursty service often look calm (docs/statistics.md measures how often).
+// A row without drops is bounded as RateOverRollouts bounds it, with the
+// floor as the stated ρ; one rollout with drops is bounded below by
+// Markov's inequality (a rollout's rate is x or more with probability at
+// most μ/x, so μ ≥ (1 − conf)·x) and above by 1 without a floor.
+func BoundsOverRollouts(rs []Rollout, conf float64, floor Dispersion) (lo, hi float64, r RolloutRate) {
+	r = overRollouts(rs, floor, conf, conf, true)
 	return r.Lo, r.Hi, r
 }
 
-// rolloutsWithRequests counts the rollouts that sent anything.
-func rolloutsWithRequests(rs []Rollout) int {
-	m := 0
-	for _, r := range rs {
-		if r.Requests > 0 {
-			m++
-		}
-	}
-	return m
-}
-
-// overRollouts computes RateOverRollouts with the quantile q of each bound
+// overRollouts computes RateOverRollouts (floored false) and
+// BoundsOverRollouts (floored true) with the quantile q of each bound
 // (1 − tail), conf only checked.
-func overRollouts(rs []Rollout, run Dispersion, conf, q float64) RolloutRate {
+func overRollouts(rs []Rollout, stated Dispersion, conf, q float64, floored bool) RolloutRate {
 	if !validConf(conf) {
 		return RolloutRate{Interval: nanInterval(), Source: FromNothing}
 	}
@@ -188,27 +179,50 @@ func overRollouts(rs []Rollout, run Dispersion, conf, q float64) RolloutRate {
 	if n == 0 {
 		return RolloutRate{Interval: emptyInterval(0, 1), Source: FromNothing}
 	}
+	nbar := float64(n) / float64(len(sizes))
 	if k == 0 {
-		out := RolloutRate{Source: FromNothing, Dispersion: Dispersion{Phi: 1}}
-		rho := 0.0
-		if run.Measured() {
-			out.Source, out.Dispersion, rho = FromRun, run, run.Rho
+		if stated.Measured() {
+			return RolloutRate{Source: FromStated, Dispersion: stated, Interval: Interval{Hi: zeroBound(sizes, stated.Rho, 1-q)}}
 		}
-		out.Interval = Interval{Hi: zeroBound(sizes, rho, 1-q)}
-		return out
+		return RolloutRate{Source: AnyShape, Dispersion: Dispersion{Phi: nbar, Rho: 1}, Interval: Interval{Hi: zeroBound(sizes, 1, 1-q)}}
 	}
-	out := RolloutRate{Dispersion: DispersionOf(rs), Source: FromRow}
-	phi := out.Dispersion.Phi
+	own := RolloutRate{Dispersion: DispersionOf(rs), Source: FromRow}
+	own.Interval = quasiWilson(k, n, own.Dispersion.Phi, own.Dispersion.DF, q)
+	if !stated.Measured() {
+		if own.Dispersion.Measured() {
+			return own
+		}
+		own.Source = FromNothing
+		if floored {
+			// One rollout, nothing stated: Markov below, nothing above.
+			own.Interval = Interval{Point: own.Point, Lo: (1 - q) * own.Point, Hi: 1}
+		}
+		return own
+	}
+	st := RolloutRate{Source: FromStated, Dispersion: Dispersion{Phi: stated.At(nbar), DF: stated.DF, Rho: stated.Rho}}
+	st.Interval = quasiWilson(k, n, st.Dispersion.Phi, st.Dispersion.DF, q)
 	switch {
-	case out.Dispersion.Measured():
-	case run.Measured():
-		out.Source, out.Dispersion = FromRun, run
-		phi = run.At(float64(n) / float64(len(sizes)))
-	default:
-		out.Source = FromNothing
+	case !own.Dispersion.Measured():
+		return st
+	case !floored:
+		return own
 	}
-	out.Interval = quasiWilson(k, n, phi, out.Dispersion.DF, q)
+	// A floor only widens: the wider of the two bounds on each side, the
+	// source the upper one's.
+	out := own
+	if st.Hi > own.Hi {
+		out = st
+	}
+	out.Lo = math.Min(own.Lo, st.Lo)
 	return out
+}
+
+// Stated is the dispersion of a stated intraclass correlation rho (the
+// share of a rollout's variance that is between rollouts), as a bound or
+// a floor takes it: known, so Student's t is not asked to pay for its
+// estimate (DF counts as infinite).
+func Stated(rho float64) Dispersion {
+	return Dispersion{Phi: 1, DF: math.MaxInt32, Rho: math.Min(maxRho, math.Max(0, rho))}
 }
 
 // QuasiWilson is the two-sided interval at conf of k drops in n requests
@@ -399,4 +413,61 @@ func RolloutsToDecide(rate, limit, conf, perRollout float64, d Dispersion) int {
 	}
 	// At least two rollouts: one measures no dispersion.
 	return firstDecided(func(r uint64) bool { return r >= 2 && decided(int(r)) }, 1_000_000)
+}
+
+// RatioOverRollouts bounds the ratio of a's drop rate to b's, one-sided
+// at conf each way, with the rollout as the unit: the quasi-Poisson Wald
+// interval on the log ratio, whose variance is φ/K_a + φ/K_b, φ the
+// dispersion pooled over both sides' rollouts (DispersionOf(a, b)) and
+// never below floor at either side's rollout size, with Student's t on
+// the pooled dispersion's degrees of freedom (the normal quantile when
+// only the floor measured it). Either side without drops has no log
+// ratio: its bounds are then the ratio of each side's bounds at
+// 1 − (1 − conf)/2 (BoundsOverRollouts; together they hold at conf), so
+// a ratio to a side without drops is unbounded above.
+//
+// between is the standard deviation of a run's log drop rate between runs
+// beyond what its rollouts show (a day effect: the two runs were measured
+// apart); 0 leaves it out. It adds 2·between² to the log ratio's
+// variance.
+func RatioOverRollouts(a, b []Rollout, conf float64, floor Dispersion, between float64) (ratio, lo, hi float64, d Dispersion) {
+	ka, na := totals(a)
+	kb, nb := totals(b)
+	if !validConf(conf) || na == 0 || nb == 0 || ka > na || kb > nb {
+		return math.NaN(), math.NaN(), math.NaN(), Dispersion{}
+	}
+	ratio = (float64(ka) / float64(na)) / (float64(kb) / float64(nb))
+	if ka == 0 || kb == 0 {
+		each := 1 - (1-conf)/2
+		aLo, aHi, _ := BoundsOverRollouts(a, each, floor)
+		bLo, bHi, _ := BoundsOverRollouts(b, each, floor)
+		day := math.Exp(NormalQuantile(each) * math.Sqrt2 * between)
+		return ratio, aLo / bHi / day, aHi / bLo * day, Dispersion{}
+	}
+	d = DispersionOf(a, b)
+	phiA, phiB := d.Phi, d.Phi
+	if floor.Measured() {
+		phiA = math.Max(phiA, floor.At(float64(na)/float64(rolloutsWithRequests(a))))
+		phiB = math.Max(phiB, floor.At(float64(nb)/float64(rolloutsWithRequests(b))))
+	}
+	z := NormalQuantile(conf)
+	switch {
+	case d.Measured():
+		z = StudentTQuantile(conf, float64(d.DF))
+	case !floor.Measured():
+		return ratio, math.NaN(), math.NaN(), d
+	}
+	se := math.Sqrt(phiA/float64(ka) + phiB/float64(kb) + 2*between*between)
+	return ratio, ratio * math.Exp(-z*se), ratio * math.Exp(z*se), d
+}
+
+// rolloutsWithRequests counts the rollouts that sent anything.
+func rolloutsWithRequests(rs []Rollout) int {
+	m := 0
+	for _, r := range rs {
+		if r.Requests > 0 {
+			m++
+		}
+	}
+	return m
 }

@@ -734,16 +734,17 @@ func TestRateOverRollouts(t *testing.T) {
 	if !nearRel(r.Lo, want.Lo, 1e-12) || !nearRel(r.Hi, want.Hi, 1e-12) || r.Point != 0.05 || phi < 20 {
 		t.Errorf("bursty: %+v, want %+v (φ %v)", r, want, phi)
 	}
-	// No drops: the zero bound with the run's ρ; without one, the
-	// per-request bound, and it says so.
+	// No drops: without a stated ρ, the bound for any burst shape (each
+	// rollout all or nothing, 1 − (1 − conf)^(1/R)); with one, the
+	// beta-binomial zero bound, between that and the per-request one.
 	zero := rollouts(14000, 0, 0, 0)
-	if r := RateOverRollouts(zero, 0.95, Dispersion{}); !r.Independent() || !nearRel(r.Hi, UpperBoundZero(42000, 0.975), 1e-9) {
-		t.Errorf("zero, nothing measured: %+v", r)
+	if r := RateOverRollouts(zero, 0.95, Dispersion{}); r.Source != AnyShape || r.Independent() || !nearRel(r.Hi, 1-math.Pow(0.025, 1.0/3), 1e-9) {
+		t.Errorf("zero, nothing stated: %+v", r)
 	}
 	run := DispersionOf(bursty)
-	_, hi, zr := BoundsOverRollouts(zero, 0.95, run)
-	if zr.Source != FromRun || hi < 10*UpperBoundZero(42000, 0.95) || hi > 1-math.Pow(0.05, 1.0/3) {
-		t.Errorf("zero, ρ %v borrowed: bound %v (per request %v)", run.Rho, hi, UpperBoundZero(42000, 0.95))
+	_, hi, zr := BoundsOverRollouts(zero, 0.95, Stated(run.Rho))
+	if zr.Source != FromStated || hi < 10*UpperBoundZero(42000, 0.95) || hi > 1-math.Pow(0.05, 1.0/3) {
+		t.Errorf("zero, ρ %v stated: bound %v (per request %v)", run.Rho, hi, UpperBoundZero(42000, 0.95))
 	}
 	// All or nothing: only rollouts count.
 	if got := ZeroBoundOverRollouts([]float64{1e4, 1e4, 1e4}, 1, 0.95); !nearRel(got, 1-math.Pow(0.05, 1.0/3), 1e-9) {
@@ -752,9 +753,27 @@ func TestRateOverRollouts(t *testing.T) {
 	if got := ZeroBoundOverRollouts([]float64{1e4, 1e4, 1e4}, 0, 0.95); !nearRel(got, UpperBoundZero(30000, 0.95), 1e-12) {
 		t.Errorf("ρ 0: %v", got)
 	}
-	// One rollout with drops borrows the run's dispersion at its size.
-	if r := RateOverRollouts(rollouts(10000, 700), 0.95, run); r.Source != FromRun || r.Hi-r.Lo < Wilson(700, 10000, 0.95).Hi-Wilson(700, 10000, 0.95).Lo {
+	// One rollout with drops: per request, and it says so; with a stated
+	// ρ, that ρ at its size. As a gate's bounds: Markov's below (1 − conf
+	// of its rate), nothing above.
+	if r := RateOverRollouts(rollouts(10000, 700), 0.95, Dispersion{}); !r.Independent() {
 		t.Errorf("one rollout: %+v", r)
+	}
+	if r := RateOverRollouts(rollouts(10000, 700), 0.95, Stated(run.Rho)); r.Source != FromStated || r.Hi-r.Lo < Wilson(700, 10000, 0.95).Hi-Wilson(700, 10000, 0.95).Lo {
+		t.Errorf("one rollout, ρ stated: %+v", r)
+	}
+	if lo, hi, _ := BoundsOverRollouts(rollouts(10000, 700), 0.95, Dispersion{}); !nearRel(lo, 0.05*0.07, 1e-9) || hi != 1 {
+		t.Errorf("one rollout, gate bounds %v, %v; want 0.0035, 1", lo, hi)
+	}
+	// A floor only widens: calm rollouts take it, bursty ones keep theirs.
+	calm := rollouts(5000, 2, 3, 1, 2, 2)
+	lo0, hi0, _ := BoundsOverRollouts(calm, 0.95, Dispersion{})
+	lo1, hi1, r1 := BoundsOverRollouts(calm, 0.95, Stated(0.005))
+	if r1.Source != FromStated || hi1 <= hi0 || lo1 > lo0 {
+		t.Errorf("calm rollouts with a floor: [%v, %v] %s, without [%v, %v]", lo1, hi1, r1.Source, lo0, hi0)
+	}
+	if _, _, r := BoundsOverRollouts(bursty, 0.95, Stated(0.005)); r.Source != FromRow {
+		t.Errorf("bursty rollouts under the floor's φ: %+v", r)
 	}
 	if r := RateOverRollouts(bursty, 0, run); !math.IsNaN(r.Hi) {
 		t.Errorf("conf 0: %+v", r)

@@ -148,3 +148,6 @@ func rollout(rng *rand.Rand, f Family, mu float64) (drops, requests uint64) {
 	requests = uint64(Requests * (0.9 + 0.2*rng.Float64()))
 	return binomialRand(rng, requests, f.Rate(rng, mu)), requests
 }
+
+// newRand is a seeded generator, for tests.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0)) }

@@ -2,12 +2,54 @@ package opchar
 
 import (
 	"flag"
+	"os"
 	"testing"
 )
 
-var runs = flag.Int("opchar.runs", 2000, "simulated runs per cell")
+var runs = flag.Int("opchar.runs", DefaultRuns, "simulated runs per cell")
 
+// TestOperatingCharacteristics holds every asserted gate mode to its
+// targets against ground truth: in every burst family, at 3, 5 and 10
+// rollouts, a breach (the truth 1.5x beyond the limit) passes in at most
+// 5 % of simulated runs and a good release (at half the limit) fails in
+// at most 5 %. The table in docs/statistics.md is this suite's output
+// (make stats-table writes it).
 func TestOperatingCharacteristics(t *testing.T) {
-	cells := Run(Modes, *runs, 1)
-	t.Log("\n" + Markdown(cells))
+	cells := Run(Modes, *runs, Seed)
+	for _, c := range cells {
+		if c.Wrong() > 0.05 {
+			what := "passed a breach"
+			if c.Truth == Good {
+				what = "failed a good release"
+			}
+			t.Errorf("%s, %s, %d rollouts: %s in %.1f %% of %d runs, above 5 %%", c.Mode, c.Family, c.Rollouts, what, 100*c.Wrong(), c.Runs)
+		}
+	}
+	if *runs != DefaultRuns {
+		return
+	}
+	doc, err := os.ReadFile("../../../docs/statistics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := Block(string(doc), "asserted"); !ok || got != Markdown(cells) {
+		t.Errorf("docs/statistics.md's table is not this suite's output: run make stats-table\nwant:\n%s\ngot:\n%s", Markdown(cells), got)
+	}
+}
+
+// TestSimulatedRatesAreTrue: each family's mean rate is the truth it is
+// given (the suite's breach and good release are where it says), and
+// the day effect keeps a run's mean.
+func TestSimulatedRatesAreTrue(t *testing.T) {
+	for _, f := range append(Families[:len(Families):len(Families)], DayEffect) {
+		rng := newRand(3)
+		var drops, requests float64
+		for range 200_000 {
+			d, n := rollout(rng, f, f.Limit*f.day(rng))
+			drops, requests = drops+float64(d), requests+float64(n)
+		}
+		if got := drops / requests; got < 0.97*f.Limit || got > 1.03*f.Limit {
+			t.Errorf("%s: mean rate %.5f, want %.5f within 3 %%", f.Name, got, f.Limit)
+		}
+	}
 }

@@ -2,10 +2,15 @@ package opchar
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/gate"
@@ -37,6 +42,11 @@ type Mode struct {
 	CrossRun bool
 }
 
+// NoSuchTruth is what a Mode's Check returns when the family cannot have
+// the truth asked for (a breach of a share of rollouts more than the
+// family's rollouts that drop at all): the cell is shown as n/a.
+const NoSuchTruth gate.Verdict = -1
+
 // Cell is one mode, family, rollout count and truth, over Runs runs.
 type Cell struct {
 	Mode, Family string
@@ -45,19 +55,25 @@ type Cell struct {
 	Runs         int
 	Pass, Fail   int
 	Inconclusive int
+	// None counts the runs whose truth the family cannot have.
+	None int
 }
 
 // Wrong is the share of runs given the wrong verdict: a pass of a breach,
-// a failure of a good release.
+// a failure of a good release; NaN when the family cannot have the truth.
 func (c Cell) Wrong() float64 {
 	if c.Truth == Breach {
-		return float64(c.Pass) / float64(c.Runs)
+		return float64(c.Pass) / float64(c.decided())
 	}
-	return float64(c.Fail) / float64(c.Runs)
+	return float64(c.Fail) / float64(c.decided())
 }
 
 // Undecided is the share of runs found inconclusive.
-func (c Cell) Undecided() float64 { return float64(c.Inconclusive) / float64(c.Runs) }
+func (c Cell) Undecided() float64 { return float64(c.Inconclusive) / float64(c.decided()) }
+
+// decided is the runs whose truth the family could have, NaN-making 0
+// when none.
+func (c Cell) decided() int { return c.Runs - c.None }
 
 // RolloutCounts are the rollouts per run every cell is measured at.
 var RolloutCounts = []int{3, 5, 10}
@@ -67,7 +83,9 @@ var RolloutCounts = []int{3, 5, 10}
 // each, from seed. Cells are independent streams, so a cell's numbers do
 // not depend on which others ran.
 func Run(modes []Mode, runs int, seed uint64) []Cell {
-	var out []Cell
+	var out []*Cell
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for mi, m := range modes {
 		fams := Families
 		if m.CrossRun {
@@ -76,24 +94,34 @@ func Run(modes []Mode, runs int, seed uint64) []Cell {
 		for fi, f := range fams {
 			for _, r := range RolloutCounts {
 				for ti, t := range []Truth{Breach, Good} {
-					rng := rand.New(rand.NewPCG(seed, uint64(mi<<24|fi<<16|r<<8|ti)))
-					c := Cell{Mode: m.Name, Family: f.Name, Rollouts: r, Truth: t, Runs: runs}
-					for range runs {
-						switch m.Check(rng, f, t, r) {
-						case gate.Pass:
-							c.Pass++
-						case gate.Fail:
-							c.Fail++
-						default:
-							c.Inconclusive++
-						}
-					}
+					c := &Cell{Mode: m.Name, Family: f.Name, Rollouts: r, Truth: t, Runs: runs}
 					out = append(out, c)
+					rng := rand.New(rand.NewPCG(seed, uint64(mi<<24|fi<<16|r<<8|ti)))
+					g.Go(func() error {
+						for range runs {
+							switch m.Check(rng, f, t, r) {
+							case NoSuchTruth:
+								c.None++
+							case gate.Pass:
+								c.Pass++
+							case gate.Fail:
+								c.Fail++
+							default:
+								c.Inconclusive++
+							}
+						}
+						return nil
+					})
 				}
 			}
 		}
 	}
-	return out
+	_ = g.Wait()
+	cells := make([]Cell, len(out))
+	for i, c := range out {
+		cells[i] = *c
+	}
+	return cells
 }
 
 // Markdown is the suite's table: one line per mode, family and rollout
@@ -110,7 +138,12 @@ func Markdown(cells []Cell) string {
 	return b.String()
 }
 
-func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + " %" }
+func pct(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(100*x, 'f', 1, 64) + " %"
+}
 
 // mean is the truth's mean drop rate for a limit on the rate.
 func mean(f Family, t Truth) float64 {
@@ -136,11 +169,16 @@ func row(rng *rand.Rand, f Family, mu float64, r int) analysis.VariantSummary {
 const Variant = "no-prestop"
 
 // scenarios caches the parsed one-variant scenario per rollout count.
-var scenarios = map[int]*analysis.Analysis{}
+var (
+	scenariosMu sync.Mutex
+	scenarios   = map[int]*analysis.Analysis{}
+)
 
 // analysisOf is a whole, clean run of row v.
 func analysisOf(v analysis.VariantSummary) *analysis.Analysis {
 	r := len(v.Rollouts)
+	scenariosMu.Lock()
+	defer scenariosMu.Unlock()
 	tmpl, ok := scenarios[r]
 	if !ok {
 		yaml := fmt.Sprintf("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata:\n  name: opchar\nvariants:\n  - variant: %s\nrollouts: %d\ntraffic:\n  rate: 500\n", Variant, r)
@@ -159,7 +197,7 @@ func analysisOf(v analysis.VariantSummary) *analysis.Analysis {
 
 // verdict runs the gate and returns the row's verdict on check.
 func verdict(a *analysis.Analysis, l gate.Limits, check string) gate.Verdict {
-	l.Confidence = stats.DefaultConfidence
+	l.Confidence = Conf
 	rep, err := gate.Check(a, l)
 	if err != nil {
 		panic(err)
@@ -181,4 +219,52 @@ func series(rng *rand.Rand, f Family, mu float64, runs, r int) *history.Series {
 		s.Points = append(s.Points, history.Point{Dir: fmt.Sprintf("run-%02d", i), Started: time.Unix(int64(i)*86400, 0), Rollouts: v.Counted()})
 	}
 	return s
+}
+
+var Conf = stats.DefaultConfidence
+
+// Seed and DefaultRuns are the suite's as docs/statistics.md shows it.
+const (
+	Seed        = 1
+	DefaultRuns = 2000
+)
+
+// Block returns the text between doc's markers for block name
+// (<!-- opchar:NAME --> and <!-- /opchar:NAME -->), and Replace puts
+// text there: the tables in docs/statistics.md are written by `make
+// stats-table`, never typed.
+func Block(doc, name string) (string, bool) {
+	_, rest, ok := strings.Cut(doc, begin(name))
+	if !ok {
+		return "", false
+	}
+	body, _, ok := strings.Cut(rest, end(name))
+	return strings.TrimPrefix(body, "\n"), ok
+}
+
+// Replace returns doc with block name's text replaced by text.
+func Replace(doc, name, text string) (string, error) {
+	head, rest, ok := strings.Cut(doc, begin(name))
+	_, tail, ok2 := strings.Cut(rest, end(name))
+	if !ok || !ok2 {
+		return "", fmt.Errorf("no %s ... %s markers", begin(name), end(name))
+	}
+	return head + begin(name) + "\n" + text + end(name) + tail, nil
+}
+
+func begin(name string) string { return "<!-- opchar:" + name + " -->" }
+func end(name string) string   { return "<!-- /opchar:" + name + " -->" }
+
+// Truths is the suite's families and modes, as a list for the document.
+func Truths() string {
+	var b strings.Builder
+	b.WriteString("Families (how one rollout's drop rate is drawn around the truth's mean; requests per rollout 4,500-5,500):\n\n")
+	for _, f := range append(Families[:len(Families):len(Families)], DayEffect) {
+		fmt.Fprintf(&b, "- **%s** (limit %s): %s\n", f.Name, strconv.FormatFloat(f.Limit, 'g', -1, 64), f.Shape)
+	}
+	b.WriteString("\nModes (what breach and good mean; the day-effect family for the modes that compare runs):\n\n")
+	for _, m := range append(Modes[:len(Modes):len(Modes)], Measured...) {
+		fmt.Fprintf(&b, "- **%s**: %s\n", m.Name, m.Truths)
+	}
+	return b.String()
 }
