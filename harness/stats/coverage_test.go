@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/droprun/droprun/internal/draw"
 )
 
 // The coverage simulation behind docs/statistics.md: runs whose rollouts
@@ -21,52 +23,10 @@ func burstyRun(rng *rand.Rand, rollouts int, perRollout float64, mu, rho float64
 	ab := 1/rho - 1
 	for i := range out {
 		n := uint64(perRollout * (0.85 + 0.3*rng.Float64()))
-		g1, g2 := gammaDraw(rng, mu*ab), gammaDraw(rng, (1-mu)*ab)
-		out[i] = Rollout{Drops: binomialDraw(rng, n, g1/(g1+g2)), Requests: n}
+		g1, g2 := draw.Gamma(rng, mu*ab), draw.Gamma(rng, (1-mu)*ab)
+		out[i] = Rollout{Drops: draw.Binomial(rng, n, g1/(g1+g2)), Requests: n}
 	}
 	return out
-}
-
-// gammaDraw draws from Gamma(shape, 1) (Marsaglia and Tsang 2000; shapes
-// below 1 by boosting).
-func gammaDraw(rng *rand.Rand, shape float64) float64 {
-	if shape < 1 {
-		return gammaDraw(rng, shape+1) * math.Pow(rng.Float64(), 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		if u := rng.Float64(); math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
-			return d * v
-		}
-	}
-}
-
-// binomialDraw draws from Binomial(n, p) by geometric gaps between
-// successes: exact, and O(successes).
-func binomialDraw(rng *rand.Rand, n uint64, p float64) uint64 {
-	if p <= 0 {
-		return 0
-	}
-	if p >= 1 {
-		return n
-	}
-	lq := math.Log1p(-p)
-	var k uint64
-	pos := 0.0
-	for {
-		pos += math.Floor(math.Log(1-rng.Float64())/lq) + 1
-		if pos > float64(n) {
-			return k
-		}
-		k++
-	}
 }
 
 type coverageCase struct {

@@ -3,6 +3,8 @@ package opchar
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/droprun/droprun/internal/draw"
 )
 
 // A Family is a shape of bursts: how one rollout's drop rate is drawn
@@ -72,7 +74,7 @@ var Families = []Family{
 			if rng.Float64() >= burst {
 				return 0
 			}
-			return math.Min(1, mu/burst*gammaRand(rng, 2)/2)
+			return math.Min(1, mu/burst*draw.Gamma(rng, 2)/2)
 		},
 		Limit: 0.01,
 	},
@@ -89,64 +91,16 @@ var Families = []Family{
 func betaRate(rho float64) func(*rand.Rand, float64) float64 {
 	return func(rng *rand.Rand, mu float64) float64 {
 		ab := 1/rho - 1
-		x, y := gammaRand(rng, mu*ab), gammaRand(rng, (1-mu)*ab)
+		x, y := draw.Gamma(rng, mu*ab), draw.Gamma(rng, (1-mu)*ab)
 		return x / (x + y)
 	}
-}
-
-// gammaRand draws from Gamma(shape, 1) (Marsaglia and Tsang 2000; a shape
-// below 1 is boosted by U^(1/shape)).
-func gammaRand(rng *rand.Rand, shape float64) float64 {
-	if shape <= 0 {
-		return 0
-	}
-	if shape < 1 {
-		return gammaRand(rng, shape+1) * math.Pow(rng.Float64(), 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := rng.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
-			return d * v
-		}
-	}
-}
-
-// binomialRand draws Binomial(n, p): Poisson(np) where np is small (exact
-// enough for the rare drops the gate decides), a rounded normal above.
-func binomialRand(rng *rand.Rand, n uint64, p float64) uint64 {
-	if p <= 0 || n == 0 {
-		return 0
-	}
-	if p >= 1 {
-		return n
-	}
-	m := float64(n) * p
-	if m < 40 {
-		// Knuth's product of uniforms.
-		l, k, prod := math.Exp(-m), uint64(0), rng.Float64()
-		for prod > l {
-			k++
-			prod *= rng.Float64()
-		}
-		return min(k, n)
-	}
-	x := math.Round(m + math.Sqrt(m*(1-p))*rng.NormFloat64())
-	return uint64(math.Max(0, math.Min(float64(n), x)))
 }
 
 // rollout draws one rollout of about Requests requests (±10 %) whose rate
 // is f's around mu: its drops and requests.
 func rollout(rng *rand.Rand, f Family, mu float64) (drops, requests uint64) {
 	requests = uint64(Requests * (0.9 + 0.2*rng.Float64()))
-	return binomialRand(rng, requests, f.Rate(rng, mu)), requests
+	return draw.Binomial(rng, requests, f.Rate(rng, mu)), requests
 }
 
 // newRand is a seeded generator, for tests.
