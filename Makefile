@@ -32,7 +32,7 @@ bench: ## traffic client benchmarks (achieved vs asked rate, the generators' mer
 	$(GO) test -run '^$$' -bench ClientCost -benchtime 1x -timeout 30m ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 5s -traffic.pairs 5
 	$(GO) test -run '^$$' -bench CleanRate -benchtime 1x -timeout 60m ./harness/run/
 
-stats-table: ## simulate 2,000 runs per cell from known truths and write the gate's error rates into docs/statistics.md (about 3 min on 2 cores)
+stats-table: ## simulate 2,000 runs per cell from known truths and write the gate's error rates and the change search's into docs/statistics.md (about 3 min on 2 cores)
 	$(GO) run ./internal/opchartable
 
 images: build ## build the bookshop images (v1, v2; standard and distroless) into out/images/

@@ -137,7 +137,7 @@ func TestCheckOnExampleRun(t *testing.T) {
 		{"a typo", []string{"--variant", "graceful-dran", "--max-drops-per-rollout", "0"}, 2, ""},
 		{"NaN", []string{"--max-drop-rate", "nan"}, 2, ""},
 		{"a tolerance of 1", []string{"--max-drops-per-rollout", "0", "--rollout-tolerance", "1"}, 2, ""},
-		{"a margin below 1", []string{"--baseline", exampleRun, "--baseline-margin", "0.5"}, 2, ""},
+		{"a margin below 1", []string{"--baseline", exampleRun, "--margin", "0.5"}, 2, ""},
 		// docs/ci.md's numbers: 0 in 5,134 over 4 rollouts, bounded at
 		// 0.0019 for drops as bursty as ρ 0.005.
 		{"docs/ci.md: 0.001 is too small to show", []string{"--variant", "graceful-drain", "--max-drop-rate", "0.001", "--burstiness", "0.005"}, 3, "at most 0.0019 over rollouts, for drops as bursty as ρ 0.005 (stated with --burstiness)"},

@@ -186,9 +186,8 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "baseline not a run", args: []string{"check", "--baseline", notRun, run}, code: 2},
 				{name: "no history yet", args: []string{"check", "--history", notRun, run}, code: 3, out: "no earlier run in the history has this row's key"},
 				{name: "history missing", args: []string{"check", "--history", missing, run}, code: 2, err: "no such path"},
-				{name: "history flag without --history", args: []string{"check", "--percentile", "90", "--max-drops-per-rollout", "0", run}, code: 2, hint: "droprun check", err: "--percentile needs --history DIR"},
-				{name: "bad --history-by", args: []string{"check", "--history", notRun, "--history-by", "bytes", run}, code: 2, hint: "droprun check", err: "--history-by"},
-				{name: "bad percentile", args: []string{"check", "--history", notRun, "--percentile", "0", run}, code: 2, err: "--percentile 0"},
+				{name: "history flag without --history", args: []string{"check", "--min-allowance", "2", "--max-drops-per-rollout", "0", run}, code: 2, hint: "droprun check", err: "--min-allowance needs --history DIR"},
+				{name: "bad allowance", args: []string{"check", "--history", notRun, "--min-allowance", "-1", run}, code: 2, err: "--min-allowance -1"},
 			},
 		},
 		"history": {

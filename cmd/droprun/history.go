@@ -130,35 +130,25 @@ func historyPasts(h *history.History, a *analysis.Analysis, dir string, conf flo
 type historyFlags struct {
 	dirs  []string
 	limit gate.HistoryLimit
-	by    string
 }
 
 func (hf *historyFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringSliceVar(&hf.dirs, "history", nil, "directories of earlier runs (as `droprun history` reads them): hold each rollout to a percentile of its key's past rollouts")
-	f.Float64Var(&hf.limit.Percentile, "percentile", 99, "with --history: the percentile of past rollouts that is the limit")
-	f.Float64Var(&hf.limit.MinAllowance, "min-allowance", 0, "with --history: the least limit granted (drops, or a drop rate with --history-by rate)")
+	f.StringSliceVar(&hf.dirs, "history", nil, "directories of earlier runs (as `droprun history` reads them): fail a row whose drop rate is shown above its key's last good stretch of runs, pass one shown within --margin times it")
+	f.Float64Var(&hf.limit.MinAllowance, "min-allowance", 0, "with --history: drops per rollout never counted as a regression against a past that dropped nothing")
 	f.IntVar(&hf.limit.MinRollouts, "history-min-rollouts", 20, "with --history: fewer past rollouts of the key make the check inconclusive (exit 3)")
-	f.StringVar(&hf.by, "history-by", "drops", "with --history: limit each rollout's drops, or its drop rate (rate)")
 }
 
 // set validates the flags and, with --history, sets l.History (its
 // pasts are read once the run is: read).
 func (hf *historyFlags) set(cmd *cobra.Command, l *gate.Limits) error {
 	if len(hf.dirs) == 0 {
-		for _, name := range []string{"percentile", "min-allowance", "history-min-rollouts", "history-by"} {
+		for _, name := range []string{"min-allowance", "history-min-rollouts"} {
 			if cmd.Flags().Changed(name) {
 				return usageError("--%s needs --history DIR", name)
 			}
 		}
 		return nil
-	}
-	switch hf.by {
-	case "drops":
-	case "rate":
-		hf.limit.ByRate = true
-	default:
-		return usageError("--history-by %q: use drops or rate", hf.by)
 	}
 	l.History = &hf.limit
 	return nil

@@ -228,22 +228,28 @@ masked with those the client saw.
   --baseline RUN_DIR         non-inferiority: pass when the upper bound on
                              the rate ratio (this run over the same row of
                              the baseline run, quasi-Poisson over rollouts)
-                             is within --baseline-margin (default 2), fail
+                             is within --margin (default 2), fail
                              when its lower bound is beyond it; a baseline
                              without drops bounds no ratio (inconclusive)
   --between-runs SD          how much runs differ beyond their rollouts (the
                              standard deviation of a run's log drop rate,
                              e.g. 0.35): the baseline's bounds include it;
                              without it, the verdict says it is left out
-  --history DIR              hold every rollout to a limit learned from the
-                             earlier runs under DIR with the row's key (see
-                             droprun history): the --percentile (default 99)
-                             of their rollouts' drops, at least
-                             --min-allowance; with fewer than
+  --history DIR              hold each row to its key's past under DIR (see
+                             droprun history): the last good stretch of
+                             earlier runs (re-based on an improvement, never
+                             on a regression). Fail when the row's drop rate
+                             is shown above the past's, pass when shown
+                             within --margin times it; how much runs differ
+                             beyond their rollouts is measured on the past's
+                             runs (3 or more that dropped) or stated with
+                             --between-runs. Against a past that dropped
+                             nothing, a rollout above --min-allowance is a
+                             regression when Fisher's exact test over
+                             rollouts shows it. Fewer than
                              --history-min-rollouts (default 20) past
-                             rollouts it is inconclusive and says how many
-                             more it needs; --history-by rate limits drop
-                             rates instead; suspect past runs are left out
+                             rollouts: inconclusive, saying how many more;
+                             suspect past runs are left out
   --junit FILE               also write the results as JUnit XML, one test
                              case per row and limit
 
@@ -269,7 +275,7 @@ see examples/ci/):
 				return usageError("--rollout-tolerance %v: give the share of rollouts a per-rollout limit lets break it, above 0 and below 1, e.g. 0.3", l.Tolerance)
 			}
 			if !(l.Margin >= 1) {
-				return usageError("--baseline-margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2", l.Margin)
+				return usageError("--margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2", l.Margin)
 			}
 			if err := hist.set(cmd, &l); err != nil {
 				return err
@@ -334,8 +340,8 @@ see examples/ci/):
 	f.Float64Var(&l.Confidence, "confidence", stats.DefaultConfidence, "confidence of every bound and test")
 	f.Float64Var(&burstiness, "burstiness", gate.DefaultBurstiness, "intraclass correlation of drops within a rollout the rate bounds assume (a floor for rows that drop; a row without drops is bounded for any burst shape unless this is given)")
 	f.Float64Var(&l.Tolerance, "rollout-tolerance", gate.DefaultTolerance, "share of rollouts a per-rollout limit lets break it, tested exactly over rollouts")
-	f.StringVar(&baseline, "baseline", "", "a baseline run directory: pass rows whose rate ratio to it is shown within --baseline-margin")
-	f.Float64Var(&l.Margin, "baseline-margin", gate.DefaultMargin, "how many times the baseline's drop rate a row may have")
+	f.StringVar(&baseline, "baseline", "", "a baseline run directory: pass rows whose rate ratio to it is shown within --margin")
+	f.Float64Var(&l.Margin, "margin", gate.DefaultMargin, "how many times the baseline's (or the history's) drop rate a row may have and pass --baseline (--history)")
 	f.Float64Var(&l.BetweenRuns, "between-runs", 0, "standard deviation of a run's log drop rate between runs beyond its rollouts (e.g. 0.35), included in the baseline's bounds")
 	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
 	f.StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file")

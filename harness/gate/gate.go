@@ -87,19 +87,15 @@ type Limits struct {
 	History *HistoryLimit
 }
 
-// HistoryLimit is a per-rollout limit learned from history: the
-// Percentile of the past rollouts of the row's key (history.Past), at
-// least MinAllowance, and only once the past holds MinRollouts rollouts
-// (fewer: inconclusive, never a pass).
+// HistoryLimit holds a row to its key's past (history.Past: the last good
+// stretch of earlier runs): fail when its drop rate is shown above the
+// past's, pass when it is shown within Margin times it, once the past
+// holds MinRollouts rollouts (fewer: inconclusive, never a pass).
 type HistoryLimit struct {
-	// Percentile is in (0, 100], e.g. 99.
-	Percentile float64
-	// MinAllowance is the least limit granted, in drops (or a drop rate
-	// when ByRate): a history of zeros would otherwise fail a single drop.
+	// MinAllowance is the drops per rollout never counted as a regression
+	// against a past that dropped nothing.
 	MinAllowance float64
 	MinRollouts  int
-	// ByRate limits each rollout's drop rate instead of its drops.
-	ByRate bool
 	// Past is each checked row's past, by row name; a row absent has none.
 	Past map[string]history.Past
 }
@@ -150,10 +146,8 @@ func (l *Limits) Validate() error {
 	}
 	if h := l.History; h != nil {
 		switch {
-		case !(h.Percentile > 0 && h.Percentile <= 100):
-			return usage("--percentile %v: give a percentile above 0 and at most 100, e.g. 99", h.Percentile)
-		case !(h.MinAllowance >= 0) || math.IsInf(h.MinAllowance, 1) || h.ByRate && h.MinAllowance >= 1:
-			return usage("--min-allowance %v: give 0 or more (a drop rate below 1 with --history-by rate)", h.MinAllowance)
+		case !(h.MinAllowance >= 0) || math.IsInf(h.MinAllowance, 1):
+			return usage("--min-allowance %v: give 0 or more drops per rollout", h.MinAllowance)
 		case h.MinRollouts < 1:
 			return usage("--history-min-rollouts %d: give at least 1 (a limit learned from no rollout checks nothing)", h.MinRollouts)
 		}
@@ -168,7 +162,7 @@ func (l *Limits) Validate() error {
 		return usage("--burstiness %v: give an intraclass correlation from 0 (requests fail independently) to 1 (a rollout drops all its requests or none), e.g. 0.005", *b)
 	}
 	if m := l.Margin; !(m >= 0) || math.IsInf(m, 1) || m > 0 && m < 1 {
-		return usage("--baseline-margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2 (a margin below 1 asks the run to be better, which --max-drop-rate states directly)", m)
+		return usage("--margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2 (a margin below 1 asks the run to be better, which --max-drop-rate states directly)", m)
 	}
 	if d := l.BetweenRuns; !(d >= 0 && d < 5) {
 		return usage("--between-runs %v: give the standard deviation of a run's log drop rate between runs, 0 or more, e.g. 0.35 (runs differing by about 40 %%)", d)
@@ -337,10 +331,10 @@ func checkRow(r *Report, sum *analysis.Summary, v analysis.VariantSummary, l Lim
 	}
 	if l.MaxDropsPerRollout != nil {
 		n := *l.MaxDropsPerRollout
-		perRollout(r, v, rolloutLimit{check: CheckPerRollout, max: float64(n), what: fmt.Sprintf("the limit %d per rollout", n), tolerance: l.tolerance()}, l.Confidence, shared)
+		perRollout(r, v, n, l.tolerance(), l.Confidence, shared)
 	}
 	if l.History != nil {
-		fromHistory(r, v, *l.History, l.Confidence, shared)
+		fromHistory(r, v, l, b, shared)
 	}
 	if l.MinNewPodShare != nil {
 		balance(r, v, *l.MinNewPodShare, l.tolerance(), l.Confidence)
@@ -433,7 +427,7 @@ func dropRate(r *Report, v analysis.VariantSummary, limit, conf float64, b burst
 		r.add(v.Variant, CheckDropRate, Inconclusive, "%s: the bounds could not be computed, so nothing is shown", how)
 	case hi <= limit && rate <= limit:
 		r.add(v.Variant, CheckDropRate, Pass, "%s: within the limit %s", how, lim)
-	case lo > limit && !provenAbove(v, rs, limit, conf, floor, shared):
+	case lo > limit && !provenAbove(v, limit, conf, floor, shared):
 		r.add(v.Variant, CheckDropRate, Inconclusive, "%s, and at least %s: above the limit %s, but only with drops the rig, not the variant, may have dropped (in rollouts it was short of CPU for, or hiding answers the pods gave that the client never received); counting only the variant's beyond doubt, the limit is not shown broken; rerun on a quiet machine (or at a lower rate)",
 			how, stats.FormatSig(lo, 2), lim)
 	case lo > limit:
@@ -474,15 +468,9 @@ func (b burstiness) says() string {
 
 // provenAbove reports whether the row's drop rate is shown above limit
 // with each rollout's drops cut to those the variant's beyond the rig's
-// doubt (rs is v.Counted(); shared as for doubt).
-func provenAbove(v analysis.VariantSummary, rs []stats.Rollout, limit, conf float64, floor stats.Dispersion, shared bool) bool {
-	cut := slices.Clone(rs)
-	grants := unreceivedShares(v)
-	for k, ro := range v.Rollouts {
-		d, _ := doubt(v, ro, grants[k], cut[k].Drops, shared)
-		cut[k].Drops -= d
-	}
-	lo, _, _ := stats.BoundsOverRollouts(cut, conf, floor)
+// doubt (beyondDoubt; shared as for doubt).
+func provenAbove(v analysis.VariantSummary, limit, conf float64, floor stats.Dispersion, shared bool) bool {
+	lo, _, _ := stats.BoundsOverRollouts(beyondDoubt(v, shared), conf, floor)
 	return lo > limit
 }
 
@@ -516,88 +504,39 @@ func need(rate, limit, conf float64, v analysis.VariantSummary, d stats.Dispersi
 		stats.FormatCount(uint64(n)), stats.FormatCount(uint64(perRollout)), more)
 }
 
-// rolloutLimit is the most a rollout may drop: a count (max drops) or,
-// byRate, a drop rate; what says it in words for the messages.
-type rolloutLimit struct {
-	check  string
-	max    float64
-	byRate bool
-	what   string
-	// tolerance is the share of rollouts allowed to break it (exact
-	// verdict); 0 holds every rollout to it (the history's limit).
-	tolerance float64
-}
-
-// value is what the limit holds a rollout's drops of requests to.
-func (l rolloutLimit) value(drops, requests uint64) float64 {
-	if l.byRate {
-		return stats.Rollout{Drops: drops, Requests: requests}.Rate()
-	}
-	return float64(drops)
-}
-
-// over reports whether drops of a rollout of requests break the limit.
-func (l rolloutLimit) over(drops, requests uint64) bool { return l.value(drops, requests) > l.max }
-
-// amount says a rollout's drops as the limit counts them.
-func (l rolloutLimit) amount(drops, requests uint64) string {
-	if l.byRate && requests > 0 {
-		return fmt.Sprintf("%s (%s)", stats.FormatCount(drops), percentOf(float64(drops)/float64(requests)))
-	}
-	return stats.FormatCount(drops)
-}
-
-// perRollout holds every rollout of row v to lim. A rollout breaks it only
-// with drops of the variant's beyond the rig's doubt (doubt; shared as
-// there); one that breaks it only with drops the rig may have caused
-// counts as breaking it for a pass and as not for a failure. With a
-// tolerance (lim.tolerance > 0) the verdict is exact over rollouts
-// (decideShare); without one (the history's limit) a rollout above it
-// fails the row, and a pass says how often a rollout could still break it.
-func perRollout(r *Report, v analysis.VariantSummary, lim rolloutLimit, conf float64, shared bool) {
+// perRollout holds every rollout of row v to at most limit drops
+// (--max-drops-per-rollout), exactly over rollouts at tolerance tol
+// (decideShare). A rollout breaks it only with drops of the variant's
+// beyond the rig's doubt (doubt; shared as there); one that breaks it
+// only with drops the rig may have caused counts as breaking it for a
+// pass and as not for a failure.
+func perRollout(r *Report, v analysis.VariantSummary, limit int64, tol, conf float64, shared bool) {
+	what := fmt.Sprintf("the limit %d per rollout", limit)
 	var over, unsure []string
-	var worst stats.Rollout
+	var worst uint64
 	grants := unreceivedShares(v)
 	for k, ro := range v.Counted() {
 		rs := v.Rollouts[k]
-		if k == 0 || lim.value(ro.Drops, ro.Requests) > lim.value(worst.Drops, worst.Requests) {
-			worst = ro
-		}
+		worst = max(worst, ro.Drops)
 		d, why := doubt(v, rs, grants[k], ro.Drops, shared)
 		switch {
-		case !lim.over(ro.Drops, ro.Requests):
+		case int64(ro.Drops) <= limit:
 		case d == 0:
-			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, lim.amount(ro.Drops, ro.Requests)))
-		case lim.over(ro.Drops-d, ro.Requests):
-			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s of them the variant's beyond doubt, %s)", rs.N, lim.amount(ro.Drops, ro.Requests), stats.FormatCount(ro.Drops-d), why))
+			over = append(over, fmt.Sprintf("rollout %d dropped %s", rs.N, stats.FormatCount(ro.Drops)))
+		case int64(ro.Drops-d) > limit:
+			over = append(over, fmt.Sprintf("rollout %d dropped %s (%s of them the variant's beyond doubt, %s)", rs.N, stats.FormatCount(ro.Drops), stats.FormatCount(ro.Drops-d), why))
 		default:
-			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s %s", rs.N, lim.amount(ro.Drops, ro.Requests), why))
+			unsure = append(unsure, fmt.Sprintf("rollout %d dropped %s %s", rs.N, stats.FormatCount(ro.Drops), why))
 		}
 	}
-	most := fmt.Sprintf("the most any of %d rollouts dropped is %s", len(v.Rollouts), lim.amount(worst.Drops, worst.Requests))
-	if lim.tolerance > 0 {
-		var broke string
-		if len(over)+len(unsure) > 0 {
-			broke = strings.Join(append(slices.Clone(over), unsure...), "; ") + ": above " + lim.what
-			if len(unsure) > 0 {
-				broke += fmt.Sprintf(" (%d of them only with drops the rig, not the variant, may have caused; rerun on a quiet machine, or at a lower rate)", len(unsure))
-			}
-		} else {
-			broke = most + ": within " + lim.what
+	said := fmt.Sprintf("the most any of %d rollouts dropped is %s: within %s", len(v.Rollouts), stats.FormatCount(worst), what)
+	if len(over)+len(unsure) > 0 {
+		said = strings.Join(append(slices.Clone(over), unsure...), "; ") + ": above " + what
+		if len(unsure) > 0 {
+			said += fmt.Sprintf(" (%d of them only with drops the rig, not the variant, may have caused; rerun on a quiet machine, or at a lower rate)", len(unsure))
 		}
-		decideShare(r, v.Variant, lim.check, broke, len(over), len(unsure), len(v.Rollouts), lim.tolerance, conf)
-		return
 	}
-	switch {
-	case len(over) > 0:
-		r.add(v.Variant, lim.check, Fail, "%s: above %s (%d of %d rollouts)", strings.Join(over, ", "), lim.what, len(over), len(v.Rollouts))
-	case len(unsure) > 0:
-		r.add(v.Variant, lim.check, Inconclusive, "%s: above %s, but the rig, not the variant, may have dropped them; rerun on a quiet machine (or at a lower rate)", strings.Join(unsure, "; "), lim.what)
-	default:
-		_, hi := stats.OneSided(0, uint64(len(v.Rollouts)), conf)
-		r.add(v.Variant, lim.check, Pass, "%s: within %s; at %s, up to %s of rollouts could still break it",
-			most, lim.what, percent(conf), stats.FormatSigUp(hi*100, 2)+"%")
-	}
+	decideShare(r, v.Variant, CheckPerRollout, said, len(over), len(unsure), len(v.Rollouts), tol, conf)
 }
 
 // decideShare decides a per-rollout limit from the share of rollouts that
@@ -629,38 +568,132 @@ func decideShare(r *Report, row, check, said string, over, unsure, n int, tol, c
 	}
 }
 
-// fromHistory holds row v to the limit its key's past gives (h). A past
-// of fewer than h.MinRollouts rollouts decides nothing: inconclusive, with
-// how many more rollouts it needs.
-func fromHistory(r *Report, v analysis.VariantSummary, h HistoryLimit, conf float64, shared bool) {
+// fromHistory holds row v to its key's past (l.History): the last good
+// stretch of earlier runs, pooled. It fails when the rate ratio (this
+// run's drop rate over the past's) is shown above 1 by the variant's
+// drops beyond the rig's doubt, passes when it is shown within the
+// margin, and is otherwise inconclusive. The ratio's bounds are
+// stats.RatioOverRollouts with the runs' variation between them beyond
+// their rollouts: stated (--between-runs), or measured on the past's runs
+// (three or more). A past that dropped nothing bounds no ratio; there a
+// rollout above --min-allowance is a regression when Fisher's exact test
+// over rollouts shows this run's share of them above the past's.
+func fromHistory(r *Report, v analysis.VariantSummary, l Limits, b burstiness, shared bool) {
+	h := *l.History
 	past := h.Past[v.Variant]
-	values := past.Values(h.ByRate)
+	rolls := past.Rollouts()
 	if past.Runs() == 0 && len(past.Left) == 0 {
 		r.add(v.Variant, CheckHistory, Inconclusive, "no earlier run in the history has this row's key, %s: runs are compared only when scenario, row, path, protocol, kube-proxy mode, Kubernetes version and image repository all match (`droprun history DIR` lists the keys it holds); measure %d rollout(s) of this key first",
 			past.Key, h.MinRollouts)
 		return
 	}
-	if len(values) < h.MinRollouts {
-		more := h.MinRollouts - len(values)
-		r.add(v.Variant, CheckHistory, Inconclusive, "the history holds %s; a limit needs %d (--history-min-rollouts): measure %d more rollout(s) of it, about %d run(s) like this one",
+	if len(rolls) < h.MinRollouts {
+		more := h.MinRollouts - len(rolls)
+		r.add(v.Variant, CheckHistory, Inconclusive, "the history holds %s; a comparison needs %d (--history-min-rollouts): measure %d more rollout(s) of it, about %d run(s) like this one",
 			past.Describe(), h.MinRollouts, more, (more+len(v.Rollouts)-1)/max(1, len(v.Rollouts)))
 		return
 	}
-	p := past.Percentile(h.Percentile, h.ByRate)
-	limit := max(p, h.MinAllowance)
-	unit := func(x float64) string {
-		if h.ByRate {
-			return percentOf(x)
-		}
-		return stats.FormatSig(x, 3)
+	if drops, _ := totalsOf(rolls); drops == 0 {
+		againstClean(r, v, h, len(rolls), past.Describe(), l, shared)
+		return
 	}
-	what := fmt.Sprintf("the history's limit %s per rollout (the P%s of %s is %s; the allowance %s)",
-		unit(limit), stats.FormatSig(h.Percentile, 3), past.Describe(), unit(p), unit(h.MinAllowance))
-	perRollout(r, v, rolloutLimit{check: CheckHistory, max: limit, byRate: h.ByRate, what: what}, conf, shared)
+	between, df, how := l.BetweenRuns, 0, fmt.Sprintf("runs differing by a factor of e^%s beyond their rollouts (--between-runs)", stats.FormatSig(l.BetweenRuns, 2))
+	if l.BetweenRuns == 0 {
+		sd, runs, ok := past.BetweenRuns(b.floor())
+		if !ok {
+			r.add(v.Variant, CheckHistory, Inconclusive, "the history holds %s: how much runs differ beyond their rollouts is measured on 3 or more past runs that dropped, or stated with --between-runs SD", past.Describe())
+			return
+		}
+		between, df = sd, runs-1
+		how = fmt.Sprintf("runs differing by a factor of e^%s beyond their rollouts, as the past's %d runs that dropped differ (t on %d degrees of freedom)", stats.FormatSig(sd, 2), runs, df)
+	}
+	this := v.Counted()
+	floor, margin, conf := b.floor(), l.margin(), l.Confidence
+	ratio, lo, hi, _ := stats.RatioOverRollouts(this, rolls, conf, floor, between, df)
+	if rateOf(this) == 0 && !b.stated {
+		_, _, hi, _ = stats.RatioOverRollouts(this, rolls, conf, stats.Dispersion{}, between, df)
+	}
+	_, loCut, _, _ := stats.RatioOverRollouts(beyondDoubt(v, shared), rolls, conf, floor, between, df)
+	rates := fmt.Sprintf("this run %s per request over %d rollouts, its history %s (%s)", stats.FormatSig(rateOf(this), 2), len(this), stats.FormatSig(rateOf(rolls), 2), past.Describe())
+	method := fmt.Sprintf("quasi-Poisson bound on the log ratio over rollouts, for drops %s, with %s", b.says(), how)
+	switch {
+	case math.IsNaN(lo) || math.IsNaN(hi):
+		r.add(v.Variant, CheckHistory, Inconclusive, "%s: the bounds could not be computed", rates)
+	case lo > 1 && loCut > 1:
+		r.add(v.Variant, CheckHistory, Fail, "worse than its history: %s: rate ratio %s, at %s at least %s (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
+	case lo > 1:
+		r.add(v.Variant, CheckHistory, Inconclusive, "%s: rate ratio %s, at %s at least %s, but only with drops the rig, not the variant, may have caused; counting only the variant's beyond doubt it is not shown worse (%s); rerun on a quiet machine, or at a lower rate", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
+	case hi <= margin:
+		r.add(v.Variant, CheckHistory, Pass, "%s: rate ratio %s, at %s at most %s, within the margin %sx (--margin; %s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSigUp(hi, 2), stats.FormatSig(margin, 2), method)
+	default:
+		r.add(v.Variant, CheckHistory, Inconclusive, "%s: rate ratio %s, at %s between %s and %s: not shown worse than its history, nor within the margin %sx (--margin): more rollouts in this run would decide (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), stats.FormatSig(margin, 2), method)
+	}
 }
 
-// percentOf is a drop rate as a percentage.
-func percentOf(x float64) string { return stats.FormatPercent(x, 2) }
+// againstClean holds row v to a past of n rollouts that dropped nothing:
+// a rollout above h.MinAllowance is a regression when Fisher's exact test
+// over rollouts (one-sided) shows this run's share of such rollouts above
+// the past's none, counting only those the variant's beyond the rig's
+// doubt. It passes when no rollout is above the allowance and the exact
+// bound on the share of rollouts above it, over this run's and the past's
+// together, is within the tolerance.
+func againstClean(r *Report, v analysis.VariantSummary, h HistoryLimit, n int, describe string, l Limits, shared bool) {
+	var over, unsure []string
+	grants := unreceivedShares(v)
+	for k, ro := range v.Counted() {
+		if float64(ro.Drops) <= h.MinAllowance {
+			continue
+		}
+		d, why := doubt(v, v.Rollouts[k], grants[k], ro.Drops, shared)
+		line := fmt.Sprintf("rollout %d dropped %s", v.Rollouts[k].N, stats.FormatCount(ro.Drops))
+		if float64(ro.Drops-d) > h.MinAllowance {
+			over = append(over, line)
+		} else {
+			unsure = append(unsure, line+" "+why)
+		}
+	}
+	R := len(v.Rollouts)
+	allowance := stats.FormatSig(h.MinAllowance, 3)
+	conf := l.Confidence
+	// P(this run holds ≥ len(over) of them | the rollouts exchangeable).
+	_, p, _ := stats.FisherExact(uint64(len(over)), uint64(R-len(over)), 0, uint64(n))
+	said := fmt.Sprintf("none of the history's %d rollouts dropped anything (%s)", n, describe)
+	switch {
+	case len(over) > 0 && p < 1-conf:
+		r.add(v.Variant, CheckHistory, Fail, "worse than its history: %s: above the allowance %s per rollout (%d of %d rollouts), where %s; Fisher's exact test over rollouts %s", strings.Join(over, ", "), allowance, len(over), R, said, stats.FormatP(p))
+	case len(over)+len(unsure) == 0:
+		_, hi := stats.OneSided(0, uint64(n+R), conf)
+		what := fmt.Sprintf("no rollout dropped more than the allowance %s, and %s: together, at %s at most %s of rollouts drop more (exact, over %d rollouts)", allowance, said, percent(conf), stats.FormatSigUp(hi*100, 2)+"%", n+R)
+		if hi <= l.tolerance() {
+			r.add(v.Variant, CheckHistory, Pass, "%s: within the tolerance %s (--rollout-tolerance)", what, stats.FormatSig(l.tolerance()*100, 2)+"%")
+		} else {
+			r.add(v.Variant, CheckHistory, Inconclusive, "%s, above the tolerance %s (--rollout-tolerance): measure more rollouts", what, stats.FormatSig(l.tolerance()*100, 2)+"%")
+		}
+	default:
+		r.add(v.Variant, CheckHistory, Inconclusive, "%s: above the allowance %s per rollout, where %s, but not shown worse (Fisher's exact test over rollouts %s, counting only the variant's drops beyond the rig's doubt); more rollouts would decide",
+			strings.Join(append(over, unsure...), "; "), allowance, said, stats.FormatP(p))
+	}
+}
+
+// beyondDoubt is row v's rollouts with each one's drops cut to those the
+// variant's beyond the rig's doubt (doubt; shared as there).
+func beyondDoubt(v analysis.VariantSummary, shared bool) []stats.Rollout {
+	cut := v.Counted()
+	grants := unreceivedShares(v)
+	for k, ro := range v.Rollouts {
+		d, _ := doubt(v, ro, grants[k], cut[k].Drops, shared)
+		cut[k].Drops -= d
+	}
+	return cut
+}
+
+// totalsOf sums rollouts' drops and requests.
+func totalsOf(rs []stats.Rollout) (drops, requests uint64) {
+	for _, r := range rs {
+		drops, requests = drops+r.Drops, requests+r.Requests
+	}
+	return drops, requests
+}
 
 // doubt is how many of rollout ro's drops (drops, as counted) the rig, not
 // the variant, may have caused, and why. A rollout the rig was short of
@@ -794,10 +827,10 @@ func sharedNote(shared bool, raced uint64) string {
 func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) {
 	this, then := v.Counted(), bv.Counted()
 	floor, margin, conf := b.floor(), l.margin(), l.Confidence
-	ratio, lo, hi, _ := stats.RatioOverRollouts(this, then, conf, floor, l.BetweenRuns)
+	ratio, lo, hi, _ := stats.RatioOverRollouts(this, then, conf, floor, l.BetweenRuns, 0)
 	if rateOf(this) == 0 && !b.stated {
 		// No drops: its bound is for any burst shape, as --max-drop-rate's.
-		_, _, hi, _ = stats.RatioOverRollouts(this, then, conf, stats.Dispersion{}, l.BetweenRuns)
+		_, _, hi, _ = stats.RatioOverRollouts(this, then, conf, stats.Dispersion{}, l.BetweenRuns, 0)
 	}
 	bLo, _, _ := stats.BoundsOverRollouts(then, conf, floor)
 	rates := fmt.Sprintf("this run %s per request over %d rollouts, the baseline %s over %d", stats.FormatSig(rateOf(this), 2), len(this), stats.FormatSig(rateOf(then), 2), len(then))
@@ -814,11 +847,11 @@ func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) 
 	case math.IsNaN(hi) || math.IsNaN(lo):
 		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: the bounds could not be computed", rates)
 	case hi <= margin:
-		r.add(v.Variant, CheckBaseline, Pass, "%s: rate ratio %s, at %s at most %s, within the margin %sx (--baseline-margin; %s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSigUp(hi, 2), m, method)
+		r.add(v.Variant, CheckBaseline, Pass, "%s: rate ratio %s, at %s at most %s, within the margin %sx (--margin; %s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSigUp(hi, 2), m, method)
 	case lo > margin:
-		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline by more than the margin %sx (--baseline-margin): %s: rate ratio %s, at %s at least %s (%s)", m, rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
+		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline by more than the margin %sx (--margin): %s: rate ratio %s, at %s at least %s (%s)", m, rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
 	default:
-		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--baseline-margin) nor beyond it: measure more rollouts in both runs (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, method)
+		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--margin) nor beyond it: measure more rollouts in both runs (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, method)
 	}
 }
 

@@ -490,7 +490,7 @@ func TestBaseline(t *testing.T) {
 	}
 	for _, bad := range []float64{0.5, -1, math.Inf(1), math.NaN()} {
 		if _, err := Check(run(row("graceful-drain", 1000, 0)), Limits{Confidence: 0.95, Baseline: whole(row("graceful-drain", 1000, 1)), Margin: bad}); !errors.As(err, new(*UsageError)) {
-			t.Errorf("--baseline-margin %v: %v, want a usage error", bad, err)
+			t.Errorf("--margin %v: %v, want a usage error", bad, err)
 		}
 	}
 }
@@ -649,67 +649,64 @@ func TestMinNewPodShare(t *testing.T) {
 	}
 }
 
-// pastOf is a key's past of the given per-rollout drops, 5,000 requests
-// each, in runs of two rollouts.
-func pastOf(drops ...uint64) history.Past {
+// pastOf is a key's past: runs of the given per-rollout drops, 5,000
+// requests each.
+func pastOf(runs ...[]uint64) history.Past {
 	p := history.Past{Key: history.Key{Scenario: "gate", Variant: "no-prestop"}}
-	for i, d := range drops {
-		if i%2 == 0 {
-			p.Points = append(p.Points, history.Point{})
+	for _, drops := range runs {
+		var pt history.Point
+		for _, d := range drops {
+			pt.Rollouts = append(pt.Rollouts, stats.Rollout{Drops: d, Requests: 5000})
 		}
-		pt := &p.Points[len(p.Points)-1]
-		pt.Rollouts = append(pt.Rollouts, stats.Rollout{Drops: d, Requests: 5000})
+		p.Points = append(p.Points, pt)
 	}
 	return p
 }
 
+// --history holds a row to its key's past: fail when its rate is shown
+// above the past's, pass when shown within the margin, inconclusive
+// between; against a past that dropped nothing, rollouts above the
+// allowance fail by Fisher's exact test over rollouts.
 func TestHistoryLimit(t *testing.T) {
-	past := pastOf(10, 12, 8, 11, 9, 30, 10, 12, 9, 11, 10, 13)
-	limit := func(pct, allowance float64, minRollouts int, byRate bool, pasts map[string]history.Past) Limits {
-		return Limits{Confidence: 0.95, History: &HistoryLimit{Percentile: pct, MinAllowance: allowance, MinRollouts: minRollouts, ByRate: byRate, Past: pasts}}
+	steady := pastOf([]uint64{100, 120, 90, 110}, []uint64{95, 105, 130, 80}, []uint64{110, 100, 90, 120}, []uint64{85, 115, 105, 95},
+		[]uint64{100, 90, 125, 105}, []uint64{120, 95, 100, 85}, []uint64{105, 110, 95, 100}, []uint64{90, 100, 115, 110})
+	clean := pastOf(make([]uint64, 4), make([]uint64, 4), make([]uint64, 4), make([]uint64, 4), make([]uint64, 4), make([]uint64, 4))
+	two := pastOf(make([]uint64, 10), []uint64{100, 120, 90, 110, 100, 120, 90, 110, 100, 120})
+	limits := func(past history.Past, minRollouts int) Limits {
+		return Limits{Confidence: 0.95, History: &HistoryLimit{MinAllowance: 2, MinRollouts: minRollouts, Past: map[string]history.Past{"no-prestop": past}}}
 	}
-	check := func(l Limits, drops ...uint64) Result {
-		t.Helper()
-		r, err := Check(run(row("no-prestop", 5000, drops...)), l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return result(t, r, "no-prestop", CheckHistory)
-	}
-	pasts := map[string]history.Past{"no-prestop": past}
-
-	// P99 of the past is its largest rollout, 30: 25 passes, 31 fails.
-	if res := check(limit(99, 0, 12, false, pasts), 25, 20); res.Verdict != Pass || !strings.Contains(res.Message, "limit 30 per rollout (the P99 of 12 past rollouts in 6 run(s)") {
-		t.Errorf("25 against P99 30: %+v", res)
-	}
-	if res := check(limit(99, 0, 12, false, pasts), 31, 20); res.Verdict != Fail || !strings.Contains(res.Message, "rollout 1 dropped 31") {
-		t.Errorf("31 against P99 30: %+v", res)
-	}
-	// P50 is 10 (nearest rank); the allowance raises it to 15.
-	if res := check(limit(50, 0, 12, false, pasts), 14); res.Verdict != Fail {
-		t.Errorf("14 against P50 10: %+v", res)
-	}
-	if res := check(limit(50, 15, 12, false, pasts), 14); res.Verdict != Pass || !strings.Contains(res.Message, "the allowance 15") {
-		t.Errorf("14 against P50 10 with allowance 15: %+v", res)
-	}
-	// A drop rate: P99 is 30/5000 = 0.6%; 40 of 5,000 breaks it, 40 of
-	// 10,000 does not.
-	if res := check(limit(99, 0, 12, true, pasts), 40); res.Verdict != Fail || !strings.Contains(res.Message, "(0.8%)") {
-		t.Errorf("0.8%% against 0.6%%: %+v", res)
-	}
-	// Too short a past is inconclusive, with how much more it needs; no
-	// past at all too.
-	if res := check(limit(99, 0, 20, false, pasts), 0); res.Verdict != Inconclusive || !strings.Contains(res.Message, "measure 8 more rollout(s)") {
-		t.Errorf("12 past rollouts where 20 are needed: %+v", res)
-	}
-	if res := check(limit(99, 0, 1, false, map[string]history.Past{}), 0); res.Verdict != Inconclusive || !strings.Contains(res.Message, "no earlier run in the history has this row's key") {
-		t.Errorf("no past: %+v", res)
+	for _, tc := range []struct {
+		name  string
+		l     Limits
+		drops []uint64
+		want  Verdict
+		says  string
+	}{
+		{"as the past", limits(steady, 20), []uint64{100, 110, 95, 105, 90, 100, 120, 100, 95, 105}, Pass, "within the margin 2x (--margin"},
+		{"four times the past", limits(steady, 20), []uint64{400, 450, 380, 420}, Fail, "worse than its history"},
+		{"a little worse, 2 rollouts", limits(steady, 20), []uint64{130, 150}, Inconclusive, "not shown worse than its history, nor within the margin 2x"},
+		{"clean as its clean past", limits(clean, 20), []uint64{0, 0, 0, 0}, Pass, "together, at 95% at most 11% of rollouts drop more (exact, over 28 rollouts)"},
+		{"a regression after a clean past", limits(clean, 20), []uint64{300, 320, 280, 310}, Fail, "(4 of 4 rollouts), where none of the history's 24 rollouts dropped anything"},
+		{"one rollout above the allowance", limits(clean, 20), []uint64{0, 3, 0, 0}, Inconclusive, "but not shown worse (Fisher's exact test over rollouts p = 0.14"},
+		{"too short a past", limits(steady, 40), []uint64{100}, Inconclusive, "measure 8 more rollout(s)"},
+		{"no past", limits(history.Past{}, 20), []uint64{100}, Inconclusive, "no earlier run in the history has this row's key"},
+		{"runs differ, but too few to say by how much", limits(two, 20), []uint64{100, 110}, Inconclusive, "measured on 3 or more past runs that dropped, or stated with --between-runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(run(row("no-prestop", 5000, tc.drops...)), tc.l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := result(t, r, "no-prestop", CheckHistory); res.Verdict != tc.want || !strings.Contains(res.Message, tc.says) {
+				t.Errorf("%v: %s\nwant %v containing %q", res.Verdict, res.Message, tc.want, tc.says)
+			}
+		})
 	}
 	// Bad settings are bad usage.
-	for _, l := range []Limits{limit(0, 0, 12, false, pasts), limit(101, 0, 12, false, pasts), limit(99, -1, 12, false, pasts), limit(99, 1, 12, true, pasts), limit(99, 0, 0, false, pasts), limit(math.NaN(), 0, 12, false, pasts)} {
+	for _, h := range []HistoryLimit{{MinAllowance: -1, MinRollouts: 12}, {MinRollouts: 0}, {MinAllowance: math.NaN(), MinRollouts: 12}} {
 		var ue *UsageError
-		if _, err := Check(run(row("no-prestop", 5000, 1)), l); !errors.As(err, &ue) {
-			t.Errorf("%+v: %v, want a usage error", *l.History, err)
+		if _, err := Check(run(row("no-prestop", 5000, 1)), Limits{Confidence: 0.95, History: &h}); !errors.As(err, &ue) {
+			t.Errorf("%+v: %v, want a usage error", h, err)
 		}
 	}
 }

@@ -33,15 +33,22 @@ const (
 	Permutations = 1999
 )
 
-// ChangePoints finds where the drop rate of points changed, by binary
-// segmentation: in a segment, the split between two runs that maximises
-// the standardised difference of the two sides' drop rates is a change
-// when a permutation test, moving whole runs (a run's rollouts share a
-// cluster and a day, so runs, not rollouts, are exchangeable when nothing
-// changed), gives it a p-value below 1 − conf; the test then repeats on
-// either side. The maximum over splits is taken in every permutation too,
-// so the p-value accounts for the split having been chosen. The random
-// orders are seeded: the same history gives the same answer.
+// ChangePoints finds where the drop rate of points changed, by circular
+// binary segmentation (Olshen, Venkatraman, Lai and Wigler 2004): in a
+// segment, the stretch of runs [i, j) whose drop rate differs most from
+// the rest's (a stretch reaching either end is one change, one in the
+// middle is two: a change and its return, as 1.0 → 1.1 → 1.0) is tested
+// by permutation, moving whole runs (a run's rollouts share a cluster and
+// a day, so runs, not rollouts, are exchangeable when nothing changed);
+// the maximum over stretches is taken in every permutation too, so the
+// p-value accounts for the stretch having been chosen. Below 1 − conf it
+// is a change (or two), and the pieces it leaves are searched in turn,
+// each level's pieces at (1 − conf) over their number (Bonferroni), so
+// that more pieces do not mean more false changes. The statistic is the
+// difference of the two sides' drop rates over its standard error, the
+// runs' rates scattered about their own side's rate (so a shift does not
+// inflate its own yardstick). The random orders are seeded: the same
+// history gives the same answer.
 func ChangePoints(points []Point, conf float64) []Change {
 	runs := make([]seg, len(points))
 	for i, p := range points {
@@ -49,18 +56,29 @@ func ChangePoints(points []Point, conf float64) []Change {
 		runs[i] = seg{drops: float64(d), requests: float64(n), rollouts: float64(len(p.Rollouts))}
 	}
 	var out []Change
-	var find func(lo, hi int)
-	find = func(lo, hi int) {
-		c, ok := splitTest(runs[lo:hi], 1-conf)
-		if !ok {
-			return
+	level := [][2]int{{0, len(runs)}}
+	for len(level) > 0 {
+		alpha := (1 - conf) / float64(len(level))
+		var next [][2]int
+		for _, sg := range level {
+			lo, hi := sg[0], sg[1]
+			cs, ok := splitTest(runs[lo:hi], alpha)
+			if !ok {
+				continue
+			}
+			cut := []int{lo}
+			for _, c := range cs {
+				c.At += lo
+				out = append(out, c)
+				cut = append(cut, c.At)
+			}
+			cut = append(cut, hi)
+			for k := 1; k < len(cut); k++ {
+				next = append(next, [2]int{cut[k-1], cut[k]})
+			}
 		}
-		c.At += lo
-		out = append(out, c)
-		find(lo, c.At)
-		find(c.At, hi)
+		level = next
 	}
-	find(0, len(runs))
 	slices.SortFunc(out, func(a, b Change) int { return a.At - b.At })
 	return out
 }
@@ -68,70 +86,110 @@ func ChangePoints(points []Point, conf float64) []Change {
 // seg is one run's totals.
 type seg struct{ drops, requests, rollouts float64 }
 
-// splitTest tests runs for one change; ok when its p-value is below alpha.
-func splitTest(runs []seg, alpha float64) (Change, bool) {
+// splitTest tests runs for a change; ok when its p-value is below alpha,
+// with the one or two changes of the stretch found, in order.
+func splitTest(runs []seg, alpha float64) ([]Change, bool) {
 	if len(runs) < 2*MinSide {
-		return Change{}, false
+		return nil, false
 	}
-	at, obs := bestSplit(runs)
+	i, j, obs := bestStretch(runs)
 	if obs <= 0 {
-		return Change{}, false
+		return nil, false
 	}
 	rng := rand.New(rand.NewPCG(1, uint64(len(runs))))
 	perm := slices.Clone(runs)
 	above := 0
 	for range Permutations {
-		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		if _, t := bestSplit(perm); t >= obs*(1-1e-12) {
+		rng.Shuffle(len(perm), func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
+		if _, _, t := bestStretch(perm); t >= obs*(1-1e-12) {
 			above++
 		}
 	}
 	p := float64(above+1) / float64(Permutations+1)
 	if p >= alpha {
-		return Change{}, false
+		return nil, false
 	}
-	b, a := sum(runs[:at]), sum(runs[at:])
-	return Change{At: at, Before: b.drops / b.rollouts, After: a.drops / a.rollouts,
-		BeforeRate: b.drops / b.requests, AfterRate: a.drops / a.requests, P: p}, true
+	var out []Change
+	for _, at := range []int{i, j} {
+		if at > 0 && at < len(runs) {
+			b, a := sum(runs[max(0, prevCut(i, j, at)):at]), sum(runs[at:nextCut(i, j, at, len(runs))])
+			out = append(out, Change{At: at, Before: b.drops / b.rollouts, After: a.drops / a.rollouts,
+				BeforeRate: b.drops / b.requests, AfterRate: a.drops / a.requests, P: p})
+		}
+	}
+	return out, true
 }
 
-// bestSplit returns the split (index of the first run after it) with the
-// largest statistic, and that statistic: the difference of the two sides'
-// pooled drop rates over its standard error, the rollouts of each side
-// weighing as the samples (the rates' spread across runs, pooled, is the
-// error's scale).
-func bestSplit(runs []seg) (at int, best float64) {
-	total := sum(runs)
-	if total.requests == 0 {
-		return 0, 0
+// prevCut and nextCut bound the runs on either side of change at, among
+// the stretch [i, j)'s edges: the side before it starts at the previous
+// edge (or 0), the side after ends at the next (or n).
+func prevCut(i, j, at int) int {
+	if at == j && i > 0 {
+		return i
 	}
-	// The spread of the runs' rates about the pooled rate, per rollout.
-	pooled := total.drops / total.requests
-	var ss float64
-	for _, r := range runs {
-		if r.requests > 0 {
-			d := r.drops/r.requests - pooled
-			ss += r.rollouts * d * d
+	return 0
+}
+
+func nextCut(i, j, at, n int) int {
+	if at == i && j < n {
+		return j
+	}
+	return n
+}
+
+// bestStretch returns the stretch [i, j) of runs (at least MinSide runs
+// in it, and before and after it unless it reaches that end) whose drop
+// rate differs most from the rest's,
+// and its statistic: the difference of the two rates over its standard
+// error, with the rollouts of each side as the samples and the runs'
+// rates scattered about their own side's rate as the scale.
+func bestStretch(runs []seg) (bi, bj int, best float64) {
+	n := len(runs)
+	// Prefix sums of rollouts r, drops, requests, and r·x, r·x² of each
+	// run's rate x.
+	type acc struct{ r, d, q, rx, rxx float64 }
+	pre := make([]acc, n+1)
+	for k, s := range runs {
+		x := 0.0
+		if s.requests > 0 {
+			x = s.drops / s.requests
+		}
+		p := pre[k]
+		pre[k+1] = acc{p.r + s.rollouts, p.d + s.drops, p.q + s.requests, p.rx + s.rollouts*x, p.rxx + s.rollouts*x*x}
+	}
+	tot := pre[n]
+	if tot.q == 0 {
+		return 0, 0, 0
+	}
+	for i := 0; i < n; i++ {
+		for j := i + MinSide; j <= n; j++ {
+			// Every side of a change holds MinSide runs or more: the runs
+			// before the stretch, in it, and after it (an end may be empty).
+			if (i > 0 && i < MinSide) || (j < n && n-j < MinSide) || (i == 0 && j == n) {
+				continue
+			}
+			in := acc{pre[j].r - pre[i].r, pre[j].d - pre[i].d, pre[j].q - pre[i].q, pre[j].rx - pre[i].rx, pre[j].rxx - pre[i].rxx}
+			out := acc{tot.r - in.r, tot.d - in.d, tot.q - in.q, tot.rx - in.rx, tot.rxx - in.rxx}
+			if in.q == 0 || out.q == 0 {
+				continue
+			}
+			diff := math.Abs(in.d/in.q - out.d/out.q)
+			if diff == 0 {
+				continue
+			}
+			// Within-side scatter of the runs' rates, per rollout.
+			ss := in.rxx - in.rx*in.rx/in.r + out.rxx - out.rx*out.rx/out.r
+			scale := math.Sqrt(math.Max(0, ss) / math.Max(1, tot.r-2))
+			t := math.Inf(1)
+			if scale > 0 {
+				t = diff / (scale * math.Sqrt(1/in.r+1/out.r))
+			}
+			if t > best {
+				bi, bj, best = i, j, t
+			}
 		}
 	}
-	scale := math.Sqrt(ss / math.Max(1, total.rollouts-1))
-	if scale == 0 {
-		return 0, 0 // every run at one rate: nothing changed
-	}
-	var left seg
-	for k := 1; k < len(runs); k++ {
-		left = add(left, runs[k-1])
-		if k < MinSide || len(runs)-k < MinSide || left.requests == 0 || total.requests == left.requests {
-			continue
-		}
-		right := seg{total.drops - left.drops, total.requests - left.requests, total.rollouts - left.rollouts}
-		diff := math.Abs(left.drops/left.requests - right.drops/right.requests)
-		t := diff / (scale * math.Sqrt(1/left.rollouts+1/right.rollouts))
-		if t > best {
-			at, best = k, t
-		}
-	}
-	return at, best
+	return bi, bj, best
 }
 
 func sum(runs []seg) seg {

@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"time"
@@ -18,12 +19,19 @@ type Past struct {
 	Points []Point
 	// Left are the earlier runs left out as suspect, each with why.
 	Left []string
-	// Since is the latest change among the earlier clean runs (nil when
-	// none was found), SinceRun the first run after it, and Before the
-	// runs before it, left out: they show the service as it was.
+	// Since is the latest improvement among the earlier clean runs (nil
+	// when none was found), SinceRun the first run after it, and Before
+	// the runs before it, left out: they show the service as it was.
 	Since    *Change
 	SinceRun string
 	Before   int
+	// Until is the first regression after Since (nil when none), UntilRun
+	// the first run after it, and After the runs from it on, left out: a
+	// regression never becomes the service's normal, so until an
+	// improvement is found the past stays the last good stretch.
+	Until    *Change
+	UntilRun string
+	After    int
 }
 
 // Find returns the series of key, or nil.
@@ -38,10 +46,13 @@ func (h *History) Find(k Key) *Series {
 
 // Before returns the past of s before a run started at t (the run in dir
 // itself excluded, were it in the history): only earlier runs, so a
-// threshold never learns from the run it judges or any later one; suspect
-// runs left out; and only the runs since the latest change ChangePoints
-// finds among them at conf, so a fix tightens the limit and an old,
-// worse behaviour no longer counts as normal.
+// check never learns from the run it judges or any later one; suspect
+// runs left out; and of the changes ChangePoints finds among them at
+// conf, re-based only on an improvement: the past starts at the latest
+// improvement (a fix tightens what counts as normal, and the worse
+// behaviour before it no longer does) and ends before the first
+// regression after it (a regression never becomes normal: until an
+// improvement is found, later runs are held to the last good stretch).
 func (s *Series) Before(t time.Time, dir string, conf float64) Past {
 	past := Past{Key: s.Key}
 	self, _ := filepath.Abs(dir)
@@ -56,12 +67,21 @@ func (s *Series) Before(t time.Time, dir string, conf float64) Past {
 		}
 		clean = append(clean, p)
 	}
-	if cs := ChangePoints(clean, conf); len(cs) > 0 {
-		last := cs[len(cs)-1]
-		past.Since, past.SinceRun, past.Before = &last, clean[last.At].Dir, last.At
-		clean = clean[last.At:]
+	cs := ChangePoints(clean, conf)
+	from, to := 0, len(clean)
+	for k := len(cs) - 1; k >= 0; k-- {
+		if c := cs[k]; c.AfterRate < c.BeforeRate {
+			past.Since, past.SinceRun, past.Before, from = &cs[k], clean[c.At].Dir, c.At, c.At
+			break
+		}
 	}
-	past.Points = clean
+	for k := range cs {
+		if c := cs[k]; c.At > from && c.AfterRate > c.BeforeRate {
+			past.Until, past.UntilRun, past.After, to = &cs[k], clean[c.At].Dir, len(clean)-c.At, c.At
+			break
+		}
+	}
+	past.Points = clean[from:to]
 	return past
 }
 
@@ -111,5 +131,46 @@ func (p Past) Describe() string {
 		s += fmt.Sprintf(", since it changed at run %s (from %s to %s drops per rollout, %s; the %d run(s) before left out)",
 			p.SinceRun, stats.FormatSig(p.Since.Before, 3), stats.FormatSig(p.Since.After, 3), stats.FormatP(p.Since.P), p.Before)
 	}
+	if p.Until != nil {
+		s += fmt.Sprintf(", until it regressed at run %s (from %s to %s drops per rollout, %s; the %d run(s) from it on left out until an improvement is found)",
+			p.UntilRun, stats.FormatSig(p.Until.Before, 3), stats.FormatSig(p.Until.After, 3), stats.FormatP(p.Until.P), p.After)
+	}
 	return s
+}
+
+// BetweenRuns estimates how much the past's runs differ beyond what their
+// rollouts show: the standard deviation of a run's log drop rate between
+// runs, by the method of moments (DerSimonian and Laird 1986, unweighted):
+// the variance of the runs' log rates less the mean of their variances
+// within (φ/K, φ each run's own dispersion, never below floor), at least
+// 0. It needs 3 runs that dropped (ok false with fewer), and says how
+// many it used. Runs without drops are left out: their log rate is not
+// defined.
+func (p Past) BetweenRuns(floor stats.Dispersion) (sd float64, runs int, ok bool) {
+	var ys, ws []float64
+	for _, pt := range p.Points {
+		k, n := pt.totals()
+		if k == 0 || n == 0 {
+			continue
+		}
+		phi := stats.DispersionOf(pt.Rollouts).Phi
+		if floor.Measured() {
+			phi = max(phi, floor.At(float64(n)/float64(len(pt.Rollouts))))
+		}
+		ys = append(ys, math.Log(float64(k)/float64(n)))
+		ws = append(ws, phi/float64(k))
+	}
+	m := len(ys)
+	if m < 3 {
+		return 0, m, false
+	}
+	var mean, w float64
+	for k := range ys {
+		mean, w = mean+ys[k]/float64(m), w+ws[k]/float64(m)
+	}
+	var ss float64
+	for _, y := range ys {
+		ss += (y - mean) * (y - mean)
+	}
+	return math.Sqrt(max(0, ss/float64(m-1)-w)), m, true
 }

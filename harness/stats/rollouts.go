@@ -429,8 +429,9 @@ func RolloutsToDecide(rate, limit, conf, perRollout float64, d Dispersion) int {
 // between is the standard deviation of a run's log drop rate between runs
 // beyond what its rollouts show (a day effect: the two runs were measured
 // apart); 0 leaves it out. It adds 2·between² to the log ratio's
-// variance.
-func RatioOverRollouts(a, b []Rollout, conf float64, floor Dispersion, between float64) (ratio, lo, hi float64, d Dispersion) {
+// variance. betweenDF, when above 0, is the degrees of freedom it was
+// estimated on: Student's t then takes no more than those.
+func RatioOverRollouts(a, b []Rollout, conf float64, floor Dispersion, between float64, betweenDF int) (ratio, lo, hi float64, d Dispersion) {
 	ka, na := totals(a)
 	kb, nb := totals(b)
 	if !validConf(conf) || na == 0 || nb == 0 || ka > na || kb > nb {
@@ -445,17 +446,26 @@ func RatioOverRollouts(a, b []Rollout, conf float64, floor Dispersion, between f
 		return ratio, aLo / bHi / day, aHi / bLo * day, Dispersion{}
 	}
 	d = DispersionOf(a, b)
-	phiA, phiB := d.Phi, d.Phi
+	// Each side is charged at least its own dispersion: one calm side
+	// (many rollouts) must not vouch for a burstier one.
+	phiA, phiB := math.Max(d.Phi, DispersionOf(a).Phi), math.Max(d.Phi, DispersionOf(b).Phi)
 	if floor.Measured() {
 		phiA = math.Max(phiA, floor.At(float64(na)/float64(rolloutsWithRequests(a))))
 		phiB = math.Max(phiB, floor.At(float64(nb)/float64(rolloutsWithRequests(b))))
 	}
-	z := NormalQuantile(conf)
-	switch {
-	case d.Measured():
-		z = StudentTQuantile(conf, float64(d.DF))
-	case !floor.Measured():
+	if !d.Measured() && !floor.Measured() {
 		return ratio, math.NaN(), math.NaN(), d
+	}
+	df := math.Inf(1)
+	if d.Measured() {
+		df = float64(d.DF)
+	}
+	if betweenDF > 0 {
+		df = math.Min(df, float64(betweenDF))
+	}
+	z := NormalQuantile(conf)
+	if !math.IsInf(df, 1) {
+		z = StudentTQuantile(conf, df)
 	}
 	se := math.Sqrt(phiA/float64(ka) + phiB/float64(kb) + 2*between*between)
 	return ratio, ratio * math.Exp(-z*se), ratio * math.Exp(z*se), d

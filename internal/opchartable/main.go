@@ -32,10 +32,15 @@ func write(path string, runs int) error {
 	for _, block := range []struct {
 		name  string
 		modes []opchar.Mode
-	}{{"asserted", opchar.Modes}, {"measured", opchar.Measured}, {"truths", nil}} {
-		text := opchar.Markdown(opchar.Run(block.modes, runs, opchar.Seed))
-		if block.modes == nil {
+	}{{"asserted", opchar.Modes}, {"measured", opchar.Measured}, {"truths", nil}, {"changes", nil}} {
+		var text string
+		switch block.name {
+		case "truths":
 			text = opchar.Truths()
+		case "changes":
+			text = opchar.ChangeTable(runs/4, opchar.Seed)
+		default:
+			text = opchar.Markdown(opchar.Run(block.modes, runs, opchar.Seed))
 		}
 		if doc, err = opchar.Replace(doc, block.name, text); err != nil {
 			return fmt.Errorf("%s: %w", path, err)

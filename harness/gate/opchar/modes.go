@@ -76,26 +76,50 @@ var Modes = []Mode{
 	},
 }
 
-// Measured are the gate modes the suite measures but does not yet hold to
-// its targets: the history's percentile (issue 36, item 6).
-var Measured = []Mode{
-	{
-		Name:     gate.CheckHistory,
-		Truths:   "a history of 8 runs at the family's limit rate; breach: this run at 2x it; good: at it",
-		CrossRun: true,
-		Check: func(rng *rand.Rand, f Family, t Truth, r int) gate.Verdict {
-			const pastRuns = 8
-			s := series(rng, f, f.Limit, pastRuns, r)
-			mu := f.Limit
-			if t == Breach {
-				mu *= 2
-			}
-			a := analysisOf(row(rng, f, mu*f.day(rng), r))
-			past := s.Before(time.Unix(pastRuns*86400, 0), "this-run", stats.DefaultConfidence)
-			h := &gate.HistoryLimit{Percentile: 99, MinAllowance: 2, MinRollouts: 20, Past: map[string]history.Past{Variant: past}}
-			return verdict(a, gate.Limits{History: h}, gate.CheckHistory)
-		},
+func init() { Modes = append(Modes, History) }
+
+// History is --history, held to the targets with the rest.
+var History = Mode{
+	Name:     gate.CheckHistory,
+	Truths:   "a history of 8 runs at the family's limit rate; breach: this run at 1.5x the margin (default 2) times it; good: at it",
+	CrossRun: true,
+	Check: func(rng *rand.Rand, f Family, t Truth, r int) gate.Verdict {
+		ratio := 1.0
+		if t == Breach {
+			ratio = 1.5 * gate.DefaultMargin
+		}
+		return historyVerdict(rng, f, ratio, r)
 	},
+}
+
+// Measured are measured and reported, not held to the 5 % targets: how
+// often --history fails a 2x regression on its first run (its power).
+var Measured = []Mode{Regression}
+
+// Regression is how often a 2x regression fails its first run against a
+// stable history of 8 runs, per family and rollout count (issue 36's
+// target: 80 % where the rollouts can show it).
+var Regression = Mode{
+	Name:     "history, 2x regression",
+	Truths:   "a history of 8 runs at the family's limit rate, this run at 2x it: the table's P(pass | breach) column is P(pass), and P(fail) = 100 % − P(pass) − P(inconclusive)",
+	CrossRun: true,
+	Check: func(rng *rand.Rand, f Family, t Truth, r int) gate.Verdict {
+		if t == Good {
+			return NoSuchTruth
+		}
+		return historyVerdict(rng, f, 2, r)
+	},
+}
+
+// historyVerdict draws a history of 8 runs at f's limit rate and a run
+// at ratio times it, and returns --history's verdict on the run.
+func historyVerdict(rng *rand.Rand, f Family, ratio float64, r int) gate.Verdict {
+	const pastRuns = 8
+	s := series(rng, f, f.Limit, pastRuns, r)
+	a := analysisOf(row(rng, f, ratio*f.Limit*f.day(rng), r))
+	past := s.Before(time.Unix(pastRuns*86400, 0), "this-run", stats.DefaultConfidence)
+	h := &gate.HistoryLimit{MinAllowance: 2, MinRollouts: 20, Past: map[string]history.Past{Variant: past}}
+	return verdict(a, gate.Limits{History: h}, gate.CheckHistory)
 }
 
 // leastShare draws a rollout's least-served new pod's share of an even

@@ -2,7 +2,9 @@ package opchar
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -15,6 +17,9 @@ var runs = flag.Int("opchar.runs", DefaultRuns, "simulated runs per cell")
 // at most 5 %. The table in docs/statistics.md is this suite's output
 // (make stats-table writes it).
 func TestOperatingCharacteristics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 simulated runs per cell take minutes; make test runs it")
+	}
 	cells := Run(Modes, *runs, Seed)
 	for _, c := range cells {
 		if c.Wrong() > 0.05 {
@@ -51,5 +56,32 @@ func TestSimulatedRatesAreTrue(t *testing.T) {
 		if got := drops / requests; got < 0.97*f.Limit || got > 1.03*f.Limit {
 			t.Errorf("%s: mean rate %.5f, want %.5f within 3 %%", f.Name, got, f.Limit)
 		}
+	}
+}
+
+// TestChangeSearch: on stable histories the change search finds a change
+// in at most 5 % of them, with and without a day effect between runs;
+// docs/statistics.md's table of it is this output.
+func TestChangeSearch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 simulated histories per case take a minute; make test runs it")
+	}
+	table := ChangeTable(DefaultRuns/4, Seed)
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| stable") {
+			continue
+		}
+		cells := strings.Split(line, "|")
+		var none float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(cells[3]), "%f %%", &none); err != nil || none > 5 {
+			t.Errorf("%s: a change found where there is none in %v %% (%v), above 5 %%", strings.TrimSpace(cells[1]), none, err)
+		}
+	}
+	doc, err := os.ReadFile("../../../docs/statistics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := Block(string(doc), "changes"); !ok || got != table {
+		t.Errorf("docs/statistics.md's change table is not this output: run make stats-table\nwant:\n%s\ngot:\n%s", table, got)
 	}
 }

@@ -268,3 +268,86 @@ func Truths() string {
 	}
 	return b.String()
 }
+
+// ChangeCase is a history whose changes are known, and how often
+// history.ChangePoints finds exactly them.
+type ChangeCase struct {
+	Name string
+	// Rates are each run's mean rate, as factors of the family's limit.
+	Rates []float64
+	// Want are the runs at which the rate changed.
+	Want []int
+}
+
+// ChangeCases are the histories the change search is measured on, 4
+// rollouts a run, beta-binomial drops.
+var ChangeCases = []ChangeCase{
+	{"stable, 12 runs", repeat(1, 12), nil},
+	{"stable, 24 runs", repeat(1, 24), nil},
+	{"stable, 12 runs, day effect σ 0.35", repeat(1, 12), nil},
+	{"a fix: 6 runs, then 6 at a tenth", append(repeat(1, 6), repeat(0.1, 6)...), []int{6}},
+	{"a fix and a regression: 6, 6 at a tenth, 4 again", append(append(repeat(1, 6), repeat(0.1, 6)...), repeat(1, 4)...), []int{6, 12}},
+	{"a 2x step: 8 runs, then 8 at twice", append(repeat(1, 8), repeat(2, 8)...), []int{8}},
+}
+
+func repeat(x float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = x
+	}
+	return out
+}
+
+// ChangeTable measures ChangeCases over runs histories each: the share in
+// which the changes found are exactly the true ones (each at its run or
+// next to it), a change is found where there is none, and a true change
+// is missed.
+func ChangeTable(runs int, seed uint64) string {
+	var b strings.Builder
+	b.WriteString("| history | P(exactly the true changes, ±1 run) | P(a change where there is none) | P(a true change missed) |\n|---|---:|---:|---:|\n")
+	for ci, c := range ChangeCases {
+		f := Families[0]
+		if strings.Contains(c.Name, "day effect") {
+			f = DayEffect
+		}
+		rng := rand.New(rand.NewPCG(seed, uint64(1000+ci)))
+		var exact, extra, missed int
+		for range runs {
+			var pts []history.Point
+			for i, x := range c.Rates {
+				v := row(rng, f, x*f.Limit*f.day(rng), 4)
+				pts = append(pts, history.Point{Dir: fmt.Sprint(i), Rollouts: v.Counted()})
+			}
+			var got []int
+			for _, ch := range history.ChangePoints(pts, stats.DefaultConfidence) {
+				got = append(got, ch.At)
+			}
+			// A change found at the true run or next to it finds it; each
+			// true change is found at most once.
+			used := map[int]bool{}
+			hit, wrong := 0, false
+			for _, g := range got {
+				found := false
+				for _, w := range c.Want {
+					if !used[w] && g >= w-1 && g <= w+1 {
+						used[w], found = true, true
+						hit++
+						break
+					}
+				}
+				wrong = wrong || !found
+			}
+			if !wrong && hit == len(c.Want) {
+				exact++
+			}
+			if wrong {
+				extra++
+			}
+			if hit < len(c.Want) {
+				missed++
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Name, pct(float64(exact)/float64(runs)), pct(float64(extra)/float64(runs)), pct(float64(missed)/float64(runs)))
+	}
+	return b.String()
+}
