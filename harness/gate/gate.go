@@ -583,7 +583,7 @@ func fromHistory(r *Report, v analysis.VariantSummary, l Limits, b burstiness, s
 	past := h.Past[v.Variant]
 	rolls := past.Rollouts()
 	if past.Runs() == 0 && len(past.Left) == 0 {
-		r.add(v.Variant, CheckHistory, Inconclusive, "no earlier run in the history has this row's key, %s: runs are compared only when scenario, row, path, protocol, kube-proxy mode, Kubernetes version and image repository all match (`droprun history DIR` lists the keys it holds); measure %d rollout(s) of this key first",
+		r.add(v.Variant, CheckHistory, Inconclusive, "no earlier run in the history has this row's key, %s: runs are compared only when scenario, row, path, protocol, request rate and client timeout, kube-proxy mode, Kubernetes version, node count and image repository all match (`droprun history DIR` lists the keys it holds); measure %d rollout(s) of this key first",
 			past.Key, h.MinRollouts)
 		return
 	}

@@ -26,8 +26,13 @@ type Key struct {
 	// Protocol is traffic.protocol and connection mode, e.g. http1-new,
 	// h2c ×4 (connections per target).
 	Protocol   string `json:"protocol"`
+	// Load is the request rate and the client's timeout, e.g.
+	// "500 req/s, timeout 2s": a drop rate depends on both.
+	Load       string `json:"load,omitempty"`
 	KubeProxy  string `json:"kubeProxy"`
 	Kubernetes string `json:"kubernetes"`
+	// Nodes is the cluster's node count (0 where the run did not say).
+	Nodes int `json:"nodes,omitempty"`
 	// App is the image repositories of the pods the row's rollouts
 	// deleted, tags and digests cut (e.g. "bookshop"); "" for runs
 	// recorded before droprun read them.
@@ -36,7 +41,11 @@ type Key struct {
 
 // String is the key in one line, its parts joined by " · ".
 func (k Key) String() string {
-	return strings.Join([]string{k.Scenario, k.Variant, k.Path, k.Protocol, or(k.KubeProxy, "kube-proxy ?"), or(k.Kubernetes, "Kubernetes ?"), or(k.App, "app ?")}, " · ")
+	nodes := "nodes ?"
+	if k.Nodes > 0 {
+		nodes = fmt.Sprintf("%d nodes", k.Nodes)
+	}
+	return strings.Join([]string{k.Scenario, k.Variant, k.Path, k.Protocol, or(k.Load, "load ?"), or(k.KubeProxy, "kube-proxy ?"), or(k.Kubernetes, "Kubernetes ?"), nodes, or(k.App, "app ?")}, " · ")
 }
 
 // Point is one row of one run.
@@ -251,14 +260,13 @@ type keyed struct {
 
 // points are a run's rows as points, each with its key.
 func points(dir string, sum *analysis.Summary) []keyed {
-	run := sum.Dispersion()
 	var out []keyed
 	for _, v := range sum.Variants {
 		if len(v.Rollouts) == 0 {
 			continue
 		}
 		p := Point{Dir: dir, Started: sum.Started, Droprun: sum.Cluster.DroprunVer, Rollouts: v.Counted(), Images: images(v)}
-		p.Rate = stats.RateOverRollouts(p.Rollouts, stats.DefaultConfidence, run)
+		p.Rate = stats.RateOverRollouts(p.Rollouts, stats.DefaultConfidence, stats.Dispersion{})
 		p.Suspect = sum.SuspectOf(v)
 		out = append(out, keyed{Point: p, key: KeyOf(sum, v)})
 	}
@@ -276,8 +284,9 @@ func KeyOf(sum *analysis.Summary, v analysis.VariantSummary) Key {
 	if t.Connections > 0 {
 		proto += fmt.Sprintf(" ×%d", t.Connections)
 	}
-	return Key{Scenario: sum.Scenario, Variant: v.Variant, Path: path, Protocol: proto,
-		KubeProxy: sum.Cluster.KubeProxyMode, Kubernetes: sum.Cluster.Kubernetes, App: strings.Join(repositories(v), " ")}
+	load := fmt.Sprintf("%d req/s, timeout %s", t.Rate, or(t.Timeout, "?"))
+	return Key{Scenario: sum.Scenario, Variant: v.Variant, Path: path, Protocol: proto, Load: load,
+		KubeProxy: sum.Cluster.KubeProxyMode, Kubernetes: sum.Cluster.Kubernetes, Nodes: sum.Cluster.Nodes, App: strings.Join(repositories(v), " ")}
 }
 
 // repositories are the image repositories of the pods v's rollouts

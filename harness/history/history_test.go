@@ -89,7 +89,7 @@ func TestReadKeysOrdersAndSkips(t *testing.T) {
 	if h.Runs != 2 || len(h.Series) != 2 {
 		t.Fatalf("runs %d, series %d; want 2 runs (a, b) in 2 series (graceful-drain, no-prestop)", h.Runs, len(h.Series))
 	}
-	s := h.Find(Key{Scenario: "demo", Variant: "no-prestop", Path: "nodeport", Protocol: "http1-new", KubeProxy: "iptables", Kubernetes: "v1.37.2", App: "bookshop"})
+	s := h.Find(Key{Scenario: "demo", Variant: "no-prestop", Path: "nodeport", Protocol: "http1-new", Load: "500 req/s, timeout ?", KubeProxy: "iptables", Kubernetes: "v1.37.2", App: "bookshop"})
 	if s == nil {
 		t.Fatalf("no series for demo/no-prestop; keys %v, %v", h.Series[0].Key, h.Series[1].Key)
 	}
@@ -275,5 +275,26 @@ func TestMinP(t *testing.T) {
 		if got := stats.FormatSig(minP(n), 2); got != want {
 			t.Errorf("minP(%d) = %s, want %s", n, got, want)
 		}
+	}
+}
+
+// TestKeyHoldsTheLoad: runs at another request rate, client timeout or
+// node count are another series: a drop rate depends on each, so halving
+// the rate must not let a regression hide among the old runs.
+func TestKeyHoldsTheLoad(t *testing.T) {
+	sum := func(rate int, timeout string, nodes int) *analysis.Summary {
+		s := &analysis.Summary{}
+		s.Scenario, s.Traffic.Rate, s.Traffic.Timeout, s.Cluster.Nodes = "demo", rate, timeout, nodes
+		return s
+	}
+	v := analysis.VariantSummary{Variant: "no-prestop"}
+	base := KeyOf(sum(500, "2s", 3), v)
+	for _, other := range []*analysis.Summary{sum(250, "2s", 3), sum(500, "5s", 3), sum(500, "2s", 5)} {
+		if k := KeyOf(other, v); k == base {
+			t.Errorf("rate %d, timeout %s, %d nodes: the same key as 500 req/s, 2s, 3 nodes: %s", other.Traffic.Rate, other.Traffic.Timeout, other.Cluster.Nodes, k)
+		}
+	}
+	if k := KeyOf(sum(500, "2s", 3), v); k != base || !strings.Contains(k.String(), "500 req/s, timeout 2s") || !strings.Contains(k.String(), "3 nodes") {
+		t.Errorf("key %s", k)
 	}
 }
