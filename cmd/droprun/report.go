@@ -354,11 +354,14 @@ func newCompareCmd(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
 		Short: "Compare two runs variant by variant, per rollout (and per request, labelled)",
-		Long: `Compare each row present in both runs: the test over rollouts decides
+		Long: `Compare each row present in both runs. Each verdict leads with the rate
+ratio over rollouts and its 95% interval; the test over rollouts decides
 (drops come in bursts, one per rollout, so requests are not independent
 trials: the quasi-binomial test charges the requests for the bursts the
-rollouts show; docs/statistics.md), and the rate ratio with Fisher's exact
-test per request is shown beside it, labelled. When no difference is found,
+rollouts show; docs/statistics.md), its p-values Holm-adjusted over the
+rows compared, so that a difference is declared falsely anywhere among
+them at most 5% of the time; the rate ratio with Fisher's exact test per
+request is shown beside it, labelled. When no difference is found,
 it says how many rollouts would detect a 2x difference; when no side dropped
 in two or more rollouts, that the bursts cannot be measured.`,
 		Args: cobra.ExactArgs(2),

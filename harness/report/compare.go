@@ -5,20 +5,27 @@ import (
 	"github.com/droprun/droprun/harness/stats"
 )
 
-// Compare returns one verdict per row name present in both a and b.
+// Compare returns one verdict per row name present in both a and b, the
+// rows one family (stats.CompareAll: Holm-adjusted).
 func Compare(a, b *analysis.Summary) []string {
-	var out []string
+	var pairs []stats.Pair
 	for _, va := range a.Variants {
 		for _, vb := range b.Variants {
-			if va.Variant != vb.Variant {
-				continue
+			if va.Variant == vb.Variant {
+				pairs = append(pairs, stats.Pair{A: counts(va, va.Variant+" (A)"), B: counts(vb, vb.Variant+" (B)")})
 			}
-			c := stats.Compare(stats.Counts{Name: va.Variant + " (A)", Drops: va.Drops, Requests: va.WindowRequests, PerRollout: va.PerRollout()},
-				stats.Counts{Name: vb.Variant + " (B)", Drops: vb.Drops, Requests: vb.WindowRequests, PerRollout: vb.PerRollout()}, stats.DefaultConfidence)
-			out = append(out, c.Verdict)
 		}
 	}
+	var out []string
+	for _, c := range stats.CompareAll(pairs, stats.DefaultConfidence) {
+		out = append(out, c.Verdict)
+	}
 	return out
+}
+
+// counts is row v's counts for a comparison, named name.
+func counts(v analysis.VariantSummary, name string) stats.Counts {
+	return stats.Counts{Name: name, Drops: v.Drops, Requests: v.WindowRequests, PerRollout: v.PerRollout()}
 }
 
 // CompareVariants returns the verdict of every row of sum against the
@@ -31,17 +38,17 @@ func CompareVariants(sum *analysis.Summary) []string {
 	return out
 }
 
-// compareVariants compares every row of sum after the first with the first;
-// element k is about sum.Variants[k+1].
+// compareVariants compares every row of sum after the first with the
+// first, as one family (stats.CompareAll: Holm-adjusted); element k is
+// about sum.Variants[k+1].
 func compareVariants(sum *analysis.Summary) []stats.Comparison {
 	if len(sum.Variants) < 2 {
 		return nil
 	}
 	ref := sum.Variants[0]
-	var out []stats.Comparison
+	var pairs []stats.Pair
 	for _, v := range sum.Variants[1:] {
-		out = append(out, stats.Compare(stats.Counts{Name: v.Variant, Drops: v.Drops, Requests: v.WindowRequests, PerRollout: v.PerRollout()},
-			stats.Counts{Name: ref.Variant, Drops: ref.Drops, Requests: ref.WindowRequests, PerRollout: ref.PerRollout()}, stats.DefaultConfidence))
+		pairs = append(pairs, stats.Pair{A: counts(v, v.Variant), B: counts(ref, ref.Variant)})
 	}
-	return out
+	return stats.CompareAll(pairs, stats.DefaultConfidence)
 }

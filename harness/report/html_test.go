@@ -389,7 +389,7 @@ func TestHTMLParsesAndHasEverything(t *testing.T) {
 		"never clean (waited 30s)", "droprun-worker 2",
 		"median 2.7 s, 1.6–3.8 s over 2 pods",
 		"apiVersion: droprun/v1alpha1",
-		"graceful-drain drops less than no-prestop (test over 3 rollouts",
+		"graceful-drain drops less than no-prestop: rate ratio",
 		"Rig during the control", "client up to 0.01s behind schedule, its goroutines up to",
 		"in 1 of 3 rollouts; 3,793 timeouts in flight while the rig stalled were excused (counted apart); refused, reset, EOF and 5xx are never excused. Without the excused ones the windows had 0 failures in 56,207 requests",
 		"short of CPU client up to 2.39s behind schedule",
@@ -415,7 +415,7 @@ func TestHTMLWhatThisShows(t *testing.T) {
 	for name, wants := range map[string][]string{
 		"no-prestop": {"It dropped 2,250 of 48,000 requests", "in 3 of 3 rollouts, at most 800 in one", "mostly 000:refused (93%)",
 			"That is the expected result: 93% of the drops are refused connections", "kubelet sends SIGTERM at once"},
-		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: at most 64% of rollouts drop at all at 95%, whatever the shape of their bursts (per request, as if requests failed independently, rate < 5e-5))", "That is what the fix predicts", "fails its readiness probe", "graceful-drain drops less than no-prestop (test over 3 rollouts"},
+		"graceful-drain": {"It dropped nothing in 3 rollouts (0 in 60,000 requests: at most 64% of rollouts drop at all at 95%, whatever the shape of their bursts (per request, as if requests failed independently, rate < 5e-5))", "That is what the fix predicts", "fails its readiness probe", "graceful-drain drops less than no-prestop: rate ratio"},
 		"prestop-sleep": {"It dropped 3,793 of 60,000 requests", "in 1 of 3 rollouts; all 000:timeout", "The fix predicts no drops, and this row dropped anyway", "Every drop is a timeout", "flagged suspect",
 			"3,793 timeouts were in flight while the rig stalled and are excused; without them the windows dropped 0 of 56,207 requests."},
 		"prestop-exec-distroless": {"mostly 000:timeout (65%)", "though most drops here are timeouts", "FailedPreStopHook"},

@@ -74,7 +74,7 @@ func TestFormats(t *testing.T) {
 
 func TestCompareVariants(t *testing.T) {
 	v := CompareVariants(summary())
-	if len(v) != 1 || !strings.Contains(v[0], "graceful-drain drops less than no-prestop (test over 3 rollouts p = 0.005, drops 15x as bursty") {
+	if len(v) != 1 || !strings.Contains(v[0], "graceful-drain drops less than no-prestop: rate ratio 0 over rollouts (95% CI 0–0.018) (test over 3 rollouts p = 0.005, drops 15x as bursty") {
 		t.Errorf("verdicts %v", v)
 	}
 }

@@ -430,7 +430,7 @@ func checkRun(t *testing.T, sc *scenario.Scenario, a *analysis.Analysis, dir str
 			}
 			undecided := strings.HasPrefix(c, "no difference detected between "+v.Variant+" and no-prestop") && strings.Contains(c, "would detect")
 			switch {
-			case strings.HasPrefix(c, v.Variant+" drops less than no-prestop (test over"):
+			case strings.HasPrefix(c, v.Variant+" drops less than no-prestop: rate ratio"):
 			case undecided && len(bad.Rollouts) < 4:
 				t.Logf("%s against no-prestop is undecided over %d rollouts: %s", v.Variant, len(bad.Rollouts), c)
 			default:

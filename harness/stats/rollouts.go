@@ -1,6 +1,10 @@
 package stats
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // Rollout is what one rollout measured: its drops among its requests.
 type Rollout struct {
@@ -480,4 +484,55 @@ func rolloutsWithRequests(rs []Rollout) int {
 		}
 	}
 	return m
+}
+
+// RatioInterval is the two-sided interval at conf on the ratio of a's
+// drop rate to b's that CompareRollouts' test goes with: the quasi-Poisson
+// Wald interval on the log ratio with the dispersion pooled over both
+// sides (the test's), t on its degrees of freedom. A side without drops
+// is bounded with the pooled ρ (the test's own assumption, that both
+// sides' drops are as bursty as the pooled rollouts), each side's bound
+// at 1 − (1 − conf)/4 so that both ends hold together at conf. NaN when
+// the pooled dispersion cannot be measured.
+func RatioInterval(a, b []Rollout, conf float64) (ratio, lo, hi float64) {
+	ka, na := totals(a)
+	kb, nb := totals(b)
+	d := DispersionOf(a, b)
+	if !validConf(conf) || na == 0 || nb == 0 || !d.Measured() {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	ratio = (float64(ka) / float64(na)) / (float64(kb) / float64(nb))
+	if ka == 0 || kb == 0 {
+		each := 1 - (1-conf)/4
+		pooled := Dispersion{Phi: d.Phi, DF: d.DF, Rho: d.Rho}
+		aLo, aHi, _ := BoundsOverRollouts(a, each, pooled)
+		bLo, bHi, _ := BoundsOverRollouts(b, each, pooled)
+		return ratio, aLo / bHi, aHi / bLo
+	}
+	z := StudentTQuantile(1-(1-conf)/2, float64(d.DF))
+	se := math.Sqrt(d.Phi/float64(ka) + d.Phi/float64(kb))
+	return ratio, ratio * math.Exp(-z*se), ratio * math.Exp(z*se)
+}
+
+// Holm adjusts p-values for the family they were tested in (Holm 1979):
+// the k-th smallest of m is multiplied by m − k + 1, and each adjusted
+// value is at least the one before it, so that rejecting where an
+// adjusted value is below α keeps the chance of any false difference in
+// the family at α. NaN p-values are left out of the family and stay NaN.
+func Holm(ps []float64) []float64 {
+	out := make([]float64, len(ps))
+	var idx []int
+	for i, p := range ps {
+		out[i] = math.NaN()
+		if !math.IsNaN(p) {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(ps[x], ps[y]) })
+	m, prev := len(idx), 0.0
+	for k, i := range idx {
+		adj := math.Min(1, math.Max(prev, float64(m-k)*ps[i]))
+		out[i], prev = adj, adj
+	}
+	return out
 }

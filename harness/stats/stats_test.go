@@ -562,7 +562,7 @@ func TestCompare(t *testing.T) {
 			a:           Counts{Name: "graceful-drain", Drops: 1, Requests: 250000, PerRollout: rollouts(25000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0)},
 			b:           Counts{Name: "no-prestop", Drops: 700, Requests: 250000, PerRollout: rollouts(25000, 70, 70, 70, 70, 70, 70, 70, 70, 70, 70)},
 			significant: true,
-			verdict:     "graceful-drain drops less than no-prestop (test over 10 rollouts p < 1e-16, drops no burstier than independent requests); per request, as if requests failed independently: rate ratio 0.0014 (95% CI 3.6e-5–0.008), Fisher p < 1e-16",
+			verdict:     "graceful-drain drops less than no-prestop: rate ratio 0.0014 over rollouts (95% CI 0.00017–0.012) (test over 10 rollouts p < 1e-16, drops no burstier than independent requests); per request, as if requests failed independently: rate ratio 0.0014 (95% CI 3.6e-5–0.008), Fisher p < 1e-16",
 		},
 		{
 			// Per request the difference is overwhelming; over 2 and 2
@@ -570,7 +570,7 @@ func TestCompare(t *testing.T) {
 			name:    "too few rollouts",
 			a:       Counts{Name: "a", Drops: 100, Requests: 2000, PerRollout: rollouts(1000, 50, 50)},
 			b:       Counts{Name: "b", Drops: 0, Requests: 2000, PerRollout: rollouts(1000, 0, 0)},
-			verdict: "no difference detected between a and b (test over 2 rollouts p = 0.053, drops no burstier than independent requests); per request, as if requests failed independently: rate ratio ∞ (95% CI 27–∞), Fisher p < 1e-16; about 4 rollouts per variant would detect a 2x difference (this run had 2)",
+			verdict: "no difference detected between a and b: rate ratio ∞ over rollouts (95% CI 2.7–∞) (test over 2 rollouts p = 0.053, drops no burstier than independent requests); per request, as if requests failed independently: rate ratio ∞ (95% CI 27–∞), Fisher p < 1e-16; about 4 rollouts per variant would detect a 2x difference (this run had 2)",
 		},
 		{
 			// The shipped compare-all: a fix with 0 drops against drops in
@@ -579,7 +579,7 @@ func TestCompare(t *testing.T) {
 			a:           Counts{Name: "prestop-sleep", Drops: 0, Requests: 41151, PerRollout: []Rollout{{0, 13570}, {0, 13289}, {0, 14292}}},
 			b:           Counts{Name: "no-prestop", Drops: 1492, Requests: 28603, PerRollout: []Rollout{{356, 8780}, {419, 9280}, {717, 10543}}},
 			significant: true,
-			verdict:     "prestop-sleep drops less than no-prestop (test over 3 rollouts p = 0.016, drops 43x as bursty as independent requests); per request, as if requests failed independently: rate ratio 0 (95% CI 0–0.0017), Fisher p < 1e-16",
+			verdict:     "prestop-sleep drops less than no-prestop: rate ratio 0 over rollouts (95% CI 0–0.083) (test over 3 rollouts p = 0.016, drops 43x as bursty as independent requests); per request, as if requests failed independently: rate ratio 0 (95% CI 0–0.0017), Fisher p < 1e-16",
 		},
 		{
 			// Only single rollouts dropped: nothing measures the bursts.
@@ -595,7 +595,7 @@ func TestCompare(t *testing.T) {
 			name:    "no difference",
 			a:       Counts{Name: "a", Drops: 10, Requests: 100000, Rollouts: 10},
 			b:       Counts{Name: "b", Drops: 12, Requests: 100000, Rollouts: 10},
-			verdict: "no difference detected between a and b (Fisher p = 0.83); about 21 rollouts per variant would detect a 2x difference (this run had 10)",
+			verdict: "no difference detected between a and b (Fisher p = 0.83, as if requests failed independently); about 21 rollouts per variant would detect a 2x difference (this run had 10)",
 		},
 		{
 			// Per request: λ = 1.1e-4 vs 2.2e-4, 7.848879/(2·1.1e-4·(1-√2)²)
@@ -603,13 +603,13 @@ func TestCompare(t *testing.T) {
 			name:    "no rollout counts",
 			a:       Counts{Drops: 10, Requests: 100000},
 			b:       Counts{Drops: 12, Requests: 100000},
-			verdict: "no difference detected between A and B (Fisher p = 0.83); about 207,940 requests per variant would detect a 2x difference",
+			verdict: "no difference detected between A and B (Fisher p = 0.83, as if requests failed independently); about 207,940 requests per variant would detect a 2x difference",
 		},
 		{
 			name:    "nothing dropped",
 			a:       Counts{Name: "a", Requests: 214000, Rollouts: 10},
 			b:       Counts{Name: "b", Requests: 100, Rollouts: 10},
-			verdict: "neither a nor b dropped a request (a: rate < 1.4e-5, b: rate < 0.03, at 95%)",
+			verdict: "neither a nor b dropped a request in 10 rollouts: nothing to compare (per request, as if requests failed independently, a: rate < 1.4e-5, b: rate < 0.03, at 95%)",
 		},
 		{
 			name:    "no requests",
