@@ -112,8 +112,8 @@ type Group struct {
 	Dist
 }
 
-// Bound is the delay within which, at Confidence, a Quantile of pairs
-// were unrouted.
+// Bound is the delay within which, at Confidence, a Quantile of rollouts
+// had every deleted pod unrouted.
 type Bound struct {
 	// Quantile is the quantile bounded: the one asked for when the pairs
 	// support it (Supported), else the highest they support, bounded by
@@ -121,20 +121,20 @@ type Bound struct {
 	Quantile   float64 `json:"quantile"`
 	Confidence float64 `json:"confidence"`
 	Supported  bool    `json:"supported"`
-	// Seconds is the bound D, the Rank-th smallest of the deletions'
-	// latest stops (1-based).
+	// Seconds is the bound D, the Rank-th smallest of the rollouts' worst
+	// delays (1-based).
 	Seconds float64 `json:"seconds"`
 	Rank    int     `json:"rank"`
 }
 
-// Tighten is how many more pairs would improve the bound: reach the
+// Tighten is how many more rollouts would improve the bound: reach the
 // quantile asked for when it is not Supported, or else move the bound one
-// rank down (one fewer slow pair above it, closer to the quantile).
+// rank down (one fewer slow rollout above it, closer to the quantile).
+// Rollouts is the rollouts it takes in all.
 type Tighten struct {
-	Deletions     int    `json:"deletions"`
-	MoreDeletions int    `json:"moreDeletions"`
-	MoreRollouts  int    `json:"moreRollouts"`
-	Why           string `json:"why"`
+	Rollouts     int    `json:"rollouts"`
+	MoreRollouts int    `json:"moreRollouts"`
+	Why          string `json:"why"`
 }
 
 // Recommendation is the settings D implies.
@@ -223,16 +223,23 @@ type Hop struct {
 	// PairsPerRollout the pairs each gave on average.
 	Rollouts        int     `json:"rollouts"`
 	PairsPerRollout float64 `json:"pairsPerRollout"`
-	// Deletions is how many deleted pods had every pair seen: each is one
-	// observation of the bound, the stop of its latest node (Latest).
-	// The pairs of one deletion share one EndpointSlice change, so they
-	// are not independent draws; the deletions' maxima are what "every
-	// node has stopped" means. DeletionsPerRollout is their mean per
-	// rollout, and Incomplete the deletions left out for a missing pair.
+	// Deletions is how many deleted pods had every pair seen, each with
+	// the stop of its latest node (Latest). DeletionsPerRollout is their
+	// mean per rollout, and Incomplete the deletions left out for a
+	// missing pair.
 	Deletions           int     `json:"deletions"`
 	DeletionsPerRollout float64 `json:"deletionsPerRollout"`
 	Incomplete          int     `json:"incomplete,omitempty"`
 	Latest              Dist    `json:"latest"`
+	// Worst is, per rollout all of whose deletions were seen, the latest
+	// stop of its worst pod: the bound's observations. The deletions of
+	// one rollout share its moment (a busy kube-proxy delays them all),
+	// so they are not independent draws; rollouts are. CleanRollouts is
+	// how many rollouts Worst holds, and IncompleteRollouts those left
+	// out for a missing pair.
+	Worst              Dist `json:"worstPerRollout"`
+	CleanRollouts      int  `json:"boundRollouts"`
+	IncompleteRollouts int  `json:"incompleteRollouts,omitempty"`
 	// Sources counts the pairs by how their stop was seen.
 	Sources map[string]int `json:"sources"`
 	All     Dist           `json:"all"`
@@ -352,6 +359,7 @@ func (a *Advice) hopsOrSelf() []Hop {
 type deletion struct {
 	latest  float64
 	missing bool
+	rollout string // run, row and rollout
 }
 
 // hopGaps gathers one hop's route gaps: each (pod, node) pair once, the
@@ -489,7 +497,7 @@ func (c *gaps) add(h *hopGaps, run, variant, mode string, g analysis.RouteGap, h
 	}
 	d, ok := h.dels[podKey]
 	if !ok {
-		d = &deletion{latest: -1}
+		d = &deletion{latest: -1, rollout: fmt.Sprint(run, "\x00", variant, "\x00", g.Rollout)}
 		h.dels[podKey] = d
 		h.delOrder = append(h.delOrder, podKey)
 	}
@@ -540,9 +548,46 @@ func (h *hopGaps) measure(o Options) (Hop, bool) {
 	if len(h.byNode) > 1 {
 		m.ByNode = groups(h.byNode)
 	}
-	slices.Sort(latest)
-	m.Bound, m.Tighten = bound(latest, o, m.DeletionsPerRollout)
+	worst, incompleteRollouts := h.worstPerRollout()
+	m.IncompleteRollouts, m.CleanRollouts = incompleteRollouts, len(worst)
+	if len(worst) == 0 {
+		return m, false
+	}
+	m.Worst = distOf(worst)
+	slices.Sort(worst)
+	m.Bound, m.Tighten = bound(worst, o)
 	return m, true
+}
+
+// worstPerRollout returns, per rollout all of whose deletions were seen,
+// the latest stop of its worst deletion, in order of appearance, and how
+// many rollouts have a deletion with a missing pair (left out).
+func (h *hopGaps) worstPerRollout() (worst []float64, incomplete int) {
+	byRollout := map[string]float64{}
+	missing := map[string]bool{}
+	var order []string
+	for _, k := range h.delOrder {
+		d := h.dels[k]
+		if _, ok := byRollout[d.rollout]; !ok {
+			byRollout[d.rollout] = -1
+			order = append(order, d.rollout)
+		}
+		switch {
+		case d.missing:
+			missing[d.rollout] = true
+		case d.latest >= 0:
+			byRollout[d.rollout] = max(byRollout[d.rollout], d.latest)
+		}
+	}
+	for _, r := range order {
+		switch {
+		case missing[r]:
+			incomplete++
+		case byRollout[r] >= 0:
+			worst = append(worst, byRollout[r])
+		}
+	}
+	return worst, incomplete
 }
 
 // latestPerDeletion returns the latest node's delay of each deletion all
@@ -570,9 +615,13 @@ func groups(m map[string][]float64) []Group {
 	return out
 }
 
-// bound puts the upper bound on the quantile asked for, or on the highest
-// the pairs support, and says how many more pairs would tighten it.
-func bound(sorted []float64, o Options, perRollout float64) (Bound, Tighten) {
+// bound puts the upper bound on the quantile asked for of the rollouts'
+// worst delays (sorted), or on the highest they support, and says how
+// many more rollouts would tighten it. The rollouts are the unit: a bound
+// on the q quantile of the worst pod's delay per rollout says that, with
+// a delay D, at least q of rollouts have every deleted pod unrouted in
+// time.
+func bound(sorted []float64, o Options) (Bound, Tighten) {
 	n := len(sorted)
 	b := Bound{Quantile: o.Quantile, Confidence: o.Confidence}
 	var t Tighten
@@ -580,16 +629,15 @@ func bound(sorted []float64, o Options, perRollout float64) (Bound, Tighten) {
 		b.Supported, b.Seconds, b.Rank = true, d, k
 		// One more value above the bound moves it down one rank.
 		above := n - k
-		t.Deletions = stats.PairsForRank(o.Quantile, o.Confidence, above+1)
-		t.Why = fmt.Sprintf("the bound would be the %s deletion instead of the %s, closer to the quantile", largest(above+2), largest(above+1))
+		t.Rollouts = stats.PairsForRank(o.Quantile, o.Confidence, above+1)
+		t.Why = fmt.Sprintf("the bound would be the %s rollout's worst delay instead of the %s, closer to the quantile", largest(above+2), largest(above+1))
 	} else {
 		// The maximum bounds the highest quantile n supports.
 		b.Quantile, b.Seconds, b.Rank = stats.MaxSupportedQuantile(n, o.Confidence), sorted[n-1], n
-		t.Deletions = stats.PairsNeeded(o.Quantile, o.Confidence)
+		t.Rollouts = stats.PairsNeeded(o.Quantile, o.Confidence)
 		t.Why = fmt.Sprintf("their maximum would bound the %s asked for", percentile(o.Quantile))
 	}
-	t.MoreDeletions = max(0, t.Deletions-n)
-	t.MoreRollouts = int(math.Ceil(float64(t.MoreDeletions) / perRollout))
+	t.MoreRollouts = max(0, t.Rollouts-n)
 	return b, t
 }
 

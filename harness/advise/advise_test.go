@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,9 +88,11 @@ func TestAdviseEnoughPairs(t *testing.T) {
 		t.Errorf("recommendation %+v, want preStop 2, drain 1.3, grace 32", r)
 	}
 	// Tightening moves the bound to the second largest.
-	if want := stats.PairsForRank(0.99, 0.95, 1); a.Tighten.Deletions != want || a.Tighten.MoreDeletions != want-300 ||
-		a.Tighten.MoreRollouts != want-300 {
-		t.Errorf("tighten %+v, want %d deletions", a.Tighten, want)
+	if want := stats.PairsForRank(0.99, 0.95, 1); a.Tighten.Rollouts != want || a.Tighten.MoreRollouts != want-300 {
+		t.Errorf("tighten %+v, want %d rollouts", a.Tighten, want)
+	}
+	if a.CleanRollouts != 300 || a.Worst.Max != 1.23 {
+		t.Errorf("%d rollouts bound it, worst %+v; want 300, 1.23 s", a.CleanRollouts, a.Worst)
 	}
 	if len(a.ByMode) != 1 || a.ByMode[0].Name != "iptables" || a.ByMode[0].N != 900 {
 		t.Errorf("by mode %+v", a.ByMode)
@@ -109,8 +113,8 @@ func TestAdviseEnoughPairs(t *testing.T) {
 	}
 	for _, want := range []string{
 		"900 (pod, node) pairs from 300 rollouts (3 pairs per rollout) in runs/a",
-		"with 95% confidence, for 99% of deletions every node stops routing within 1.230 s",
-		"the 300th smallest of 300 deletions",
+		"with 95% confidence, in 99% of rollouts every node stops routing for every deleted pod within 1.230 s of its deletion",
+		"the 300th smallest of 300 rollouts' worst delays",
 		"latest node per deletion",
 		"preStop.sleep.seconds: 2",
 		"a drain delay of 1.3s",
@@ -185,8 +189,8 @@ func TestAdviseTooFewPairs(t *testing.T) {
 	if b.Supported || math.Abs(b.Quantile-stats.MaxSupportedQuantile(10, 0.95)) > 1e-12 || b.Rank != 10 || b.Seconds != 0.9 {
 		t.Errorf("bound %+v, want the maximum 0.9 s for the 74.1 %% quantile", b)
 	}
-	if a.Tighten.Deletions != 299 || a.Tighten.MoreDeletions != 289 || a.Tighten.MoreRollouts != 289 {
-		t.Errorf("tighten %+v, want 299 deletions, 289 more, 289 more rollouts", a.Tighten)
+	if a.Tighten.Rollouts != 299 || a.Tighten.MoreRollouts != 289 {
+		t.Errorf("tighten %+v, want 299 rollouts, 289 more", a.Tighten)
 	}
 	if r := a.Recommendation; r.PreStopSleepSeconds != 1 || r.DrainDelaySeconds != 0.9 {
 		t.Errorf("recommendation %+v, want preStop 1, drain 0.9", r)
@@ -196,8 +200,8 @@ func TestAdviseTooFewPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"too few deletions for the 99th percentile at 95% confidence: 10 deletions bound only the 74.1 % quantile, by their maximum: 0.900 s",
-		"To reach the 99th percentile: 299 deletions, 289 more (about 289 more rollouts at 1 deletions each)",
+		"too few rollouts for the 99th percentile at 95% confidence: 10 rollouts bound only the 74.1 % quantile, by their worst delay: 0.900 s (with that delay, at 95%, at least 74.1% of rollouts leave no pod routed to after it stops)",
+		"To reach the 99th percentile: 299 rollouts, 289 more",
 		"kube-proxy mode not recorded",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -228,8 +232,8 @@ func TestAdviseMissingPairs(t *testing.T) {
 		t.Errorf("missing %d, pairs %d; want 4 and 362", len(a.Missing), a.Pairs)
 	}
 	// Rollouts 1–4 lose their deletions; 116 + 2 remain.
-	if a.Incomplete != 4 || a.Deletions != 118 {
-		t.Errorf("incomplete %d, deletions %d; want 4 and 118", a.Incomplete, a.Deletions)
+	if a.Incomplete != 4 || a.Deletions != 118 || a.IncompleteRollouts != 4 || a.CleanRollouts != 118 {
+		t.Errorf("incomplete %d, deletions %d, rollouts %d incomplete and %d bounding; want 4, 118, 4, 118", a.Incomplete, a.Deletions, a.IncompleteRollouts, a.CleanRollouts)
 	}
 	if a.Missing[0].Run != "runs/a" || a.Missing[0].Node != nodes[2] {
 		t.Errorf("missing[0] = %+v", a.Missing[0])
@@ -574,5 +578,62 @@ func TestAdviseThroughAFront(t *testing.T) {
 	}
 	if a.Hops != nil || a.Name != HopKubeProxy || strings.Contains(b.String(), "hop") {
 		t.Errorf("a direct run: hops %v, set by %q, text:\n%s\nwant one hop, kube-proxy, unnamed in the text", a.Hops, a.Name, b.String())
+	}
+}
+
+// TestAdvisePerRolloutCoverage: rollouts of 3 deletions whose delays share
+// the rollout's moment (a lognormal with correlation 0, 0.5, 0.8 between
+// the deletions of one rollout). The order-statistic bound over rollouts'
+// worst delays covers the quantile it states of the rollouts' worst
+// delay at least 95 % of the time whatever the correlation; the bound
+// that took each deletion as independent, on the quantile of deletions,
+// falls below 95 % once they are correlated.
+func TestAdvisePerRolloutCoverage(t *testing.T) {
+	const trials, n, per, q = 4000, 40, 3, 0.9
+	for _, corr := range []float64{0, 0.5, 0.8} {
+		rng := rand.New(rand.NewPCG(41, uint64(corr*10)))
+		draw := func() (worst float64, dels []float64) {
+			shared := rng.NormFloat64()
+			for range per {
+				d := math.Exp(0.5 * (math.Sqrt(corr)*shared + math.Sqrt(1-corr)*rng.NormFloat64()))
+				dels = append(dels, d)
+				worst = max(worst, d)
+			}
+			return worst, dels
+		}
+		// The true quantiles, from 200,000 rollouts.
+		var ws, ds []float64
+		for range 200_000 {
+			w, d := draw()
+			ws, ds = append(ws, w), append(ds, d...)
+		}
+		slices.Sort(ws)
+		slices.Sort(ds)
+		var rolloutHits, deletionHits, rolloutTrials int
+		for range trials {
+			var worst, dels []float64
+			for range n {
+				w, d := draw()
+				worst, dels = append(worst, w), append(dels, d...)
+			}
+			slices.Sort(worst)
+			slices.Sort(dels)
+			b, _ := bound(worst, Options{Quantile: q, Confidence: 0.95})
+			rolloutTrials++
+			if b.Seconds >= stats.SampleQuantile(ws, b.Quantile) {
+				rolloutHits++
+			}
+			if d, _, ok := stats.UpperQuantileBound(dels, q, 0.95); ok && d >= stats.SampleQuantile(ds, q) {
+				deletionHits++
+			}
+		}
+		over, per := float64(rolloutHits)/float64(rolloutTrials), float64(deletionHits)/trials
+		t.Logf("correlation %.1f: over rollouts %.1f %%, per deletion %.1f %%", corr, 100*over, 100*per)
+		if over < 0.95 {
+			t.Errorf("correlation %.1f: the bound over rollouts covers %.1f %%, below 95 %%", corr, 100*over)
+		}
+		if corr >= 0.5 && per >= 0.95 {
+			t.Errorf("correlation %.1f: the per-deletion bound covers %.1f %%; the test no longer shows what the rollout as the unit fixes", corr, 100*per)
+		}
 	}
 }

@@ -96,7 +96,7 @@ func (h *Hop) writeDists(p linef) {
 		lines = append(lines, line{h.chooser() + " " + g.Name, g.Dist})
 	}
 	latest := fmt.Sprintf("latest %s per deletion", h.chooser())
-	width := len(latest)
+	width := max(len(latest), len("worst pod per rollout"))
 	for _, l := range lines {
 		width = max(width, len(l.label))
 	}
@@ -104,6 +104,7 @@ func (h *Hop) writeDists(p linef) {
 		p("  %-*s  %s", width, l.label, distText(l.d))
 	}
 	p("  %-*s  %s", width, latest, distText(h.Latest))
+	p("  %-*s  %s", width, "worst pod per rollout", distText(h.Worst))
 }
 
 // writeMissing lists the pairs whose stop was not seen, the first
@@ -136,13 +137,16 @@ func (h *Hop) writeBound(p linef, asked float64) {
 	if h.Front() {
 		every = fmt.Sprintf("every %s stops sending", h.chooser())
 	}
-	p("Bound, on the delay by which every %s had stopped (the latest %s of each of %d deleted pods):", h.chooser(), h.chooser(), h.Deletions)
+	p("Bound, per rollout, on the delay by which every %s had stopped for every pod it deleted (the worst of each of %d rollouts; rollouts are the unit, since a rollout's deletions share its moment):", h.chooser(), h.CleanRollouts)
+	if h.IncompleteRollouts > 0 {
+		p("  (%d rollout(s) left out: a pair of theirs was not seen)", h.IncompleteRollouts)
+	}
 	if bd.Supported {
-		p("  with %s confidence, for %s of deletions %s within %s of the deletion", conf, pct(bd.Quantile), every, secs(bd.Seconds))
-		p("  (the %s smallest of %d deletions: a distribution-free order-statistic bound on the %s)", ordinal(bd.Rank), h.Deletions, percentile(bd.Quantile))
+		p("  with %s confidence, in %s of rollouts %s for every deleted pod within %s of its deletion: with that delay, that share of rollouts leaves no pod routed to after it stops", conf, pct(bd.Quantile), every, secs(bd.Seconds))
+		p("  (the %s smallest of %d rollouts' worst delays: a distribution-free order-statistic bound on the %s)", ordinal(bd.Rank), h.CleanRollouts, percentile(bd.Quantile))
 	} else {
-		p("  too few deletions for the %s at %s confidence: %d deletions bound only the %s, by their maximum: %s",
-			percentile(asked), conf, h.Deletions, percentile(bd.Quantile), secs(bd.Seconds))
+		p("  too few rollouts for the %s at %s confidence: %d rollouts bound only the %s, by their worst delay: %s (with that delay, at %s, at least %s of rollouts leave no pod routed to after it stops)",
+			percentile(asked), conf, h.CleanRollouts, percentile(bd.Quantile), secs(bd.Seconds), conf, pct(bd.Quantile))
 	}
 }
 
@@ -197,13 +201,11 @@ func (a *Advice) writeRecommendation(p linef) {
 func (a *Advice) writeTighten(p linef) {
 	t := a.Tighten
 	switch {
-	case t.Deletions == math.MaxInt || t.Deletions < 0:
+	case t.Rollouts == math.MaxInt || t.Rollouts < 0:
 	case !a.Bound.Supported:
-		p("To reach the %s: %d deletions, %d more (about %d more rollouts at %s deletions each): %s.",
-			percentile(a.Quantile), t.Deletions, t.MoreDeletions, t.MoreRollouts, stats.FormatSig(a.DeletionsPerRollout, 3), t.Why)
+		p("To reach the %s: %d rollouts, %d more: %s.", percentile(a.Quantile), t.Rollouts, t.MoreRollouts, t.Why)
 	default:
-		p("To tighten: %d more deletions (about %d more rollouts at %s deletions each): %s.",
-			t.MoreDeletions, t.MoreRollouts, stats.FormatSig(a.DeletionsPerRollout, 3), t.Why)
+		p("To tighten: %d more rollouts: %s.", t.MoreRollouts, t.Why)
 	}
 }
 
