@@ -25,7 +25,7 @@ type Key struct {
 	Path string `json:"path"`
 	// Protocol is traffic.protocol and connection mode, e.g. http1-new,
 	// h2c ×4 (connections per target).
-	Protocol   string `json:"protocol"`
+	Protocol string `json:"protocol"`
 	// Load is the request rate and the client's timeout, e.g.
 	// "500 req/s, timeout 2s": a drop rate depends on both.
 	Load       string `json:"load,omitempty"`
