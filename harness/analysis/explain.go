@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -366,6 +367,7 @@ const (
 	AccountedCut       = "cut by the close"
 	AccountedConntrack = "stale conntrack entry"
 	AccountedBackoff   = "client's reconnect backoff"
+	AccountedSlow      = "the pod was slow"
 )
 
 // answerable are the classes of failure a pod's answer can hide behind:
@@ -402,6 +404,13 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		}
 		e.Why[why]++
 		return why, ""
+	}
+	if traffic.Accepted(rec) {
+		// The pod accepted the request's new connection and did not
+		// answer in time: it was listening, so no rule routed the request
+		// to it after its listener closed.
+		e.Slow++
+		return AccountedSlow, ""
 	}
 	switch {
 	case ex.front && node == "" && ex.log.answeredOK(rec.RequestID()):
@@ -578,6 +587,81 @@ func (ex *explainer) chance(n int, e *Explained) {
 	}
 	e.Chance = &Chance{Tried: uint64(len(tried)),
 		NodesShuffled: float64(permuted) / chanceDraws, TimesShifted: float64(shifted) / chanceDraws, BackoffShifted: float64(backoff) / chanceDraws}
+	ex.burstChance(n, tried, e.Chance)
+}
+
+// burstGap separates bursts: failures on one node more than this apart
+// are two bursts.
+const burstGap = 250 * time.Millisecond
+
+// burstPermutations is how many shifts (and shuffles) a burst p-value is
+// over: its smallest is 1/(burstPermutations+1) = 0.005.
+const burstPermutations = 199
+
+// burstChance sets the burst-level chance test of rollout n (c.Bursts and
+// on): the unit is the burst, the failures one node routed less than
+// burstGap apart (one burst of 300 drops is one observation, not 300),
+// represented by its median failure. The statistic is how many bursts a
+// race window explains; its p-values are the share of burstPermutations
+// draws, with every send time shifted by one random 0.5–5 s either way,
+// or the bursts' nodes shuffled among them, that explain as many or more
+// (a permutation test: (1 + count) / (1 + draws)).
+func (ex *explainer) burstChance(n int, tried []attempt, c *Chance) {
+	sorted := slices.Clone(tried)
+	slices.SortFunc(sorted, func(a, b attempt) int {
+		if x := strings.Compare(a.node, b.node); x != 0 {
+			return x
+		}
+		return a.rec.Time.Compare(b.rec.Time)
+	})
+	var bursts []attempt
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && sorted[j].node == sorted[i].node && sorted[j].rec.Time.Sub(sorted[j-1].rec.Time) <= burstGap {
+			j++
+		}
+		bursts = append(bursts, sorted[i+(j-i)/2])
+		i = j
+	}
+	explains := func(node, ip string, rec traffic.Record) bool {
+		best, cut, _, _ := ex.match(n, node, ip, rec)
+		return best >= 0 && !cut
+	}
+	count := func(nodes []string, off time.Duration) int {
+		k := 0
+		for i, b := range bursts {
+			rec := b.rec
+			rec.Time = rec.Time.Add(off)
+			if explains(nodes[i], b.ip, rec) {
+				k++
+			}
+		}
+		return k
+	}
+	nodes := make([]string, len(bursts))
+	for i, b := range bursts {
+		nodes[i] = b.node
+	}
+	obs := count(nodes, 0)
+	rng := rand.New(rand.NewPCG(chanceSeed, uint64(n)+1<<32))
+	shuffled := slices.Clone(nodes)
+	var shifts, shuffles int
+	for range burstPermutations {
+		off := time.Duration((0.5 + 4.5*rng.Float64()) * float64(time.Second))
+		if rng.IntN(2) == 0 {
+			off = -off
+		}
+		if count(nodes, off) >= obs {
+			shifts++
+		}
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		if count(shuffled, 0) >= obs {
+			shuffles++
+		}
+	}
+	c.Bursts, c.BurstsExplained = uint64(len(bursts)), uint64(obs)
+	c.PShifted = float64(shifts+1) / (burstPermutations + 1)
+	c.PShuffled = float64(shuffles+1) / (burstPermutations + 1)
 }
 
 // staleConntrack reports whether a failure of rollout n routed by node,
@@ -663,6 +747,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explained) {
 	var gaps []RouteGap
 	var total *Explained
+	var pShifted, pShuffled []float64
 	for k := range rollouts {
 		n := rollouts[k].N
 		for _, i := range ex.byRollout[n] {
@@ -678,6 +763,7 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 			total.Conntrack += e.Conntrack
 			total.Backoff += e.Backoff
 			total.Cut += e.Cut
+			total.Slow += e.Slow
 			total.Answerable += e.Answerable
 			total.Unexplained += e.Unexplained
 			if c := e.Chance; c != nil {
@@ -687,6 +773,14 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 				total.Chance.Tried += c.Tried
 				total.Chance.NodesShuffled += c.NodesShuffled
 				total.Chance.TimesShifted += c.TimesShifted
+				if c.Bursts > 0 {
+					total.Chance.Bursts += c.Bursts
+					total.Chance.BurstsExplained += c.BurstsExplained
+					// The rollouts' p-values, combined (Fisher's method):
+					// rollouts are independent.
+					pShifted = append(pShifted, c.PShifted)
+					pShuffled = append(pShuffled, c.PShuffled)
+				}
 			}
 			for why, c := range e.Why {
 				if total.Why == nil {
@@ -695,6 +789,9 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 				total.Why[why] += c
 			}
 		}
+	}
+	if total != nil && total.Chance != nil && len(pShifted) > 0 {
+		total.Chance.PShifted, total.Chance.PShuffled = stats.CombinedP(pShifted), stats.CombinedP(pShuffled)
 	}
 	return gaps, total
 }

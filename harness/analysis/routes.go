@@ -119,6 +119,11 @@ type Explained struct {
 	// (or the process's exit) cut them, not sent to a closed listener by
 	// a node's stale rules. Counted apart from Explained.
 	Cut uint64 `json:"cut,omitempty"`
+	// Slow drops timed out on a new connection the pod had accepted
+	// (traffic.Accepted): the pod was listening and did not answer in
+	// time, so no rule sent them to it after its listener closed; not the
+	// race, whatever window they fall in. Counted apart from Explained.
+	Slow uint64 `json:"slow,omitempty"`
 	// Answerable counts the Explained, Conntrack and Cut drops of a class
 	// a pod's answer can hide behind (a timeout, reset or EOF): the race
 	// may have let the pod answer them as the client gave up.
@@ -146,6 +151,17 @@ type Chance struct {
 	// account for with their send times shifted: Explained.Backoff by
 	// chance. 0 for a client without one.
 	BackoffShifted float64 `json:"backoffShifted,omitempty"`
+	// Bursts is how many bursts the tried failures make (one node's
+	// failures less than 250 ms apart), BurstsExplained how many of them
+	// a race window explains (at the burst's median failure); PShifted and
+	// PShuffled are the permutation p-values that as many or more would be
+	// explained with the send times shifted 0.5–5 s, or the bursts' nodes
+	// shuffled (199 draws each; 0.005 at the least). The burst is the
+	// unit: hundreds of drops of one burst are one observation.
+	Bursts          uint64  `json:"bursts,omitempty"`
+	BurstsExplained uint64  `json:"burstsExplained,omitempty"`
+	PShifted        float64 `json:"pShifted,omitempty"`
+	PShuffled       float64 `json:"pShuffled,omitempty"`
 }
 
 // SweepPoint says which value of a swept workload field a row measured.

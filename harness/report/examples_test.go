@@ -98,7 +98,7 @@ func TestShippedExampleRunExplained(t *testing.T) {
 		t.Fatalf("no-prestop has no explanation: %+v", bad)
 	}
 	e := bad.Explained
-	total := e.Explained + e.Cut + e.Conntrack + e.Backoff + e.Unexplained
+	total := e.Explained + e.Cut + e.Conntrack + e.Backoff + e.Slow + e.Unexplained
 	if total != bad.Drops || (e.Explained+e.Cut)*100 < 95*total {
 		t.Errorf("explained %+v of %d drops: want at least 95%% by race windows and the close", e, bad.Drops)
 	}

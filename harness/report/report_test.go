@@ -157,3 +157,18 @@ func TestClocksText(t *testing.T) {
 		t.Errorf("on kind: %q", kind)
 	}
 }
+
+// TestExplainedTextSaysSlow: timeouts on connections the pod accepted are
+// said apart from the race, as the pod being slow.
+func TestExplainedTextSaysSlow(t *testing.T) {
+	got := ExplainedText(&analysis.Explained{Explained: 10, Slow: 30, Chance: &analysis.Chance{Tried: 10, TimesShifted: 1, Bursts: 2, BurstsExplained: 2, PShifted: 0.01, PShuffled: 0.4}})
+	for _, want := range []string{
+		"10 of 40 drops explained by a (pod, node) race window (25.0%)",
+		"by burst, the unit: 2 of 2 bursts in a race window, permutation p = 0.01 with the send times shifted, p = 0.4 with the nodes shuffled",
+		"30 because the pod was slow (75.0%: timeouts on a new connection the pod had accepted",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}

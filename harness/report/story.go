@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -20,7 +21,7 @@ func ExplainedText(e *analysis.Explained) string {
 	if e == nil {
 		return ""
 	}
-	total := e.Explained + e.Conntrack + e.Backoff + e.Cut + e.Unexplained
+	total := e.Explained + e.Conntrack + e.Backoff + e.Cut + e.Slow + e.Unexplained
 	if total == 0 {
 		return "no drops to explain"
 	}
@@ -28,9 +29,17 @@ func ExplainedText(e *analysis.Explained) string {
 	if c := e.Chance; c != nil && c.Tried > 0 {
 		s += fmt.Sprintf(" against %.1f%% by chance with the routing nodes shuffled among them and %.1f%% with their send times shifted 0.5–5 s",
 			100*c.NodesShuffled/float64(total), 100*c.TimesShifted/float64(total))
+		if c.Bursts > 0 {
+			s += fmt.Sprintf(" (by burst, the unit: %d of %d bursts in a race window, permutation %s with the send times shifted, %s with the nodes shuffled)",
+				c.BurstsExplained, c.Bursts, stats.FormatP(c.PShifted), stats.FormatP(c.PShuffled))
+		}
 	}
 	if e.Cut > 0 {
 		s += fmt.Sprintf(", %d cut by the close (%.1f%%: resets and EOFs of requests in flight when the pod's listener closed)", e.Cut, 100*float64(e.Cut)/float64(total))
+	}
+	if e.Slow > 0 {
+		s += fmt.Sprintf(", %d because the pod was slow (%.1f%%: timeouts on a new connection the pod had accepted: it was listening, so not routed to after its listener closed)",
+			e.Slow, 100*float64(e.Slow)/float64(total))
 	}
 	if e.Conntrack > 0 {
 		s += fmt.Sprintf(", %d by stale conntrack entries on the node that routed them (%.1f%%: sent after it stopped routing to the deleted pods, on a node whose flush after the rollout cleared stale entries)",

@@ -143,7 +143,7 @@ func checkExplained(t *testing.T, dir string, v analysis.VariantSummary) {
 		t.Errorf("%s: no drop explained or not: the run has no route data", v.Variant)
 		return
 	}
-	total := e.Explained + e.Cut + e.Conntrack + e.Backoff + e.Unexplained
+	total := e.Explained + e.Cut + e.Conntrack + e.Backoff + e.Slow + e.Unexplained
 	if e.Unexplained > 0 {
 		logUnexplained(t, dir, v)
 	}

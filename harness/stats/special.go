@@ -303,3 +303,18 @@ func lentzStep(aa float64, c, d *float64) float64 {
 	*d = 1 / *d
 	return *d * *c
 }
+
+// CombinedP combines independent p-values by Fisher's method: −2 Σ ln p
+// is χ² on 2k degrees of freedom when every null holds. NaN for none.
+// For permutation p-values (discrete, never 0) it is conservative.
+func CombinedP(ps []float64) float64 {
+	if len(ps) == 0 {
+		return math.NaN()
+	}
+	x := 0.0
+	for _, p := range ps {
+		x -= 2 * math.Log(p)
+	}
+	_, q := gammaInc(float64(len(ps)), x/2)
+	return q
+}

@@ -882,3 +882,52 @@ func TestKeepAliveFleet(t *testing.T) {
 		t.Errorf("%d connections for %d requests 50 ms apart with a 10ms idle timeout, want a new one (nearly) every time", got, stats.Requests)
 	}
 }
+
+// TestAcceptedTimeout: a server that accepts a request's new connection
+// and never answers times the request out on a connection it accepted
+// (Accepted: the pod was slow, not gone); a refused connection is not
+// one, nor a timeout on a kept-alive connection reused for the request.
+func TestAcceptedTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var served atomic.Uint64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > 1 && r.Header.Get("X-Vegeta-Seq") != "" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+	}))
+	defer srv.Close()
+	for _, keepAlive := range []bool{false, true} {
+		served.Store(0)
+		cfg := Config{URL: srv.URL + "/", Rate: 20, Timeout: 200 * time.Millisecond, Protocol: HTTP1(keepAlive)}
+		if keepAlive {
+			cfg.Connections = 1
+		}
+		recs, _, _ := attackUntil(t, cfg, 4)
+		var timeouts, accepted int
+		for _, r := range recs {
+			if r.Class == ClassTimeout {
+				timeouts++
+				if Accepted(r) {
+					accepted++
+				}
+			}
+		}
+		switch {
+		case timeouts == 0:
+			t.Errorf("keep-alive %v: no timeout in %+v", keepAlive, recs)
+		case !keepAlive && accepted != timeouts:
+			t.Errorf("new connections: %d of %d timeouts on an accepted connection; want all: %+v", accepted, timeouts, recs)
+		case keepAlive && accepted == timeouts:
+			t.Errorf("keep-alive: every one of %d timeouts on a new accepted connection; the second request reuses the first's: %+v", timeouts, recs)
+		}
+	}
+	refused := Record{Class: ClassRefused, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
+	if Accepted(refused) {
+		t.Error("a refusal reads as accepted")
+	}
+}

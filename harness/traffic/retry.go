@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,9 @@ type attempts struct {
 	// from there.
 	idleReuse bool
 	idle      time.Duration
+	// fresh says the current attempt's connection was dialled for it
+	// (not reused): the server's kernel accepted it for this request.
+	fresh bool
 }
 
 func (a *attempts) getConn(string) {
@@ -121,7 +125,7 @@ func (a *attempts) getConn(string) {
 func (a *attempts) gotConn(info httptrace.GotConnInfo) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.conn, a.idle = info.Conn, -1
+	a.conn, a.idle, a.fresh = info.Conn, -1, !info.Reused
 	if a.idleReuse && info.Reused && info.WasIdle {
 		a.idle = info.IdleTime
 	}
@@ -147,11 +151,30 @@ func (a *attempts) named(err error) error {
 	if text := a.idleText(err.Error()); text != err.Error() {
 		return &idleClosedError{err: err, text: text}
 	}
+	if a.conn != nil && a.fresh && Classify(0, err.Error()) == ClassTimeout {
+		return &idleClosedError{err: err, text: err.Error() + " " + acceptedText}
+	}
 	return err
 }
 
-// idleClosedError is a request's error on a reused idle connection, with
-// the text that says so.
+// acceptedText marks a timeout on a connection dialled for the request
+// that the server had accepted (httptrace's GotConn, not reused): the
+// request reached a listening pod, which did not answer in time. A pod
+// that had closed its listener refuses the connection, and one that is
+// gone never accepts it; so such a timeout is the pod being slow, not a
+// request routed to it after its listener closed (Accepted).
+const acceptedText = "(on a new connection the server had accepted)"
+
+// Accepted reports whether rec timed out on a new connection the server
+// had accepted (acceptedText): the pod was slow, not gone. False for
+// records of protocols or runs that do not say.
+func Accepted(rec Record) bool {
+	return rec.Class == ClassTimeout && strings.HasSuffix(rec.Error, acceptedText)
+}
+
+// idleClosedError is a request's error with the text that says more of
+// it: on a reused idle connection, or a timeout on a new one the server
+// had accepted.
 type idleClosedError struct {
 	err  error
 	text string
