@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/stats"
+	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
