@@ -44,6 +44,12 @@ type RowIntervals struct {
 	// Measurable.Requests, the excused timeouts left out), over rollouts:
 	// a sweep point's rate.
 	Measurable RateInterval
+	// Wide is, for a row with drops, the wider interval for the burst
+	// shapes DropRate's cannot cover (heavy-tailed per-rollout rates, rare
+	// and very bursty drops: docs/statistics.md): the union of the 99 %
+	// interval over rollouts and the gate's bounds (never calmer than
+	// WideFloor, each side at 97.5 %). Nil without drops.
+	Wide *RateInterval
 	// ZeroBound is, for a row that dropped nothing in its window
 	// requests, the one-sided upper bound over rollouts on its drop rate
 	// (Hi; Lo and Point are 0): the rate its zero cannot rule out. Nil for
@@ -94,9 +100,20 @@ func IntervalsOf(v *VariantSummary) RowIntervals {
 	} else {
 		out.PerRollout.Interval = stats.Interval{Empty: true, Hi: 1, Point: out.DropRate.Point}
 	}
+	if v.Drops > 0 {
+		r99 := stats.RateOverRollouts(v.PerRollout(), 0.99, none)
+		lo, hi, _ := stats.BoundsOverRollouts(v.PerRollout(), 1-(1-conf)/2, stats.Stated(WideFloor))
+		w := RateInterval{MethodOverRollouts, conf, stats.Interval{Point: out.DropRate.Point, Lo: min(r99.Lo, lo), Hi: max(r99.Hi, hi)}, r99.Source}
+		out.Wide = &w
+	}
 	if v.Drops == 0 && v.WindowRequests > 0 {
 		_, hi, r := stats.BoundsOverRollouts(v.PerRollout(), conf, none)
 		out.ZeroBound = &RateInterval{MethodOverRollouts, conf, stats.Interval{Hi: hi}, r.Source}
 	}
 	return out
 }
+
+// WideFloor is the least burstiness (intraclass correlation) the wide
+// interval's gate bounds assume: the gate's own default
+// (gate.DefaultBurstiness, which this package cannot import).
+const WideFloor = 0.005

@@ -803,8 +803,12 @@ func observedText(r Row) string {
 	if r.Rollouts == 1 {
 		in = "its one rollout"
 	}
-	observed := fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s) in %s", stats.FormatCount(r.Drops), stats.FormatCount(r.WindowRequests),
-		stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), in)
+	wide := ""
+	if r.DropRateWideHi > 0 {
+		wide = fmt.Sprintf("; %s–%s for heavy-tailed or rare, very bursty drops, which that interval does not cover", stats.FormatSig(r.DropRateWideLo, 2), stats.FormatSig(r.DropRateWideHi, 2))
+	}
+	observed := fmt.Sprintf("It dropped %s of %s requests (drop rate %s, 95%% CI %s–%s%s) in %s", stats.FormatCount(r.Drops), stats.FormatCount(r.WindowRequests),
+		stats.FormatSig(r.DropRate, 2), stats.FormatSig(r.DropRateLo, 2), stats.FormatSig(r.DropRateHi, 2), wide, in)
 	if r.RolloutsWithDrops > 1 {
 		observed += fmt.Sprintf(", at most %s in one", stats.FormatCount(r.MaxRolloutDrops))
 	}

@@ -32,13 +32,15 @@ func write(path string, runs int) error {
 	for _, block := range []struct {
 		name  string
 		modes []opchar.Mode
-	}{{"asserted", opchar.Modes}, {"measured", opchar.Measured}, {"truths", nil}, {"changes", nil}} {
+	}{{"asserted", opchar.Modes}, {"measured", opchar.Measured}, {"truths", nil}, {"changes", nil}, {"coverage", nil}} {
 		var text string
 		switch block.name {
 		case "truths":
 			text = opchar.Truths()
 		case "changes":
 			text = opchar.ChangeTable(runs/4, opchar.Seed)
+		case "coverage":
+			text = opchar.CoverageTable(runs, opchar.Seed)
 		default:
 			text = opchar.Markdown(opchar.Run(block.modes, runs, opchar.Seed))
 		}

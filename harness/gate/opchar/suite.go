@@ -351,3 +351,46 @@ func ChangeTable(runs int, seed uint64) string {
 	}
 	return b.String()
 }
+
+// CoverageTable measures how often a drop rate's intervals over rollouts
+// cover the truth's mean rate, per family and rollout count, over runs
+// rows each at the family's limit rate: the 95 % interval the report
+// shows (the row's own dispersion) and the wider one it shows beside it
+// (analysis.RowIntervals.Wide) for the shapes the first cannot cover.
+func CoverageTable(runs int, seed uint64) string {
+	var b strings.Builder
+	b.WriteString("| family | rollouts | the 95 % interval | the wider interval |\n|---|---:|---:|---:|\n")
+	for fi, f := range Families {
+		for _, r := range RolloutCounts {
+			rng := rand.New(rand.NewPCG(seed, uint64(5000+fi<<8+r)))
+			var own, wide int
+			for range runs {
+				v := row(rng, f, f.Limit, r)
+				iv := analysis.IntervalsOf(&v)
+				if iv.DropRate.Lo <= f.Limit && f.Limit <= iv.DropRate.Hi {
+					own++
+				}
+				w := iv.DropRate
+				switch {
+				case iv.Wide != nil:
+					w = *iv.Wide
+				case iv.ZeroBound != nil:
+					w = *iv.ZeroBound
+				}
+				if w.Lo <= f.Limit && f.Limit <= w.Hi {
+					wide++
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", f.Name, r, pct(float64(own)/float64(runs)), pct(float64(wide)/float64(runs)))
+		}
+	}
+	return b.String()
+}
+
+// totalsOf sums rollouts' drops and requests.
+func totalsOf(rs []stats.Rollout) (drops, requests uint64) {
+	for _, r := range rs {
+		drops, requests = drops+r.Drops, requests+r.Requests
+	}
+	return drops, requests
+}
