@@ -42,7 +42,7 @@ type Row struct {
 	// 0 without drops.
 	DropRateWideLo float64 `json:"dropRateWideLo,omitempty"`
 	DropRateWideHi float64 `json:"dropRateWideHi,omitempty"`
-	PerRequest bool    `json:"perRequest,omitempty"`
+	PerRequest     bool    `json:"perRequest,omitempty"`
 	// DropsPerRollout with its 95% interval over rollouts.
 	DropsPerRollout   float64 `json:"dropsPerRollout"`
 	DropsPerRolloutHi float64 `json:"dropsPerRolloutHi"`
