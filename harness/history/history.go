@@ -67,6 +67,11 @@ type Point struct {
 	// and the row's notes); such a point is shown but trains no
 	// threshold.
 	Suspect []string `json:"suspect,omitempty"`
+	// Doubt says why the rig, not the variant, may have dropped some of
+	// the row's requests (answers the pods gave that the client never
+	// received, a rollout the rig was short of CPU for); "" when nothing
+	// puts the drops in doubt. A gate leaves such a run undecided.
+	Doubt string `json:"doubt,omitempty"`
 }
 
 // Drops and Requests are the point's totals over its rollouts.
@@ -268,6 +273,7 @@ func points(dir string, sum *analysis.Summary) []keyed {
 		p := Point{Dir: dir, Started: sum.Started, Droprun: sum.Cluster.DroprunVer, Rollouts: v.Counted(), Images: images(v)}
 		p.Rate = stats.RateOverRollouts(p.Rollouts, stats.DefaultConfidence, stats.Dispersion{})
 		p.Suspect = sum.SuspectOf(v)
+		p.Doubt = doubtOf(v)
 		out = append(out, keyed{Point: p, key: KeyOf(sum, v)})
 	}
 	return out
@@ -334,4 +340,20 @@ func or(s, fallback string) string {
 		return fallback
 	}
 	return s
+}
+
+// doubtOf says why the rig may have dropped some of row v's requests, or
+// "": the pods answered 2xx the client never received, or a rollout was
+// short of CPU (a rig sample saw a stall, or timeouts were excused).
+func doubtOf(v analysis.VariantSummary) string {
+	var why []string
+	if v.Unreceived > 0 {
+		why = append(why, fmt.Sprintf("the pods answered %d 2xx the client never received", v.Unreceived))
+	}
+	for _, ro := range v.Rollouts {
+		if ro.Excused > 0 || ro.Rig != nil && ro.Rig.Saturated {
+			why = append(why, fmt.Sprintf("rollout %d was short of CPU", ro.N))
+		}
+	}
+	return strings.Join(why, "; ")
 }

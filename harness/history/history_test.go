@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -296,5 +297,28 @@ func TestKeyHoldsTheLoad(t *testing.T) {
 	}
 	if k := KeyOf(sum(500, "2s", 3), v); k != base || !strings.Contains(k.String(), "500 req/s, timeout 2s") || !strings.Contains(k.String(), "3 nodes") {
 		t.Errorf("key %s", k)
+	}
+}
+
+// TestDoubtStreak: three runs in a row that a gate would leave undecided
+// (suspect, or in the rig's doubt) are said in the past's description;
+// a clean run ends the streak.
+func TestDoubtStreak(t *testing.T) {
+	pt := func(i int, suspect bool, doubt string) Point {
+		p := Point{Dir: fmt.Sprintf("run-%d", i), Started: time.Unix(int64(i)*3600, 0), Doubt: doubt,
+			Rollouts: []stats.Rollout{{Drops: 10, Requests: 5000}, {Drops: 12, Requests: 5000}}}
+		if suspect {
+			p.Suspect = []string{"the client held 300 of 500 req/s"}
+		}
+		return p
+	}
+	s := &Series{Points: []Point{pt(0, false, ""), pt(1, false, ""), pt(2, true, ""), pt(3, false, "the pods answered 40 2xx the client never received"), pt(4, true, "")}}
+	past := s.Before(time.Unix(5*3600, 0), "", 0.95)
+	if past.DoubtStreak != 3 || !strings.Contains(past.Describe(), "the latest 3 runs of this key in a row were suspect or in the rig's doubt") {
+		t.Errorf("streak %d: %s", past.DoubtStreak, past.Describe())
+	}
+	s.Points = append(s.Points, pt(5, false, ""))
+	if past := s.Before(time.Unix(6*3600, 0), "", 0.95); past.DoubtStreak != 0 || strings.Contains(past.Describe(), "in a row") {
+		t.Errorf("after a clean run: streak %d: %s", past.DoubtStreak, past.Describe())
 	}
 }

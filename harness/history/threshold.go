@@ -32,6 +32,10 @@ type Past struct {
 	Until    *Change
 	UntilRun string
 	After    int
+	// DoubtStreak is how many of the latest earlier runs in a row were
+	// suspect or in the rig's doubt (Point.Doubt): runs a gate leaves
+	// undecided. More than two in a row say the rig needs looking at.
+	DoubtStreak int
 }
 
 // Find returns the series of key, or nil.
@@ -60,6 +64,11 @@ func (s *Series) Before(t time.Time, dir string, conf float64) Past {
 	for _, p := range s.Points {
 		if abs, _ := filepath.Abs(p.Dir); abs == self || !p.Started.Before(t) {
 			continue
+		}
+		if len(p.Suspect) > 0 || p.Doubt != "" {
+			past.DoubtStreak++
+		} else {
+			past.DoubtStreak = 0
 		}
 		if len(p.Suspect) > 0 {
 			past.Left = append(past.Left, fmt.Sprintf("%s (suspect: %s)", p.Dir, p.Suspect[0]))
@@ -130,6 +139,9 @@ func (p Past) Describe() string {
 	if p.Since != nil {
 		s += fmt.Sprintf(", since it changed at run %s (from %s to %s drops per rollout, %s; the %d run(s) before left out)",
 			p.SinceRun, stats.FormatSig(p.Since.Before, 3), stats.FormatSig(p.Since.After, 3), stats.FormatP(p.Since.P), p.Before)
+	}
+	if p.DoubtStreak > 2 {
+		s += fmt.Sprintf("; the latest %d runs of this key in a row were suspect or in the rig's doubt, which leaves each undecided: the rig, not the service, needs looking at (a quieter machine, a lower rate)", p.DoubtStreak)
 	}
 	if p.Until != nil {
 		s += fmt.Sprintf(", until it regressed at run %s (from %s to %s drops per rollout, %s; the %d run(s) from it on left out until an improvement is found)",
