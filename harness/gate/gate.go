@@ -626,7 +626,7 @@ func fromHistory(r *Report, v analysis.VariantSummary, l Limits, b burstiness, s
 	case hi <= margin:
 		r.add(v.Variant, CheckHistory, Pass, "%s: rate ratio %s, at %s at most %s, within the margin %sx (--margin; %s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSigUp(hi, 2), stats.FormatSig(margin, 2), method)
 	default:
-		r.add(v.Variant, CheckHistory, Inconclusive, "%s: rate ratio %s, at %s between %s and %s: not shown worse than its history, nor within the margin %sx (--margin): more rollouts in this run would decide (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), stats.FormatSig(margin, 2), method)
+		r.add(v.Variant, CheckHistory, Inconclusive, "%s: rate ratio %s, at %s between %s and %s: not shown worse than its history, nor within the margin %sx (--margin): %s (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), stats.FormatSig(margin, 2), ratioNeed(ratio, hi, 1, margin, conf, len(this), between), method)
 	}
 }
 
@@ -851,7 +851,7 @@ func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) 
 	case lo > margin:
 		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline by more than the margin %sx (--margin): %s: rate ratio %s, at %s at least %s (%s)", m, rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
 	default:
-		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--margin) nor beyond it: measure more rollouts in both runs (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, method)
+		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--margin) nor beyond it: %s (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, ratioNeed(ratio, hi, margin, margin, conf, len(this), l.BetweenRuns), method)
 	}
 }
 
@@ -909,4 +909,38 @@ func (l Limits) margin() float64 {
 		return DefaultMargin
 	}
 	return l.Margin
+}
+
+// ratioNeed says about how many rollouts per run would decide a rate
+// ratio seen at ratio with upper bound hi from r rollouts: pass when its
+// upper bound falls to margin (ratio below it), fail when its lower bound
+// rises above worse (ratio above that). The bound's width on the log
+// scale is taken as z·sqrt(w/R + 2·between²), its rollouts' part w/R
+// shrinking with R (both runs measured alike); when the runs' variation
+// alone leaves no room, no number of rollouts decides, and it says so.
+func ratioNeed(ratio, hi, worse, margin, conf float64, r int, between float64) string {
+	z := stats.NormalQuantile(conf)
+	if !(ratio > 0) || math.IsInf(hi, 1) || math.IsNaN(hi) || r < 1 {
+		return "more rollouts in both runs would decide"
+	}
+	room := 0.0
+	switch {
+	case ratio < margin:
+		room = math.Log(margin / ratio)
+	case ratio > worse:
+		room = math.Log(ratio / worse)
+	default:
+		return "no number of rollouts decides a ratio this close to the limit"
+	}
+	day := 2 * between * between
+	now := math.Pow(math.Log(hi/ratio)/z, 2) - day
+	target := math.Pow(room/z, 2) - day
+	if target <= 0 || now <= 0 {
+		return fmt.Sprintf("no number of rollouts decides: runs differ by a factor of e^%s beyond their rollouts, more than the ratio leaves room for; compare runs measured alike, or more runs", stats.FormatSig(between, 2))
+	}
+	n := int(math.Ceil(float64(r) * now / target))
+	if n > 100_000 {
+		return "it would take more than 100,000 rollouts per run"
+	}
+	return fmt.Sprintf("at this ratio about %s rollouts per run would decide (this run had %d; raise traffic.rollouts)", stats.FormatCount(uint64(max(n, r+1))), r)
 }

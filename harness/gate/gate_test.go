@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -471,9 +472,9 @@ func TestBaseline(t *testing.T) {
 		says    string
 	}{
 		{"as good, 10 against 10", steady("graceful-drain", 200, 10), steady("graceful-drain", 200, 10), 0, Pass, "rate ratio 1, at 95% at most 1.7, within the margin 2x"},
-		{"as good, but runs differ by a day effect", steady("graceful-drain", 200, 10), steady("graceful-drain", 200, 10), 0.35, Inconclusive, "with runs differing by a factor of e^0.35 beyond their rollouts (--between-runs)"},
+		{"as good, but runs differ by a day effect", steady("graceful-drain", 200, 10), steady("graceful-drain", 200, 10), 0.35, Inconclusive, "no number of rollouts decides: runs differ by a factor of e^0.35 beyond their rollouts"},
 		{"ten times worse", steady("graceful-drain", 2000, 5), steady("graceful-drain", 200, 5), 0, Fail, "worse than the baseline by more than the margin 2x"},
-		{"the issue's 4x regression, 3 against 3", row("graceful-drain", 5000, 40, 100, 16), row("graceful-drain", 5000, 10, 25, 4), 0, Inconclusive, "so this run cannot show it within the margin 2x"},
+		{"the issue's 4x regression, 3 against 3", row("graceful-drain", 5000, 40, 100, 16), row("graceful-drain", 5000, 10, 25, 4), 0, Inconclusive, "rollouts per run would decide (this run had 3; raise traffic.rollouts)"},
 		{"a baseline that dropped nothing", row("graceful-drain", 5000, 160, 0, 0), row("graceful-drain", 5000, 0, 0, 0), 0, Inconclusive, "the baseline's rate is not shown above 0"},
 		{"no drops against drops", row("graceful-drain", 5000, 0, 0, 0), steady("graceful-drain", 200, 3), 0, Inconclusive, "rate ratio 0"},
 	} {
@@ -708,5 +709,37 @@ func TestHistoryLimit(t *testing.T) {
 		if _, err := Check(run(row("no-prestop", 5000, 1)), Limits{Confidence: 0.95, History: &h}); !errors.As(err, &ue) {
 			t.Errorf("%+v: %v, want a usage error", h, err)
 		}
+	}
+}
+
+// TestBaselineSaysWhatWouldDecide: the rollouts an undecided baseline
+// says would decide do: the 4x regression (10, 25, 4 → 40, 100,
+// 16) repeated to that many rollouts a run is decided.
+func TestBaselineSaysWhatWouldDecide(t *testing.T) {
+	check := func(this, then []uint64) Result {
+		t.Helper()
+		r, err := Check(run(row("no-prestop", 5000, make([]uint64, len(this))...), row("graceful-drain", 5000, this...)),
+			Limits{Confidence: 0.95, Baseline: whole(row("graceful-drain", 5000, then...)), Rows: []string{"graceful-drain"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return result(t, r, "graceful-drain", CheckBaseline)
+	}
+	res := check([]uint64{40, 100, 16}, []uint64{10, 25, 4})
+	var n int
+	if i := strings.Index(res.Message, "about "); res.Verdict != Inconclusive || i < 0 {
+		t.Fatalf("%v: %s", res.Verdict, res.Message)
+	} else if _, err := fmt.Sscanf(res.Message[i:], "about %d rollouts per run", &n); err != nil || n <= 3 {
+		t.Fatalf("%q: %d rollouts (%v)", res.Message[i:], n, err)
+	}
+	repeat := func(xs []uint64) []uint64 {
+		var out []uint64
+		for len(out) < n {
+			out = append(out, xs[len(out)%len(xs)])
+		}
+		return out
+	}
+	if res := check(repeat([]uint64{40, 100, 16}), repeat([]uint64{10, 25, 4})); res.Verdict == Inconclusive {
+		t.Errorf("%d rollouts a run, as the check said: still undecided: %s", n, res.Message)
 	}
 }
