@@ -241,20 +241,7 @@ func podIPsOf(events []timeline.Event) map[string]string {
 func TestChanceBaselines(t *testing.T) {
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	unrouted := map[string]int{"a": 1800, "b": 600, "c": 1000}
-	events := []timeline.Event{
-		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-	}
-	for _, n := range []string{"a", "b", "c"} {
-		events = append(events,
-			timeline.Event{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: n},
-			timeline.Event{Time: at(-5000), Kind: timeline.KindRouteSnapshot, Node: n, IP: "10.0.0.1"},
-			timeline.Event{Time: at(unrouted[n]), Kind: timeline.KindRouteRemoved, Node: n, IP: "10.0.0.1"})
-	}
-	slices.SortStableFunc(events, func(x, y timeline.Event) int { return x.Time.Compare(y.Time) })
-	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
-		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(2500), SignalAt: at(10), ListenerClosedAt: at(20),
-	}}}
+	in := oneDeletion(unrouted)
 	analyse := func() *Explained {
 		ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
 		for _, n := range []string{"a", "b", "c"} {
@@ -401,20 +388,7 @@ func TestBackoffChance(t *testing.T) {
 func TestSlowPodIsNotTheRace(t *testing.T) {
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	unrouted := map[string]int{"a": 1800, "b": 1200, "c": 1500}
-	events := []timeline.Event{
-		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
-	}
-	for _, n := range []string{"a", "b", "c"} {
-		events = append(events,
-			timeline.Event{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: n},
-			timeline.Event{Time: at(-5000), Kind: timeline.KindRouteSnapshot, Node: n, IP: "10.0.0.1"},
-			timeline.Event{Time: at(unrouted[n]), Kind: timeline.KindRouteRemoved, Node: n, IP: "10.0.0.1"})
-	}
-	slices.SortStableFunc(events, func(x, y timeline.Event) int { return x.Time.Compare(y.Time) })
-	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
-		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(2500), SignalAt: at(10), ListenerClosedAt: at(20),
-	}}}
+	in := oneDeletion(unrouted)
 	stalled := "Get \"http://127.0.0.1:30080/\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
 	analyse := func(accepted bool) *Explained {
 		ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
@@ -437,4 +411,25 @@ func TestSlowPodIsNotTheRace(t *testing.T) {
 	if old := analyse(false); old.Explained < 400 || old.Slow != 0 {
 		t.Errorf("the same timeouts without the client's word on the connection: %+v; want every one in a window, as before", old)
 	}
+}
+
+// oneDeletion is the input of one pod, web-1, deleted at base on nodes a,
+// b and c, each stopping to route to it unrouted[node] ms later; the app
+// reports SIGTERM at 10 ms and its listener closed at 20 ms.
+func oneDeletion(unrouted map[string]int) *input {
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	events := []timeline.Event{
+		{Time: at(-4000), Kind: timeline.KindPodReady, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+		{Time: at(0), Kind: timeline.KindPodDeletionRequested, Object: "pod/web-1", Pod: "web-1", IP: "10.0.0.1"},
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		events = append(events,
+			timeline.Event{Time: at(-5000), Kind: timeline.KindRouteWatching, Node: n},
+			timeline.Event{Time: at(-5000), Kind: timeline.KindRouteSnapshot, Node: n, IP: "10.0.0.1"},
+			timeline.Event{Time: at(unrouted[n]), Kind: timeline.KindRouteRemoved, Node: n, IP: "10.0.0.1"})
+	}
+	slices.SortStableFunc(events, func(x, y timeline.Event) int { return x.Time.Compare(y.Time) })
+	return &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
+		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(2500), SignalAt: at(10), ListenerClosedAt: at(20),
+	}}}
 }
