@@ -219,9 +219,33 @@ func Check(a *analysis.Analysis, l Limits) (*Report, error) {
 		b = burstiness{rho: *l.Burstiness, stated: true}
 	}
 	for _, v := range rows {
-		checkRow(r, sum, v, l, base, b)
+		checkRow(r, sum, v, l, base, b.fromHistory(l, v.Variant))
 	}
 	return r, nil
+}
+
+// fromHistory is b, or, when nothing was stated and the row's key has a
+// history (l.History) whose runs measured their bursts (4 or more degrees
+// of freedom), the burstiness pooled over those runs, never below the
+// floor: a dispersion the row can stand on, from its own key.
+func (b burstiness) fromHistory(l Limits, row string) burstiness {
+	if b.stated || l.History == nil {
+		return b
+	}
+	past, ok := l.History.Past[row]
+	if !ok {
+		return b
+	}
+	var groups [][]stats.Rollout
+	for _, pt := range past.Points {
+		groups = append(groups, pt.Rollouts)
+	}
+	d := stats.DispersionOf(groups...)
+	if d.DF < 4 {
+		return b
+	}
+	return burstiness{rho: max(d.Rho, DefaultBurstiness), stated: true,
+		source: fmt.Sprintf("pooled over the %d past rollouts of this key's history, on %d degrees of freedom, no calmer than the gate's floor", len(past.Rollouts()), d.DF)}
 }
 
 // pick returns the rows named, or every row. A name the scenario has but
@@ -453,6 +477,8 @@ const DefaultBurstiness = 0.005
 type burstiness struct {
 	rho    float64
 	stated bool
+	// source says where a stated ρ came from; "" for --burstiness.
+	source string
 }
 
 // floor is the least dispersion the bounds take.
@@ -461,7 +487,7 @@ func (b burstiness) floor() stats.Dispersion { return stats.Stated(b.rho) }
 // says names the assumption, for a message.
 func (b burstiness) says() string {
 	if b.stated {
-		return fmt.Sprintf("as bursty as ρ %s (stated with --burstiness)", stats.FormatSig(b.rho, 2))
+		return fmt.Sprintf("as bursty as ρ %s (%s)", stats.FormatSig(b.rho, 2), cmp.Or(b.source, "stated with --burstiness"))
 	}
 	return fmt.Sprintf("at least as bursty as ρ %s (the gate's floor; its own rollouts looked calmer)", stats.FormatSig(b.rho, 2))
 }
@@ -827,19 +853,30 @@ func sharedNote(shared bool, raced uint64) string {
 func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) {
 	this, then := v.Counted(), bv.Counted()
 	floor, margin, conf := b.floor(), l.margin(), l.Confidence
-	ratio, lo, hi, _ := stats.RatioOverRollouts(this, then, conf, floor, l.BetweenRuns, 0)
+	between, df, how := l.BetweenRuns, 0, ""
+	if l.BetweenRuns > 0 {
+		how = fmt.Sprintf("with runs differing by a factor of e^%s beyond their rollouts (--between-runs)", stats.FormatSig(l.BetweenRuns, 2))
+	} else if h := l.History; h != nil {
+		if past, ok := h.Past[v.Variant]; ok {
+			if sd, runs, ok := past.BetweenRuns(floor); ok {
+				between, df = sd, runs-1
+				how = fmt.Sprintf("with runs differing by a factor of e^%s beyond their rollouts, as this key's %d past runs that dropped differ (t on %d degrees of freedom)", stats.FormatSig(sd, 2), runs, df)
+			}
+		}
+	}
+	ratio, lo, hi, _ := stats.RatioOverRollouts(this, then, conf, floor, between, df)
 	if rateOf(this) == 0 && !b.stated {
 		// No drops: its bound is for any burst shape, as --max-drop-rate's.
-		_, _, hi, _ = stats.RatioOverRollouts(this, then, conf, stats.Dispersion{}, l.BetweenRuns, 0)
+		_, _, hi, _ = stats.RatioOverRollouts(this, then, conf, stats.Dispersion{}, between, df)
 	}
 	bLo, _, _ := stats.BoundsOverRollouts(then, conf, floor)
 	rates := fmt.Sprintf("this run %s per request over %d rollouts, the baseline %s over %d", stats.FormatSig(rateOf(this), 2), len(this), stats.FormatSig(rateOf(then), 2), len(then))
 	m := stats.FormatSig(margin, 2)
 	method := fmt.Sprintf("quasi-Poisson bound on the log ratio over rollouts, for drops %s; ", b.says())
-	if l.BetweenRuns > 0 {
-		method += fmt.Sprintf("with runs differing by a factor of e^%s beyond their rollouts (--between-runs)", stats.FormatSig(l.BetweenRuns, 2))
+	if how != "" {
+		method += how
 	} else {
-		method += "variation between runs beyond their rollouts' is not included: runs measured apart often differ by more, so state it with --between-runs SD"
+		method += "variation between runs beyond their rollouts' is not included: runs measured apart often differ by more, so state it with --between-runs SD, or give --history to measure it"
 	}
 	switch {
 	case rateOf(then) == 0 || bLo == 0:
@@ -851,7 +888,7 @@ func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) 
 	case lo > margin:
 		r.add(v.Variant, CheckBaseline, Fail, "worse than the baseline by more than the margin %sx (--margin): %s: rate ratio %s, at %s at least %s (%s)", m, rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), method)
 	default:
-		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--margin) nor beyond it: %s (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, ratioNeed(ratio, hi, margin, margin, conf, len(this), l.BetweenRuns), method)
+		r.add(v.Variant, CheckBaseline, Inconclusive, "%s: rate ratio %s, at %s between %s and %s, so this run cannot show it within the margin %sx (--margin) nor beyond it: %s (%s)", rates, stats.FormatSig(ratio, 2), percent(conf), stats.FormatSig(lo, 2), stats.FormatSigUp(hi, 2), m, ratioNeed(ratio, hi, margin, margin, conf, len(this), between), method)
 	}
 }
 
