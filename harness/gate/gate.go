@@ -219,33 +219,9 @@ func Check(a *analysis.Analysis, l Limits) (*Report, error) {
 		b = burstiness{rho: *l.Burstiness, stated: true}
 	}
 	for _, v := range rows {
-		checkRow(r, sum, v, l, base, b.fromHistory(l, v.Variant))
+		checkRow(r, sum, v, l, base, b)
 	}
 	return r, nil
-}
-
-// fromHistory is b, or, when nothing was stated and the row's key has a
-// history (l.History) whose runs measured their bursts (4 or more degrees
-// of freedom), the burstiness pooled over those runs, never below the
-// floor: a dispersion the row can stand on, from its own key.
-func (b burstiness) fromHistory(l Limits, row string) burstiness {
-	if b.stated || l.History == nil {
-		return b
-	}
-	past, ok := l.History.Past[row]
-	if !ok {
-		return b
-	}
-	var groups [][]stats.Rollout
-	for _, pt := range past.Points {
-		groups = append(groups, pt.Rollouts)
-	}
-	d := stats.DispersionOf(groups...)
-	if d.DF < 4 {
-		return b
-	}
-	return burstiness{rho: max(d.Rho, DefaultBurstiness), stated: true,
-		source: fmt.Sprintf("pooled over the %d past rollouts of this key's history, on %d degrees of freedom, no calmer than the gate's floor", len(past.Rollouts()), d.DF)}
 }
 
 // pick returns the rows named, or every row. A name the scenario has but
@@ -477,8 +453,6 @@ const DefaultBurstiness = 0.005
 type burstiness struct {
 	rho    float64
 	stated bool
-	// source says where a stated ρ came from; "" for --burstiness.
-	source string
 }
 
 // floor is the least dispersion the bounds take.
@@ -487,7 +461,7 @@ func (b burstiness) floor() stats.Dispersion { return stats.Stated(b.rho) }
 // says names the assumption, for a message.
 func (b burstiness) says() string {
 	if b.stated {
-		return fmt.Sprintf("as bursty as ρ %s (%s)", stats.FormatSig(b.rho, 2), cmp.Or(b.source, "stated with --burstiness"))
+		return fmt.Sprintf("as bursty as ρ %s (stated with --burstiness)", stats.FormatSig(b.rho, 2))
 	}
 	return fmt.Sprintf("at least as bursty as ρ %s (the gate's floor; its own rollouts looked calmer)", stats.FormatSig(b.rho, 2))
 }

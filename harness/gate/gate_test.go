@@ -744,28 +744,6 @@ func TestBaselineSaysWhatWouldDecide(t *testing.T) {
 	}
 }
 
-// TestBurstinessFromHistory: with --history and no --burstiness, a row
-// without drops is bounded with the bursts its key's past runs measured
-// (pooled, never calmer than the floor), and says so; without a history
-// it is bounded for any shape.
-func TestBurstinessFromHistory(t *testing.T) {
-	past := pastOf([]uint64{100, 120, 90, 110}, []uint64{95, 105, 130, 80}, []uint64{110, 100, 90, 120})
-	clean := row("no-prestop", 5000, 0, 0, 0, 0)
-	l := Limits{Confidence: 0.95, MaxDropRate: f64(0.01), History: &HistoryLimit{MinRollouts: 1, Past: map[string]history.Past{"no-prestop": past}}}
-	r, err := Check(run(clean), l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := result(t, r, "no-prestop", CheckDropRate); res.Verdict != Pass || !strings.Contains(res.Message, "pooled over the 12 past rollouts of this key's history") {
-		t.Errorf("with a history: %v %s", res.Verdict, res.Message)
-	}
-	l.History = nil
-	r, _ = Check(run(clean), l)
-	if res := result(t, r, "no-prestop", CheckDropRate); res.Verdict != Inconclusive || !strings.Contains(res.Message, "whatever the shape of their bursts") {
-		t.Errorf("without one: %v %s", res.Verdict, res.Message)
-	}
-}
-
 // TestBaselineBetweenRunsFromHistory: with --history, --baseline's bounds
 // include how much the key's past runs differ beyond their rollouts, and
 // say so; without either, they say it is left out.
