@@ -593,7 +593,7 @@ func fromHistory(r *Report, v analysis.VariantSummary, l Limits, b burstiness, s
 			past.Describe(), h.MinRollouts, more, (more+len(v.Rollouts)-1)/max(1, len(v.Rollouts)))
 		return
 	}
-	if drops, _ := totalsOf(rolls); drops == 0 {
+	if rateOf(rolls) == 0 {
 		againstClean(r, v, h, len(rolls), past.Describe(), l, shared)
 		return
 	}
@@ -685,14 +685,6 @@ func beyondDoubt(v analysis.VariantSummary, shared bool) []stats.Rollout {
 		cut[k].Drops -= d
 	}
 	return cut
-}
-
-// totalsOf sums rollouts' drops and requests.
-func totalsOf(rs []stats.Rollout) (drops, requests uint64) {
-	for _, r := range rs {
-		drops, requests = drops+r.Drops, requests+r.Requests
-	}
-	return drops, requests
 }
 
 // doubt is how many of rollout ro's drops (drops, as counted) the rig, not
