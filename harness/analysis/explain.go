@@ -405,10 +405,12 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		e.Why[why]++
 		return why, ""
 	}
-	if traffic.Accepted(rec) {
+	if !ex.front && !proxied && traffic.Accepted(rec) {
 		// The pod accepted the request's new connection and did not
 		// answer in time: it was listening, so no rule routed the request
-		// to it after its listener closed.
+		// to it after its listener closed. Through a front or a proxy the
+		// connection the client saw accepted ends there, not at the pod,
+		// and says nothing of it.
 		e.Slow++
 		return AccountedSlow, ""
 	}

@@ -119,8 +119,8 @@ type Explained struct {
 	// (or the process's exit) cut them, not sent to a closed listener by
 	// a node's stale rules. Counted apart from Explained.
 	Cut uint64 `json:"cut,omitempty"`
-	// Slow drops timed out on a new connection the pod had accepted
-	// (traffic.Accepted): the pod was listening and did not answer in
+	// Slow drops timed out on a new connection the pod itself had
+	// accepted (traffic.Accepted, on a direct path only): the pod was listening and did not answer in
 	// time, so no rule sent them to it after its listener closed; not the
 	// race, whatever window they fall in. Counted apart from Explained.
 	Slow uint64 `json:"slow,omitempty"`

@@ -158,16 +158,18 @@ func (a *attempts) named(err error) error {
 }
 
 // acceptedText marks a timeout on a connection dialled for the request
-// that the server had accepted (httptrace's GotConn, not reused): the
-// request reached a listening pod, which did not answer in time. A pod
-// that had closed its listener refuses the connection, and one that is
-// gone never accepts it; so such a timeout is the pod being slow, not a
-// request routed to it after its listener closed (Accepted).
+// that the server had accepted (httptrace's GotConn, not reused). On a
+// direct path the server is the pod: it was listening and did not answer
+// in time. A pod that had closed its listener refuses the connection, and
+// one that is gone never accepts it; so such a timeout is the pod being
+// slow, not a request routed to it after its listener closed (Accepted).
+// Through a proxy or a front the server is that hop, which says nothing
+// of the pod behind it.
 const acceptedText = "(on a new connection the server had accepted)"
 
 // Accepted reports whether rec timed out on a new connection the server
-// had accepted (acceptedText): the pod was slow, not gone. False for
-// records of protocols or runs that do not say.
+// had accepted (acceptedText): on a direct path, the pod was slow, not
+// gone. False for records of protocols or runs that do not say.
 func Accepted(rec Record) bool {
 	return rec.Class == ClassTimeout && strings.HasSuffix(rec.Error, acceptedText)
 }
