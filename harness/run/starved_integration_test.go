@@ -87,7 +87,9 @@ func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
 	// excused, is the rig doing its job; drops beyond the floor it does not
 	// excuse are measured again, once (as quietRun).
 	const floor = 5
-	unexcused := func(ro analysis.RolloutSummary) uint64 { return ro.Window.Failures - min(ro.Excused, ro.Window.Failures) }
+	unexcused := func(ro analysis.RolloutSummary) uint64 {
+		return ro.Window.Failures - min(ro.Excused, ro.Window.Failures)
+	}
 	a := measure(runDir(t))
 	var stalls []string
 	for _, k := range []int{0, 2} {
