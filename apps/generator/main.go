@@ -323,10 +323,16 @@ func cpuTime() time.Duration {
 // parseConfig parses flags and validates them. Errors are usage errors.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var cfg config
-	var targets, protocol, arrivals string
+	var protocol, arrivals string
 	fs := flag.NewFlagSet("generator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&targets, "targets", "", "comma-separated URLs to send to, round robin (in-cluster: a Service's DNS name, a node's IP and port)")
+	fs.Func("target", "a URL to send to, http://HOST:PORT/PATH (in-cluster: a Service's DNS name, a node's IP and port); repeat it for several, sent to round robin", func(t string) error {
+		if err := checkTarget(t); err != nil {
+			return err
+		}
+		cfg.targets = append(cfg.targets, t)
+		return nil
+	})
 	fs.IntVar(&cfg.rate, "rate", 0, "the total rate over every generator, requests per second")
 	fs.IntVar(&cfg.generators, "generators", 1, "how many generators share the rate")
 	fs.IntVar(&cfg.index, "index", -1, "this generator's index, 0 to generators-1 (default: $JOB_COMPLETION_INDEX)")
@@ -361,8 +367,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	cfg.protocol = traffic.Protocol(protocol)
 	cfg.arrivals = traffic.Arrivals(arrivals)
 	switch {
-	case targets == "":
-		return cfg, errors.New("--targets is required")
+	case len(cfg.targets) == 0:
+		return cfg, errors.New("--target is required")
 	case cfg.generators < 1:
 		return cfg, fmt.Errorf("--generators %d: want 1 or more", cfg.generators)
 	case cfg.index >= cfg.generators:
@@ -370,18 +376,28 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	case cfg.rate < cfg.generators:
 		return cfg, fmt.Errorf("--rate %d: want at least one request per second per generator (%d)", cfg.rate, cfg.generators)
 	}
-	for _, t := range strings.Split(targets, ",") {
-		u, err := url.Parse(t)
-		if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return cfg, fmt.Errorf("--targets: %q is not an http(s) URL with a host", t)
-		}
-		cfg.targets = append(cfg.targets, t)
-	}
 	g := &generator{cfg: cfg}
 	if err := g.trafficConfig().Validate(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// checkTarget refuses a --target that is not what droprun computes: an
+// http URL of a host, a port and a path (traffic.CheckPath), with no
+// user, query or fragment. Nothing else reaches the load.
+func checkTarget(t string) error {
+	u, err := url.Parse(t)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q: %w", t, err)
+	case u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "":
+		return fmt.Errorf("%q is not an http URL of a host, a port and a path", t)
+	}
+	if err := traffic.CheckPath(u.EscapedPath()); err != nil {
+		return fmt.Errorf("%q: its path %w", t, err)
+	}
+	return nil
 }
 
 // protocolNames lists the protocols --protocol takes.

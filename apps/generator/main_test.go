@@ -51,7 +51,7 @@ func TestParseConfig(t *testing.T) {
 			return ""
 		}
 	}
-	ok := []string{"--targets", "http://web.droprun.svc/version", "--rate", "300", "--generators", "3"}
+	ok := []string{"--target", "http://web.droprun.svc:80/version", "--rate", "300", "--generators", "3"}
 	cfg, err := parseConfig(ok, env("2"), io.Discard)
 	if err != nil || cfg.index != 2 || len(cfg.targets) != 1 {
 		t.Fatalf("parseConfig: %+v, %v; want index 2 from the environment", cfg, err)
@@ -63,11 +63,16 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{ok, "", "JOB_COMPLETION_INDEX"},
 		{ok, "3", "index 3: want 0 to 2"},
-		{[]string{"--rate", "300"}, "0", "--targets is required"},
-		{[]string{"--targets", "http://web/", "--rate", "2", "--generators", "3"}, "0", "--rate 2"},
-		{[]string{"--targets", "web:80", "--rate", "10"}, "0", "not an http(s) URL"},
-		{[]string{"--targets", "http://web/", "--rate", "10", "--protocol", "h3"}, "0", "h3"},
-		{[]string{"--targets", "http://web/", "--rate", "10", "--request-ids"}, "0", "--request-ids needs $POD_NAME"},
+		{[]string{"--rate", "300"}, "0", "--target is required"},
+		{[]string{"--target", "http://web:80/", "--rate", "2", "--generators", "3"}, "0", "--rate 2"},
+		{[]string{"--target", "web:80", "--rate", "10"}, "0", "not an http URL"},
+		{[]string{"--target", "http://web:80/a,http://evil.example:80/", "--rate", "10"}, "0", "its path"},
+		{[]string{"--target", "http://web:80/?x=1", "--rate", "10"}, "0", "not an http URL"},
+		{[]string{"--target", "http://u@web:80/", "--rate", "10"}, "0", "not an http URL"},
+		{[]string{"--target", "http://web/", "--rate", "10"}, "0", "not an http URL"},
+		{[]string{"--targets", "http://web:80/", "--rate", "10"}, "0", "flag provided but not defined: -targets"},
+		{[]string{"--target", "http://web:80/", "--rate", "10", "--protocol", "h3"}, "0", "h3"},
+		{[]string{"--target", "http://web:80/", "--rate", "10", "--request-ids"}, "0", "--request-ids needs $POD_NAME"},
 	} {
 		if _, err := parseConfig(tc.args, env(tc.env), io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v with index %q: %v, want an error saying %q", tc.args, tc.env, err, tc.want)
@@ -122,7 +127,7 @@ func (s *syncBuffer) String() string {
 func TestGeneratorSends(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
 	defer srv.Close()
-	cfg, err := parseConfig([]string{"--targets", srv.URL + "/version", "--rate", "200", "--generators", "2", "--index", "1"}, func(string) string { return "" }, io.Discard)
+	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "200", "--generators", "2", "--index", "1"}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +172,7 @@ func TestGeneratorSends(t *testing.T) {
 func TestGeneratorTerminated(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
 	defer srv.Close()
-	cfg, err := parseConfig([]string{"--targets", srv.URL + "/version", "--rate", "50", "--index", "0"}, func(string) string { return "" }, io.Discard)
+	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "50", "--index", "0"}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +221,7 @@ func TestGeneratorRequestIDs(t *testing.T) {
 		}
 		return ""
 	}
-	cfg, err := parseConfig([]string{"--targets", srv.URL + "/version", "--rate", "50", "--index", "0", "--name", "no-prestop", "--request-ids"}, env, io.Discard)
+	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "50", "--index", "0", "--name", "no-prestop", "--request-ids"}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,12 +49,12 @@ func (r *runner) startPods(ctx context.Context, name string, cfg traffic.Config,
 	sc, tb := r.sc, r.tb
 	g := sc.Traffic.Generators
 	targets := r.info.Traffic.Targets // insideTargets, listed once for run.json
-	urls := make([]string, len(targets))
-	for i, t := range targets {
-		urls[i] = t.URL
+	var args []string
+	for _, t := range targets {
+		args = append(args, "--target="+t.URL) // one flag each: nothing in a URL can add another
 	}
-	args := []string{"--targets=" + strings.Join(urls, ","), "--rate=" + strconv.Itoa(cfg.Rate), "--protocol=" + string(cfg.Protocol),
-		"--method=" + cfg.Method, "--timeout=" + cfg.Timeout.String(), "--name=" + name, "--arrivals=" + string(cfg.Arrivals)}
+	args = append(args, "--rate="+strconv.Itoa(cfg.Rate), "--protocol="+string(cfg.Protocol),
+		"--method="+cfg.Method, "--timeout="+cfg.Timeout.String(), "--name="+name, "--arrivals="+string(cfg.Arrivals))
 	if cfg.Connections > 0 {
 		args = append(args, "--connections="+strconv.Itoa(cfg.Connections))
 	}

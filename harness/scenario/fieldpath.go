@@ -123,6 +123,12 @@ func (c *docChecker) walk(v any, t reflect.Type, path string) any {
 				out[k] = m[k]
 				continue
 			}
+			if n, ok := m[k].(json.Number); ok && ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Int64 && n == "0" {
+				// A plain int field reads 0 as not given and takes its
+				// default, which a written 0 never means.
+				out[k] = c.bad(p, "is 0, which droprun would read as not given and replace with the default", "leave it out for the default, or give 1 or more")
+				continue
+			}
 			out[k] = c.walk(m[k], ft, p)
 		}
 		return out

@@ -186,13 +186,45 @@ traffic: {rate: 0, path: version, maxWorkers: 10001}
 	if !ok {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"metadata.name", "variants[0].variant", "traffic.path", "traffic.maxWorkers: is 10001 (fix: leave it out for the default, or give a bound from 1 to 10000"} {
+	for _, want := range []string{"metadata.name", "variants[0].variant", "traffic.path", "traffic.rate: is 0, which droprun would read as not given", "traffic.maxWorkers: is 10001 (fix: leave it out for the default, or give a bound from 1 to 10000"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
 	if len(e.List) < 3 {
 		t.Errorf("got %d problems, want at least 3", len(e.List))
+	}
+}
+
+// TestWrittenZeroRefused: a 0 written where droprun reads 0 as "not
+// given" is refused with its field named, never silently replaced by the
+// default (rate: 0 once ran at 1,000 req/s); where 0 is a value (a
+// preStop of 0 s, a swept value), it is taken.
+func TestWrittenZeroRefused(t *testing.T) {
+	head := "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: z}\nvariants: [{variant: no-prestop}]\n"
+	for _, tc := range []struct{ body, path string }{
+		{"traffic: {rate: 0}", "traffic.rate"},
+		{"traffic: {protocol: h2c, connections: 0}", "traffic.connections"},
+		{"traffic: {maxWorkers: 0}", "traffic.maxWorkers"},
+		{"traffic: {generators: {from: pods, count: 0}}", "traffic.generators.count"},
+		{"cluster: {kind: {nodes: 0}}", "cluster.kind.nodes"},
+		{"cluster: {kind: {hostPort: 0}}", "cluster.kind.hostPort"},
+	} {
+		_, err := Parse("z.yaml", []byte(head+tc.body+"\n"))
+		if want := tc.path + ": is 0, which droprun would read as not given and replace with the default (fix: leave it out for the default, or give 1 or more)"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", tc.body, err, want)
+		}
+	}
+	for _, out := range []string{"/etc/cron.d", "../elsewhere", "results/../../up"} {
+		if _, err := Parse("z.yaml", []byte(head+"output: "+out+"\n")); err == nil || !strings.Contains(err.Error(), "output: \""+out+"\" is not a folder under the directory droprun runs in") {
+			t.Errorf("output %s: %v, want refused", out, err)
+		}
+	}
+	if _, err := Parse("z.yaml", []byte(head+"output: results/nightly\n")); err != nil {
+		t.Errorf("output results/nightly refused: %v", err)
+	}
+	if _, err := Parse("z.yaml", []byte(head+"defaults: {preStopSeconds: 0}\n")); err != nil {
+		t.Errorf("preStopSeconds: 0 refused: %v", err)
 	}
 }
 
@@ -290,6 +322,12 @@ func TestTrafficProtocol(t *testing.T) {
 		{"{protocol: grpc, target: gateway}", "", 0, "traffic.protocol: grpc with target gateway (fix: use target nodeport"},
 		{"{protocol: grpc, path: /version}", "", 0, "traffic.path: is /version with protocol grpc (fix: leave it out: every gRPC request is a call of /grpc.health.v1.Health/Check"},
 		{"{protocol: grpc, method: POST}", "", 0, "traffic.method: is POST with protocol grpc"},
+		// A path is a path: it can never add a target or a query.
+		{`{path: "/version,http://evil.example:80/"}`, "", 0, `traffic.path: "/version,http://evil.example:80/" holds ','`},
+		{`{path: "/version http://evil.example/"}`, "", 0, `traffic.path: "/version http://evil.example/" holds ' '`},
+		{`{path: "/version?to=evil"}`, "", 0, `holds '?'`},
+		{`{path: "/a\tb"}`, "", 0, `holds '\t'`},
+		{`{path: "/books/%2C;list"}`, traffic.ProtocolNewConnection, 0, ""},
 	}
 	for _, tt := range tests {
 		s, err := Parse("p.yaml", []byte(head+"traffic: "+tt.traffic+"\n"))
@@ -353,6 +391,8 @@ func TestGenerators(t *testing.T) {
 		{existing + "traffic: {generators: {from: pods}}\n", false, 0, "", "traffic.generators.count: is 0"},
 		{existing + "traffic: {generators: {from: pods, count: 2, image: gen:latest}}\n", false, 0, "", `traffic.generators.image: "gen:latest" uses the latest tag`},
 		{"traffic: {generators: {from: pods, image: gen:v1}}\n", false, 0, "", "traffic.generators.image: is set on droprun's kind cluster"},
+		{"traffic: {generators: {from: pods, resources: {requests: {cpu: lots}}}}\n", false, 0, "", `traffic.generators.resources.requests.cpu: "lots" is not a quantity`},
+		{"traffic: {generators: {from: pods, resources: {limits: {gpu: 1}}}}\n", false, 0, "", "traffic.generators.resources.limits.gpu: is not a resource droprun sets"},
 	}
 	for _, tt := range tests {
 		s, err := Parse("p.yaml", []byte(head+tt.body))

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -49,6 +50,10 @@ func (s *Scenario) Validate() []FieldError {
 	}
 	if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
 		v.add("namespace", fmt.Sprintf("%q is not a valid namespace: %s", s.Namespace, msgs[0]), "use lower-case letters, digits and '-'")
+	}
+	if !filepath.IsLocal(s.Output) {
+		v.add("output", fmt.Sprintf("%q is not a folder under the directory droprun runs in", s.Output),
+			"give a relative path without .. (such as results), or name the run directory on the command line: droprun run --output-dir DIR")
 	}
 	s.validateCluster(&v)
 	if *s.Rollouts < 0 {
@@ -259,8 +264,8 @@ func (s *Scenario) validateTraffic(v *validator) {
 		}
 		v.add("traffic.target", fmt.Sprintf("%q is not a target", t.Target), "use "+strings.Join(uses, " or "))
 	}
-	if t.Path == "" || t.Path[0] != '/' {
-		v.add("traffic.path", fmt.Sprintf("%q does not start with /", t.Path), "use an absolute path such as /version")
+	if err := traffic.CheckPath(t.Path); err != nil {
+		v.add("traffic.path", err.Error(), "use an absolute path such as /version, nothing else (no query, no second URL)")
 	}
 	proto, known := traffic.ForWire(t.Wire, t.KeepAlive)
 	switch {
@@ -338,6 +343,9 @@ func (s *Scenario) validateGenerators(v *validator) {
 		v.add("traffic.generators.count", fmt.Sprintf("is %d", g.Count), fmt.Sprintf("give 1 to %d generators (on kind the default is one per node)", MaxGenerators))
 	case g.Count > t.Rate:
 		v.add("traffic.generators.count", fmt.Sprintf("%d generators share %d requests/s", g.Count, t.Rate), "give each generator at least 1 request/s: fewer generators or a higher rate")
+	}
+	for _, e := range g.Resources.problems() {
+		v.add("traffic.generators.resources."+e.Path, e.Msg, e.Fix)
 	}
 	switch g.Placement {
 	case PlacementOnePerNode:
@@ -514,23 +522,35 @@ func (s *Scenario) validateWorkload(v *validator, i int, w Workload) {
 			v.add(at("readiness.initialDelaySeconds", vr.Readiness != nil, d.Readiness != nil), "is negative", "use 0 or more")
 		}
 	}
-	if r := w.Resources; r != nil {
-		for _, kind := range []string{"requests", "limits"} {
-			m := r.Requests
-			if kind == "limits" {
-				m = r.Limits
+	for _, e := range w.Resources.problems() {
+		v.add(at("resources."+e.Path, vr.Resources != nil, d.Resources != nil), e.Msg, e.Fix)
+	}
+}
+
+// problems are what is wrong with r (nil is fine), each at its path under
+// resources: a resource other than cpu or memory, or a quantity
+// Kubernetes would refuse.
+func (r *Resources) problems() []FieldError {
+	if r == nil {
+		return nil
+	}
+	var out []FieldError
+	for _, kind := range []string{"requests", "limits"} {
+		m := r.Requests
+		if kind == "limits" {
+			m = r.Limits
+		}
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			p := kind + "." + name
+			if name != "cpu" && name != "memory" {
+				out = append(out, FieldError{Path: p, Msg: "is not a resource droprun sets", Fix: "use cpu or memory"})
 			}
-			for _, name := range slices.Sorted(maps.Keys(m)) {
-				q := m[name]
-				if name != "cpu" && name != "memory" {
-					v.add(at(fmt.Sprintf("resources.%s.%s", kind, name), vr.Resources != nil, d.Resources != nil), "is not a resource droprun sets", "use cpu or memory")
-				}
-				if _, err := resource.ParseQuantity(q); err != nil {
-					v.add(at(fmt.Sprintf("resources.%s.%s", kind, name), vr.Resources != nil, d.Resources != nil), fmt.Sprintf("%q is not a quantity", q), "write it like 50m (cpu) or 32Mi (memory)")
-				}
+			if _, err := resource.ParseQuantity(m[name]); err != nil {
+				out = append(out, FieldError{Path: p, Msg: fmt.Sprintf("%q is not a quantity", m[name]), Fix: "write it like 50m (cpu) or 32Mi (memory)"})
 			}
 		}
 	}
+	return out
 }
 
 // metricName is a Prometheus metric or label name.

@@ -17,7 +17,7 @@ import (
 // resources asked.
 func TestGeneratorsJob(t *testing.T) {
 	j, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "droprun/generator:dev", Count: 3,
-		Args: []string{"--targets=http://web.ns.svc/version", "--rate=1000"}, OnePerNode: true,
+		Args: []string{"--target=http://web.ns.svc:80/version", "--rate=1000"}, OnePerNode: true,
 		Requests: map[string]string{"cpu": "250m"}, DeadlineSeconds: 3600})
 	if err != nil {
 		t.Fatal(err)
