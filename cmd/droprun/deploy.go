@@ -17,9 +17,8 @@ import (
 func newDeployCmd(s streams) *cobra.Command {
 	var (
 		name, ver, allow string
-		nodeImage        string
-		create, trust    bool
-		allowTargets     []string
+		create           bool
+		given            consent
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy --variant NAME [SCENARIO]",
@@ -41,12 +40,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			allowed, err := parseAllowTargets(allowTargets)
+			allowed, err := given.apply(sc)
 			if err != nil {
-				return err
-			}
-			trustKubeconfig(sc, trust)
-			if err := allowNodeImage(sc, nodeImage); err != nil {
 				return err
 			}
 			checked, err := testbed.Check(sc, allowed)
@@ -73,10 +68,8 @@ Examples:
 	cmd.Flags().StringVar(&name, "variant", "", "the variant: a built-in name, or a variant's name in SCENARIO ("+variant.NameList()+")")
 	cmd.Flags().StringVar(&ver, "app-version", "v1", "the app version to deploy: v1 or v2")
 	cmd.Flags().StringVar(&allow, "allow-context", "", "allow this non-kind context of an existing cluster")
-	cmd.Flags().StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow requests to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
 	cmd.Flags().BoolVar(&create, "create", false, "create the kind cluster if it does not exist")
-	cmd.Flags().BoolVar(&trust, "trust-kubeconfig", false, trustKubeconfigUsage)
-	cmd.Flags().StringVar(&nodeImage, "allow-node-image", "", allowNodeImageUsage)
+	given.flags(cmd.Flags())
 	return cmd
 }
 

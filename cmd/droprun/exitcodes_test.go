@@ -71,12 +71,17 @@ func exitCases(t *testing.T) map[string]commandCases {
 		"two.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: two}\nspec:\n  selector: {matchLabels: {app: two}}\n  template:\n    metadata: {labels: {app: two}}\n    spec: {containers: [{name: a, image: a:1}, {name: b, image: b:1}]}\n",
 		"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: svc}\n",
 		"s.yaml":   "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: custom}\napp: {custom: {images: [a:1, a:2], imageArchives: [gone.tar], container: a}}\nvariants: [{name: mine, manifest: two.yaml}]\n",
+		// A Deployment that would be root on the host: a scenario alone
+		// may not apply it.
+		"root.yaml":   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: root}\nspec:\n  selector: {matchLabels: {app: root}}\n  template:\n    metadata: {labels: {app: root}}\n    spec:\n      hostPID: true\n      containers: [{name: a, image: a:1, securityContext: {privileged: true}}]\n      volumes: [{name: host, hostPath: {path: /}}]\n",
+		"root-s.yaml": "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: root}\napp: {custom: {images: [a:1, a:2], imageArchives: [gone.tar], container: a}}\nvariants: [{name: mine, manifest: root.yaml}]\n",
 	} {
 		if err := os.WriteFile(filepath.Join(custom, n), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	noArchive := filepath.Join(custom, "s.yaml")
+	rootApp := filepath.Join(custom, "root-s.yaml")
 	shells := []string{"bash", "fish", "powershell", "zsh"}
 
 	cases := map[string]commandCases{
@@ -228,6 +233,10 @@ func exitCases(t *testing.T) map[string]commandCases {
 				// A node image runs privileged: a scenario alone cannot pick one.
 				{name: "a node image nobody allowed", args: []string{"run", evilNode}, code: 2, hint: "droprun run", err: "pass --allow-node-image 127.0.0.1:5000/other/node:v1.37.2"},
 				{name: "--allow-node-image naming another image", args: []string{"run", "--allow-node-image", "127.0.0.1:5000/other/node:v2", evilNode}, code: 2, hint: "droprun run", err: "does not name the scenario's node image"},
+				// Nor can it run a pod beyond the Pod Security baseline.
+				{name: "a privileged custom app nobody allowed", args: []string{"run", rootApp}, code: 2, hint: "droprun run", err: `root.yaml (variant mine): hostPID, hostPath volume "host" (/), container "a": privileged; remove those fields, or, if you trust the manifest, pass --allow-privileged`},
+				{name: "--allow-privileged lets it pass to the next check", args: []string{"run", "--allow-privileged", "--output-dir", filepath.Join(custom, "run2"), rootApp}, code: 2, err: "gone.tar: does not exist"},
+				{name: "--allow-privileged on bookshop", args: []string{"run", "--allow-privileged", scenarioFile}, code: 2, hint: "droprun run", err: "--allow-privileged applies to a custom app's manifests"},
 			},
 		},
 		"deploy": {
@@ -236,6 +245,7 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "no variant", args: []string{"deploy"}, code: 2, hint: "droprun deploy", err: "--variant is required"},
 				{name: "unknown variant", args: []string{"deploy", "--variant", "nope"}, code: 2, hint: "droprun deploy"},
 				{name: "bad app version", args: []string{"deploy", "--variant", "no-prestop", "--app-version", "v9"}, code: 2, hint: "droprun deploy"},
+				{name: "a privileged custom app nobody allowed", args: []string{"deploy", "--variant", "mine", rootApp}, code: 2, err: "pass --allow-privileged"},
 			},
 		},
 		"cluster": {

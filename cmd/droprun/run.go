@@ -19,9 +19,7 @@ func newRunCmd(s streams) *cobra.Command {
 	var (
 		o                   run.Options
 		kubeconfig, context string
-		trust               bool
-		nodeImage           string
-		allowTargets        []string
+		allowed             consent
 	)
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO",
@@ -98,11 +96,7 @@ cleaned up as without the interruption).`,
 			} else if context != "" {
 				return usageError("--context needs --kubeconfig")
 			}
-			trustKubeconfig(sc, trust)
-			if err := allowNodeImage(sc, nodeImage); err != nil {
-				return err
-			}
-			if o.AllowTargets, err = parseAllowTargets(allowTargets); err != nil {
+			if o.AllowTargets, err = allowed.apply(sc); err != nil {
 				return err
 			}
 			o.Log = s.Err
@@ -132,9 +126,7 @@ cleaned up as without the interruption).`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "use the existing cluster of this kubeconfig instead of the scenario's (its cluster.existing.url is kept)")
 	f.StringVar(&context, "context", "", "the kubeconfig context (default: its current context)")
 	f.StringVar(&o.Testbed.AllowContext, "allow-context", "", "allow this non-kind context")
-	f.BoolVar(&trust, "trust-kubeconfig", false, trustKubeconfigUsage)
-	f.StringVar(&nodeImage, "allow-node-image", "", allowNodeImageUsage)
-	f.StringArrayVar(&allowTargets, "allow-target", nil, "on an existing cluster, allow load to go to this HOST[:PORT] beyond 127.0.0.1 (the load balancer or ingress of cluster.existing.url)")
+	allowed.flags(f)
 	f.BoolVar(&o.Testbed.AllowGenerators, "allow-generators", false, "on an existing cluster, allow traffic.generators.from: pods: generator pods that send the load from inside it (deleted after each variant)")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live Prometheus metrics on this address during the run, e.g. 127.0.0.1:9464")
 	f.IntVar(&o.ClusterShares, "cluster-cpu-shares", 0, fmt.Sprintf("CPU weight of the kind nodes while the run lasts, in cgroup v1 cpu.shares units (a thread weighs 1024); 0 means %d, so a node starting a pod does not starve the client; -1 leaves it alone", rig.DefaultClusterShares))

@@ -30,12 +30,24 @@ const FieldManager = "droprun"
 // reaches an object droprun did not create.
 var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
+// Pod Security admission levels a namespace droprun creates enforces
+// (LabelPodSecurity): the baseline, or privileged when the user allowed a
+// custom app beyond it (--allow-privileged).
+const (
+	PodSecurityBaseline   = "baseline"
+	PodSecurityPrivileged = "privileged"
+	// LabelPodSecurity is Pod Security admission's enforce label.
+	LabelPodSecurity = "pod-security.kubernetes.io/enforce"
+)
+
 // EnsureNamespace creates droprun's namespace, marked as created by
-// owner's run, or uses it when it carries droprun's managed-by label.
-// created reports whether droprun created it (now or in an earlier run):
-// only such a namespace is ever deleted (DeleteNamespace). A namespace
-// without the label is someone else's and an error.
-func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string, owner Owner) (created bool, err error) {
+// owner's run and enforcing Pod Security level podSecurity, or uses it
+// when it carries droprun's managed-by label (one droprun created is set
+// to podSecurity again). created reports whether droprun created it (now
+// or in an earlier run): only such a namespace is ever deleted
+// (DeleteNamespace) or relabelled. A namespace without the label is
+// someone else's and an error.
+func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string, owner Owner, podSecurity string) (created bool, err error) {
 	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -47,15 +59,25 @@ func EnsureNamespace(ctx context.Context, c kubernetes.Interface, name string, o
 		if err := WaitNamespaceGone(ctx, c, name, 2*time.Minute); err != nil {
 			return false, err
 		}
+	case ns.Annotations[AnnotationCreated] == "":
+		return false, nil // the user's, lent to droprun: left as it is
 	default:
-		return ns.Annotations[AnnotationCreated] != "", nil
+		if ns.Labels[LabelPodSecurity] != podSecurity {
+			ns.Labels[LabelPodSecurity] = podSecurity
+			if _, err := c.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+				return true, fmt.Errorf("setting namespace %s's Pod Security level to %s: %w", name, podSecurity, err)
+			}
+		}
+		return true, nil
 	}
 	annotations := owner.ownAnnotations()
 	annotations[AnnotationCreated] = owner.RunID
+	labels := owner.ownLabels()
+	labels[LabelPodSecurity] = podSecurity
 	_, err = c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Labels: owner.ownLabels(), Annotations: annotations}}, metav1.CreateOptions{FieldManager: FieldManager})
+		Name: name, Labels: labels, Annotations: annotations}}, metav1.CreateOptions{FieldManager: FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		return EnsureNamespace(ctx, c, name, owner) // another run created it in between
+		return EnsureNamespace(ctx, c, name, owner, podSecurity) // another run created it in between
 	}
 	if err != nil {
 		return false, fmt.Errorf("creating namespace %s: %w", name, err)

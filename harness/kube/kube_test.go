@@ -68,32 +68,40 @@ func TestRolloutComplete(t *testing.T) {
 var testOwner = Owner{RunID: "20261202-130000-test", Host: "h", PID: 7}
 
 // TestEnsureNamespace: a namespace without droprun's label is refused;
-// one droprun creates carries the run that created it, and only such a
-// namespace is deleted; one the user labelled is used but never deleted.
+// one droprun creates carries the run that created it and enforces the
+// Pod Security level the run asks for (set again by a later run), and
+// only such a namespace is deleted; one the user labelled is used but
+// never relabelled or deleted.
 func TestEnsureNamespace(t *testing.T) {
 	ctx := context.Background()
 	lent := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lent", Labels: map[string]string{variant.LabelManagedBy: variant.ManagedBy}}}
 	c := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}}, lent)
-	if _, err := EnsureNamespace(ctx, c, "theirs", testOwner); !errors.Is(err, ErrNotOurs) {
+	if _, err := EnsureNamespace(ctx, c, "theirs", testOwner, PodSecurityBaseline); !errors.Is(err, ErrNotOurs) {
 		t.Errorf("foreign namespace adopted: %v", err)
 	}
 	if err := DeleteNamespace(ctx, c, "theirs", 0); err == nil {
 		t.Error("foreign namespace deleted")
 	}
-	created, err := EnsureNamespace(ctx, c, "droprun", testOwner)
+	created, err := EnsureNamespace(ctx, c, "droprun", testOwner, PodSecurityBaseline)
 	if err != nil || !created {
 		t.Fatalf("EnsureNamespace of a new namespace = %v, %v; want created", created, err)
 	}
 	ns, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{})
-	if err != nil || !Ours(ns.Labels) || ns.Labels[LabelRun] != testOwner.RunID || ns.Annotations[AnnotationCreated] != testOwner.RunID ||
+	if err != nil || !Ours(ns.Labels) || ns.Labels[LabelRun] != testOwner.RunID || ns.Labels[LabelPodSecurity] != "baseline" || ns.Annotations[AnnotationCreated] != testOwner.RunID ||
 		ns.Annotations[AnnotationOwner] != "droprun run 20261202-130000-test on h (pid 7)" {
 		t.Fatalf("namespace %+v %v", ns.ObjectMeta, err)
 	}
-	if created, err := EnsureNamespace(ctx, c, "droprun", Owner{RunID: "later"}); err != nil || !created {
+	if created, err := EnsureNamespace(ctx, c, "droprun", Owner{RunID: "later"}, PodSecurityPrivileged); err != nil || !created {
 		t.Errorf("droprun's namespace from an earlier run = %v, %v; want created", created, err)
 	}
-	if created, err := EnsureNamespace(ctx, c, "lent", testOwner); err != nil || created {
+	if ns, err := c.CoreV1().Namespaces().Get(ctx, "droprun", metav1.GetOptions{}); err != nil || ns.Labels[LabelPodSecurity] != "privileged" {
+		t.Errorf("a later run allowing privileged pods left the namespace's labels %v (%v)", ns.Labels, err)
+	}
+	if created, err := EnsureNamespace(ctx, c, "lent", testOwner, PodSecurityBaseline); err != nil || created {
 		t.Errorf("a namespace the user labelled = %v, %v; want used, not created", created, err)
+	}
+	if ns, err := c.CoreV1().Namespaces().Get(ctx, "lent", metav1.GetOptions{}); err != nil || ns.Labels[LabelPodSecurity] != "" {
+		t.Errorf("the user's namespace was relabelled: %v (%v)", ns.Labels, err)
 	}
 	if err := DeleteNamespace(ctx, c, "lent", 0); err == nil || !strings.Contains(err.Error(), "did not create it") {
 		t.Errorf("a namespace droprun did not create was deleted: %v", err)

@@ -68,7 +68,7 @@ func (s *Scenario) checkManifests() []FieldError {
 		data, err := s.ReadManifest(vr.Manifest)
 		var d *appsv1.Deployment
 		if err == nil {
-			d, err = decodeDeployment(vr.Manifest, data)
+			d, err = DecodeDeployment(vr.Manifest, data)
 		}
 		if err != nil {
 			v.add(p, err.Error(), "give the path, relative to the scenario file, of a Deployment manifest")
@@ -129,11 +129,11 @@ func ReadDeployment(path string) (*appsv1.Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeDeployment(path, data)
+	return DecodeDeployment(path, data)
 }
 
-// decodeDeployment is ReadDeployment for a manifest already read from path.
-func decodeDeployment(path string, data []byte) (*appsv1.Deployment, error) {
+// DecodeDeployment is ReadDeployment for a manifest already read from path.
+func DecodeDeployment(path string, data []byte) (*appsv1.Deployment, error) {
 	if moreDocuments(data) {
 		// The YAML decoder would read the first document and drop the rest.
 		return nil, fmt.Errorf("%s holds more than one YAML document; droprun needs the Deployment alone (put it in a file of its own)", path)

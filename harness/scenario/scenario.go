@@ -185,6 +185,10 @@ type CustomApp struct {
 	// Metrics, when set, is the app's own request counter droprun reads
 	// from each pod for the pods' view; without it a custom app has none.
 	Metrics *CustomMetrics `json:"metrics,omitempty"`
+	// PrivilegedAllowed says the user consented, with `droprun run
+	// --allow-privileged`, to manifests asking for more than the Pod
+	// Security baseline (Privileges). Never read from the file.
+	PrivilegedAllowed bool `json:"-"`
 }
 
 // CustomMetrics names a request counter in the app's Prometheus endpoint,

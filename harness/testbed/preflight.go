@@ -3,6 +3,7 @@ package testbed
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
@@ -51,11 +52,49 @@ func Check(sc *scenario.Scenario, allow []traffic.AllowTarget) (*Checked, error)
 			return nil, &AllowError{err}
 		}
 	}
+	if err := CheckPrivileges(sc); err != nil {
+		return nil, &AllowError{err}
+	}
 	archives, err := Preflight(sc)
 	if err != nil {
 		return nil, err
 	}
 	return &Checked{Scenario: sc, Archives: archives, Allow: allow}, nil
+}
+
+// CheckPrivileges refuses a custom app whose manifests ask for more than
+// the Pod Security baseline (scenario.Privileges: a privileged container,
+// the host's namespaces or paths, added capabilities, another service
+// account) unless the user consented with --allow-privileged: on kind that
+// is root on the host running droprun, and a scenario is data. A manifest
+// that cannot be read is left to the scenario's own validation.
+func CheckPrivileges(sc *scenario.Scenario) error {
+	c := sc.App.Custom
+	if c == nil || c.PrivilegedAllowed {
+		return nil
+	}
+	var asks []string
+	for _, v := range sc.Variants {
+		if v.Manifest == "" {
+			continue
+		}
+		data, err := sc.ReadManifest(v.Manifest)
+		if err != nil {
+			continue
+		}
+		d, err := scenario.DecodeDeployment(v.Manifest, data)
+		if err != nil {
+			continue
+		}
+		if p := scenario.Privileges(&d.Spec.Template.Spec); len(p) > 0 {
+			asks = append(asks, fmt.Sprintf("%s (variant %s): %s", v.Manifest, v.Name, strings.Join(p, ", ")))
+		}
+	}
+	if len(asks) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the custom app's pods would run beyond the Pod Security baseline, which on kind reaches the host running droprun: %s; remove those fields, or, if you trust the manifest, pass --allow-privileged",
+		strings.Join(asks, "; "))
 }
 
 // Preflight checks what Prepare needs of the user's input, before any

@@ -158,7 +158,11 @@ func Prepare(ctx context.Context, in *Checked, o Options) (_ *Testbed, err error
 			return nil, err
 		}
 	}
-	if tb.nsCreated, err = kube.EnsureNamespace(ctx, tb.Cluster.Client, sc.Namespace, o.Owner); err != nil {
+	podSecurity := kube.PodSecurityBaseline // droprun's own pods and a custom app without --allow-privileged
+	if c := sc.App.Custom; c != nil && c.PrivilegedAllowed {
+		podSecurity = kube.PodSecurityPrivileged
+	}
+	if tb.nsCreated, err = kube.EnsureNamespace(ctx, tb.Cluster.Client, sc.Namespace, o.Owner, podSecurity); err != nil {
 		return nil, err
 	}
 	if tb.lease, err = kube.AcquireLease(ctx, tb.Cluster.Client, sc.Namespace, o.Owner); err != nil {
