@@ -15,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/atomicfile"
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/report"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/stats"
 )
@@ -57,7 +58,7 @@ func checkableRun(dir string, log io.Writer) (*analysis.Analysis, error) {
 	if sum.Format != analysis.SummaryVersion {
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds no raw data and its summary.json is of format %q; this droprun checks %q", dir, sum.Format, analysis.SummaryVersion)}
 	}
-	scYAML, err := os.ReadFile(filepath.Join(dir, analysis.ScenarioFile))
+	scYAML, err := runfile.Read(dir, analysis.ScenarioFile, 0)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds summary.json but no scenario.yaml, which check needs to know the variants asked for: keep the run's scenario.yaml beside its summary: %w", dir, err)}
 	}

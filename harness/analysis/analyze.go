@@ -16,6 +16,7 @@ import (
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/path"
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -112,7 +113,7 @@ func RowVariant(row string) string { return strings.TrimSuffix(row, introducingS
 // directory without scenario.yaml or events.jsonl is not a run (the error
 // wraps os.ErrNotExist). Variants whose traffic never started are left out.
 func Analyze(dir string, o Options) (*Analysis, error) {
-	scYAML, err := os.ReadFile(filepath.Join(dir, ScenarioFile))
+	scYAML, err := runfile.Read(dir, ScenarioFile, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 
 // readEvents reads events.jsonl, up to its last whole line.
 func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
-	f, err := os.Open(filepath.Join(dir, EventsFile))
+	f, err := runfile.Open(dir, EventsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +218,7 @@ func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
 
 // readApp reads the pods' own counters; none for a run without them.
 func readApp(dir string, sum *Summary) ([]appmetrics.Record, error) {
-	f, err := os.Open(filepath.Join(dir, AppFile))
+	f, err := runfile.Open(dir, AppFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -377,7 +378,7 @@ func (in *input) newPass(v scenario.Variant, p *plan) *pass {
 // read streams one results file through the pass; a file cut off by a
 // killed run is read up to its last whole result, with a warning.
 func (ps *pass) read(f resultsFile, sum *Summary) error {
-	r, err := os.Open(f.path)
+	r, err := runfile.Open(f.dir, f.name)
 	if err != nil {
 		return err
 	}
@@ -389,7 +390,7 @@ func (ps *pass) read(f resultsFile, sum *Summary) error {
 		}
 		return ps.record(rec)
 	})
-	name := filepath.Base(f.path)
+	name := f.name
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s was cut off (the run was killed while writing it?): read up to its last whole result", name))
 		err = nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -43,7 +44,7 @@ func ResultsFileOf(variant, origin string) string {
 }
 
 // resultsFile is one results file of a variant and the source that wrote it.
-type resultsFile struct{ path, origin string }
+type resultsFile struct{ dir, name, origin string }
 
 // resultsFiles lists every results file of variant in dir, the host
 // client's first, then the other sources' by name; none when the
@@ -59,9 +60,9 @@ func resultsFiles(dir, variant string) ([]resultsFile, error) {
 		name := e.Name()
 		switch {
 		case name == ResultsFile(variant):
-			out = slices.Insert(out, 0, resultsFile{filepath.Join(dir, name), traffic.HostOrigin})
+			out = slices.Insert(out, 0, resultsFile{dir, name, traffic.HostOrigin})
 		case strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".bin") && len(name) > len(prefix)+len(".bin"):
-			out = append(out, resultsFile{filepath.Join(dir, name), strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".bin")})
+			out = append(out, resultsFile{dir, name, strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".bin")})
 		}
 	}
 	return out, nil
@@ -177,7 +178,7 @@ type RigSettings struct {
 // ReadRunInfo reads dir's run.json.
 func ReadRunInfo(dir string) (*RunInfo, error) {
 	path := filepath.Join(dir, RunFile)
-	b, err := os.ReadFile(path)
+	b, err := runfile.Read(dir, RunFile, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,7 @@ func ReadRunInfo(dir string) (*RunInfo, error) {
 // shipped without its raw data left it, with its intervals set.
 func ReadSummary(dir string) (*Summary, error) {
 	var sum Summary
-	if err := readJSON(filepath.Join(dir, SummaryFile), &sum); err != nil {
+	if err := readJSON(dir, SummaryFile, &sum); err != nil {
 		return nil, err
 	}
 	SetIntervals(&sum)
@@ -206,22 +207,22 @@ func ReadSummary(dir string) (*Summary, error) {
 // before run.json existed; it is never used when run.json is there.
 func legacyRunInfo(dir string) (*RunInfo, error) {
 	var s RunInfo
-	if err := readJSON(filepath.Join(dir, SummaryFile), &s); err != nil {
+	if err := readJSON(dir, SummaryFile, &s); err != nil {
 		return nil, err
 	}
 	s.Format = RunVersion
 	return &s, nil
 }
 
-// readJSON decodes the JSON file at path into v; a decoding error names
-// the file.
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// readJSON decodes the JSON file name in dir into v (runfile.Read); a
+// decoding error names the file.
+func readJSON(dir, name string, v any) error {
+	b, err := runfile.Read(dir, name, 0)
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
 	}
 	return nil
 }

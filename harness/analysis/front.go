@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -87,7 +87,7 @@ func (f *frontLog) answeredOK(id string) bool {
 // rotation set (path.Proxy.RoundRobin), the front's picks of its other
 // pods place the stop's late end too (roundRobin).
 func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation time.Duration) (*frontLog, error) {
-	f, err := os.Open(filepath.Join(dir, frontlog.File))
+	f, err := runfile.Open(dir, frontlog.File)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -150,6 +150,7 @@ func Read(paths []string, o Options) (*History, error) {
 	h := &History{}
 	byKey := map[Key]*Series{}
 	seen := map[string]bool{}
+	runs := map[string]string{} // a run's identity → the first directory holding it
 	for _, root := range paths {
 		if _, err := os.Stat(root); err != nil {
 			return nil, fmt.Errorf("%s: %w (give run directories, or directories holding them)", root, ErrNoPath)
@@ -191,6 +192,14 @@ func Read(paths []string, o Options) (*History, error) {
 				h.Skipped = append(h.Skipped, Skip{Dir: dir, Why: why})
 				return fs.SkipDir
 			}
+			// A copied run directory is the same run again: counted twice
+			// it would look like evidence it is not.
+			id := sum.Scenario + "\x00" + sum.Started.UTC().Format(time.RFC3339Nano) + "\x00" + sum.Finished.UTC().Format(time.RFC3339Nano)
+			if first, ok := runs[id]; ok {
+				h.Skipped = append(h.Skipped, Skip{Dir: dir, Why: fmt.Sprintf("the same run as %s (scenario %s, started %s): a copy is counted once", first, sum.Scenario, sum.Started.UTC().Format(time.RFC3339))})
+				return fs.SkipDir
+			}
+			runs[id] = dir
 			h.Runs++
 			for _, p := range points(dir, sum) {
 				s := byKey[p.key]

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,6 +107,26 @@ func TestReadKeysOrdersAndSkips(t *testing.T) {
 	}
 	if !strings.Contains(why["killed"], "never finished") || !strings.Contains(why["raw"], "without summary.json") || len(why) != 2 {
 		t.Errorf("skipped %v; want killed (never finished) and raw (no summary.json), and nothing else", why)
+	}
+
+	// A copy of a run directory is the same run: read once, the copy
+	// skipped and named, the counts unchanged.
+	fakeRun{started: t0.Add(2 * time.Hour), image: "bookshop:v1", rows: map[string][]uint64{"no-prestop": {30, 40}, "graceful-drain": {0, 0}}}.write(t, filepath.Join(root, "c-copy-of-b"))
+	again, err := Read([]string{root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied string
+	for _, sk := range again.Skipped {
+		if filepath.Base(sk.Dir) == "c-copy-of-b" {
+			copied = sk.Why
+		}
+	}
+	if again.Runs != 2 || !strings.Contains(copied, "the same run as "+filepath.Join(root, "b")) || len(again.Find(s.Key).Points) != 2 {
+		t.Errorf("with a copy of b: %d runs, copy skipped for %q; want 2 runs and the copy named as b's", again.Runs, copied)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "c-copy-of-b")); err != nil {
+		t.Fatal(err)
 	}
 
 	// A path that is a link to the runs reads them.
@@ -320,5 +341,35 @@ func TestDoubtStreak(t *testing.T) {
 	s.Points = append(s.Points, pt(5, false, ""))
 	if past := s.Before(time.Unix(6*3600, 0), "", 0.95); past.DoubtStreak != 0 || strings.Contains(past.Describe(), "in a row") {
 		t.Errorf("after a clean run: streak %d: %s", past.DoubtStreak, past.Describe())
+	}
+}
+
+// TestReadRefusesPlantedSummaries: a summary.json that is a link to
+// /dev/zero or a FIFO is skipped with its reason, at once: history neither
+// reads without end nor waits for a writer.
+func TestReadRefusesPlantedSummaries(t *testing.T) {
+	root := t.TempDir()
+	fakeRun{started: t0, image: "bookshop:v1", rows: map[string][]uint64{"no-prestop": {10, 20}}}.write(t, filepath.Join(root, "good"))
+	for _, d := range []string{"zero", "fifo"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(root, "zero", analysis.SummaryFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo", analysis.SummaryFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Read([]string{root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, sk := range h.Skipped {
+		why[filepath.Base(sk.Dir)] = sk.Why
+	}
+	if h.Runs != 1 || !strings.Contains(why["zero"], "leads out of") || !strings.Contains(why["fifo"], "not a regular file (a FIFO)") {
+		t.Errorf("%d runs, skipped %v; want the good run, and zero and fifo skipped for what they are", h.Runs, why)
 	}
 }
