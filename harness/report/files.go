@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -33,6 +35,11 @@ func DefaultDir(runDir string) string { return filepath.Join(runDir, "report") }
 // report never leaves half a file behind.
 func Write(a *analysis.Analysis, runDir, outDir string, log io.Writer) error {
 	start := time.Now()
+	for _, d := range []string{outDir, filepath.Join(outDir, PlotsDir)} {
+		if fi, err := os.Lstat(d); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a link: droprun writes a report into a folder of its own, never through a link (it could point anywhere); remove the link, or choose another folder with droprun report --out", d)
+		}
+	}
 	figs, err := plot.Figures(a)
 	if err != nil {
 		return fmt.Errorf("building the plots: %w", err)
