@@ -20,10 +20,23 @@ var version = "dev"
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := stopContext()
 	defer stop()
 	err := newRootCmd(streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
 	os.Exit(exitCode(os.Stderr, err))
+}
+
+// stopContext is cancelled by the first stop signal, which a command
+// answers as Ctrl-C; the signals then take their default action again, so
+// a second one ends at once a command that does not return (one blocked
+// reading a pipe, or a cleanup the user gave up on).
+func stopContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 // exitCode prints err, if any, and returns the process exit code: 0 for

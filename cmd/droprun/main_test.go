@@ -9,10 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // runCLI executes droprun with args and returns stdout, stderr and the exit
@@ -142,15 +142,69 @@ func TestInterruptedRunExits130(t *testing.T) {
 
 // TestStopSignals: SIGHUP (the terminal closed), SIGTERM and SIGINT each
 // cancel the command's context, as Ctrl-C does, in a child process that
-// waits on it; nothing kills it outright.
+// waits on it; nothing kills it outright. A second signal to a child that
+// does not return after the first (blocked) ends it at once.
 func TestStopSignals(t *testing.T) {
-	if os.Getenv("DROPRUN_SIGNAL_CHILD") == "1" {
-		ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	switch os.Getenv("DROPRUN_SIGNAL_CHILD") {
+	case "1":
+		ctx, stop := stopContext()
 		defer stop()
 		fmt.Println("ready")
 		<-ctx.Done()
 		fmt.Println("stopped")
 		os.Exit(exitInterrupted)
+	case "blocked":
+		ctx, _ := stopContext()
+		fmt.Println("ready")
+		<-ctx.Done()
+		fmt.Println("stopped")
+		time.Sleep(time.Hour) // a command that never looks at its context again
+		os.Exit(0)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStopSignals$")
+		cmd.Env = append(os.Environ(), "DROPRUN_SIGNAL_CHILD=blocked")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(stdout)
+		if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("child said %q (%v)", line, err)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := r.ReadString('\n'); err != nil || line != "stopped\n" {
+			t.Fatalf("after the first %v the child said %q (%v)", sig, line, err)
+		}
+		killed := time.AfterFunc(10*time.Second, func() { _ = cmd.Process.Kill() })
+		// The child resets the handlers just after it sees the context
+		// cancelled; a signal sent in between is caught again, so send
+		// until it ends.
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var werr error
+	wait:
+		for {
+			if err := cmd.Process.Signal(sig); err != nil {
+				werr = <-done
+				break
+			}
+			select {
+			case werr = <-done:
+				break wait
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		killed.Stop()
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != sig {
+			t.Errorf("a second %v to a blocked child: it ended with %v; want it ended by the signal at once", sig, werr)
+		}
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestStopSignals$")
