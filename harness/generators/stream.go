@@ -88,6 +88,7 @@ type Stream struct {
 	// the stream): never silently thinner.
 	Missing  uint64
 	Other    uint64 // lines that were none of a generator's own
+	TooLong  uint64 // lines over MaxLine, skipped unread
 	Restarts int
 	// LastBeat is the latest beat (Latest reads it while Consume runs),
 	// MaxLag the furthest behind schedule any beat said, PeakCPU the most
@@ -112,27 +113,70 @@ func NewStream(origin string, out io.Writer, observe func(traffic.Record)) *Stre
 
 // Consume reads the current container's log from its start until r ends,
 // skipping the lines an earlier Consume of the same container read. A
-// line longer than MaxLine, or a result line that does not decode, is an
-// error: the stream is not what a generator writes.
+// line longer than MaxLine is skipped and counted (TooLong), never read
+// whole; a result line that does not decode is an error: the stream is not
+// what a generator writes.
 func (s *Stream) Consume(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), MaxLine)
 	var n uint64
-	for sc.Scan() {
+	var lineErr error
+	err := eachLine(r, MaxLine, func(b []byte, tooLong bool) bool {
 		n++
 		if n <= s.read {
-			continue
+			return true
 		}
 		s.read = n
-		if err := s.line(sc.Bytes()); err != nil {
-			return fmt.Errorf("generator %s, line %d of its log: %w", s.Origin, n, err)
+		if tooLong {
+			s.TooLong++
+			return true
 		}
+		if err := s.line(b); err != nil {
+			lineErr = fmt.Errorf("generator %s, line %d of its log: %w", s.Origin, n, err)
+			return false
+		}
+		return true
+	})
+	if lineErr != nil {
+		return lineErr
 	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return fmt.Errorf("generator %s: reading its log: %w", s.Origin, err)
 	}
 	return nil
 }
+
+// eachLine calls fn with each line of r, without its newline (a last line
+// without one too), until fn returns false. A line longer than limit is not
+// kept: fn gets it as tooLong, with no bytes, and the read goes on after
+// it, holding at most limit plus a buffer of it at any time.
+func eachLine(r io.Reader, limit int, fn func(b []byte, tooLong bool) bool) error {
+	br := bufio.NewReaderSize(r, 4096)
+	var line []byte
+	long := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			line = append(line, chunk...)
+			if len(bytes.TrimSuffix(line, newline)) > limit {
+				long, line = true, line[:0]
+			}
+		}
+		ended := len(chunk) > 0 && chunk[len(chunk)-1] == '\n'
+		if ended || (err == io.EOF && (len(line) > 0 || long)) {
+			if !fn(bytes.TrimSuffix(line, newline), long) {
+				return nil
+			}
+			line, long = line[:0], false
+		}
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil && err != bufio.ErrBufferFull:
+			return err
+		}
+	}
+}
+
+var newline = []byte("\n")
 
 // Latest is the latest beat; safe to call while another goroutine runs
 // Consume, unlike reading the other fields.

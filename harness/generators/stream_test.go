@@ -103,6 +103,39 @@ func TestStreamOnce(t *testing.T) {
 	}
 }
 
+// TestStreamTooLong: a line over MaxLine is skipped and counted, the
+// lines after it read as ever, and reading the log again from its start
+// (a stream followed anew) counts it once and writes nothing twice: it no
+// longer stops the read where it stands.
+func TestStreamTooLong(t *testing.T) {
+	long := `{"time":"x","msg":"` + strings.Repeat("a", MaxLine+10) + `"}` + "\n"
+	log := resultLine(t, 0, 200, "") + long + resultLine(t, 1, 200, "") + beatLine(t0.Add(time.Second), 2, 0)
+	var file bytes.Buffer
+	s := NewStream("pod-2", &file, nil)
+	for range 2 {
+		if err := s.Consume(strings.NewReader(log)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Results != 2 || s.TooLong != 1 || s.Other != 0 || strings.Count(file.String(), "\n") != 2 {
+		t.Errorf("%d results, %d too long, %d other, %d lines written; want 2, 1, 0, 2", s.Results, s.TooLong, s.Other, strings.Count(file.String(), "\n"))
+	}
+	// A line of exactly MaxLine bytes is read; the last line needs no newline.
+	var lines []int
+	var longs int
+	err := eachLine(strings.NewReader(strings.Repeat("b", MaxLine)+"\n"+strings.Repeat("c", MaxLine+1)+"\nend"), MaxLine, func(b []byte, tooLong bool) bool {
+		if tooLong {
+			longs++
+		} else {
+			lines = append(lines, len(b))
+		}
+		return true
+	})
+	if err != nil || !slices.Equal(lines, []int{MaxLine, 3}) || longs != 1 {
+		t.Errorf("lines %v, %d too long (%v); want [%d 3] and 1", lines, longs, err, MaxLine)
+	}
+}
+
 // TestStreamMissing: an end line that counts more results than droprun
 // read of its container's log (lines lost to a rotated log) says how many.
 func TestStreamMissing(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -54,12 +55,18 @@ func (s ProxyScraper) Scrape(ctx context.Context, pod *corev1.Pod) ([]byte, erro
 	return b, nil
 }
 
+// scrapeTimeout bounds one read through the API server's proxy: a pod or
+// API server that never answers fails the read, never blocks its caller.
+const scrapeTimeout = 10 * time.Second
+
 // MaxScrape bounds one metrics scrape: a pod that answers more is an
 // error, not a process that runs out of memory.
 const MaxScrape = 16 << 20
 
 // readBounded reads a pod-proxy response, streamed through MaxScrape.
 func readBounded(ctx context.Context, resp restclient.ResponseWrapper) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
 	rc, err := resp.Stream(ctx)
 	if err != nil {
 		return nil, err

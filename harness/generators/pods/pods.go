@@ -42,6 +42,10 @@ const (
 	// stopTimeout bounds the wait for every generator's end line after
 	// the stop: its requests in flight time out well within it.
 	stopTimeout = 30 * time.Second
+	// controlTimeout bounds each control request (clock, start, stop):
+	// a generator or API server that never answers fails it, never hangs
+	// the run's stop.
+	controlTimeout = 10 * time.Second
 	// controlConcurrency bounds the control requests (clock, start)
 	// in flight at once through the API server.
 	controlConcurrency = 16
@@ -292,6 +296,9 @@ func (s *Source) Stop() (traffic.Stats, error) {
 	s.mu.Lock()
 	for _, g := range s.gens {
 		g.Stream.Close(now)
+		if n := g.Stream.TooLong; n > 0 {
+			fmt.Fprintf(s.cfg.Log, "generator %d: %d line(s) of its log over %d KiB skipped unread (none of a generator's own lines is that long)\n", g.Index, n, generators.MaxLine>>10)
+		}
 	}
 	errs = append(errs, s.errs...)
 	s.mu.Unlock()
@@ -537,7 +544,8 @@ func (s *Source) proxy(pod, path string) *rest.Request {
 		verb = "GET"
 	}
 	return s.cfg.Client.CoreV1().RESTClient().Verb(verb).Namespace(s.cfg.Namespace).Resource("pods").
-		Name(pod + ":" + strconv.Itoa(render.GeneratorControlPort)).SubResource("proxy").Suffix(path)
+		Name(pod + ":" + strconv.Itoa(render.GeneratorControlPort)).SubResource("proxy").Suffix(path).
+		Timeout(controlTimeout)
 }
 
 // delete deletes the Job with its pods and waits until they are gone.
