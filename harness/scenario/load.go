@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/droprun/droprun/harness/variant"
 	"io"
 	"io/fs"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,6 +80,10 @@ func (s *Scenario) checkManifests() []FieldError {
 			if msg, fix := containerProblem(d, c); msg != "" {
 				v.add(p, vr.Manifest+" "+msg, fix)
 			}
+		}
+		if slices.Contains(variant.Reserved, d.Name) {
+			v.add(p, fmt.Sprintf("%s names Deployment %q, a name droprun gives its own objects (%s)", vr.Manifest, d.Name, strings.Join(variant.Reserved, ", ")),
+				"rename the Deployment (metadata.name): droprun would apply its own object of that name over it, or it over droprun's")
 		}
 		switch {
 		case first < 0:

@@ -252,6 +252,18 @@ variants:
 	if _, err := Load("../../scenarios/custom-app.yaml"); err != nil {
 		t.Fatalf("shipped custom-app: %v", err)
 	}
+	// A Deployment may not take the name of one of droprun's own objects.
+	write("traefik.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: traefik}\nspec:\n  selector: {matchLabels: {app: t}}\n  template:\n    metadata: {labels: {app: t}}\n    spec: {containers: [{name: app, image: a:1}]}\n")
+	f = write("t.yaml", `apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata: {name: custom}
+app: {custom: {images: [a:1, a:2], container: app}}
+variants:
+  - {name: mine, manifest: traefik.yaml}
+`)
+	if _, err := Load(f); err == nil || !strings.Contains(err.Error(), `traefik.yaml names Deployment "traefik", a name droprun gives its own objects`) {
+		t.Errorf("a Deployment named traefik: %v", err)
+	}
 }
 
 // TestPortLayout: node k uses hostPort+2k and gatewayHostPort+2k; every one

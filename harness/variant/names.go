@@ -1,5 +1,10 @@
 package variant
 
+// Reserved are the names of the objects droprun renders beside the web
+// Deployment: a custom app's Deployment may take none of them (it would be
+// replaced by, or replace, droprun's own).
+var Reserved = []string{GatewayName, TraefikName, CaddyName, GeneratorsName}
+
 // Names and ports of the objects droprun renders.
 const (
 	WebName = "web"
@@ -16,10 +21,12 @@ const (
 	// CaddyName names the Caddy front's Deployment, Service and
 	// ConfigMap; the headless Service whose DNS names the web pods is the
 	// web Service's name with DNSSuffix.
-	CaddyName     = "caddy"
-	DNSSuffix     = "-dns"
-	ContainerName = "web"
-	ContainerPort = 8080
+	CaddyName = "caddy"
+	DNSSuffix = "-dns"
+	// GeneratorsName names the generator pods' Job.
+	GeneratorsName = "droprun-generators"
+	ContainerName  = "web"
+	ContainerPort  = 8080
 	// GRPCPortName and GRPCContainerPort are bookshop's gRPC port, which
 	// the web Service targets under traffic.protocol grpc.
 	GRPCPortName      = "grpc"

@@ -16,7 +16,7 @@ import (
 )
 
 // GeneratorsName names the generators' Job and labels its pods.
-const GeneratorsName = "droprun-generators"
+const GeneratorsName = variant.GeneratorsName
 
 // GeneratorContainer is the generator's container in each pod.
 const GeneratorContainer = "generator"
