@@ -33,6 +33,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -73,6 +74,9 @@ type config struct {
 	requestIDs bool
 	pod        string
 	control    string
+	// token must come with every start and stop ($DROPRUN_CONTROL_TOKEN,
+	// the run's own).
+	token string
 	// wait bounds the wait for /start, and run the sending after it: a
 	// generator droprun lost track of stops by itself.
 	wait, run time.Duration
@@ -140,7 +144,7 @@ type generator struct {
 
 func (g *generator) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /start", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /start", g.authorized(func(w http.ResponseWriter, r *http.Request) {
 		ns, err := strconv.ParseInt(r.URL.Query().Get("at"), 10, 64)
 		if err != nil {
 			http.Error(w, "start?at=UNIX_NS: "+err.Error(), http.StatusBadRequest)
@@ -152,15 +156,26 @@ func (g *generator) handler() http.Handler {
 		default:
 			http.Error(w, "already started", http.StatusConflict)
 		}
-	})
-	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("POST /stop", g.authorized(func(w http.ResponseWriter, r *http.Request) {
 		g.once.Do(func() { close(g.stop) })
 		fmt.Fprintln(w, "stopping")
-	})
+	}))
 	mux.HandleFunc("GET /clock", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, time.Now().UnixNano())
 	})
 	return mux
+}
+
+// authorized lets a request through to h only with the run's token.
+func (g *generator) authorized(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.URL.Query().Get(generators.TokenParam)), []byte(g.cfg.token)) != 1 {
+			http.Error(w, "a start or stop needs this run's control token", http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // send waits for the start, sends until the stop (or its own bound, or
@@ -360,6 +375,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return cfg, fmt.Errorf("no --index and JOB_COMPLETION_INDEX %q is not a number: run it in an Indexed Job or give --index", v)
 		}
 		cfg.index = n
+	}
+	if cfg.token = getenv(generators.TokenEnv); cfg.token == "" {
+		return cfg, errors.New("no $" + generators.TokenEnv + ": droprun gives each run's generators a control token, without which no start or stop is taken")
 	}
 	if cfg.pod = getenv(generators.PodNameEnv); cfg.requestIDs && cfg.pod == "" {
 		return cfg, errors.New("--request-ids needs $" + generators.PodNameEnv + ", the pod's name, to keep IDs unique across generator pods")

@@ -45,8 +45,14 @@ func TestShares(t *testing.T) {
 func TestParseConfig(t *testing.T) {
 	env := func(v string) func(string) string {
 		return func(k string) string {
-			if k == "JOB_COMPLETION_INDEX" {
+			switch k {
+			case "JOB_COMPLETION_INDEX":
 				return v
+			case generators.TokenEnv:
+				if v == "no-token" {
+					return ""
+				}
+				return "t0ken"
 			}
 			return ""
 		}
@@ -71,6 +77,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"--target", "http://u@web:80/", "--rate", "10"}, "0", "not an http URL"},
 		{[]string{"--target", "http://web/", "--rate", "10"}, "0", "not an http URL"},
 		{[]string{"--targets", "http://web:80/", "--rate", "10"}, "0", "flag provided but not defined: -targets"},
+		{[]string{"--target", "http://web:80/", "--rate", "10", "--index", "0"}, "no-token", "no $DROPRUN_CONTROL_TOKEN"},
 		{[]string{"--target", "http://web:80/", "--rate", "10", "--protocol", "h3"}, "0", "h3"},
 		{[]string{"--target", "http://web:80/", "--rate", "10", "--request-ids"}, "0", "--request-ids needs $POD_NAME"},
 	} {
@@ -120,6 +127,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// tokenOnly is a generator's environment with the run's control token and
+// nothing else.
+func tokenOnly(k string) string {
+	if k == generators.TokenEnv {
+		return "t0ken"
+	}
+	return ""
+}
+
 // TestGeneratorSends: told to start, a generator sends its share to the
 // target until told to stop; its stdout, read as droprun reads a
 // generator's log, holds every result it sent, beats, and an end line
@@ -127,7 +143,7 @@ func (s *syncBuffer) String() string {
 func TestGeneratorSends(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
 	defer srv.Close()
-	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "200", "--generators", "2", "--index", "1"}, func(string) string { return "" }, io.Discard)
+	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "200", "--generators", "2", "--index", "1"}, tokenOnly, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,16 +151,26 @@ func TestGeneratorSends(t *testing.T) {
 	g := &generator{cfg: cfg, out: &lines{w: &out}, start: make(chan time.Time, 1), stop: make(chan struct{})}
 	ctl := httptest.NewServer(g.handler())
 	defer ctl.Close()
-	resp, err := http.Post(fmt.Sprintf("%s/start?at=%d", ctl.URL, time.Now().UnixNano()), "", nil)
+	// Without the run's token, neither a start nor a stop is taken; the
+	// clock (the readiness probe's) needs none.
+	for _, u := range []string{fmt.Sprintf("%s/start?at=%d", ctl.URL, time.Now().UnixNano()), ctl.URL + "/stop?token=guess"} {
+		if resp, err := http.Post(u, "", nil); err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("%s without the token: %v %v, want 403", u, resp, err)
+		}
+	}
+	if resp, err := http.Get(ctl.URL + "/clock"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("clock without a token: %v %v, want 200", resp, err)
+	}
+	resp, err := http.Post(fmt.Sprintf("%s/start?at=%d&token=t0ken", ctl.URL, time.Now().UnixNano()), "", nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("start: %v %v", resp, err)
 	}
-	if again, err := http.Post(fmt.Sprintf("%s/start?at=%d", ctl.URL, time.Now().UnixNano()), "", nil); err != nil || again.StatusCode != http.StatusConflict {
+	if again, err := http.Post(fmt.Sprintf("%s/start?at=%d&token=t0ken", ctl.URL, time.Now().UnixNano()), "", nil); err != nil || again.StatusCode != http.StatusConflict {
 		t.Errorf("a second start: %v %v, want 409", again, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- g.send(context.Background()) }()
-	time.AfterFunc(1500*time.Millisecond, func() { http.Post(ctl.URL+"/stop", "", nil) })
+	time.AfterFunc(1500*time.Millisecond, func() { http.Post(ctl.URL+"/stop?token=t0ken", "", nil) })
 	select {
 	case err := <-done:
 		if err != nil {
@@ -172,7 +198,7 @@ func TestGeneratorSends(t *testing.T) {
 func TestGeneratorTerminated(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
 	defer srv.Close()
-	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "50", "--index", "0"}, func(string) string { return "" }, io.Discard)
+	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "50", "--index", "0"}, tokenOnly, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +245,7 @@ func TestGeneratorRequestIDs(t *testing.T) {
 		if k == generators.PodNameEnv {
 			return "droprun-generators-1-x7k2p"
 		}
-		return ""
+		return tokenOnly(k)
 	}
 	cfg, err := parseConfig([]string{"--target", srv.URL + "/version", "--rate", "50", "--index", "0", "--name", "no-prestop", "--request-ids"}, env, io.Discard)
 	if err != nil {

@@ -17,6 +17,15 @@ const (
 // (the Job's downward API): the prefix of its request IDs.
 const PodNameEnv = "POD_NAME"
 
+// TokenEnv is the variable in which a generator finds its run's control
+// token, and TokenParam the query parameter a start or stop must carry it
+// in: another pod that reaches the control port cannot start or stop the
+// load. (GET /clock, the readiness probe's, needs none: it changes nothing.)
+const (
+	TokenEnv   = "DROPRUN_CONTROL_TOKEN"
+	TokenParam = "token"
+)
+
 // BeatLine is a beat as a generator writes it, every second: when, how
 // many results it has written, how far behind schedule it sends
 // (nanoseconds), the requests in flight, the cores it used since its

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout
 	}
+	cfg.Job.Token = rand.Text() // this run's: no other pod can start or stop its load
 	job, err := render.GeneratorsJob(cfg.Job)
 	if err != nil {
 		return nil, err
@@ -530,7 +532,7 @@ func (s *Source) clock(ctx context.Context, pod string) (Clock, error) {
 
 // post sends POST /what (?at=at when at is set) to pod's control port.
 func (s *Source) post(ctx context.Context, pod, what, at string) error {
-	r := s.proxy(pod, what)
+	r := s.proxy(pod, what).Param(generators.TokenParam, s.cfg.Job.Token)
 	if at != "" {
 		r = r.Param("at", at)
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -44,7 +45,26 @@ type Generators struct {
 	// Deadline bounds the Job's life (activeDeadlineSeconds): generators
 	// droprun lost track of are stopped by the cluster.
 	DeadlineSeconds int64
+	// Token is the run's control token (generators.TokenEnv): a start or
+	// stop without it is refused.
+	Token string
 }
+
+// restricted is a container security context within the Pod Security
+// restricted standard: not root, no privilege escalation, no capability,
+// the runtime's default seccomp profile. A generator needs nothing more:
+// it sends to high ports and writes only its stdout.
+func restricted() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithRunAsNonRoot(true).WithRunAsUser(nonRootUID).
+		WithAllowPrivilegeEscalation(false).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// nonRootUID is the user droprun's own containers run as (distroless's
+// "nonroot").
+const nonRootUID = 65532
 
 // GeneratorsJob renders g as one Indexed Job: Count pods, one per
 // completion index, each the generator for its index
@@ -55,6 +75,9 @@ type Generators struct {
 func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
 	if g.Count < 1 {
 		return nil, fmt.Errorf("generators: a count of %d; want 1 or more", g.Count)
+	}
+	if g.Token == "" {
+		return nil, errors.New("generators: no control token")
 	}
 	res, err := resources(g.Requests, g.Limits)
 	if err != nil {
@@ -68,8 +91,10 @@ func GeneratorsJob(g Generators) (*batchv1ac.JobApplyConfiguration, error) {
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithArgs(args...).
 		WithEnv(corev1ac.EnvVar().WithName(generators.PodNameEnv).
-			WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name")))).
+			WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("metadata.name"))),
+			corev1ac.EnvVar().WithName(generators.TokenEnv).WithValue(g.Token)).
 		WithPorts(corev1ac.ContainerPort().WithName("control").WithContainerPort(GeneratorControlPort)).
+		WithSecurityContext(restricted()).
 		WithReadinessProbe(corev1ac.Probe().
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/clock").WithPort(intstr.FromString("control"))).
 			WithPeriodSeconds(1))

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"github.com/droprun/droprun/harness/generators"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ import (
 func TestGeneratorsJob(t *testing.T) {
 	j, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "droprun/generator:dev", Count: 3,
 		Args: []string{"--target=http://web.ns.svc:80/version", "--rate=1000"}, OnePerNode: true,
-		Requests: map[string]string{"cpu": "250m"}, DeadlineSeconds: 3600})
+		Requests: map[string]string{"cpu": "250m"}, DeadlineSeconds: 3600, Token: "t0ken"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +46,28 @@ func TestGeneratorsJob(t *testing.T) {
 	if q := (*c.Resources.Requests)[corev1.ResourceCPU]; q.String() != "250m" {
 		t.Errorf("cpu request %s, want 250m", q.String())
 	}
+	var token string
+	for _, e := range c.Env {
+		if *e.Name == generators.TokenEnv {
+			token = *e.Value
+		}
+	}
+	if token != "t0ken" {
+		t.Errorf("env %+v: want the run's control token in $%s", c.Env, generators.TokenEnv)
+	}
+	// Within Pod Security restricted: not root, no escalation, no
+	// capability, the runtime's seccomp profile.
+	if sc := c.SecurityContext; sc == nil || !*sc.RunAsNonRoot || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" ||
+		*sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("security context %+v: want restricted", sc)
+	}
+	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 1}); err == nil || !strings.Contains(err.Error(), "no control token") {
+		t.Errorf("no token: %v, want an error", err)
+	}
 	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 0}); err == nil {
 		t.Error("0 generators: want an error")
 	}
-	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 1, Limits: map[string]string{"cpu": "lots"}}); err == nil {
+	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 1, Token: "t", Limits: map[string]string{"cpu": "lots"}}); err == nil {
 		t.Error("a bad limit: want an error")
 	}
 }
