@@ -57,6 +57,11 @@ func exitCases(t *testing.T) map[string]commandCases {
 		"cluster: {existing: {kubeconfig: /nonexistent, url: \"https://shop.example.com\"}}\nvariants: [{variant: no-prestop}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Results written outside the working directory.
+	outside := filepath.Join(t.TempDir(), "outside.yaml")
+	if err := os.WriteFile(outside, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: outside}\noutput: /etc/cron.d\nvariants: [{variant: no-prestop}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A node image other than droprun's or kind's.
 	evilNode := filepath.Join(t.TempDir(), "node.yaml")
 	if err := os.WriteFile(evilNode, []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: node}\n"+
@@ -129,6 +134,7 @@ func exitCases(t *testing.T) map[string]commandCases {
 				// read is an invalid file (1), like one with errors.
 				{name: "missing file", args: []string{"validate", missing}, code: 1, err: "no such file"},
 				{name: "invalid file", args: []string{"validate", badScenario}, code: 1, err: "nope"},
+				{name: "output outside the working directory", args: []string{"validate", outside}, code: 1, err: `output: "/etc/cron.d" is not a folder`},
 				{name: "archive missing", args: []string{"validate", noArchive}, code: 1, err: "app.custom.imageArchives[0]: " + filepath.Join(custom, "gone.tar") + ": does not exist"},
 			},
 		},
@@ -237,6 +243,8 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "a privileged custom app nobody allowed", args: []string{"run", rootApp}, code: 2, hint: "droprun run", err: `root.yaml (variant mine): hostPID, hostPath volume "host" (/), container "a": privileged; remove those fields, or, if you trust the manifest, pass --allow-privileged`},
 				{name: "--allow-privileged lets it pass to the next check", args: []string{"run", "--allow-privileged", "--output-dir", filepath.Join(custom, "run2"), rootApp}, code: 2, err: "gone.tar: does not exist"},
 				{name: "--allow-privileged on bookshop", args: []string{"run", "--allow-privileged", scenarioFile}, code: 2, hint: "droprun run", err: "--allow-privileged applies to a custom app's manifests"},
+				// Nor choose where on this machine a run writes.
+				{name: "output outside the working directory", args: []string{"run", outside}, code: 2, err: `output: "/etc/cron.d" is not a folder under the directory droprun runs in`},
 			},
 		},
 		"deploy": {

@@ -102,6 +102,9 @@ cleaned up as without the interruption).`,
 			o.Log = s.Err
 			o.Version = version
 			if o.Dir == "" {
+				if err := sc.CheckOutput(); err != nil {
+					return badInput(err)
+				}
 				o.Dir = run.DefaultDir(sc)
 			}
 			a, err := run.Run(cmd.Context(), sc, o)

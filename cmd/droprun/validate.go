@@ -46,9 +46,14 @@ README: droprun scenarios README prints it.`,
 					bad++
 					continue
 				}
-				// The run's preflight: the image archives read whole, the
-				// images in them, the kube-proxy mode on this kernel.
-				if _, err := testbed.Preflight(sc); err != nil {
+				// The run's preflight: where its results go, the image
+				// archives read whole, the images in them, the kube-proxy
+				// mode on this kernel.
+				err = sc.CheckOutput()
+				if err == nil {
+					_, err = testbed.Preflight(sc)
+				}
+				if err != nil {
 					var se *scenario.Errors
 					if errors.As(err, &se) {
 						se.File = f

@@ -33,6 +33,10 @@ type Key struct {
 	Kubernetes string `json:"kubernetes"`
 	// Nodes is the cluster's node count (0 where the run did not say).
 	Nodes int `json:"nodes,omitempty"`
+	// Replicas is the row's Deployment's replicas as its rollouts found
+	// them (0 where the run did not say): a drop rate depends on how many
+	// pods share the load.
+	Replicas int `json:"replicas,omitempty"`
 	// App is the image repositories of the pods the row's rollouts
 	// deleted, tags and digests cut (e.g. "bookshop"); "" for runs
 	// recorded before droprun read them.
@@ -45,7 +49,11 @@ func (k Key) String() string {
 	if k.Nodes > 0 {
 		nodes = fmt.Sprintf("%d nodes", k.Nodes)
 	}
-	return strings.Join([]string{k.Scenario, k.Variant, k.Path, k.Protocol, or(k.Load, "load ?"), or(k.KubeProxy, "kube-proxy ?"), or(k.Kubernetes, "Kubernetes ?"), nodes, or(k.App, "app ?")}, " · ")
+	parts := []string{k.Scenario, k.Variant, k.Path, k.Protocol, or(k.Load, "load ?"), or(k.KubeProxy, "kube-proxy ?"), or(k.Kubernetes, "Kubernetes ?"), nodes}
+	if k.Replicas > 0 { // runs before droprun recorded it say nothing
+		parts = append(parts, fmt.Sprintf("%d replicas", k.Replicas))
+	}
+	return strings.Join(append(parts, or(k.App, "app ?")), " · ")
 }
 
 // Point is one row of one run.
@@ -301,7 +309,19 @@ func KeyOf(sum *analysis.Summary, v analysis.VariantSummary) Key {
 	}
 	load := fmt.Sprintf("%d req/s, timeout %s", t.Rate, or(t.Timeout, "?"))
 	return Key{Scenario: sum.Scenario, Variant: v.Variant, Path: path, Protocol: proto, Load: load,
-		KubeProxy: sum.Cluster.KubeProxyMode, Kubernetes: sum.Cluster.Kubernetes, Nodes: sum.Cluster.Nodes, App: strings.Join(repositories(v), " ")}
+		KubeProxy: sum.Cluster.KubeProxyMode, Kubernetes: sum.Cluster.Kubernetes, Nodes: sum.Cluster.Nodes, Replicas: replicas(v), App: strings.Join(repositories(v), " ")}
+}
+
+// replicas is the most replicas v's rollouts found its Deployment with
+// (0 when no rollout said).
+func replicas(v analysis.VariantSummary) int {
+	n := 0
+	for _, ro := range v.Rollouts {
+		if f := ro.LivePods; f != nil {
+			n = max(n, int(f.Replicas))
+		}
+	}
+	return n
 }
 
 // repositories are the image repositories of the pods v's rollouts

@@ -319,6 +319,14 @@ func TestKeyHoldsTheLoad(t *testing.T) {
 	if k := KeyOf(sum(500, "2s", 3), v); k != base || !strings.Contains(k.String(), "500 req/s, timeout 2s") || !strings.Contains(k.String(), "3 nodes") {
 		t.Errorf("key %s", k)
 	}
+	// The replicas the rollouts found are the key's too.
+	withReplicas := func(n int32) analysis.VariantSummary {
+		return analysis.VariantSummary{Variant: "no-prestop", Rollouts: []analysis.RolloutSummary{{N: 1, LivePods: &variant.PodFacts{Replicas: n}}}}
+	}
+	three, five := KeyOf(sum(500, "2s", 3), withReplicas(3)), KeyOf(sum(500, "2s", 3), withReplicas(5))
+	if three == five || three == base || !strings.Contains(three.String(), "3 replicas") || strings.Contains(base.String(), "replicas") {
+		t.Errorf("3 replicas %s, 5 replicas %s, unsaid %s: want three keys, the replicas said where known", three, five, base)
+	}
 }
 
 // TestDoubtStreak: three runs in a row that a gate would leave undecided

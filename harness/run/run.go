@@ -654,6 +654,10 @@ func (r *runner) liveVariant(ctx context.Context, deployment string) (name, foun
 	if facts, err = variant.Facts(spec, container); err != nil {
 		return "", "", nil, fmt.Errorf("deployment %s: %w", deployment, err)
 	}
+	facts.Replicas = 1 // as Kubernetes defaults it
+	if d.Spec.Replicas != nil {
+		facts.Replicas = *d.Spec.Replicas
+	}
 	if pod != nil {
 		facts.Pod = pod.Name
 		for _, cs := range pod.Status.ContainerStatuses {

@@ -92,6 +92,10 @@ type PodFacts struct {
 	// GracePeriodSeconds is terminationGracePeriodSeconds (30 when unset,
 	// as Kubernetes defaults it).
 	GracePeriodSeconds int64 `json:"terminationGracePeriodSeconds"`
+	// Replicas is the Deployment's spec.replicas when the facts were read
+	// (0 in runs recorded before droprun read it): a drop rate depends
+	// on how many pods share the load.
+	Replicas int32 `json:"replicas,omitempty"`
 	// Readiness is the container's readiness probe; nil when it has none.
 	Readiness *ProbeFacts `json:"readiness,omitempty"`
 	// Pod is the live pod the facts were read from; FromTemplate says
