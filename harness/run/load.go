@@ -103,17 +103,21 @@ func (r *runner) startPods(ctx context.Context, name string, cfg traffic.Config,
 	return src, done, nil
 }
 
-// insideTargets are the URLs generator pods send to: the web Service's
-// DNS name (target clusterip: each pod's own node's rules pick the web
+// insideTargets are the URLs generator pods send to: the app's Service's
+// DNS name (target clusterip: each pod's own node's rules pick the app's
 // pod), or every node's web NodePort on its InternalIP (target nodeport:
 // that node's rules pick).
 func insideTargets(ctx context.Context, r *runner) ([]traffic.Target, error) {
 	sc := r.sc
 	if sc.Path().Inside {
+		name, port, err := appService(ctx, r)
+		if err != nil {
+			return nil, err
+		}
 		// The name ends in a dot, so the pods' resolver asks for it alone
 		// rather than through every search domain first.
-		host := fmt.Sprintf("%s.%s.svc.cluster.local.", variant.WebName, sc.Namespace)
-		return []traffic.Target{{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(variant.ServicePort)) + sc.Traffic.Path}}, nil
+		host := fmt.Sprintf("%s.%s.svc.cluster.local.", name, sc.Namespace)
+		return []traffic.Target{{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + sc.Traffic.Path}}, nil
 	}
 	nodes, err := r.tb.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -132,4 +136,37 @@ func insideTargets(ctx context.Context, r *runner) ([]traffic.Target, error) {
 		return nil, fmt.Errorf("no node has an InternalIP for the generators' NodePort targets")
 	}
 	return out, nil
+}
+
+// appService is the Service in front of the app's pods, and its port:
+// bookshop's web Service; the one droprun renders for a custom app (named
+// after its Deployment); or the user's own (app.custom.service), whose
+// port is read from the cluster: the one that targets app.custom.port,
+// else its only one.
+func appService(ctx context.Context, r *runner) (string, int32, error) {
+	c := r.sc.App.Custom
+	switch {
+	case c == nil:
+		return variant.WebName, variant.ServicePort, nil
+	case c.Service == "":
+		o, err := render.Render(r.sc, 0, 0, false, "")
+		if err != nil {
+			return "", 0, err
+		}
+		return *o.Service.Name, *o.Service.Spec.Ports[0].Port, nil
+	}
+	svc, err := r.tb.Cluster.Client.CoreV1().Services(r.sc.Namespace).Get(ctx, c.Service, metav1.GetOptions{})
+	if err != nil {
+		return "", 0, fmt.Errorf("reading app.custom.service %s for the generators' target: %w", c.Service, err)
+	}
+	ports := svc.Spec.Ports
+	for _, p := range ports {
+		if p.TargetPort.IntValue() == c.Port || p.TargetPort.String() == strconv.Itoa(c.Port) {
+			return c.Service, p.Port, nil
+		}
+	}
+	if len(ports) != 1 {
+		return "", 0, fmt.Errorf("service %s has %d ports and none targets app.custom.port %d: the generators cannot tell which to send to", c.Service, len(ports), c.Port)
+	}
+	return c.Service, ports[0].Port, nil
 }
