@@ -48,6 +48,10 @@ type DoctorOptions struct {
 	// Nodes to DefaultNodes. Node k uses HostPort+2k and
 	// GatewayHostPort+2k: Doctor checks each of those ports.
 	GatewayHostPort, Nodes int
+	// Cluster is the kind cluster a run reuses (default
+	// scenario.DefaultClusterName): its nodes publishing the host ports
+	// is no problem.
+	Cluster string
 }
 
 // Check is one item of a Report.
@@ -136,7 +140,11 @@ func Doctor(ctx context.Context, opts DoctorOptions) Report {
 	add(hostChangesCheck(opts.Record))
 	add(userlandProxyCheck(opts.DaemonConfig))
 	// host ports, a web and a gateway one per node
-	add(hostPortsCheck(ctx, opts.HostPort, opts.GatewayHostPort, opts.Nodes, info != nil))
+	var publishers func(int) []publisher
+	if info != nil {
+		publishers = func(port int) []publisher { return dockerPublishers(ctx, port) }
+	}
+	add(hostPortsCheck(opts.HostPort, opts.GatewayHostPort, opts.Nodes, opts.Cluster, publishers))
 	// kube-proxy modes the kernel supports
 	add(kubeProxyModesCheck("/"))
 	add(chooseNodeImageCheck(ctx, opts, info))
@@ -158,6 +166,9 @@ func (o DoctorOptions) withDefaults() DoctorOptions {
 	}
 	if o.Nodes == 0 {
 		o.Nodes = DefaultNodes
+	}
+	if o.Cluster == "" {
+		o.Cluster = scenario.DefaultClusterName
 	}
 	if o.DaemonConfig == "" {
 		o.DaemonConfig = "/etc/docker/daemon.json"
@@ -438,8 +449,12 @@ func userlandProxyCheck(daemonConfig string) Check {
 }
 
 // hostPortsCheck checks every host port a kind cluster of nodes nodes maps:
-// node k uses web+2k (web NodePort) and gateway+2k (gateway NodePort).
-func hostPortsCheck(ctx context.Context, web, gateway, nodes int, engine bool) Check {
+// node k uses web+2k (web NodePort) and gateway+2k (gateway NodePort). A
+// port the nodes of kind cluster reuse publish is the cluster a run will
+// reuse, not a problem; one published by another container, or that
+// another program listens on, is. publishers lists the containers that
+// publish a port (nil without an engine).
+func hostPortsCheck(web, gateway, nodes int, reuse string, publishers func(int) []publisher) Check {
 	var webs, gws []string
 	var ports []int
 	for k := range nodes {
@@ -450,19 +465,36 @@ func hostPortsCheck(ctx context.Context, web, gateway, nodes int, engine bool) C
 	c := Check{Name: "host ports"}
 	layout := fmt.Sprintf("127.0.0.1:%s (web) and %s (gateway), one pair per node of %d", strings.Join(webs, ","), strings.Join(gws, ","), nodes)
 	var problems []string
-	var published, held []int
+	var published, held, reused []int
 	for _, p := range ports {
-		switch who, err := portHolder(ctx, p, engine); {
-		case who != "":
-			problems = append(problems, fmt.Sprintf("%d published by container %s", p, who))
+		var pubs []publisher
+		if publishers != nil {
+			pubs = publishers(p)
+		}
+		var names []string
+		ours := len(pubs) > 0
+		for _, pub := range pubs {
+			names = append(names, pub.container)
+			ours = ours && pub.cluster == reuse
+		}
+		switch {
+		case ours:
+			reused = append(reused, p)
+		case len(pubs) > 0:
+			problems = append(problems, fmt.Sprintf("%d published by container %s", p, strings.Join(names, ", ")))
 			published = append(published, p)
-		case err != nil:
-			problems = append(problems, fmt.Sprintf("%d in use (%v)", p, err))
-			held = append(held, p)
+		default:
+			if err := listenable(p); err != nil {
+				problems = append(problems, fmt.Sprintf("%d in use (%v)", p, err))
+				held = append(held, p)
+			}
 		}
 	}
 	if len(problems) == 0 {
 		c.OK, c.Detail = true, layout+": free"
+		if len(reused) > 0 {
+			c.Detail = fmt.Sprintf("%s: %d published by kind cluster %s, which a run reuses (droprun cluster down frees them), the rest free", layout, len(reused), reuse)
+		}
 		return c
 	}
 	c.Detail = fmt.Sprintf("%s: %d of %d taken: %s", layout, len(problems), len(ports), strings.Join(problems, "; "))
@@ -478,22 +510,34 @@ func hostPortsCheck(ctx context.Context, web, gateway, nodes int, engine bool) C
 	return c
 }
 
-// portHolder reports who holds 127.0.0.1:port: the containers that publish
-// it (with the userland proxy off, docker's DNAT holds a published port
-// without listening on it), else the error of listening on it.
-func portHolder(ctx context.Context, port int, engine bool) (string, error) {
-	if engine {
-		out, err := exec.CommandContext(ctx, "docker", "ps", "--filter", "publish="+strconv.Itoa(port), "--format", "{{.Names}}").Output()
-		if err == nil && strings.TrimSpace(string(out)) != "" {
-			return strings.Join(strings.Fields(string(out)), ", "), nil
+// publisher is a container that publishes a host port, and the kind
+// cluster it is a node of ("" for none).
+type publisher struct{ container, cluster string }
+
+// dockerPublishers lists the containers that publish 127.0.0.1:port (with
+// the userland proxy off, docker's DNAT holds a published port without
+// listening on it).
+func dockerPublishers(ctx context.Context, port int) []publisher {
+	out, err := exec.CommandContext(ctx, "docker", "ps", "--filter", "publish="+strconv.Itoa(port), "--format", `{{.Names}}	{{.Label "io.x-k8s.kind.cluster"}}`).Output()
+	if err != nil {
+		return nil
+	}
+	var pubs []publisher
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if name, cluster, _ := strings.Cut(line, "\t"); name != "" {
+			pubs = append(pubs, publisher{name, cluster})
 		}
 	}
+	return pubs
+}
+
+// listenable is nil when 127.0.0.1:port can be listened on, else why not.
+func listenable(port int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		return "", err
+		return err
 	}
-	l.Close()
-	return "", nil
+	return l.Close()
 }
 
 func joinInts(ns []int) string {

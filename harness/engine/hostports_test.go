@@ -24,8 +24,7 @@ func freeLayout(t *testing.T) int {
 	for base := 41000; base < 60000; base += 97 {
 		free := true
 		for p := base; p < base+6 && free; p++ {
-			_, err := portHolder(t.Context(), p, false)
-			free = err == nil
+			free = listenable(p) == nil
 		}
 		if free {
 			return base
@@ -37,7 +36,7 @@ func freeLayout(t *testing.T) int {
 
 func TestHostPortsCheck(t *testing.T) {
 	base := freeLayout(t)
-	c := hostPortsCheck(t.Context(), base, base+1, 3, false)
+	c := hostPortsCheck(base, base+1, 3, "droprun", nil)
 	want := "127.0.0.1:" + strconv.Itoa(base) + "," + strconv.Itoa(base+2) + "," + strconv.Itoa(base+4) + " (web) and " +
 		strconv.Itoa(base+1) + "," + strconv.Itoa(base+3) + "," + strconv.Itoa(base+5) + " (gateway), one pair per node of 3: free"
 	if !c.OK || c.Detail != want {
@@ -51,7 +50,7 @@ func TestHostPortsCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	c = hostPortsCheck(t.Context(), base, base+1, 3, false)
+	c = hostPortsCheck(base, base+1, 3, "droprun", nil)
 	if c.OK || !strings.Contains(c.Detail, "1 of 6 taken: "+strconv.Itoa(taken)+" in use") {
 		t.Errorf("taken port: %+v", c)
 	}
@@ -61,7 +60,23 @@ func TestHostPortsCheck(t *testing.T) {
 		}
 	}
 	// With one node only node 0's ports count.
-	if c := hostPortsCheck(t.Context(), base, base+1, 1, false); !c.OK {
+	if c := hostPortsCheck(base, base+1, 1, "droprun", nil); !c.OK {
 		t.Errorf("1 node: %+v", c)
+	}
+	// Ports the nodes of the cluster a run reuses publish are fine;
+	// another cluster's, or another container's, are not.
+	nodesOf := func(cluster string) func(int) []publisher {
+		return func(p int) []publisher {
+			if p == base || p == base+1 {
+				return []publisher{{container: cluster + "-control-plane", cluster: cluster}}
+			}
+			return nil
+		}
+	}
+	if c := hostPortsCheck(base, base+1, 1, "droprun", nodesOf("droprun")); !c.OK || !strings.Contains(c.Detail, "2 published by kind cluster droprun, which a run reuses") {
+		t.Errorf("ports of the cluster a run reuses: %+v", c)
+	}
+	if c := hostPortsCheck(base, base+1, 1, "droprun", nodesOf("other")); c.OK || !strings.Contains(c.Detail, "published by container other-control-plane") {
+		t.Errorf("ports of another cluster: %+v", c)
 	}
 }
