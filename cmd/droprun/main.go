@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
-// version is stamped at build time with -ldflags "-X main.version=...".
+// version is stamped at build time with -ldflags "-X main.version=..."
+// (make build: git describe); a binary built otherwise says what its build
+// info knows (versionOf), never a bare "dev", since every run records it.
 var version = "dev"
 
 // stopSignals end a command the way Ctrl-C does: a run stops its traffic,
@@ -20,10 +23,41 @@ var version = "dev"
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func main() {
+	bi, ok := debug.ReadBuildInfo()
+	version = versionOf(version, bi, ok)
 	ctx, stop := stopContext()
 	defer stop()
 	err := newRootCmd(streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
 	os.Exit(exitCode(os.Stderr, err))
+}
+
+// versionOf is the version a binary reports: the one stamped with
+// -ldflags; else its module version (go install MODULE@VERSION, or the
+// VCS pseudo-version go build stamps in a checkout); else its VCS
+// revision; else "dev" with why.
+func versionOf(stamped string, bi *debug.BuildInfo, ok bool) string {
+	if stamped != "dev" || !ok {
+		if stamped == "dev" {
+			return "dev (built without version or VCS information)"
+		}
+		return stamped
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev != "" {
+		return "devel-" + rev[:min(12, len(rev))] + dirty
+	}
+	return "dev (built without version or VCS information)"
 }
 
 // stopContext is cancelled by the first stop signal, which a command

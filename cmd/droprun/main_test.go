@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,6 +113,29 @@ func TestHelpTeaches(t *testing.T) {
 	out, _, code := runCLI(t, "render", "--help")
 	if code != 0 || !strings.Contains(out, "prestop-exec-distroless") || !strings.Contains(out, "Examples:") {
 		t.Errorf("render --help (exit %d):\n%s", code, out)
+	}
+}
+
+// TestVersionOf: a binary reports the version make stamped, else its
+// module version, else its VCS revision; a bare "dev" never, since every
+// run records it.
+func TestVersionOf(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "0abe847d1e2f3a4b5c6d"}, {Key: "vcs.modified", Value: "true"}}
+	for _, tc := range []struct {
+		stamped string
+		bi      *debug.BuildInfo
+		ok      bool
+		want    string
+	}{
+		{"v1.2.0-3-g0abe847", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "v1.2.0-3-g0abe847"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261206061900-0abe847d1e2f"}}, true, "v0.0.0-20261206061900-0abe847d1e2f"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: rev}, true, "devel-0abe847d1e2f-dirty"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "dev (built without version or VCS information)"},
+		{"dev", nil, false, "dev (built without version or VCS information)"},
+	} {
+		if got := versionOf(tc.stamped, tc.bi, tc.ok); got != tc.want {
+			t.Errorf("versionOf(%q, %+v) = %q, want %q", tc.stamped, tc.bi, got, tc.want)
+		}
 	}
 }
 
