@@ -164,6 +164,29 @@ func TestInterruptedRunExits130(t *testing.T) {
 	}
 }
 
+// signalledChild starts TestStopSignals's child in mode, waits until it
+// is ready and sends it sig; it returns the child and its stdout's rest.
+func signalledChild(t *testing.T, mode string, sig syscall.Signal) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStopSignals$")
+	cmd.Env = append(os.Environ(), "DROPRUN_SIGNAL_CHILD="+mode)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("child said %q (%v)", line, err)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, r
+}
+
 // TestStopSignals: SIGHUP (the terminal closed), SIGTERM and SIGINT each
 // cancel the command's context, as Ctrl-C does, in a child process that
 // waits on it; nothing kills it outright. A second signal to a child that
@@ -186,22 +209,7 @@ func TestStopSignals(t *testing.T) {
 		os.Exit(0)
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestStopSignals$")
-		cmd.Env = append(os.Environ(), "DROPRUN_SIGNAL_CHILD=blocked")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r := bufio.NewReader(stdout)
-		if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
-			t.Fatalf("child said %q (%v)", line, err)
-		}
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
+		cmd, r := signalledChild(t, "blocked", sig)
 		if line, err := r.ReadString('\n'); err != nil || line != "stopped\n" {
 			t.Fatalf("after the first %v the child said %q (%v)", sig, line, err)
 		}
@@ -231,24 +239,9 @@ func TestStopSignals(t *testing.T) {
 		}
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestStopSignals$")
-		cmd.Env = append(os.Environ(), "DROPRUN_SIGNAL_CHILD=1")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r := bufio.NewReader(stdout)
-		if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
-			t.Fatalf("child said %q (%v)", line, err)
-		}
-		if err := cmd.Process.Signal(sig); err != nil {
-			t.Fatal(err)
-		}
+		cmd, r := signalledChild(t, "1", sig)
 		rest, _ := io.ReadAll(r)
-		err = cmd.Wait()
+		err := cmd.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted || string(rest) != "stopped\n" {
 			t.Errorf("%v: child ended with %v, said %q; want it to stop through its context, exit %d", sig, err, rest, exitInterrupted)
