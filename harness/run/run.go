@@ -447,11 +447,11 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	// WaitAnswering's requests, which the client did not send.
 	r.scrapeApp(ctx)
 	var sent, failed atomic.Uint64
-	var first firstFailure
+	reach := newReach(v.Name)
 	// The host client, or the generator pods (traffic.generators).
 	src, loadDone, err := r.startLoad(ctx, v.Name, cfg, func(rec traffic.Record) {
 		r.metrics.Observe(v.Name, rec)
-		first.note(rec)
+		reach.note(rec)
 		sent.Add(1)
 		if rec.Class.Failed() {
 			failed.Add(1)
@@ -483,8 +483,8 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s (%s); control window %s\n", cfg.Rate, targetsText(cfg.Targets), proto, sc.Traffic.Control)
 	}
 
-	runErr := r.rollouts(ctx, rv, &lastFailure, &failed, func() error {
-		return unreachable(v.Name, sent.Load(), failed.Load(), first.p.Load())
+	runErr := r.rollouts(ctx, rv, &lastFailure, &failed, reach, func() error {
+		return unreachable(v.Name, sent.Load(), failed.Load(), reach.first.Load())
 	})
 
 	stats, stopErr := src.Stop()
@@ -523,14 +523,15 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 }
 
 // rollouts holds the control window, then drives the variant's rollouts,
-// unless reachable says the control window showed the target unreachable.
+// unless reach finds a target broken in the window's first seconds or
+// reachable says the whole window showed the target unreachable.
 //
 // failed counts the failures seen so far; the live metrics take each
 // rollout's share of it (by completion time, so only roughly its drops).
-func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *atomic.Int64, failed *atomic.Uint64, reachable func() error) error {
+func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *atomic.Int64, failed *atomic.Uint64, reach *reach, reachable func() error) error {
 	sc, tb := r.sc, r.tb
 	v := rv.Entry
-	if err := sleep(ctx, sc.Traffic.Control.Duration); err != nil {
+	if err := reach.control(ctx, sc.Traffic.Control.Duration); err != nil {
 		return err
 	}
 	r.rec.Mark(timeline.KindWindowClose, map[string]string{"variant": v.Name, "phase": string(analysis.PhaseControl)})
