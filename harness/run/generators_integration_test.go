@@ -18,74 +18,25 @@ import (
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
-	"github.com/droprun/droprun/harness/variant"
 )
 
-// TestIntegrationRunGenerators measures no-prestop east-west: three
-// generator pods, one per node, send to the web Service's ClusterIP name,
-// and one generator's pod is killed during the first rollout. Every
-// request comes home once (sent = the sum of the classes = the records in
-// the generators' results files), the drops are put down to the sending
-// pods' nodes, the killed generator is replaced and its gap makes the
-// rollout it overlaps incomplete, so `droprun check` is inconclusive, not
-// passed; and no generator pod is left.
-func TestIntegrationRunGenerators(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	needCluster(t, ctx)
-	sc := itScenario(t, `metadata: {name: e2e-generators}
-variants:
-  - variant: no-prestop
-rollouts: 2
-traffic: {rate: 300, target: clusterip, generators: {from: pods}, control: 5s, between: 5s, settle: 3s}
-`)
-	dir := runDir(t)
-	killed := make(chan string, 1)
-	go killGeneratorInRollout(ctx, cluster.FromScenario(sc.Cluster.Kind), sc.Namespace, killed)
-	a := measure(ctx, t, sc, dir)
-	var victim string
-	select {
-	case victim = <-killed:
-	default:
-		t.Fatal("no generator was killed during a rollout")
-	}
-	t.Logf("killed generator 1's pod %s during rollout 1", victim)
-
-	sum := a.Summary
-	if len(sum.Variants) != 1 {
-		t.Fatalf("%d rows, want no-prestop's", len(sum.Variants))
-	}
-	v := sum.Variants[0]
-	ri, err := analysis.ReadRunInfo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ri.Traffic.Generators != 3 || len(ri.Traffic.Targets) != 1 || !strings.Contains(ri.Traffic.Targets[0].URL, ".svc.cluster.local.:80/") {
-		t.Errorf("run.json traffic: %d generators, targets %+v; want 3 sending to the Service's name", ri.Traffic.Generators, ri.Traffic.Targets)
-	}
-
-	// Every request once: the generators' account, their files and the
-	// analysis's classes agree.
-	events := readEvents(t, dir)
-	checkGeneratorsAccount(t, dir, events, v, 3)
+// checkEastWest holds row v, measured east-west from three generator
+// pods while generator 1's pod was killed (victim) in its first rollout:
+// the kill is one gap, generator 1's, and makes that rollout incomplete,
+// so `droprun check` is inconclusive, not passed; each generator's clock
+// offset, estimated at its start and stop, holds kind's 0 within its
+// bound; the drops are put down to the sending pods' nodes, no hop goes
+// unseen, and no generator Job is left after the run.
+func checkEastWest(ctx context.Context, t *testing.T, a *analysis.Analysis, events []timeline.Event, v analysis.VariantSummary, cfg cluster.Config, ns string) {
+	t.Helper()
 	gaps := map[string]int{}
-	for _, e := range events {
-		if e.Kind == timeline.KindGeneratorGap {
-			gaps[e.Detail["origin"]]++
-		}
-	}
-	if gaps[pods.OriginOf(1)] != 1 || gaps[pods.OriginOf(0)]+gaps[pods.OriginOf(2)] != 0 {
-		t.Errorf("gaps by generator %v; want one, the killed generator's", gaps)
-	}
-
-	// The race east-west, by the sending pods' nodes.
-	if v.Drops == 0 || len(v.ByNode) == 0 {
-		t.Errorf("no-prestop east-west: %d drops, by node %v; want drops, put down to the generators' nodes", v.Drops, v.ByNode)
-	}
 	nodes := map[string]bool{}
 	ends := 0
 	for _, e := range events {
 		switch e.Kind {
+		case timeline.KindGeneratorGap:
+			gaps[e.Detail["origin"]]++
+			continue
 		case timeline.KindGeneratorPlaced:
 			nodes[e.Detail["node"]] = true
 		case timeline.KindGeneratorClock:
@@ -105,45 +56,44 @@ traffic: {rate: 300, target: clusterip, generators: {from: pods}, control: 5s, b
 			t.Errorf("%s's clock offset %s ± %s: want 0 within a positive bound on kind", e.Detail["origin"], e.Detail["offset"], e.Detail["bound"])
 		}
 	}
-	if ends != 3 {
-		t.Errorf("%d clock estimates at the stop, want one per generator (3)", ends)
+	if gaps[pods.OriginOf(1)] != 1 || gaps[pods.OriginOf(0)]+gaps[pods.OriginOf(2)] != 0 {
+		t.Errorf("gaps by generator %v; want one, the killed generator's", gaps)
+	}
+	if ends < 3 {
+		t.Errorf("%d clock estimates at the stops, want one per generator and variant", ends)
+	}
+	if len(v.ByNode) == 0 {
+		t.Errorf("%s east-west: drops by node %v; want them put down to the generators' nodes", v.Variant, v.ByNode)
 	}
 	for n := range v.ByNode {
 		if !nodes[n] {
 			t.Errorf("drops put down to node %q, which ran no generator (%v)", n, nodes)
 		}
 	}
-
-	if sum.Unseen != "" {
-		t.Errorf("east-west, the analysis says a hop went unseen: %s", sum.Unseen)
+	if a.Summary.Unseen != "" {
+		t.Errorf("east-west, the analysis says a hop went unseen: %s", a.Summary.Unseen)
 	}
-	if v.Explained == nil || v.Explained.Explained*2 < uint64(v.Drops) {
-		t.Errorf("%+v of %d drops explained by the generators' nodes' race windows; want most", v.Explained, v.Drops)
-	}
-
 	// The kill made rollout 1 incomplete, and check cannot pass it.
-	r1 := v.Rollouts[0]
-	if !strings.Contains(r1.Incomplete, "generator pod-1 missing") {
+	if r1 := v.Rollouts[0]; !strings.Contains(r1.Incomplete, "generator pod-1 missing") {
 		t.Errorf("rollout 1 incomplete %q; want generator pod-1's gap", r1.Incomplete)
 	}
 	zero := int64(1 << 40)
-	r, err := gate.Check(a, gate.Limits{Confidence: 0.95, MaxDropsPerRollout: &zero})
+	r, err := gate.Check(a, gate.Limits{Confidence: 0.95, MaxDropsPerRollout: &zero, Rows: []string{v.Variant}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Verdict() != gate.Inconclusive {
 		t.Errorf("check with no limit the drops break: %v; want inconclusive on an incomplete rollout", r.Verdict())
 	}
-
 	k, err := cluster.NewKind(testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := k.Connect(ctx, cluster.FromScenario(sc.Cluster.Kind))
+	cl, err := k.Connect(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, err := cl.Client.BatchV1().Jobs(sc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + render.GeneratorsName}); err == nil && len(l.Items) > 0 {
+	if l, err := cl.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + render.GeneratorsName}); err == nil && len(l.Items) > 0 {
 		t.Errorf("the generators' Job is left after the run")
 	}
 }
@@ -181,9 +131,9 @@ func checkGeneratorsAccount(t *testing.T, dir string, events []timeline.Event, v
 	}
 }
 
-// killGeneratorInRollout deletes generator 1's pod once the web
-// Deployment's first rollout has begun, and says which pod it killed.
-func killGeneratorInRollout(ctx context.Context, cfg cluster.Config, ns string, killed chan<- string) {
+// killGeneratorInRollout deletes generator 1's pod once Deployment
+// deployment's first rollout has begun, and says which pod it killed.
+func killGeneratorInRollout(ctx context.Context, cfg cluster.Config, ns, deployment string, killed chan<- string) {
 	k, err := cluster.NewKind(io.Discard)
 	if err != nil {
 		return
@@ -202,7 +152,7 @@ func killGeneratorInRollout(ctx context.Context, cfg cluster.Config, ns string, 
 		if err != nil || len(l.Items) != 1 || l.Items[0].Status.Phase != corev1.PodRunning {
 			continue
 		}
-		d, err := cl.Client.AppsV1().Deployments(ns).Get(ctx, variant.WebName, metav1.GetOptions{})
+		d, err := cl.Client.AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{})
 		if err != nil {
 			continue
 		}
