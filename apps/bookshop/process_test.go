@@ -928,32 +928,77 @@ func TestProcessGRPCDrain(t *testing.T) {
 	}
 }
 
-// TestProcessGRPCStop: with --grpc-stop stop a naive shutdown stops the
-// gRPC server without waiting, its listener gone, its one call counted.
+// TestProcessGRPCStop tells --grpc-stop stop from graceful with a call in
+// flight at SIGTERM: a Check stream opened (its headers sent) whose request
+// is not yet sent. Stop cuts it at once: the call fails UNAVAILABLE and the
+// process exits within a second. GracefulStop waits for it: the process
+// is still up a second after SIGTERM, the call still open, until
+// --shutdown-timeout (2 s) ends the wait with Stop. Either way the one
+// call answered before is counted and the listener is gone.
 func TestProcessGRPCStop(t *testing.T) {
 	t.Parallel()
-	p := startBookshop(t, "--shutdown", "naive", "--grpc-stop", "stop", "--shutdown-timeout", "5s")
-	conn, err := grpc.NewClient("passthrough:///"+p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := grpcCheck(t.Context(), conn); err != nil {
-		t.Fatal(err)
-	}
-	sent := time.Now()
-	p.signal(t, syscall.SIGTERM)
-	if state := p.wait(t, 5*time.Second); state.ExitCode() != 0 {
-		t.Errorf("exit = %v, want exit status 0", state)
-	}
-	if took := p.exitedAt.Sub(sent); took > 2*time.Second {
-		t.Errorf("exited %v after SIGTERM; Stop should not wait", took)
-	}
-	if m := p.terminationMessage(t); m.ByHandler[handlerGRPC]["200"] != 1 {
-		t.Errorf("termination message counts %v; want the one call", m.ByHandler)
-	}
-	if err := p.dialAddr(p.grpcAddr); !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("dial the gRPC port after exit: %v, want ECONNREFUSED", err)
+	const timeout = 2 * time.Second
+	for _, mode := range []string{grpcStopHard, grpcStopGraceful} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			p := startBookshop(t, "--shutdown", "naive", "--grpc-stop", mode, "--shutdown-timeout", timeout.String())
+			conn, err := grpc.NewClient("passthrough:///"+p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// The call in flight: its stream is open on the server,
+			// waiting for the request message. A call answered after it
+			// on the same connection shows the server has it: HTTP/2
+			// frames are written and read in order.
+			stream, err := conn.NewStream(t.Context(), &grpc.StreamDesc{}, "/grpc.health.v1.Health/Check")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := grpcCheck(t.Context(), conn); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			p.signal(t, syscall.SIGTERM)
+			failed := make(chan error, 1)
+			go func() { failed <- stream.RecvMsg(new(healthpb.HealthCheckResponse)) }()
+			switch mode {
+			case grpcStopHard:
+				select {
+				case err := <-failed:
+					if status.Code(err) != codes.Unavailable {
+						t.Errorf("the call in flight: %v, want UNAVAILABLE", err)
+					}
+				case <-time.After(time.Second):
+					t.Error("the call in flight still open 1s after SIGTERM: Stop should cut it at once")
+				}
+				p.wait(t, 5*time.Second)
+				if took := p.exitedAt.Sub(sent); took > time.Second {
+					t.Errorf("exited %v after SIGTERM; Stop should not wait", took)
+				}
+			case grpcStopGraceful:
+				select {
+				case err := <-failed:
+					t.Errorf("the call in flight ended %v after SIGTERM (%v): GracefulStop should wait for it", time.Since(sent), err)
+				case <-p.done:
+					t.Errorf("exited %v after SIGTERM with a call in flight: GracefulStop should wait for it", time.Since(sent))
+				case <-time.After(time.Second):
+				}
+				p.wait(t, timeout+5*time.Second)
+				if took := p.exitedAt.Sub(sent); took < timeout-200*time.Millisecond {
+					t.Errorf("exited %v after SIGTERM, before the %v --shutdown-timeout: GracefulStop did not wait", took, timeout)
+				}
+			}
+			if p.state.ExitCode() != 0 {
+				t.Errorf("exit = %v, want exit status 0", p.state)
+			}
+			if m := p.terminationMessage(t); m.ByHandler[handlerGRPC]["200"] != 1 {
+				t.Errorf("termination message counts %v; want the one call", m.ByHandler)
+			}
+			if err := p.dialAddr(p.grpcAddr); !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("dial the gRPC port after exit: %v, want ECONNREFUSED", err)
+			}
+		})
 	}
 }
 
