@@ -6,7 +6,7 @@ BIN     := bin/droprun
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build test test-short lint bench stats-table images engine node-image cluster demo clean
+.PHONY: help build test test-all test-short lint bench stats-table images engine node-image cluster demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -16,6 +16,9 @@ build: ## build bin/droprun
 
 test: ## every test, one package at a time (the cluster tests measure, so nothing else may load the machine); cluster tests skip without an engine or node image
 	$(GO) test -p 1 -count=1 -timeout 75m ./...
+
+test-all: ## what make test runs, and the long end-to-end matrix CI leaves out: every variant of scenarios/compare-all.yaml, 3 rollouts each (about 16 min more)
+	DROPRUN_E2E_ALL=1 $(GO) test -p 1 -count=1 -timeout 100m ./...
 
 test-short: ## unit tests only (skips the process and build integration tests)
 	$(GO) test -short -count=1 ./...

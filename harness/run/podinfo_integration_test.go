@@ -63,6 +63,7 @@ func TestIntegrationRunPodinfo(t *testing.T) {
 	}
 	it := itScenario(t, "metadata: {name: it}\nvariants: [{variant: no-prestop}]\n")
 	sc.Cluster, sc.Namespace = it.Cluster, it.Namespace
+	shortWindows(sc)
 	rollouts := *sc.Rollouts
 
 	dir := runDir(t)

@@ -56,7 +56,7 @@ func TestIntegrationStarvedRig(t *testing.T) {
 }
 
 func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
-	sc := itScenario(t, "metadata: {name: starved}\nvariants: [{variant: graceful-drain}]\nrollouts: 3\ntraffic: {rate: 1000, balance: 10s}\n")
+	sc := itScenario(t, "metadata: {name: starved}\nvariants: [{variant: graceful-drain}]\nrollouts: 3\ntraffic: {rate: 1000, control: 5s, between: 5s, settle: 3s, balance: 10s}\n")
 	procs := ""
 	if besideNodes {
 		procs = hogBesideNodes(t)
