@@ -46,6 +46,7 @@ const syntheticRunJSON = `{"format":"droprun.run/v1","scenario":"synthetic","sta
 // root). Every command in the tree must have one.
 func exitCases(t *testing.T) map[string]commandCases {
 	run := analysistest.Write(t, analysistest.Run{RunJSON: syntheticRunJSON})
+	packRun := analysistest.Write(t, analysistest.Run{RunJSON: syntheticRunJSON}) // pack's own: packing changes it
 	notRun := t.TempDir()
 	missing := filepath.Join(t.TempDir(), "missing")
 	badScenario := filepath.Join(t.TempDir(), "bad.yaml")
@@ -168,6 +169,14 @@ func exitCases(t *testing.T) map[string]commandCases {
 				{name: "not a run", args: []string{"report", "--no-files", notRun}, code: 2, err: "not a droprun run directory"},
 				{name: "missing dir", args: []string{"report", "--no-files", missing}, code: 2},
 				{name: "bad format", args: []string{"report", "--no-files", "--format", "yaml", run}, code: 2, hint: "droprun report"},
+			},
+		},
+		"pack": {
+			tooFew: []string{"pack"},
+			more: []exitCase{
+				{name: "packs", args: []string{"pack", packRun}, code: 0, out: "packed"},
+				{name: "not a run", args: []string{"pack", notRun}, code: 2, hint: "droprun pack", err: "not a run directory"},
+				{name: "missing dir", args: []string{"pack", missing}, code: 2, hint: "droprun pack", err: "not a run directory"},
 			},
 		},
 		"advise": {

@@ -46,9 +46,8 @@ func analyzeRun(dir string, log io.Writer) (*analysis.Analysis, error) {
 // scenario.yaml without events.jsonl, as a history keeps runs), the
 // summary its run wrote, which it says on log.
 func checkableRun(dir string, log io.Writer) (*analysis.Analysis, error) {
-	_, noEvents := os.Stat(filepath.Join(dir, analysis.EventsFile))
 	_, noSummary := os.Stat(filepath.Join(dir, analysis.SummaryFile))
-	if !errors.Is(noEvents, os.ErrNotExist) || noSummary != nil {
+	if runfile.Exists(dir, analysis.EventsFile) || noSummary != nil {
 		return analyzeRun(dir, log)
 	}
 	sum, err := analysis.ReadSummary(dir)

@@ -59,6 +59,7 @@ Start with:
 		newDeployCmd(s),
 		newRunCmd(s),
 		newReportCmd(s),
+		newPackCmd(s),
 		newCheckCmd(s),
 		newCompareCmd(s),
 		newHistoryCmd(s),

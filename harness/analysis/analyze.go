@@ -204,7 +204,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 
 // readEvents reads events.jsonl, up to its last whole line.
 func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
-	f, err := runfile.Open(dir, EventsFile)
+	f, err := runfile.OpenRaw(dir, EventsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
 
 // readApp reads the pods' own counters; none for a run without them.
 func readApp(dir string, sum *Summary) ([]appmetrics.Record, error) {
-	f, err := runfile.Open(dir, AppFile)
+	f, err := runfile.OpenRaw(dir, AppFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -378,7 +378,7 @@ func (in *input) newPass(v scenario.Variant, p *plan) *pass {
 // read streams one results file through the pass; a file cut off by a
 // killed run is read up to its last whole result, with a warning.
 func (ps *pass) read(f resultsFile, sum *Summary) error {
-	r, err := runfile.Open(f.dir, f.name)
+	r, err := runfile.OpenRaw(f.dir, f.name)
 	if err != nil {
 		return err
 	}

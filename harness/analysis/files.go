@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -46,6 +47,28 @@ func ResultsFileOf(variant, origin string) string {
 // resultsFile is one results file of a variant and the source that wrote it.
 type resultsFile struct{ dir, name, origin string }
 
+// RawFiles lists the raw files of the run in dir that are there
+// unpacked: what runfile.Pack packs for shipping (results, events,
+// failures, the pods' and a front's records). run.json, summary.json and
+// scenario.yaml are kept as they are: a history reads them.
+func RawFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case !e.Type().IsRegular():
+		case name == EventsFile, name == AppFile, name == FailuresFile, name == frontlog.File,
+			strings.HasPrefix(name, "results-") && strings.HasSuffix(name, ".bin"):
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
 // resultsFiles lists every results file of variant in dir, the host
 // client's first, then the other sources' by name; none when the
 // variant's traffic never started.
@@ -56,8 +79,15 @@ func resultsFiles(dir, variant string) ([]resultsFile, error) {
 	}
 	var out []resultsFile
 	prefix := "results-" + variant + "+"
+	seen := map[string]bool{}
 	for _, e := range entries {
-		name := e.Name()
+		// A packed file is read by its plain name (runfile.OpenRaw);
+		// a file in both forms once.
+		name := strings.TrimSuffix(e.Name(), runfile.Packed)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		switch {
 		case name == ResultsFile(variant):
 			out = slices.Insert(out, 0, resultsFile{dir, name, traffic.HostOrigin})

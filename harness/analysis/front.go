@@ -87,7 +87,7 @@ func (f *frontLog) answeredOK(id string) bool {
 // rotation set (path.Proxy.RoundRobin), the front's picks of its other
 // pods place the stop's late end too (roundRobin).
 func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation time.Duration) (*frontLog, error) {
-	f, err := runfile.Open(dir, frontlog.File)
+	f, err := runfile.OpenRaw(dir, frontlog.File)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -1,0 +1,154 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/runfile"
+)
+
+var updateExamples = flag.Bool("update-examples", false, "write each shipped example's summary.json and report.md from its raw data")
+
+// examplesDir holds the shipped example runs.
+const examplesDir = "../../results/examples"
+
+// withoutRawData are the shipped examples kept as their summaries alone,
+// recorded before droprun packed runs for shipping: they cannot be
+// re-derived until they are measured again (issue 37). The list may only
+// shrink: a new example ships its raw data.
+var withoutRawData = []string{
+	"compare-all", "compare-all-pods/clusterip", "compare-all-pods/host", "compare-all-pods/nodeport",
+	"east-west", "fronts/fronts-caddy-keepalive", "fronts/fronts-caddy-newconn", "fronts/fronts-traefik-keepalive",
+	"fronts/fronts-traefik-newconn", "fronts/sweep-traefik", "grpc", "h2c",
+	"history/runs/01-my-service-1.0", "history/runs/02-my-service-1.0", "history/runs/03-my-service-1.0",
+	"history/runs/04-my-service-1.0", "history/runs/05-my-service-1.0", "history/runs/06-my-service-1.0",
+	"history/runs/07-my-service-1.1", "history/runs/08-my-service-1.1", "history/runs/09-my-service-1.1",
+	"history/runs/10-my-service-1.1", "history/runs/11-my-service-1.1", "history/runs/12-my-service-1.1",
+	"history/runs/13-my-service-1.0", "idle-timeout", "keep-alive", "max-connection-age/h2c",
+	"max-connection-age/keep-alive", "starved-rig",
+}
+
+// TestShippedExamplesRederive re-analyses every shipped example that
+// holds its raw data (plain or packed) and compares the result with the
+// summary.json it ships, and its report.md where it has one: a change
+// in the analysis that moves a shipped number fails here. Regenerate
+// them, and review the diff, with
+//
+//	go test ./harness/report -run TestShippedExamplesRederive -update-examples
+//
+// Every other example must be on withoutRawData.
+func TestShippedExamplesRederive(t *testing.T) {
+	var raw, summaryOnly []string
+	err := filepath.WalkDir(examplesDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != analysis.SummaryFile {
+			return err
+		}
+		dir := filepath.Dir(p)
+		name, _ := filepath.Rel(examplesDir, dir)
+		if runfile.Exists(dir, analysis.EventsFile) {
+			raw = append(raw, name)
+		} else {
+			summaryOnly = append(summaryOnly, name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(summaryOnly, withoutRawData) {
+		t.Errorf("examples without raw data %v; want %v (a new example ships its raw data; one measured again comes off the list)", summaryOnly, withoutRawData)
+	}
+	if len(raw) == 0 {
+		t.Fatal("no shipped example holds its raw data")
+	}
+	for _, name := range raw {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(examplesDir, name)
+			a, err := analysis.Analyze(dir, analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(a.Summary, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			var md bytes.Buffer
+			if err := Markdown(&md, a.Summary); err != nil {
+				t.Fatal(err)
+			}
+			files := map[string][]byte{analysis.SummaryFile: got}
+			if runfile.Exists(dir, "report.md") {
+				files["report.md"] = md.Bytes()
+			}
+			for file, want := range files {
+				p := filepath.Join(dir, file)
+				if *updateExamples {
+					if err := os.WriteFile(p, want, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				shipped, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(shipped, want) {
+					t.Errorf("%s re-derived from its raw data differs from the one shipped (first difference at line %d): a change moved a shipped number; if it is meant, regenerate with -update-examples and review the diff",
+						p, firstDiffLine(shipped, want))
+				}
+			}
+		})
+	}
+}
+
+// firstDiffLine is the 1-based line where a and b first differ.
+func firstDiffLine(a, b []byte) int {
+	al, bl := bytes.Split(a, []byte("\n")), bytes.Split(b, []byte("\n"))
+	for i := range min(len(al), len(bl)) {
+		if !bytes.Equal(al[i], bl[i]) {
+			return i + 1
+		}
+	}
+	return min(len(al), len(bl)) + 1
+}
+
+// TestPackedRunReadsTheSame: a run's summary is the same analysed from its
+// raw files and from their packed forms (droprun pack).
+func TestPackedRunReadsTheSame(t *testing.T) {
+	dir := analysistest.Write(t, analysistest.Run{})
+	plain, err := analysis.Analyze(dir, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := analysis.RawFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, analysis.EventsFile) || !slices.ContainsFunc(names, func(n string) bool { return filepath.Ext(n) == ".bin" }) {
+		t.Fatalf("raw files %v: want events and results among them", names)
+	}
+	if _, _, err := runfile.Pack(dir, names); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := analysis.RawFiles(dir); err != nil || len(left) != 0 {
+		t.Fatalf("raw files left unpacked: %v, %v", left, err)
+	}
+	packed, err := analysis.Analyze(dir, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(plain.Summary)
+	b, _ := json.Marshal(packed.Summary)
+	if !bytes.Equal(a, b) || plain.Summary.Variants[0].Requests == 0 {
+		t.Errorf("the summary of the packed run differs from the plain run's, or is empty:\n%s\n%s", a, b)
+	}
+}
