@@ -156,15 +156,15 @@ func TestShippedIdleTimeout(t *testing.T) {
 
 // TestShippedEastWest holds results/examples/east-west to what
 // results/README.md says of it: three generator pods sending to the
-// Service's ClusterIP name, no-prestop drops in every rollout, put down to
-// every generator's node, most inside a (pod, node) race window and far
-// fewer with the send times shifted; graceful-drain drops nothing; both
-// rows are suspect, because generators lagged over the tolerance.
+// Service's ClusterIP name, no rig stall, no-prestop drops in every
+// rollout, put down to every generator's node, at least 90 % inside a
+// (pod, node) race window and under 20 % with the send times shifted;
+// graceful-drain drops nothing in over 10,000 window requests.
 func TestShippedEastWest(t *testing.T) {
 	sum := shipped(t, "east-west")
 	for _, v := range sum.Variants {
-		if len(v.Rollouts) != 3 || len(v.Client.Suspect) == 0 || !strings.Contains(strings.Join(v.Client.Suspect, " "), "behind schedule") {
-			t.Errorf("%s: %d rollouts, client suspect %q; want 3, the generators' lag", v.Variant, len(v.Rollouts), v.Client.Suspect)
+		if len(v.Rollouts) != 3 || len(v.Suspect) != 0 {
+			t.Errorf("%s: %d rollouts, suspect %q; want 3, none", v.Variant, len(v.Rollouts), v.Suspect)
 		}
 		switch v.Variant {
 		case "no-prestop":

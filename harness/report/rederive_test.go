@@ -26,7 +26,7 @@ const examplesDir = "../../results/examples"
 // shrink: a new example ships its raw data.
 var withoutRawData = []string{
 	"compare-all", "compare-all-pods/clusterip", "compare-all-pods/host", "compare-all-pods/nodeport",
-	"east-west", "fronts/fronts-caddy-keepalive", "fronts/fronts-caddy-newconn", "fronts/fronts-traefik-keepalive",
+	"fronts/fronts-caddy-keepalive", "fronts/fronts-caddy-newconn", "fronts/fronts-traefik-keepalive",
 	"fronts/fronts-traefik-newconn", "fronts/sweep-traefik", "grpc", "h2c",
 	"history/runs/01-my-service-1.0", "history/runs/02-my-service-1.0", "history/runs/03-my-service-1.0",
 	"history/runs/04-my-service-1.0", "history/runs/05-my-service-1.0", "history/runs/06-my-service-1.0",
