@@ -32,7 +32,7 @@ var withoutRawData = []string{
 	"history/runs/04-my-service-1.0", "history/runs/05-my-service-1.0", "history/runs/06-my-service-1.0",
 	"history/runs/07-my-service-1.1", "history/runs/08-my-service-1.1", "history/runs/09-my-service-1.1",
 	"history/runs/10-my-service-1.1", "history/runs/11-my-service-1.1", "history/runs/12-my-service-1.1",
-	"history/runs/13-my-service-1.0", "idle-timeout", "keep-alive", "max-connection-age/h2c",
+	"history/runs/13-my-service-1.0", "keep-alive", "max-connection-age/h2c",
 	"max-connection-age/keep-alive", "starved-rig",
 }
 
