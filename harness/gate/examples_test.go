@@ -86,9 +86,11 @@ func TestShippedNewPodShare(t *testing.T) {
 		{"keep-alive", 800, nil, map[bool]span{false: {0.12, 0.90}}},
 		{"grpc", 300, []string{"grpc-max-connection-age"}, map[bool]span{false: {0.17, 0.85}, true: {0.74, 0.88}}},
 		// README.md, "A maximum connection age over HTTP/1.1 and h2c": the
-		// same with the app's --max-connection-age at 10 s.
-		{"max-connection-age/h2c", 300, []string{"max-connection-age"}, map[bool]span{false: {0, 0.67}, true: {0.70, 0.84}}},
-		{"max-connection-age/keep-alive", 800, []string{"max-connection-age"}, map[bool]span{false: {0, 0.83}, true: {0.66, 0.81}}},
+		// same with the app's --max-connection-age at 10 s. Over h2c its
+		// row passes every rollout; over keep-alive one rollout in three
+		// left a new pod at 0.28, and the gate fails it like the others.
+		{"max-connection-age/h2c", 300, []string{"max-connection-age"}, map[bool]span{false: {0, 0.50}, true: {0.85, 0.99}}},
+		{"max-connection-age/keep-alive", 800, nil, map[bool]span{false: {0, 0.89}}},
 	} {
 		a := shipped(t, tc.run)
 		r, err := Check(a, Limits{Confidence: 0.95, MinNewPodShare: f64(0.6), Tolerance: 0.01})
