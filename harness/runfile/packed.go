@@ -37,17 +37,26 @@ func OpenRaw(dir, name string) (io.ReadCloser, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	pf, perr := Open(dir, name+Packed)
+	u, perr := openPacked(dir, name)
 	if errors.Is(perr, os.ErrNotExist) {
 		return nil, err // name's own error: neither form is there
 	}
 	if perr != nil {
 		return nil, perr
 	}
-	zr, zerr := gzip.NewReader(pf)
-	if zerr != nil {
+	return u, nil
+}
+
+// openPacked opens name's packed form, unpacked as it is read.
+func openPacked(dir, name string) (*unpacked, error) {
+	pf, err := Open(dir, name+Packed)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := gzip.NewReader(pf)
+	if err != nil {
 		pf.Close()
-		return nil, fmt.Errorf("%s: not a packed raw file: %w", filepath.Join(dir, name+Packed), zerr)
+		return nil, fmt.Errorf("%s: not a packed raw file: %w", filepath.Join(dir, name+Packed), err)
 	}
 	return &unpacked{zr: zr, f: pf, path: filepath.Join(dir, name+Packed), left: maxUnpacked}, nil
 }
@@ -80,10 +89,12 @@ func (u *unpacked) Close() error {
 	return zerr
 }
 
-// Exists says whether name, or its packed form, is a file in dir.
+// Exists says whether name, or its packed form, is in dir, whatever it
+// is: Open and OpenRaw say whether it can be read (a link or a FIFO in
+// its place is then an error naming it, not a file taken as missing).
 func Exists(dir, name string) bool {
 	for _, n := range []string{name, name + Packed} {
-		if fi, err := os.Lstat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 			return true
 		}
 	}
@@ -135,17 +146,13 @@ func Pack(dir string, names []string) (before, after int64, err error) {
 // samePacked reads name's packed form back and checks it unpacks to the
 // original's digest.
 func samePacked(dir, name string, want []byte) error {
-	pf, err := Open(dir, name+Packed)
+	u, err := openPacked(dir, name)
 	if err != nil {
 		return err
 	}
-	defer pf.Close()
-	zr, err := gzip.NewReader(pf)
-	if err != nil {
-		return err
-	}
+	defer u.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, zr); err != nil {
+	if _, err := io.Copy(h, u); err != nil {
 		return fmt.Errorf("reading back %s: %w", filepath.Join(dir, name+Packed), err)
 	}
 	if !bytes.Equal(h.Sum(nil), want) {

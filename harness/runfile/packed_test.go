@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -55,6 +56,12 @@ func TestPack(t *testing.T) {
 	}
 	if _, err := OpenRaw(dir, "gone.jsonl"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	// A FIFO in a raw file's place is there, and refused by name when
+	// read, never taken as missing.
+	must(t, syscall.Mkfifo(filepath.Join(dir, "fifo.jsonl"), 0o644))
+	if _, err := OpenRaw(dir, "fifo.jsonl"); !Exists(dir, "fifo.jsonl") || err == nil || !strings.Contains(err.Error(), "is not a regular file (a FIFO)") {
+		t.Errorf("a FIFO: exists %v, read %v; want it there and refused", Exists(dir, "fifo.jsonl"), err)
 	}
 	must(t, os.WriteFile(filepath.Join(dir, "bad.jsonl.gz"), []byte("not gzip"), 0o644))
 	if _, err := OpenRaw(dir, "bad.jsonl"); err == nil || !strings.Contains(err.Error(), "bad.jsonl.gz: not a packed raw file") {
