@@ -128,8 +128,11 @@ func checkCustomRun(t *testing.T, dir string, a *analysis.Analysis, target strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if target == "clusterip" && (len(ri.Traffic.Targets) != 1 || !strings.HasPrefix(ri.Traffic.Targets[0].URL, "http://shop.")) {
-		t.Errorf("run.json targets %+v: want the app's own Service, shop", ri.Traffic.Targets)
+	if ri.Traffic.Generators != 3 {
+		t.Errorf("run.json: %d generators, want 3", ri.Traffic.Generators)
+	}
+	if target == "clusterip" && (len(ri.Traffic.Targets) != 1 || !strings.HasPrefix(ri.Traffic.Targets[0].URL, "http://shop.") || !strings.Contains(ri.Traffic.Targets[0].URL, ".svc.cluster.local.:80/")) {
+		t.Errorf("run.json targets %+v: want the app's own Service, shop, by its name, port 80", ri.Traffic.Targets)
 	}
 	events := readEvents(t, dir)
 	placed := map[string]bool{}
