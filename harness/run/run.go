@@ -447,7 +447,7 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	// WaitAnswering's requests, which the client did not send.
 	r.scrapeApp(ctx)
 	var sent, failed atomic.Uint64
-	reach := newReach(v.Name)
+	reach := newReach()
 	// The host client, or the generator pods (traffic.generators).
 	src, loadDone, err := r.startLoad(ctx, v.Name, cfg, func(rec traffic.Record) {
 		r.metrics.Observe(v.Name, rec)
@@ -484,7 +484,7 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	}
 
 	runErr := r.rollouts(ctx, rv, &lastFailure, &failed, reach, func() error {
-		return unreachable(v.Name, sent.Load(), failed.Load(), reach.first.Load())
+		return unreachable(sent.Load(), failed.Load(), reach.first.Load())
 	})
 
 	stats, stopErr := src.Stop()

@@ -36,9 +36,8 @@ const (
 // target's first answers. note is called from the load sources' record
 // callbacks; after close it keeps only the first failure.
 type reach struct {
-	variant string
-	first   atomic.Pointer[traffic.Record]
-	closed  atomic.Bool
+	first  atomic.Pointer[traffic.Record]
+	closed atomic.Bool
 
 	mu      sync.Mutex
 	targets map[targetKey]*targetStart
@@ -54,8 +53,8 @@ type targetStart struct {
 	first           traffic.Record // its first failure
 }
 
-func newReach(variant string) *reach {
-	return &reach{variant: variant, targets: map[targetKey]*targetStart{}, start: time.Now(), broken: make(chan error, 1)}
+func newReach() *reach {
+	return &reach{targets: map[targetKey]*targetStart{}, start: time.Now(), broken: make(chan error, 1)}
 }
 
 // note takes one answer. An idle-closed connection is no verdict on the
@@ -100,8 +99,8 @@ func (r *reach) brokenErr(k targetKey, t *targetStart) error {
 	if k.origin != traffic.HostOrigin && k.origin != "" {
 		from = " from " + k.origin
 	}
-	return fmt.Errorf("variant %s: the first %d requests to %s%s all failed, the first: %s: %s: the target is unreachable or broken, so its rollouts would measure nothing (stopped %s into the control window, before its rollouts; what was recorded is kept)",
-		r.variant, ProbeRequests, k.url, from, t.first.Class, t.first.Error, time.Since(r.start).Round(100*time.Millisecond))
+	return fmt.Errorf("the first %d requests to %s%s all failed, the first: %s: %s: the target is unreachable or broken, so its rollouts would measure nothing (stopped %s into the control window, before its rollouts; what was recorded is kept)",
+		ProbeRequests, k.url, from, t.first.Class, t.first.Error, time.Since(r.start).Round(100*time.Millisecond))
 }
 
 // control holds the control window for d, or returns the first broken
@@ -122,8 +121,9 @@ func (r *reach) control(ctx context.Context, d time.Duration) error {
 
 // unreachable returns the error that stops the run when failed of sent
 // control-window requests show the target unreachable or broken, else
-// nil. first is the first failure seen, nil for none.
-func unreachable(variant string, sent, failed uint64, first *traffic.Record) error {
+// nil. first is the first failure seen, nil for none. The run names the
+// variant before it.
+func unreachable(sent, failed uint64, first *traffic.Record) error {
 	if sent < minControlRequests || float64(failed) <= UnreachableShare*float64(sent) {
 		return nil
 	}
@@ -131,6 +131,6 @@ func unreachable(variant string, sent, failed uint64, first *traffic.Record) err
 	if first != nil {
 		why = fmt.Sprintf("; the first: %s to %s: %s", first.Class, first.URL, first.Error)
 	}
-	return fmt.Errorf("variant %s: %d of %d requests failed in the control window, before any rollout: the target is unreachable or broken, so its rollouts would measure nothing%s (stopped before its rollouts; what was recorded is kept)",
-		variant, failed, sent, why)
+	return fmt.Errorf("%d of %d requests failed in the control window, before any rollout: the target is unreachable or broken, so its rollouts would measure nothing%s (stopped before its rollouts; what was recorded is kept)",
+		failed, sent, why)
 }
