@@ -19,39 +19,30 @@ import (
 	"github.com/droprun/droprun/harness/traffic"
 )
 
-// TestIntegrationRunTraefik: through Traefik Proxy (an ingress controller
-// that sends to pod IPs from its own endpoint list), read through its API
-// every 20 ms from inside a node; see testFront.
-func TestIntegrationRunTraefik(t *testing.T) {
-	testFront(t, "traefik", "prober")
-}
-
 // TestIntegrationRunCaddy: through Caddy, which finds the web pods by a
 // headless Service's DNS name, looked up again every second, and logs each
-// lookup; see testFront.
+// lookup; see testFront. Traefik, read through its API every 20 ms from
+// inside a node, is measured from generator pods with a user's own app
+// (TestIntegrationRunCustomApp) and held to the same stops.
 func TestIntegrationRunCaddy(t *testing.T) {
 	testFront(t, "caddy", "log")
 }
 
 // testFront runs no-prestop and graceful-drain through the front target
 // (built from the Go module proxy once and kept in the user's cache), at
-// 150 req/s: a front, its access log streamed through the API server and
-// its readings keep this 2-core machine 90-98 % busy at 300 (a clean-clone
-// CI run lost 3,014 answers Traefik gave), and a run the rig stalled in is
-// measured again (quietRun):
+// 150 req/s from the host: a front, its access log streamed through the
+// API server and its readings keep this 2-core machine 90-98 % busy at
+// 300 (a clean-clone CI run lost 3,014 answers Traefik gave), and a run
+// the rig stalled in whose checks fail is measured again (quietRun):
 // both control windows are clean, no-prestop's drops show as 502s, and
 // graceful-drain, which serves until it is out of every endpoint list,
 // drops none beyond the rig's floor and the answers the front gave that
-// the client never received (charged to the way back from the front). The front's access log
-// (frontlog.jsonl) holds a line for nearly every request, joined to the
-// client's record by its ID, and every 502 the client got is one the front
-// logged. The front's own account of the pods it sends to, read via via,
-// shows it stop sending to every web pod the rollouts deleted
-// (front.removed), each stop placed by its readings and narrowed by its
-// access log (the front's last send to the pod; through Traefik, its
-// picks of the others after it): half to within 100 ms, every one
-// within two reads' timeouts (500 ms each) and a poll. (Traefik's reads
-// slow down while it applies a change; docs/fronts.md.) No-prestop's drops are explained by the
+// the client never received (charged to the way back from the front).
+// The front's access log (frontlog.jsonl) holds a line for nearly every
+// request, joined to the client's record by its ID, and every 502 the
+// client got is one the front logged. The front's own account of the pods
+// it sends to, read via via, places its stop of sending to every deleted
+// web pod (checkFrontStops). No-prestop's drops are explained by the
 // (pod, front pod) race windows, well above chance; those the rig excused
 // (a stalled client or node) and those the front answered 2xx are left
 // out of that count, and graceful-drain's floor, and said.
@@ -66,8 +57,96 @@ variants:
 rollouts: 2
 traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target: %s}
 `, target, target))
-	a, dir := quietRun(ctx, t, sc)
-	lines := readFrontLog(t, dir)
+	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, dir string) {
+		lines := readFrontLog(t, dir)
+		checkFrontStops(t, dir, a, target, via, "web-")
+		for _, v := range a.Summary.Variants {
+			t.Logf("%s %s: %d drops of %d, classes %v, control %d/%d", target, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
+			if v.Control.Failures > 0 || v.Control.Requests == 0 {
+				t.Errorf("%s through %s: control %d failures in %d requests, want a clean control window", v.Variant, target, v.Control.Failures, v.Control.Requests)
+			}
+			rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, traffic.HostOrigin)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n, joined, bad502, answered int
+			upstreams := map[string]int{}
+			err = traffic.ReadResults(rf, func(rec traffic.Record) error {
+				n++
+				l, ok := lines[rec.RequestID()]
+				if ok {
+					joined++
+				}
+				if rec.Code == 502 && (!ok || l.Status != 502) {
+					bad502++
+				}
+				if ok && rec.Class.Failed() {
+					upstreams[fmt.Sprintf("%s %d", l.Upstream, l.Status)]++
+					if l.Status >= 200 && l.Status < 300 {
+						answered++
+						// Where the time went: before the front read it,
+						// or in its answer.
+						t.Logf("%s %s: %s answered %s (sent %s) 200: read %s after it was sent, answered in %s; the client: %s after %s",
+							target, v.Variant, l.Pod, rec.RequestID(), rec.Time.Format("15:04:05.000"), l.Start.Sub(rec.Time).Round(time.Millisecond),
+							l.Duration.Round(time.Millisecond), rec.Class, rec.Latency.Round(time.Millisecond))
+					}
+				}
+				return nil
+			})
+			rf.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s %s: %d of %d requests in its access log; failures by upstream and status: %v", target, v.Variant, joined, n, upstreams)
+			if n == 0 || float64(joined) < 0.95*float64(n) || bad502 > 0 {
+				t.Errorf("%s through %s: %d of %d requests joined to its access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", v.Variant, target, joined, n, bad502)
+			}
+			// The drops the front answered 2xx (the client never received the
+			// answers) are charged to the way back from the front, each one
+			// a line of its log the test finds too.
+			after := v.ByHop[analysis.HopFrontAnswered]
+			if after > uint64(answered) {
+				t.Errorf("%s through %s: %d drops charged to %q, but only %d failed requests have a 2xx line in its log", v.Variant, target, after, analysis.HopFrontAnswered, answered)
+			}
+			switch v.Variant {
+			case "no-prestop":
+				if v.Drops == 0 || v.Classes[traffic.Class502] == 0 {
+					t.Errorf("no-prestop through %s: %d drops, classes %v; want drops, 502s among them", target, v.Drops, v.Classes)
+				}
+				// Each drop is placed by the front pod that handled it and
+				// the pod it chose: inside that (pod, front pod) window,
+				// from the pod's listener close to the front's stop of
+				// sending to it, well above chance.
+				e := v.Explained
+				if e == nil {
+					t.Fatalf("no-prestop through %s: no explanation of its %d drops", target, v.Drops)
+				}
+				named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
+				shifted := 0.0
+				if e.Chance != nil {
+					shifted = e.Chance.TimesShifted
+				}
+				t.Logf("no-prestop through %s: of %d drops, %d named a front pod; explained %+v, times-shifted baseline %.0f", target, v.Drops, named, e, shifted)
+				if got := float64(e.Explained + e.Cut); named == 0 || got < 0.95*float64(named) || got < shifted+0.5*float64(named) {
+					t.Errorf("no-prestop through %s: %d of the %d drops that name a front pod explained by its race windows (times-shifted baseline %.0f); want at least 95%%, and 50 points above the baseline", target, e.Explained+e.Cut, named, shifted)
+				}
+			case "graceful-drain":
+				checkAtFloor(t, "graceful-drain through "+target, v)
+			}
+		}
+	})
+}
+
+// checkFrontStops holds the front target's own account of the pods it
+// sends to, read via via, in the run in dir: it shows the front stop
+// sending to every app pod (named pods*) the rollouts deleted
+// (front.removed), each stop placed by its readings and narrowed by its
+// access log (the front's last send to the pod; through Traefik, its
+// picks of the others after it): half to within 100 ms, every one within
+// two reads' timeouts (500 ms each) and a poll. (Traefik's reads slow down
+// while it applies a change; docs/fronts.md.)
+func checkFrontStops(t testing.TB, dir string, a *analysis.Analysis, target, via, pods string) {
+	t.Helper()
 	ef, err := os.Open(filepath.Join(dir, analysis.EventsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +162,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 				t.Errorf("%s pod %s read via %q, want %s", target, e.Pod, e.Detail["via"], via)
 			}
 		case timeline.KindPodDeletionRequested:
-			if strings.HasPrefix(e.Pod, "web-") && e.IP != "" {
+			if strings.HasPrefix(e.Pod, pods) && e.IP != "" {
 				deleted[e.IP] = e.Time
 			}
 		case timeline.KindFrontRemoved:
@@ -101,15 +180,15 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 		t.Fatal(err)
 	}
 	if len(deleted) == 0 {
-		t.Fatal("no web pod deletion in the timeline")
+		t.Fatalf("no deletion of a pod named %s* in the timeline", pods)
 	}
 	for ip, d := range deleted {
 		r, ok := removed[ip]
 		if !ok {
-			t.Errorf("web pod %s, deleted at %s: %s never showed it stop sending to it", ip, d.Format("15:04:05.000"), target)
+			t.Errorf("pod %s, deleted at %s: %s never showed it stop sending to it", ip, d.Format("15:04:05.000"), target)
 			continue
 		}
-		t.Logf("web pod %s: %s stopped sending to it %s after its deletion", ip, target, r.Sub(d).Round(time.Millisecond))
+		t.Logf("pod %s: %s stopped sending to it %s after its deletion", ip, target, r.Sub(d).Round(time.Millisecond))
 	}
 	slices.Sort(placed)
 	if len(placed) == 0 {
@@ -140,80 +219,6 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 	if median > 100*time.Millisecond || worst > 2*500*time.Millisecond+closeprobe.PollEvery {
 		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want 100 ms and two reads' timeouts plus a poll", median, worst)
 	}
-	for _, v := range a.Summary.Variants {
-		t.Logf("%s %s: %d drops of %d, classes %v, control %d/%d", target, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
-		if v.Control.Failures > 0 || v.Control.Requests == 0 {
-			t.Errorf("%s through %s: control %d failures in %d requests, want a clean control window", v.Variant, target, v.Control.Failures, v.Control.Requests)
-		}
-		rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, traffic.HostOrigin)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n, joined, bad502, answered int
-		upstreams := map[string]int{}
-		err = traffic.ReadResults(rf, func(rec traffic.Record) error {
-			n++
-			l, ok := lines[rec.RequestID()]
-			if ok {
-				joined++
-			}
-			if rec.Code == 502 && (!ok || l.Status != 502) {
-				bad502++
-			}
-			if ok && rec.Class.Failed() {
-				upstreams[fmt.Sprintf("%s %d", l.Upstream, l.Status)]++
-				if l.Status >= 200 && l.Status < 300 {
-					answered++
-					// Where the time went: before the front read it,
-					// or in its answer.
-					t.Logf("%s %s: %s answered %s (sent %s) 200: read %s after it was sent, answered in %s; the client: %s after %s",
-						target, v.Variant, l.Pod, rec.RequestID(), rec.Time.Format("15:04:05.000"), l.Start.Sub(rec.Time).Round(time.Millisecond),
-						l.Duration.Round(time.Millisecond), rec.Class, rec.Latency.Round(time.Millisecond))
-				}
-			}
-			return nil
-		})
-		rf.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s %s: %d of %d requests in its access log; failures by upstream and status: %v", target, v.Variant, joined, n, upstreams)
-		if n == 0 || float64(joined) < 0.95*float64(n) || bad502 > 0 {
-			t.Errorf("%s through %s: %d of %d requests joined to its access log, %d 502s it did not log as 502; want at least 95%% joined and every 502 logged", v.Variant, target, joined, n, bad502)
-		}
-		// The drops the front answered 2xx (the client never received the
-		// answers) are charged to the way back from the front, each one
-		// a line of its log the test finds too.
-		after := v.ByHop[analysis.HopFrontAnswered]
-		if after > uint64(answered) {
-			t.Errorf("%s through %s: %d drops charged to %q, but only %d failed requests have a 2xx line in its log", v.Variant, target, after, analysis.HopFrontAnswered, answered)
-		}
-		switch v.Variant {
-		case "no-prestop":
-			if v.Drops == 0 || v.Classes[traffic.Class502] == 0 {
-				t.Errorf("no-prestop through %s: %d drops, classes %v; want drops, 502s among them", target, v.Drops, v.Classes)
-			}
-			// Each drop is placed by the front pod that handled it and
-			// the pod it chose: inside that (pod, front pod) window,
-			// from the pod's listener close to the front's stop of
-			// sending to it, well above chance.
-			e := v.Explained
-			if e == nil {
-				t.Fatalf("no-prestop through %s: no explanation of its %d drops", target, v.Drops)
-			}
-			named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
-			shifted := 0.0
-			if e.Chance != nil {
-				shifted = e.Chance.TimesShifted
-			}
-			t.Logf("no-prestop through %s: of %d drops, %d named a front pod; explained %+v, times-shifted baseline %.0f", target, v.Drops, named, e, shifted)
-			if got := float64(e.Explained + e.Cut); named == 0 || got < 0.95*float64(named) || got < shifted+0.5*float64(named) {
-				t.Errorf("no-prestop through %s: %d of the %d drops that name a front pod explained by its race windows (times-shifted baseline %.0f); want at least 95%%, and 50 points above the baseline", target, e.Explained+e.Cut, named, shifted)
-			}
-		case "graceful-drain":
-			checkAtFloor(t, "graceful-drain through "+target, v)
-		}
-	}
 }
 
 // checkJoined holds v's requests from three generator pods to a front's
@@ -221,7 +226,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 // generator pod's name (unique across the pods, so a replaced pod never
 // repeats one), the log joins at least 95 % of them by it, and every 502
 // the client got is one the front logged.
-func checkJoined(t *testing.T, dir string, v analysis.VariantSummary, lines map[string]frontlog.Line, placed map[string]bool) {
+func checkJoined(t testing.TB, dir string, v analysis.VariantSummary, lines map[string]frontlog.Line, placed map[string]bool) {
 	t.Helper()
 	var n, joined, bad502 int
 	badIDs := map[string]int{}
@@ -267,7 +272,7 @@ func checkJoined(t *testing.T, dir string, v analysis.VariantSummary, lines map[
 // here: 424 timeouts, 287 of them answered late by Caddy, which a starved
 // node reached 1.2 s late). Refusals are never excused: every other drop
 // is the row's own, and at most drainFloor may be.
-func checkAtFloor(t *testing.T, label string, v analysis.VariantSummary) {
+func checkAtFloor(t testing.TB, label string, v analysis.VariantSummary) {
 	t.Helper()
 	// An excused timeout may be one the front answered too: a rollout's
 	// lost drops are at least the larger of the two.
@@ -293,7 +298,7 @@ const drainFloor = 5
 
 // readFrontLog reads the run's front access log (frontlog.jsonl) by
 // request ID.
-func readFrontLog(t *testing.T, dir string) map[string]frontlog.Line {
+func readFrontLog(t testing.TB, dir string) map[string]frontlog.Line {
 	t.Helper()
 	lines := map[string]frontlog.Line{}
 	f, err := os.Open(filepath.Join(dir, frontlog.File))

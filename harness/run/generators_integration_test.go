@@ -27,7 +27,7 @@ import (
 // offset, estimated at its start and stop, holds kind's 0 within its
 // bound; the drops are put down to the sending pods' nodes, no hop goes
 // unseen, and no generator Job is left after the run.
-func checkEastWest(ctx context.Context, t *testing.T, a *analysis.Analysis, events []timeline.Event, v analysis.VariantSummary, cfg cluster.Config, ns string) {
+func checkEastWest(ctx context.Context, t testing.TB, a *analysis.Analysis, events []timeline.Event, v analysis.VariantSummary, cfg cluster.Config, ns string) {
 	t.Helper()
 	gaps := map[string]int{}
 	nodes := map[string]bool{}
@@ -102,7 +102,7 @@ func checkEastWest(ctx context.Context, t *testing.T, a *analysis.Analysis, even
 // came home once: their account (the traffic.stop event's), the records
 // in their results files, the requests analysed and the sum of the
 // classes are one number, and none of their results went unread.
-func checkGeneratorsAccount(t *testing.T, dir string, events []timeline.Event, v analysis.VariantSummary, generators int) {
+func checkGeneratorsAccount(t testing.TB, dir string, events []timeline.Event, v analysis.VariantSummary, generators int) {
 	t.Helper()
 	var stats *traffic.Stats
 	for _, e := range events {

@@ -73,44 +73,45 @@ variants:
 rollouts: 2
 traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, settle: 3s, balance: 10s}
 `, pc.wire, pc.drops, pc.clean, pc.wire))
-	a, dir := quietRun(ctx, t, sc)
-	if got := a.Summary.Traffic.ProtocolOf(); got != pc.protocol || a.Summary.Traffic.Connections != 4 {
-		t.Errorf("the run recorded protocol %s with %d connections, want %s with 4", got, a.Summary.Traffic.Connections, pc.protocol)
-	}
-	const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
-	for _, v := range a.Summary.Variants {
-		t.Logf("%s %s: %d drops of %d, classes %v, masked %d %v, control %d/%d", pc.wire, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Masked, v.MaskedClasses, v.Control.Failures, v.Control.Requests)
-		if v.Control.Failures > 0 || v.Control.Requests == 0 {
-			t.Errorf("%s %s: control %d failures in %d requests, want a clean control window", pc.wire, v.Variant, v.Control.Failures, v.Control.Requests)
+	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, dir string) {
+		if got := a.Summary.Traffic.ProtocolOf(); got != pc.protocol || a.Summary.Traffic.Connections != 4 {
+			t.Errorf("the run recorded protocol %s with %d connections, want %s with 4", got, a.Summary.Traffic.Connections, pc.protocol)
 		}
-		for c, n := range v.Classes {
-			if c.Failed() && n > 0 && !slices.Contains(pc.classes, c) {
-				t.Errorf("%s %s: %d requests of class %s, not one its client meets in a rollout (%v); their errors: %q",
-					pc.wire, v.Variant, n, c, pc.classes, errorsOf(t, dir, v.Variant, c, 5))
+		const floor = 5 // the rig's own drops on a used cluster (see TestIntegrationStarvedRig)
+		for _, v := range a.Summary.Variants {
+			t.Logf("%s %s: %d drops of %d, classes %v, masked %d %v, control %d/%d", pc.wire, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Masked, v.MaskedClasses, v.Control.Failures, v.Control.Requests)
+			if v.Control.Failures > 0 || v.Control.Requests == 0 {
+				t.Errorf("%s %s: control %d failures in %d requests, want a clean control window", pc.wire, v.Variant, v.Control.Failures, v.Control.Requests)
 			}
-		}
-		balanced(t, dir, pc.wire, v, 300)
-		switch v.Variant {
-		case pc.drops:
-			if v.RolloutsWithDrops == 0 {
-				t.Errorf("%s %s: no rollout dropped (classes %v): the race was not reproduced", pc.wire, v.Variant, v.Classes)
-			}
-		case pc.clean:
-			if v.Drops-v.Excused > floor {
-				t.Errorf("%s %s: %d drops (%d excused as the rig's), classes %v; want at most %d", pc.wire, v.Variant, v.Drops, v.Excused, v.Classes, floor)
-			}
-			// What a retry hid is the GOAWAY's refusal (or the
-			// connection closing under the stream), never unknown.
-			t.Logf("%s %s: %d requests retried behind the client's back, by class %v", pc.wire, v.Variant, v.Masked, v.MaskedClasses)
-			for _, c := range slices.Sorted(maps.Keys(v.MaskedClasses)) {
-				if c != traffic.ClassGoAway && c != traffic.ClassEOF && c != traffic.ClassReset {
-					t.Errorf("%s %s: %d masked requests hid a failure of class %s, want %s (or the connection closing)", pc.wire, v.Variant, v.MaskedClasses[c], c, traffic.ClassGoAway)
+			for c, n := range v.Classes {
+				if c.Failed() && n > 0 && !slices.Contains(pc.classes, c) {
+					t.Errorf("%s %s: %d requests of class %s, not one its client meets in a rollout (%v); their errors: %q",
+						pc.wire, v.Variant, n, c, pc.classes, errorsOf(t, dir, v.Variant, c, 5))
 				}
 			}
-		default:
-			t.Errorf("the run measured variant %s, want %s and %s", v.Variant, pc.drops, pc.clean)
+			balanced(t, dir, pc.wire, v, 300)
+			switch v.Variant {
+			case pc.drops:
+				if v.RolloutsWithDrops == 0 {
+					t.Errorf("%s %s: no rollout dropped (classes %v): the race was not reproduced", pc.wire, v.Variant, v.Classes)
+				}
+			case pc.clean:
+				if v.Drops-v.Excused > floor {
+					t.Errorf("%s %s: %d drops (%d excused as the rig's), classes %v; want at most %d", pc.wire, v.Variant, v.Drops, v.Excused, v.Classes, floor)
+				}
+				// What a retry hid is the GOAWAY's refusal (or the
+				// connection closing under the stream), never unknown.
+				t.Logf("%s %s: %d requests retried behind the client's back, by class %v", pc.wire, v.Variant, v.Masked, v.MaskedClasses)
+				for _, c := range slices.Sorted(maps.Keys(v.MaskedClasses)) {
+					if c != traffic.ClassGoAway && c != traffic.ClassEOF && c != traffic.ClassReset {
+						t.Errorf("%s %s: %d masked requests hid a failure of class %s, want %s (or the connection closing)", pc.wire, v.Variant, v.MaskedClasses[c], c, traffic.ClassGoAway)
+					}
+				}
+			default:
+				t.Errorf("the run measured variant %s, want %s and %s", v.Variant, pc.drops, pc.clean)
+			}
 		}
-	}
+	})
 }
 
 // balanced checks that every rollout of v has the new pods' shares over
@@ -120,7 +121,7 @@ traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, set
 // at most the client's rate: a dropping variant's client can still fail
 // after the rollout completed (gRPC's reconnect backoff; a CI run's
 // grpc-graceful-stop got 2,553 answers in a 10 s span at 300/s).
-func balanced(t *testing.T, dir, wire string, v analysis.VariantSummary, rate float64) {
+func balanced(t testing.TB, dir, wire string, v analysis.VariantSummary, rate float64) {
 	t.Helper()
 	spans := map[int][2]time.Time{} // rollout → the span's edges
 	for _, e := range readEvents(t, dir) {
@@ -170,7 +171,7 @@ func balanced(t *testing.T, dir, wire string, v analysis.VariantSummary, rate fl
 
 // errorsOf returns up to n distinct error texts of class c in variant's
 // results under dir: what a test names when a class is unexpected.
-func errorsOf(t *testing.T, dir, variant string, c traffic.Class, n int) []string {
+func errorsOf(t testing.TB, dir, variant string, c traffic.Class, n int) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(variant)))
 	if err != nil {
@@ -210,37 +211,38 @@ variants:
 rollouts: 1
 traffic: {rate: 300, keepAlive: true, connections: 10, idleTimeout: 150ms, arrivals: poisson, method: POST, control: 15s, between: 3s, settle: 3s, balance: 0s}
 `)
-	a, dir := quietRun(ctx, t, sc)
-	for _, v := range a.Summary.Variants {
-		o := v.Idle
-		if o == nil {
-			t.Fatalf("%s: no idle timeouts in the summary", v.Variant)
-		}
-		text := report.IdleText(o)
-		t.Logf("%s: control %d/%d %v; %s", v.Variant, v.Control.Failures, v.Control.Requests, v.Control.Classes, text)
-		for _, s := range v.Suspect {
-			if strings.Contains(s, "no clean baseline") {
-				t.Errorf("%s: %s; want the baseline not to wait for idle-closed failures", v.Variant, s)
+	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, dir string) {
+		for _, v := range a.Summary.Variants {
+			o := v.Idle
+			if o == nil {
+				t.Fatalf("%s: no idle timeouts in the summary", v.Variant)
+			}
+			text := report.IdleText(o)
+			t.Logf("%s: control %d/%d %v; %s", v.Variant, v.Control.Failures, v.Control.Requests, v.Control.Classes, text)
+			for _, s := range v.Suspect {
+				if strings.Contains(s, "no clean baseline") {
+					t.Errorf("%s: %s; want the baseline not to wait for idle-closed failures", v.Variant, s)
+				}
+			}
+			switch v.Variant {
+			case "app-closes-first":
+				if !o.AppFirst || o.ControlFailed == 0 || o.ControlFailed != v.Control.Failures {
+					t.Errorf("%s: app first %v, %d idle-closed of the control window's %d failures (%v; errors %q); want some, and nothing else",
+						v.Variant, o.AppFirst, o.ControlFailed, v.Control.Failures, v.Control.Classes, errorsOf(t, dir, v.Variant, traffic.ClassOther, 3))
+				}
+				if !strings.Contains(text, "idle for 100ms, before the client's 150ms") {
+					t.Errorf("%s: the report says %q; want it to name both timeouts in order", v.Variant, text)
+				}
+			case "client-closes-first":
+				if o.AppFirst || v.Control.Failures != 0 || v.Control.Requests == 0 {
+					t.Errorf("%s: app first %v, control %d failures in %d requests (%v); want a clean control window", v.Variant, o.AppFirst, v.Control.Failures, v.Control.Requests, v.Control.Classes)
+				}
+				if !strings.Contains(text, "idle for 150ms, before the app's 1s: the safe order") {
+					t.Errorf("%s: the report says %q; want it to name both timeouts in order", v.Variant, text)
+				}
+			default:
+				t.Errorf("the run measured variant %s, want app-closes-first and client-closes-first", v.Variant)
 			}
 		}
-		switch v.Variant {
-		case "app-closes-first":
-			if !o.AppFirst || o.ControlFailed == 0 || o.ControlFailed != v.Control.Failures {
-				t.Errorf("%s: app first %v, %d idle-closed of the control window's %d failures (%v; errors %q); want some, and nothing else",
-					v.Variant, o.AppFirst, o.ControlFailed, v.Control.Failures, v.Control.Classes, errorsOf(t, dir, v.Variant, traffic.ClassOther, 3))
-			}
-			if !strings.Contains(text, "idle for 100ms, before the client's 150ms") {
-				t.Errorf("%s: the report says %q; want it to name both timeouts in order", v.Variant, text)
-			}
-		case "client-closes-first":
-			if o.AppFirst || v.Control.Failures != 0 || v.Control.Requests == 0 {
-				t.Errorf("%s: app first %v, control %d failures in %d requests (%v); want a clean control window", v.Variant, o.AppFirst, v.Control.Failures, v.Control.Requests, v.Control.Classes)
-			}
-			if !strings.Contains(text, "idle for 150ms, before the app's 1s: the safe order") {
-				t.Errorf("%s: the report says %q; want it to name both timeouts in order", v.Variant, text)
-			}
-		default:
-			t.Errorf("the run measured variant %s, want app-closes-first and client-closes-first", v.Variant)
-		}
-	}
+	})
 }

@@ -107,7 +107,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 
 // checkPairs checks that every pod a row's rollouts deleted has a pair on
 // each of the 3 nodes, each seen in the node's own rules.
-func checkPairs(t *testing.T, v analysis.VariantSummary) {
+func checkPairs(t testing.TB, v analysis.VariantSummary) {
 	t.Helper()
 	pods := map[string]int{}
 	for _, g := range v.Routes {
@@ -136,7 +136,7 @@ func checkPairs(t *testing.T, v analysis.VariantSummary) {
 // one CI run explained 86 %, 147 of 1,057 drops (timeouts) outside every
 // window, cause not yet known: every unexplained drop is printed beside
 // its node's nearest window, so the next such run shows where they fell.
-func checkExplained(t *testing.T, dir string, v analysis.VariantSummary) {
+func checkExplained(t testing.TB, dir string, v analysis.VariantSummary) {
 	t.Helper()
 	e := v.Explained
 	if e == nil {
@@ -168,7 +168,7 @@ func checkExplained(t *testing.T, dir string, v analysis.VariantSummary) {
 // where each fell against the nearest race window of a pod on the node
 // that routed it: how long after its listener closed and after the node
 // stopped routing to it.
-func logUnexplained(t *testing.T, dir string, v analysis.VariantSummary) {
+func logUnexplained(t testing.TB, dir string, v analysis.VariantSummary) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, analysis.FailuresFile))
 	if err != nil {
@@ -224,7 +224,7 @@ func absDur(d time.Duration) time.Duration {
 // between the two (a CI run: 5 of 51 off by up to 99 ms, direction not
 // recorded), so a stamp before the prober's last open connect is allowed
 // for 1 in 5.
-func checkProbedCloses(t *testing.T, dir string) {
+func checkProbedCloses(t testing.TB, dir string) {
 	t.Helper()
 	a, err := analysis.AgreeProbeIn(dir)
 	if err != nil {
