@@ -63,6 +63,7 @@ func Caddy(namespace, image string, upstream *corev1ac.ServiceApplyConfiguration
 						WithName(name).
 						WithImage(image).
 						WithImagePullPolicy(corev1.PullNever).
+						WithSecurityContext(restricted()).
 						WithArgs("run", "--config", "/etc/caddy/"+caddyConfig).
 						WithEnv(
 							corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS),

@@ -50,22 +50,6 @@ type Generators struct {
 	Token string
 }
 
-// restricted is a container security context within the Pod Security
-// restricted standard: not root, no privilege escalation, no capability,
-// the runtime's default seccomp profile. A generator needs nothing more:
-// it sends to high ports and writes only its stdout.
-func restricted() *corev1ac.SecurityContextApplyConfiguration {
-	return corev1ac.SecurityContext().
-		WithRunAsNonRoot(true).WithRunAsUser(nonRootUID).
-		WithAllowPrivilegeEscalation(false).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
-}
-
-// nonRootUID is the user droprun's own containers run as (distroless's
-// "nonroot").
-const nonRootUID = 65532
-
 // GeneratorsJob renders g as one Indexed Job: Count pods, one per
 // completion index, each the generator for its index
 // (JOB_COMPLETION_INDEX), all at once. A pod that fails is replaced, up to

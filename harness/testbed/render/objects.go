@@ -75,6 +75,7 @@ func Deployment(p Params) (*appsv1ac.DeploymentApplyConfiguration, error) {
 		WithName(variant.ContainerName).
 		WithImage(p.Image).
 		WithImagePullPolicy(corev1.PullNever). // images are loaded into the nodes; nothing is pulled
+		WithSecurityContext(restricted()).
 		WithArgs(args...).
 		// One P: on a small machine at 1000 req/s the Go runtime's wakeups
 		// of idle Ps cost more context switches than a second P saves.
@@ -240,6 +241,7 @@ func Gateway(namespace, image, upstreamService string) *appsv1ac.DeploymentApply
 					WithName(variant.GatewayName).
 					WithImage(image).
 					WithImagePullPolicy(corev1.PullNever).
+					WithSecurityContext(restricted()).
 					WithArgs("--mode=gateway", "--upstream="+upstream, "--shutdown=drain").
 					WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
 					WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(variant.ContainerPort),
@@ -248,6 +250,24 @@ func Gateway(namespace, image, upstreamService string) *appsv1ac.DeploymentApply
 						WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/readyz").WithPort(intstr.FromString("http"))).
 						WithPeriodSeconds(1))))))
 }
+
+// restricted is the security context of every container droprun renders
+// (the app, the gateway, Traefik, Caddy, the generators), within the Pod
+// Security restricted standard: not root, no privilege escalation, no
+// capability, the runtime's default seccomp profile. None needs more:
+// each listens on high ports, and its image already runs as nonRootUID;
+// Caddy writes only to an emptyDir.
+func restricted() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithRunAsNonRoot(true).WithRunAsUser(nonRootUID).
+		WithAllowPrivilegeEscalation(false).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// nonRootUID is the user droprun's own containers run as (distroless's
+// "nonroot").
+const nonRootUID = 65532
 
 func resourceList(m map[string]string) (corev1.ResourceList, error) {
 	if len(m) == 0 {

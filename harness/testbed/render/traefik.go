@@ -77,6 +77,7 @@ func Traefik(namespace, image, upstream string) []any {
 						WithName(name).
 						WithImage(image).
 						WithImagePullPolicy(corev1.PullNever).
+						WithSecurityContext(restricted()).
 						WithArgs(args...).
 						WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
 						WithPorts(
