@@ -32,9 +32,11 @@ func write(path string, runs int) error {
 	for _, block := range []struct {
 		name  string
 		modes []opchar.Mode
-	}{{"asserted", opchar.Modes}, {"measured", opchar.Measured}, {"truths", nil}, {"changes", nil}, {"coverage", nil}} {
+	}{{"asserted", opchar.Modes}, {"regression", nil}, {"truths", nil}, {"changes", nil}, {"coverage", nil}} {
 		var text string
 		switch block.name {
+		case "regression":
+			text = opchar.RegressionTable(opchar.Regressions(runs, opchar.Seed))
 		case "truths":
 			text = opchar.Truths()
 		case "changes":

@@ -3,7 +3,10 @@ package opchar
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,5 +128,127 @@ func TestChangeSearch(t *testing.T) {
 	}
 	if got, ok := Block(string(doc), "changes"); !ok || got != table {
 		t.Errorf("docs/statistics.md's change table is not this output: run make stats-table\nwant:\n%s\ngot:\n%s", table, got)
+	}
+}
+
+// TestDensityIsRatesLaw: each family's Density gives the likelihood
+// ratio Ceiling stands on. Where L(k·mu)/L(mu) is the true ratio of Rate's
+// laws, weighting draws at mu by it turns them into draws at k·mu:
+// E_mu[ratio·g(x)] = E_{k·mu}[g(x)] for every g. Checked for g = 1 (the
+// ratio's mean is 1) and for g = 1{x > q} at the 50th, 90th and 97th
+// percentiles of rates at k·mu (zero-inflated's bursts are its top quarter), at k = 0.8 and 1.25, over 200,000 draws: a
+// density whose dependence on the mean is wrong (a shape, a scale, an
+// atom that moves with it) fails.
+func TestDensityIsRatesLaw(t *testing.T) {
+	const n = 200_000
+	for _, f := range append(Families[:len(Families):len(Families)], DayEffect) {
+		rng := newRand(5)
+		mu := f.Limit
+		at := f.Density(mu)
+		for _, k := range []float64{0.8, 1.25} {
+			other := f.Density(k * mu)
+			there := make([]float64, n) // rates drawn at k·mu
+			for i := range there {
+				there[i] = f.Rate(rng, k*mu)
+			}
+			slices.Sort(there)
+			qs := []float64{there[n/2], there[9*n/10], there[97*n/100]}
+			var mean float64
+			above := make([]float64, len(qs))
+			for range n {
+				x := f.Rate(rng, mu)
+				w := math.Exp(other(x) - at(x))
+				mean += w / n
+				for j, q := range qs {
+					if x > q {
+						above[j] += w / n
+					}
+				}
+			}
+			if math.Abs(mean-1) > 0.01 {
+				t.Errorf("%s: E[L(%.2g·mu)/L(mu)] = %.4f under Rate at mu; want 1 ± 0.01: Density is not Rate's law", f.Name, k, mean)
+			}
+			for j, q := range qs {
+				want := float64(n-sort.SearchFloat64s(there, math.Nextafter(q, 2))) / n
+				if math.Abs(above[j]-want) > 0.005 {
+					t.Errorf("%s: weighted draws at mu put %.3f above %.3g, draws at %.2g·mu %.3f: Density is not Rate's law", f.Name, above[j], q, k, want)
+				}
+			}
+		}
+	}
+}
+
+// TestCeilingKnownCases holds Ceiling to powers known in closed form.
+// Heavy-tailed rates are lognormal (σ 1.2; the cap at 1 is out of reach
+// at these means), so the most powerful test is the z-test on the mean
+// log rate: Φ(ln 2·√r/σ − 1.645). A day effect of σ 0.35 on the log
+// rate hides a 2x from any test that sees the run's rate exactly:
+// Φ(ln 2/0.35 − 1.645) = 63.1 %, at any number of rollouts.
+func TestCeilingKnownCases(t *testing.T) {
+	heavy := Families[1]
+	if heavy.Name != "heavy-tailed" {
+		t.Fatalf("Families[1] is %s, want heavy-tailed", heavy.Name)
+	}
+	phi := func(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+	for _, r := range []int{3, 10} {
+		want := phi(math.Ln2*math.Sqrt(float64(r))/heavySigma - 1.6449)
+		if got := Ceiling(heavy, 2, r, CeilingRuns, 0.05, Seed); math.Abs(got-want) > 0.015 {
+			t.Errorf("heavy-tailed, %d rollouts: ceiling %.3f, want %.3f ± 0.015", r, got, want)
+		}
+	}
+	bound := phi(math.Ln2/DayEffect.Day - 1.6449)
+	if got := Ceiling(DayEffect, 2, 10, CeilingRuns, 0.05, Seed); got > bound+0.01 {
+		t.Errorf("day-effect, 10 rollouts: ceiling %.3f, above the %.3f a day effect of σ %.2f allows", got, bound, DayEffect.Day)
+	}
+}
+
+// belowTarget are the cells where a test could fail 85 % or more of 2x
+// regressions on their first run and --history fails fewer than 80 %,
+// each with why. TestRegressionCeiling fails when another opens, and when
+// one of these closes (so that the list, and docs/statistics.md, stay
+// true).
+var belowTarget = map[string]string{
+	"beta-binomial/5": "the ceiling knows the family's Beta shape and that runs do not differ by a day; --history measures how much runs differ on its 8 past runs (t on 7 degrees of freedom), as it must where they do (the day-effect family)",
+}
+
+// TestRegressionCeiling: --history's power against a 2x regression on
+// its first run, measured in every family and at 3, 5 and 10 rollouts,
+// never exceeds the ceiling (Ceiling: no gate that fails at most 5 % of
+// stable runs can; above it, the ceiling or the gate's level is wrong),
+// and reaches 80 % wherever the ceiling is 85 % or more (issue 36's
+// target, held where any test can meet it) but in the cells belowTarget
+// names. docs/statistics.md's table is this output (make stats-table
+// writes it).
+func TestRegressionCeiling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 simulated histories per cell take a while; make test runs it")
+	}
+	rows := Regressions(*runs, Seed)
+	if len(rows) != (len(Families)+1)*len(RolloutCounts) {
+		t.Fatalf("%d rows, want one per family (and the day effect) and rollout count", len(rows))
+	}
+	for _, r := range rows {
+		cell := fmt.Sprintf("%s/%d", r.Family, r.Rollouts)
+		t.Logf("%s: --history fails %.1f %%, the ceiling %.1f %%", cell, 100*r.Fail, 100*r.Ceiling)
+		if r.Fail > r.Ceiling+0.03 {
+			t.Errorf("%s: --history fails %.1f %% of 2x regressions, above the ceiling %.1f %%", cell, 100*r.Fail, 100*r.Ceiling)
+		}
+		why, known := belowTarget[cell]
+		switch short := r.Ceiling >= 0.85 && r.Fail < 0.80; {
+		case short && !known:
+			t.Errorf("%s: --history fails %.1f %% of 2x regressions where a test could fail %.1f %%: want 80 %%", cell, 100*r.Fail, 100*r.Ceiling)
+		case !short && known:
+			t.Errorf("%s: --history fails %.1f %% of 2x regressions, the ceiling %.1f %%: no longer below the target (%s); take it out of belowTarget and docs/statistics.md", cell, 100*r.Fail, 100*r.Ceiling, why)
+		}
+	}
+	if *runs != DefaultRuns {
+		return
+	}
+	doc, err := os.ReadFile("../../../docs/statistics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := Block(string(doc), "regression"); !ok || got != RegressionTable(rows) {
+		t.Errorf("docs/statistics.md's regression table is not this output: run make stats-table\nwant:\n%s\ngot:\n%s", RegressionTable(rows), got)
 	}
 }

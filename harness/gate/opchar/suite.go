@@ -263,7 +263,7 @@ func Truths() string {
 		fmt.Fprintf(&b, "- **%s** (limit %s): %s\n", f.Name, strconv.FormatFloat(f.Limit, 'g', -1, 64), f.Shape)
 	}
 	b.WriteString("\nModes (what breach and good mean; the day-effect family for the modes that compare runs):\n\n")
-	for _, m := range append(Modes[:len(Modes):len(Modes)], Measured...) {
+	for _, m := range append(Modes[:len(Modes):len(Modes)], Regression) {
 		fmt.Fprintf(&b, "- **%s**: %s\n", m.Name, m.Truths)
 	}
 	return b.String()
