@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
@@ -16,10 +17,13 @@ func newRenderCmd(s streams) *cobra.Command {
 	var initial bool
 	cmd := &cobra.Command{
 		Use:   "render --variant NAME [SCENARIO]",
-		Short: "Print the Deployment and Service droprun applies for a variant",
+		Short: "Print the objects droprun applies for a variant",
 		Long: `Print, as YAML, the objects droprun applies (with server-side apply) for one
-variant: the web Deployment and its NodePort Service (30080), plus the gateway
-Deployment and Service (30081) when the scenario sends traffic through it.
+variant: the web Deployment and its NodePort Service (30080), the front's
+objects (30081) when the scenario sends traffic through one, and the
+generators' Job when the load comes from pods (traffic.generators), with
+stand-ins for what only a run knows (its nodes' addresses, its control
+token, the generator image's tag).
 
 Without SCENARIO the variant is rendered with droprun's defaults (2 replicas,
 25%/25% surge/unavailable, a 30 s grace period, a 5 s preStop sleep). With a
@@ -45,6 +49,13 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if sc.Traffic.FromPods() {
+				job, err := generatorsJob(sc, i, objs)
+				if err != nil {
+					return err
+				}
+				y = append(append(y, "---\n"+generatorsNote...), job...)
+			}
 			_, err = s.Out.Write(y)
 			return err
 		},
@@ -66,4 +77,39 @@ func variantHelp() string {
 		fmt.Fprintf(&b, "  %-24s %s\n", v.Name, v.Summary)
 	}
 	return b.String()
+}
+
+// generatorsNote heads the generators' Job in render's output: what it
+// shows in place of what only a run knows.
+const generatorsNote = `# The generators' Job, as a run applies it for this variant (one per variant).
+# Only a run knows: NODE_IP, each node's InternalIP (one --target per node);
+# SERVICE_PORT, the port of your own Service (app.custom.service) that targets
+# the app; RUN_TOKEN, the random control token it makes; and SOURCE_HASH, the
+# tag of the generator image it builds (its binary's SHA-256, 12 digits).
+`
+
+// generatorsJob is the YAML of the generators' Job a run of variant i of
+// sc applies, with stand-ins for what only a run knows (generatorsNote).
+func generatorsJob(sc *scenario.Scenario, i int, objs render.Objects) ([]byte, error) {
+	p := sc.Path()
+	var targets []string
+	switch c := sc.App.Custom; {
+	case !p.Inside:
+		targets = []string{fmt.Sprintf("http://NODE_IP:%d%s", p.NodePort, sc.Traffic.Path)}
+	case c != nil && c.Service != "":
+		targets = []string{render.ServiceURL(c.Service, sc.Namespace, "SERVICE_PORT", sc.Traffic.Path)}
+	default: // droprun's Service for the app
+		targets = []string{render.ServiceURL(*objs.Service.Name, sc.Namespace, fmt.Sprint(*objs.Service.Spec.Ports[0].Port), sc.Traffic.Path)}
+	}
+	img := sc.Traffic.Generators.Image
+	if img == "" {
+		img = image.GeneratorRepository + ":SOURCE_HASH"
+	}
+	g := render.GeneratorsOf(sc, sc.Variants[i].Name, img, targets)
+	g.Token = "RUN_TOKEN"
+	job, err := render.GeneratorsJob(g)
+	if err != nil {
+		return nil, err
+	}
+	return render.YAML(job)
 }

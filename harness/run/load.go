@@ -12,16 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/droprun/droprun/harness/generators/pods"
-	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
-
-// generatorsDeadline bounds a generator Job's life: generators droprun
-// lost track of are stopped by the cluster.
-const generatorsDeadline = 3 * time.Hour
 
 // startLoad starts the variant's load source: the host client, writing
 // the host's results file, or the generator pods, each writing its own.
@@ -47,28 +42,11 @@ func (r *runner) startLoad(ctx context.Context, name string, cfg traffic.Config,
 // may have missed and when it stalled.
 func (r *runner) startPods(ctx context.Context, name string, cfg traffic.Config, observe func(traffic.Record)) (traffic.Source, func() error, error) {
 	sc, tb := r.sc, r.tb
-	g := sc.Traffic.Generators
-	targets := r.info.Traffic.Targets // insideTargets, listed once for run.json
-	var args []string
-	for _, t := range targets {
-		args = append(args, "--target="+t.URL) // one flag each: nothing in a URL can add another
+	var urls []string
+	for _, t := range r.info.Traffic.Targets { // insideTargets, listed once for run.json
+		urls = append(urls, t.URL)
 	}
-	args = append(args, "--rate="+strconv.Itoa(cfg.Rate), "--protocol="+string(cfg.Protocol),
-		"--method="+cfg.Method, "--timeout="+cfg.Timeout.String(), "--name="+name, "--arrivals="+string(cfg.Arrivals))
-	if cfg.Connections > 0 {
-		args = append(args, "--connections="+strconv.Itoa(cfg.Connections))
-	}
-	if cfg.IdleTimeout > 0 {
-		args = append(args, "--idle-timeout="+cfg.IdleTimeout.String())
-	}
-	if cfg.RequestIDs {
-		args = append(args, "--request-ids")
-	}
-	job := render.Generators{Namespace: sc.Namespace, Image: tb.GeneratorImage, Count: g.Count, Args: args,
-		OnePerNode: g.Placement == scenario.PlacementOnePerNode, DeadlineSeconds: int64(generatorsDeadline.Seconds())}
-	if res := g.Resources; res != nil {
-		job.Requests, job.Limits = res.Requests, res.Limits
-	}
+	job := render.GeneratorsOf(sc, name, tb.GeneratorImage, urls)
 	src, err := pods.Start(ctx, pods.Config{
 		Client: tb.Cluster.Client, Namespace: sc.Namespace, Job: job, Rate: cfg.Rate, Apply: tb.Apply, Log: r.log, Observe: observe,
 		Open: func(origin string) (io.WriteCloser, error) { return r.out.Results(name, origin) },
@@ -114,10 +92,7 @@ func insideTargets(ctx context.Context, r *runner) ([]traffic.Target, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The name ends in a dot, so the pods' resolver asks for it alone
-		// rather than through every search domain first.
-		host := fmt.Sprintf("%s.%s.svc.cluster.local.", name, sc.Namespace)
-		return []traffic.Target{{URL: "http://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + sc.Traffic.Path}}, nil
+		return []traffic.Target{{URL: render.ServiceURL(name, sc.Namespace, strconv.Itoa(int(port)), sc.Traffic.Path)}}, nil
 	}
 	nodes, err := r.tb.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {

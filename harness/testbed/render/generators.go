@@ -3,7 +3,9 @@ package render
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"github.com/droprun/droprun/harness/generators"
+	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -48,6 +51,50 @@ type Generators struct {
 	// Token is the run's control token (generators.TokenEnv): a start or
 	// stop without it is refused.
 	Token string
+}
+
+// GeneratorsDeadline bounds a generator Job's life: generators droprun
+// lost track of are stopped by the cluster.
+const GeneratorsDeadline = 3 * time.Hour
+
+// GeneratorsOf is the generators' Job for variant name of scenario s, its
+// pods sending to targets from image: the scenario's traffic settings as
+// the generator's flags (one --target flag per target: nothing in a URL
+// can add another), its placement and resources. The run gives it its
+// control token (pods.Start); `droprun render` prints it with stand-ins
+// for what only a run knows.
+func GeneratorsOf(s *scenario.Scenario, name, image string, targets []string) Generators {
+	t := s.Traffic
+	var args []string
+	for _, u := range targets {
+		args = append(args, "--target="+u)
+	}
+	args = append(args, "--rate="+strconv.Itoa(t.Rate), "--protocol="+string(t.Protocol()),
+		"--method="+t.Method, "--timeout="+t.Timeout.Duration.String(), "--name="+name, "--arrivals="+t.Arrivals)
+	if t.Connections > 0 {
+		args = append(args, "--connections="+strconv.Itoa(t.Connections))
+	}
+	if d := t.IdleTimeout.Get(); d > 0 {
+		args = append(args, "--idle-timeout="+d.String())
+	}
+	if p := s.Path().Proxy; p != nil && p.AccessLog != nil {
+		// A front that logs each request's ID joins its line to the record.
+		args = append(args, "--request-ids")
+	}
+	g := t.Generators
+	job := Generators{Namespace: s.Namespace, Image: image, Count: g.Count, Args: args,
+		OnePerNode: g.Placement == scenario.PlacementOnePerNode, DeadlineSeconds: int64(GeneratorsDeadline.Seconds())}
+	if res := g.Resources; res != nil {
+		job.Requests, job.Limits = res.Requests, res.Limits
+	}
+	return job
+}
+
+// ServiceURL is the URL generator pods send to a Service by: its name in
+// namespace, ending in a dot so that the pods' resolver asks for it alone
+// rather than through every search domain first, at port, with path.
+func ServiceURL(name, namespace, port, path string) string {
+	return "http://" + net.JoinHostPort(name+"."+namespace+".svc.cluster.local.", port) + path
 }
 
 // GeneratorsJob renders g as one Indexed Job: Count pods, one per

@@ -2,12 +2,14 @@ package render_test
 
 import (
 	"github.com/droprun/droprun/harness/generators"
+	"slices"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -69,5 +71,32 @@ func TestGeneratorsJob(t *testing.T) {
 	}
 	if _, err := render.GeneratorsJob(render.Generators{Namespace: "ns", Image: "g", Count: 1, Token: "t", Limits: map[string]string{"cpu": "lots"}}); err == nil {
 		t.Error("a bad limit: want an error")
+	}
+}
+
+// TestGeneratorsOf: the generators' Job of a scenario carries its traffic
+// settings as the generator's flags, one --target per target (so that
+// nothing in a URL adds another), its placement and resources, and the
+// --request-ids a front's access log needs; `droprun render` and the run
+// both build it here.
+func TestGeneratorsOf(t *testing.T) {
+	s, err := scenario.Parse("t", []byte(`apiVersion: droprun/v1alpha1
+kind: Scenario
+metadata: {name: t}
+variants: [{variant: no-prestop}]
+traffic: {rate: 250, target: traefik, keepAlive: true, connections: 7, idleTimeout: 150ms, arrivals: poisson, method: POST, timeout: 3s,
+  generators: {from: pods, count: 2, placement: any, resources: {requests: {cpu: 100m}}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := render.GeneratorsOf(s, "row", "img", []string{"http://10.0.0.1:30081/version", "http://10.0.0.2:30081/version"})
+	want := []string{"--target=http://10.0.0.1:30081/version", "--target=http://10.0.0.2:30081/version", "--rate=250", "--protocol=" + string(s.Traffic.Protocol()),
+		"--method=POST", "--timeout=3s", "--name=row", "--arrivals=poisson", "--connections=7", "--idle-timeout=150ms", "--request-ids"}
+	if !slices.Equal(g.Args, want) {
+		t.Errorf("args %q, want %q", g.Args, want)
+	}
+	if g.Namespace != s.Namespace || g.Image != "img" || g.Count != 2 || g.OnePerNode || g.Requests["cpu"] != "100m" || g.DeadlineSeconds != int64(render.GeneratorsDeadline.Seconds()) {
+		t.Errorf("job %+v: want the scenario's namespace, count 2 placed anywhere, its cpu request and the deadline", g)
 	}
 }
