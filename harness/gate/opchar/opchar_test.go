@@ -37,13 +37,7 @@ func TestOperatingCharacteristics(t *testing.T) {
 	if *runs != DefaultRuns {
 		return
 	}
-	doc, err := os.ReadFile("../../../docs/statistics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := Block(string(doc), "asserted"); !ok || got != Markdown(cells) {
-		t.Errorf("docs/statistics.md's table is not this suite's output: run make stats-table\nwant:\n%s\ngot:\n%s", Markdown(cells), got)
-	}
+	checkDocBlock(t, "asserted", Markdown(cells))
 }
 
 // TestSimulatedRatesAreTrue: each family's mean rate is the truth it is
@@ -95,13 +89,7 @@ func TestIntervalCoverage(t *testing.T) {
 	if rows != len(Families)*len(RolloutCounts) {
 		t.Fatalf("read %d lines of the table, want %d:\n%s", rows, len(Families)*len(RolloutCounts), table)
 	}
-	doc, err := os.ReadFile("../../../docs/statistics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := Block(string(doc), "coverage"); !ok || got != table {
-		t.Errorf("docs/statistics.md's coverage table is not this output: run make stats-table\nwant:\n%s\ngot:\n%s", table, got)
-	}
+	checkDocBlock(t, "coverage", table)
 }
 
 // TestChangeSearch: on stable histories the change search finds a change
@@ -122,13 +110,7 @@ func TestChangeSearch(t *testing.T) {
 			t.Errorf("%s: a change found where there is none in %v %% (%v), above 5 %%", strings.TrimSpace(cells[1]), none, err)
 		}
 	}
-	doc, err := os.ReadFile("../../../docs/statistics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, ok := Block(string(doc), "changes"); !ok || got != table {
-		t.Errorf("docs/statistics.md's change table is not this output: run make stats-table\nwant:\n%s\ngot:\n%s", table, got)
-	}
+	checkDocBlock(t, "changes", table)
 }
 
 // TestDensityIsRatesLaw: each family's Density gives the likelihood
@@ -244,11 +226,18 @@ func TestRegressionCeiling(t *testing.T) {
 	if *runs != DefaultRuns {
 		return
 	}
+	checkDocBlock(t, "regression", RegressionTable(rows))
+}
+
+// checkDocBlock holds docs/statistics.md's opchar block name to want,
+// the suite's output (make stats-table writes it).
+func checkDocBlock(t *testing.T, name, want string) {
+	t.Helper()
 	doc, err := os.ReadFile("../../../docs/statistics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := Block(string(doc), "regression"); !ok || got != RegressionTable(rows) {
-		t.Errorf("docs/statistics.md's regression table is not this output: run make stats-table\nwant:\n%s\ngot:\n%s", RegressionTable(rows), got)
+	if got, ok := Block(string(doc), name); !ok || got != want {
+		t.Errorf("docs/statistics.md's %s table is not this suite's output: run make stats-table\nwant:\n%s\ngot:\n%s", name, want, got)
 	}
 }
