@@ -105,7 +105,7 @@ func generatorsJob(sc *scenario.Scenario, i int, objs render.Objects) ([]byte, e
 	if img == "" {
 		img = image.GeneratorRepository + ":SOURCE_HASH"
 	}
-	g := render.GeneratorsOf(sc, sc.Variants[i].Name, img, targets)
+	g := render.GeneratorsOf(sc, render.LoadConfig(sc, sc.Variants[i].Name), img, targets)
 	g.Token = "RUN_TOKEN"
 	job, err := render.GeneratorsJob(g)
 	if err != nil {

@@ -46,7 +46,7 @@ func (r *runner) startPods(ctx context.Context, name string, cfg traffic.Config,
 	for _, t := range r.info.Traffic.Targets { // insideTargets, listed once for run.json
 		urls = append(urls, t.URL)
 	}
-	job := render.GeneratorsOf(sc, name, tb.GeneratorImage, urls)
+	job := render.GeneratorsOf(sc, cfg, tb.GeneratorImage, urls)
 	src, err := pods.Start(ctx, pods.Config{
 		Client: tb.Cluster.Client, Namespace: sc.Namespace, Job: job, Rate: cfg.Rate, Apply: tb.Apply, Log: r.log, Observe: observe,
 		Open: func(origin string) (io.WriteCloser, error) { return r.out.Results(name, origin) },

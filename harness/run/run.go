@@ -434,14 +434,9 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	}
 
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
-	cfg := traffic.Config{
-		Targets: tb.Targets(), Rate: sc.Traffic.Rate, Protocol: sc.Traffic.Protocol(), Connections: sc.Traffic.Connections, Method: sc.Traffic.Method,
-		Timeout: sc.Traffic.Timeout.Duration, MaxWorkers: uint64(sc.Traffic.MaxWorkers), Name: v.Name,
-		IdleTimeout: sc.Traffic.IdleTimeout.Get(), Arrivals: traffic.Arrivals(sc.Traffic.Arrivals),
-		Allow: tb.Allow, // the hosts beyond 127.0.0.1 the user named with --allow-target
-		// A front that logs each request's ID joins its line to the record.
-		RequestIDs: sc.Path().Proxy != nil && sc.Path().Proxy.AccessLog != nil,
-	}
+	cfg := render.LoadConfig(sc, v.Name)
+	cfg.Targets = tb.Targets()
+	cfg.Allow = tb.Allow // the hosts beyond 127.0.0.1 the user named with --allow-target
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise), after
 	// WaitAnswering's requests, which the client did not send.

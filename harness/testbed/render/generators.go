@@ -16,6 +16,7 @@ import (
 
 	"github.com/droprun/droprun/harness/generators"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -57,31 +58,44 @@ type Generators struct {
 // lost track of are stopped by the cluster.
 const GeneratorsDeadline = 3 * time.Hour
 
-// GeneratorsOf is the generators' Job for variant name of scenario s, its
-// pods sending to targets from image: the scenario's traffic settings as
-// the generator's flags (one --target flag per target: nothing in a URL
-// can add another), its placement and resources. The run gives it its
-// control token (pods.Start); `droprun render` prints it with stand-ins
-// for what only a run knows.
-func GeneratorsOf(s *scenario.Scenario, name, image string, targets []string) Generators {
+// LoadConfig is the load of variant name of scenario s, as the host
+// client and the generator pods both send it; the run adds the targets
+// and the hosts the user allowed.
+func LoadConfig(s *scenario.Scenario, name string) traffic.Config {
 	t := s.Traffic
+	p := s.Path()
+	return traffic.Config{
+		Rate: t.Rate, Protocol: t.Protocol(), Connections: t.Connections, Method: t.Method,
+		Timeout: t.Timeout.Duration, MaxWorkers: uint64(t.MaxWorkers), Name: name,
+		IdleTimeout: t.IdleTimeout.Get(), Arrivals: traffic.Arrivals(t.Arrivals),
+		// A front that logs each request's ID joins its line to the record.
+		RequestIDs: p.Proxy != nil && p.Proxy.AccessLog != nil,
+	}
+}
+
+// GeneratorsOf is the generators' Job for scenario s's load cfg
+// (LoadConfig), its pods sending to targets from image: cfg as the
+// generator's flags (one --target flag per target: nothing in a URL can
+// add another), the scenario's placement and resources. The run gives it
+// its control token (pods.Start); `droprun render` prints it with
+// stand-ins for what only a run knows.
+func GeneratorsOf(s *scenario.Scenario, cfg traffic.Config, image string, targets []string) Generators {
 	var args []string
 	for _, u := range targets {
 		args = append(args, "--target="+u)
 	}
-	args = append(args, "--rate="+strconv.Itoa(t.Rate), "--protocol="+string(t.Protocol()),
-		"--method="+t.Method, "--timeout="+t.Timeout.Duration.String(), "--name="+name, "--arrivals="+t.Arrivals)
-	if t.Connections > 0 {
-		args = append(args, "--connections="+strconv.Itoa(t.Connections))
+	args = append(args, "--rate="+strconv.Itoa(cfg.Rate), "--protocol="+string(cfg.Protocol),
+		"--method="+cfg.Method, "--timeout="+cfg.Timeout.String(), "--name="+cfg.Name, "--arrivals="+string(cfg.Arrivals))
+	if cfg.Connections > 0 {
+		args = append(args, "--connections="+strconv.Itoa(cfg.Connections))
 	}
-	if d := t.IdleTimeout.Get(); d > 0 {
-		args = append(args, "--idle-timeout="+d.String())
+	if cfg.IdleTimeout > 0 {
+		args = append(args, "--idle-timeout="+cfg.IdleTimeout.String())
 	}
-	if p := s.Path().Proxy; p != nil && p.AccessLog != nil {
-		// A front that logs each request's ID joins its line to the record.
+	if cfg.RequestIDs {
 		args = append(args, "--request-ids")
 	}
-	g := t.Generators
+	g := s.Traffic.Generators
 	job := Generators{Namespace: s.Namespace, Image: image, Count: g.Count, Args: args,
 		OnePerNode: g.Placement == scenario.PlacementOnePerNode, DeadlineSeconds: int64(GeneratorsDeadline.Seconds())}
 	if res := g.Resources; res != nil {

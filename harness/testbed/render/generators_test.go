@@ -90,7 +90,7 @@ traffic: {rate: 250, target: traefik, keepAlive: true, connections: 7, idleTimeo
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := render.GeneratorsOf(s, "row", "img", []string{"http://10.0.0.1:30081/version", "http://10.0.0.2:30081/version"})
+	g := render.GeneratorsOf(s, render.LoadConfig(s, "row"), "img", []string{"http://10.0.0.1:30081/version", "http://10.0.0.2:30081/version"})
 	want := []string{"--target=http://10.0.0.1:30081/version", "--target=http://10.0.0.2:30081/version", "--rate=250", "--protocol=" + string(s.Traffic.Protocol()),
 		"--method=POST", "--timeout=3s", "--name=row", "--arrivals=poisson", "--connections=7", "--idle-timeout=150ms", "--request-ids"}
 	if !slices.Equal(g.Args, want) {
