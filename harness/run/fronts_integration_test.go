@@ -59,7 +59,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 `, target, target))
 	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, dir string) {
 		lines := readFrontLog(t, dir)
-		checkFrontStops(t, dir, a, target, via, "web-")
+		checkFrontStops(t, readEvents(t, dir), a, target, via, "web-")
 		for _, v := range a.Summary.Variants {
 			t.Logf("%s %s: %d drops of %d, classes %v, control %d/%d", target, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
 			if v.Control.Failures > 0 || v.Control.Requests == 0 {
@@ -138,24 +138,19 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 }
 
 // checkFrontStops holds the front target's own account of the pods it
-// sends to, read via via, in the run in dir: it shows the front stop
+// sends to, read via via, in a run's events: it shows the front stop
 // sending to every app pod (named pods*) the rollouts deleted
 // (front.removed), each stop placed by its readings and narrowed by its
 // access log (the front's last send to the pod; through Traefik, its
 // picks of the others after it): half to within 100 ms, every one within
 // two reads' timeouts (500 ms each) and a poll. (Traefik's reads slow down
 // while it applies a change; docs/fronts.md.)
-func checkFrontStops(t testing.TB, dir string, a *analysis.Analysis, target, via, pods string) {
+func checkFrontStops(t testing.TB, events []timeline.Event, a *analysis.Analysis, target, via, pods string) {
 	t.Helper()
-	ef, err := os.Open(filepath.Join(dir, analysis.EventsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
 	deleted := map[string]time.Time{} // web pod IP → deletion requested
 	removed := map[string]time.Time{} // web pod IP → the front stopped sending to it
 	var placed []time.Duration        // how closely each removal was placed
-	err = jsonl.Read(ef, analysis.EventsFile, func(e timeline.Event) error {
+	for _, e := range events {
 		switch e.Kind {
 		case timeline.KindFrontWatching:
 			if e.Detail["via"] != via {
@@ -174,10 +169,6 @@ func checkFrontStops(t testing.TB, dir string, a *analysis.Analysis, target, via
 				placed = append(placed, at.Sub(last))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if len(deleted) == 0 {
 		t.Fatalf("no deletion of a pod named %s* in the timeline", pods)
