@@ -164,7 +164,14 @@ var transportRules = []struct {
 	// reset or EOF so (idleReuseText); net/http's own text for it.
 	{ClassIdleClosed, []string{idleReuseText, "server closed idle connection"}},
 	{ClassRefused, []string{"connection refused"}},
-	{ClassReset, []string{"connection reset", "broken pipe"}},
+	{ClassReset, []string{
+		"connection reset", "broken pipe",
+		// net/http's HTTP/2 client closes a connection itself once a write
+		// on it failed (a reset or broken pipe from a dying pod), and the
+		// streams still in flight on it end with this text. droprun never
+		// closes a connection under a request.
+		"client connection force closed via ClientConn.Close",
+	}},
 	{ClassTimeout, []string{
 		"Client.Timeout",            // net/http: "(Client.Timeout exceeded while awaiting headers)"
 		"i/o timeout",               // net: a dial, read or write deadline

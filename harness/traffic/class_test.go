@@ -104,6 +104,7 @@ func TestClassifyText(t *testing.T) {
 		{"h2 connection lost", 0, u + "unexpected EOF", ClassEOF},
 		{"h2 closed before its first stream", 0, u + "http2: client conn could not be established", ClassEOF},
 		{"h2 closed under a body", 0, u + "http2: client conn is closed", ClassEOF},
+		{"h2 conn closed after another stream's write failed", 0, u + "http2: client connection force closed via ClientConn.Close", ClassReset},
 		{"h2 refusal a retry hid", 0, refusedStream, ClassGoAway},
 		// grpc-go's status errors (grpcFleet): the wire cause decides.
 		{"grpc refused", 0, u + `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:30080: connect: connection refused"`, ClassRefused},
