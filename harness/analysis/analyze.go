@@ -371,7 +371,7 @@ func (in *input) newPass(v scenario.Variant, p *plan) *pass {
 		ps.series[k] = in.rolloutSeries(&ps.rollouts[k], ps.tl)
 		ps.since[k] = Sparse{}
 	}
-	ps.ex = in.newExplainer(ps.rollouts)
+	ps.ex = in.newExplainer(v.Name, ps.rollouts)
 	return ps
 }
 

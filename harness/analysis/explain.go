@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -238,6 +239,8 @@ type explainer struct {
 	// backoff is how long the client fails requests with an earlier
 	// attempt's error (traffic.ProtocolInfo.Backoff; 0 for HTTP).
 	backoff time.Duration
+	// channels are the variant's gRPC channel states (empty over HTTP).
+	channels channelIndex
 }
 
 // attempt is one failure matched against a rollout's race windows: the
@@ -251,10 +254,10 @@ type attempt struct {
 // newExplainer measures the (pod, node) pairs of every rollout: each pod
 // the rollout deleted, on each node, when that node stopped routing to it,
 // beside the pod's own SIGTERM and listener close.
-func (in *input) newExplainer(rollouts []RolloutSummary) *explainer {
+func (in *input) newExplainer(variant string, rollouts []RolloutSummary) *explainer {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
 	ex := &explainer{routes: indexRoutes(in.events, front, in.frontLog), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
-		front: front, log: in.frontLog}
+		front: front, log: in.frontLog, channels: indexChannels(in.events, variant)}
 	if in.sc != nil {
 		pi, _ := in.sc.Traffic.Protocol().Info()
 		ex.backoff = pi.Backoff
@@ -686,12 +689,22 @@ func (ex *explainer) staleConntrack(n int, node string, proxied bool, rec traffi
 func sticky(c traffic.Class) bool { return c == traffic.ClassRefused || c == traffic.ClassUnavailable }
 
 // backedOff reports whether a failure of rollout n routed by node,
-// outside every race window, is the client's reconnect backoff after a
-// refusal inside one (Explained.Backoff): a sticky class, sent within the
-// backoff after node stopped routing to a pod whose race window it held
-// open.
+// outside every race window, is its gRPC channel's reconnect backoff
+// after an attempt a race window refused (Explained.Backoff), as the
+// channel's recorded states show it: the call, of a sticky class, ended
+// while its channel was in TRANSIENT_FAILURE, and the connection attempt
+// that put it there (CONNECTING to TRANSIENT_FAILURE) overlapped the race
+// window of a pod the rollout deleted, on node.
 func (ex *explainer) backedOff(n int, node string, rec traffic.Record) bool {
-	if ex.backoff == 0 || !sticky(rec.Class) {
+	if len(ex.channels) == 0 || !sticky(rec.Class) {
+		return false
+	}
+	ch, ok := rec.Channel()
+	if !ok {
+		return false
+	}
+	from, to, ok := ex.channels.failedAttempt(hostPort(rec.URL), strconv.Itoa(ch), rec.End())
+	if !ok {
 		return false
 	}
 	for _, i := range ex.byRollout[n] {
@@ -699,8 +712,9 @@ func (ex *explainer) backedOff(n int, node string, rec traffic.Record) bool {
 		if g.Node != node || !g.Known() || g.Window <= 0 || g.Unrouted < 0 {
 			continue
 		}
+		closed := g.Deleted.Add(seconds(g.ListenerClosed))
 		unrouted := g.Deleted.Add(seconds(g.Unrouted))
-		if rec.Time.After(unrouted) && !rec.Time.After(unrouted.Add(ex.backoff)) {
+		if !to.Before(closed.Add(-inFlightSlack)) && !from.After(unrouted.Add(inFlightSlack)) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestExplain(t *testing.T) {
 	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 	}}}
-	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
+	ex := in.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
 	if len(ex.gaps) != 2 {
 		t.Fatalf("pairs = %+v, want one per node", ex.gaps)
 	}
@@ -45,7 +46,7 @@ func TestExplain(t *testing.T) {
 	late := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(-30), ListenerClosedAt: at(-29),
 	}}}
-	if g := late.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}}).gaps[0]; !g.Known() || g.ListenerClosed >= 0 {
+	if g := late.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}}).gaps[0]; !g.Known() || g.ListenerClosed >= 0 {
 		t.Errorf("a listener closed before the deletion was seen: %+v, want it known and negative", g)
 	}
 	for _, g := range ex.gaps {
@@ -127,7 +128,7 @@ func TestExplainPicksThePodItMet(t *testing.T) {
 		{Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(4000), SignalAt: at(40), ListenerClosedAt: at(50)},
 		{Source: appmetrics.SourceTermination, Pod: "web-2", Time: at(4000), SignalAt: at(1005), ListenerClosedAt: at(1010)},
 	}}
-	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(6000)}})
+	ex := in.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(6000)}})
 	ex.explain(1, "a", false, traffic.Record{Time: at(2000), Class: traffic.ClassRefused}, 0)
 	ex.explain(1, "a", false, traffic.Record{Time: at(500), Class: traffic.ClassRefused}, 0)
 	for _, g := range ex.gaps {
@@ -178,42 +179,83 @@ func TestStaleConntrack(t *testing.T) {
 		{"a refusal", "a", false, late(traffic.ClassRefused), false},
 		{"a node that never raced", "b", false, late(traffic.ClassTimeout), false},
 	} {
-		ex := in.newExplainer(rs)
+		ex := in.newExplainer("alpha", rs)
 		ex.explain(1, tc.node, tc.proxied, tc.rec, 0)
 		if got := ex.explained[1].Conntrack == 1; got != tc.want {
 			t.Errorf("%s: conntrack %v, want %v (%+v)", tc.name, got, tc.want, ex.explained[1])
 		}
 	}
 	noFlush := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(9000)}}
-	ex := in.newExplainer(noFlush)
+	ex := in.newExplainer("alpha", noFlush)
 	ex.explain(1, "a", false, late(traffic.ClassTimeout), 0)
 	if e := ex.explained[1]; e.Conntrack != 0 || e.Why[WhyOutside] != 1 {
 		t.Errorf("no stale entries found: %+v, want it outside every window", e)
 	}
 }
 
-// TestReconnectBackoff: over gRPC a refusal just after the node stopped
-// routing to a pod it raced is the channel's backoff after its refused
-// attempt in the window; a later one, on a node whose flush found stale
-// entries, is its attempt held by one. Over HTTP both stay outside every
-// window: each request tries for itself.
+// grpcTarget is the target of the gRPC tests' calls, and grpcChannels
+// its channels' states: channel 0 lost its connection at 300 ms and its
+// attempt at 400 ms, inside node a's race window (100-700 ms), was
+// refused, so it waited out its backoff in TRANSIENT_FAILURE until 1.5 s;
+// channel 1's attempt at 3 s, outside every window, was refused too.
+const grpcTarget = "http://127.0.0.1:31080" + traffic.GRPCPath
+
+func grpcChannels(at func(ms int) time.Time) []timeline.Event {
+	var evs []timeline.Event
+	for _, st := range []struct {
+		ms        int
+		ch, state string
+	}{
+		{-4000, "0", "READY"}, {-4000, "1", "READY"},
+		{300, "0", "IDLE"}, {400, "0", "CONNECTING"}, {402, "0", "TRANSIENT_FAILURE"}, {1500, "0", "CONNECTING"}, {1502, "0", "READY"},
+		{2900, "1", "IDLE"}, {3000, "1", "CONNECTING"}, {3002, "1", "TRANSIENT_FAILURE"}, {4000, "1", "CONNECTING"}, {4002, "1", "READY"},
+	} {
+		evs = append(evs, timeline.Event{Time: at(st.ms).Add(time.Millisecond), Kind: timeline.KindGRPCChannel, Detail: map[string]string{
+			"variant": "alpha", "target": "127.0.0.1:31080", "channel": st.ch, "state": st.state, "at": at(st.ms).Format(time.RFC3339Nano)}})
+	}
+	return evs
+}
+
+// grpcFailure is a call to grpcTarget sent at ms on channel ch that
+// failed with class (a refusal's text, or a bare UNAVAILABLE).
+func grpcFailure(at func(ms int) time.Time, ms, ch int, class traffic.Class) traffic.Record {
+	text := `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:31080: connect: connection refused"`
+	if class == traffic.ClassUnavailable {
+		text = "rpc error: code = Unavailable desc = no connection"
+	}
+	if ch >= 0 {
+		text += " [gRPC channel " + strconv.Itoa(ch) + "]"
+	}
+	return traffic.Record{Time: at(ms), Latency: time.Millisecond, URL: grpcTarget + "?droprun-id=x", Class: class, Error: text}
+}
+
+// TestReconnectBackoff: over gRPC a refusal outside every window is the
+// channel's backoff when its channel's recorded states say so: it was in
+// TRANSIENT_FAILURE after an attempt inside a race window on the node
+// that routed it. Not when the channel was READY, its failed attempt was
+// outside every window, the node never raced, or the call names no
+// channel; a node whose flush found stale entries then holds it (the
+// channel's attempt hung on one). Over HTTP there is no backoff.
 func TestReconnectBackoff(t *testing.T) {
 	at, events := racedOnA()
-	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"a": 1, "b": 1}}}
-	refused := func(ms int) traffic.Record {
-		return traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}
-	}
+	events = append(events, grpcChannels(at)...)
+	flushedB := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"b": 1}}}
+	flushedA := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"a": 1}}}
 	for _, tc := range []struct {
 		name, wire, node string
+		rs               []RolloutSummary
 		rec              traffic.Record
 		want             string
 	}{
-		{"gRPC, within the backoff", "grpc", "a", refused(1500), AccountedBackoff},
-		{"gRPC, an UNAVAILABLE within the backoff", "grpc", "a", traffic.Record{Time: at(2000), Class: traffic.ClassUnavailable}, AccountedBackoff},
-		{"gRPC, after the backoff, stale entries found", "grpc", "a", refused(9000), AccountedConntrack},
-		{"gRPC, a node that never raced", "grpc", "b", refused(1500), WhyOutside},
-		{"HTTP, within the backoff", "http1", "a", refused(1500), WhyOutside},
-		{"HTTP, stale entries found", "http1", "a", refused(9000), WhyOutside},
+		{"gRPC, its channel in backoff after a raced attempt", "grpc", "a", flushedB, grpcFailure(at, 1000, 0, traffic.ClassRefused), AccountedBackoff},
+		{"gRPC, an UNAVAILABLE then", "grpc", "a", flushedB, grpcFailure(at, 1400, 0, traffic.ClassUnavailable), AccountedBackoff},
+		{"gRPC, its channel READY again", "grpc", "a", flushedB, grpcFailure(at, 2000, 0, traffic.ClassRefused), WhyOutside},
+		{"gRPC, a failed attempt outside every window", "grpc", "a", flushedB, grpcFailure(at, 3500, 1, traffic.ClassRefused), WhyOutside},
+		{"gRPC, another channel than the one in backoff", "grpc", "a", flushedB, grpcFailure(at, 1000, 1, traffic.ClassRefused), WhyOutside},
+		{"gRPC, no channel named", "grpc", "a", flushedB, grpcFailure(at, 1000, -1, traffic.ClassRefused), WhyOutside},
+		{"gRPC, a node that never raced", "grpc", "b", flushedB, grpcFailure(at, 1000, 0, traffic.ClassRefused), WhyOutside},
+		{"gRPC, not in backoff, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 0, traffic.ClassRefused), AccountedConntrack},
+		{"HTTP, stale entries found", "http1", "a", flushedA, traffic.Record{Time: at(2000), Class: traffic.ClassRefused, Latency: time.Millisecond}, WhyOutside},
 	} {
 		sc, err := scenario.Parse("s.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nvariants: [{variant: no-prestop}]\ntraffic: {protocol: "+tc.wire+"}\n"))
 		if err != nil {
@@ -222,7 +264,7 @@ func TestReconnectBackoff(t *testing.T) {
 		in := &input{sc: sc, events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 			Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 		}}}
-		if how, _ := in.newExplainer(rs).explain(1, tc.node, false, tc.rec, 0); how != tc.want {
+		if how, _ := in.newExplainer("alpha", tc.rs).explain(1, tc.node, false, tc.rec, 0); how != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, how, tc.want)
 		}
 	}
@@ -243,7 +285,7 @@ func TestChanceBaselines(t *testing.T) {
 	unrouted := map[string]int{"a": 1800, "b": 600, "c": 1000}
 	in := oneDeletion(unrouted)
 	analyse := func() *Explained {
-		ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
+		ex := in.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
 		for _, n := range []string{"a", "b", "c"} {
 			for ms := 30; ms < unrouted[n]; ms += 10 {
 				ex.explain(1, n, false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}, 0)
@@ -286,7 +328,7 @@ func TestNoListenerClose(t *testing.T) {
 		{Time: at(900), Kind: timeline.KindRouteRemoved, Node: "a", IP: "10.0.0.1"},
 	}
 	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events)}
-	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
+	ex := in.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
 	ex.explain(1, "a", false, traffic.Record{Time: at(300), Class: traffic.ClassRefused}, 0)
 	_, e := ex.rowRoutes([]RolloutSummary{{N: 1}})
 	if e.Why[WhyNoListenerClose] != 1 || e.Why[WhyOutside] != 0 {
@@ -331,7 +373,7 @@ func TestNoUnroute(t *testing.T) {
 			Detail: map[string]string{timeline.DetailProbeOpen: at(10).Format(time.RFC3339Nano), timeline.DetailProbeClosed: at(15).Format(time.RFC3339Nano), "how": "refused"}},
 	}
 	in := &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events)}
-	ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
+	ex := in.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(5000)}})
 	if len(ex.gaps) != 1 || ex.gaps[0].CloseSource != CloseFromProbe || ex.gaps[0].ListenerClosed != 0.015 || ex.gaps[0].Unrouted >= 0 {
 		t.Fatalf("pairs %+v: want one, its close from the prober at 15 ms, its unrouting unseen", ex.gaps)
 	}
@@ -342,12 +384,13 @@ func TestNoUnroute(t *testing.T) {
 	}
 }
 
-// TestBackoffChance: refusals packed into the backoff after a race are
-// accounted to it far more often than their send times shifted would be;
-// without a backoff (HTTP) the chance of it is 0.
+// TestBackoffChance: refusals on a channel in backoff after a raced
+// attempt are accounted to it far more often than with their send times
+// shifted; without channel states (HTTP) the chance of it is 0.
 func TestBackoffChance(t *testing.T) {
 	at, events := racedOnA()
-	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000), ConntrackFlushed: map[string]int{"a": 1, "b": 1}}}
+	events = append(events, grpcChannels(at)...)
+	rs := []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(20000)}}
 	for _, wire := range []string{"grpc", "http1"} {
 		sc, err := scenario.Parse("s.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nvariants: [{variant: no-prestop}]\ntraffic: {protocol: "+wire+"}\n"))
 		if err != nil {
@@ -356,10 +399,14 @@ func TestBackoffChance(t *testing.T) {
 		in := &input{sc: sc, events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 			Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(900), SignalAt: at(20), ListenerClosedAt: at(100),
 		}}}
-		ex := in.newExplainer(rs)
+		ex := in.newExplainer("alpha", rs)
 		backoff := 0
-		for ms := 1100; ms < 2000; ms += 50 {
-			if how, _ := ex.explain(1, "a", false, traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}, 0); how == AccountedBackoff {
+		for ms := 800; ms < 1500; ms += 50 {
+			rec := grpcFailure(at, ms, 0, traffic.ClassRefused)
+			if wire != "grpc" {
+				rec = traffic.Record{Time: at(ms), Class: traffic.ClassRefused, Latency: time.Millisecond}
+			}
+			if how, _ := ex.explain(1, "a", false, rec, 0); how == AccountedBackoff {
 				backoff++
 			}
 		}
@@ -368,8 +415,8 @@ func TestBackoffChance(t *testing.T) {
 		c := e.Chance
 		t.Logf("%s: %d accounted to the backoff, %.1f by chance with the times shifted", wire, backoff, c.BackoffShifted)
 		switch {
-		case wire == "grpc" && (backoff != 18 || c.BackoffShifted >= float64(backoff)/2):
-			t.Errorf("gRPC: %d of 18 refusals accounted to the backoff, %.1f by chance; want all, and under half as many by chance", backoff, c.BackoffShifted)
+		case wire == "grpc" && (backoff != 14 || c.BackoffShifted >= float64(backoff)/4):
+			t.Errorf("gRPC: %d of 14 refusals accounted to the backoff, %.1f by chance; want all, and under a quarter as many by chance", backoff, c.BackoffShifted)
 		case wire == "http1" && (backoff != 0 || c.BackoffShifted != 0):
 			t.Errorf("HTTP: %d accounted to a backoff, %.1f by chance; want 0 and 0", backoff, c.BackoffShifted)
 		}
@@ -393,7 +440,7 @@ func TestSlowPodIsNotTheRace(t *testing.T) {
 	in := oneDeletion(unrouted)
 	stalled := "Get \"http://127.0.0.1:30080/\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
 	analyse := func(accepted, proxied bool) *Explained {
-		ex := in.newExplainer([]RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
+		ex := in.newExplainer("alpha", []RolloutSummary{{N: 1, Start: at(-1000), WindowEnd: at(8000)}})
 		for _, n := range []string{"a", "b", "c"} {
 			for ms := 30; ms < 1500; ms += 10 {
 				rec := traffic.Record{Time: at(ms), Class: traffic.ClassTimeout, Latency: 2 * time.Second, Error: stalled}

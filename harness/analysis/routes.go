@@ -107,12 +107,14 @@ type Explained struct {
 	// while its calls fail with the refusal before. Counted apart from
 	// Explained.
 	Conntrack uint64 `json:"conntrack,omitempty"`
-	// Backoff drops were a client's reconnect backoff after a race
-	// (traffic.ProtocolInfo.Backoff, gRPC): a refusal (or an UNAVAILABLE
-	// without a cause) sent just after the node that routed it stopped
-	// routing to a pod whose race window it held open, within the backoff
-	// in which a channel whose attempt was refused in the window fails
-	// its calls with that refusal. Counted apart from Explained.
+	// Backoff drops were a gRPC channel's reconnect backoff after a race,
+	// as the channel's recorded states (grpc.channel events) show: a
+	// refusal (or an UNAVAILABLE without a cause) on a channel in
+	// TRANSIENT_FAILURE whose failed connection attempt overlapped a race
+	// window on the node that routed the call. Such a channel fails its
+	// calls with that attempt's error until it tries again. Runs recorded
+	// before droprun watched channels have none. Counted apart from
+	// Explained.
 	Backoff uint64 `json:"backoff,omitempty"`
 	// Cut drops were resets or EOFs of requests sent before a pod's
 	// listener closed, inside its race window: in flight when the close

@@ -46,7 +46,7 @@ func ExplainedText(e *analysis.Explained) string {
 			e.Conntrack, 100*float64(e.Conntrack)/float64(total))
 	}
 	if e.Backoff > 0 {
-		s += fmt.Sprintf(", %d by the client's reconnect backoff after a race (%.1f%%: refusals a channel repeated from its attempt inside a window, just after the node stopped routing to that pod",
+		s += fmt.Sprintf(", %d by the client's reconnect backoff after a race (%.1f%%: calls failed while their channel waited to reconnect, its recorded states show, after an attempt that overlapped a race window",
 			e.Backoff, 100*float64(e.Backoff)/float64(total))
 		if c := e.Chance; c != nil && c.Tried > 0 {
 			s += fmt.Sprintf("; %.1f by chance with the send times shifted", c.BackoffShifted)

@@ -95,6 +95,9 @@ traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, set
 				if v.RolloutsWithDrops == 0 {
 					t.Errorf("%s %s: no rollout dropped (classes %v): the race was not reproduced", pc.wire, v.Variant, v.Classes)
 				}
+				if pc.protocol == traffic.ProtocolGRPC {
+					checkChannels(t, dir, v)
+				}
 			case pc.clean:
 				if v.Drops-v.Excused > floor {
 					t.Errorf("%s %s: %d drops (%d excused as the rig's), classes %v; want at most %d", pc.wire, v.Variant, v.Drops, v.Excused, v.Classes, floor)
@@ -112,6 +115,56 @@ traffic: {rate: 300, protocol: %s, connections: 4, control: 5s, between: 3s, set
 			}
 		}
 	})
+}
+
+// checkChannels checks a gRPC variant's channel states and what they
+// explain: every channel (4 per node's port) was seen READY, every failed
+// call names its channel, and the drops the race windows and the
+// channels' measured backoff explain are at least 90 % of each dropping
+// rollout's, the backoff's far above its chance with the send times
+// shifted.
+func checkChannels(t testing.TB, dir string, v analysis.VariantSummary) {
+	t.Helper()
+	ready := map[string]bool{}
+	for _, e := range readEvents(t, dir) {
+		if e.Kind == timeline.KindGRPCChannel && e.Detail["variant"] == v.Variant && e.Detail["state"] == "READY" {
+			ready[e.Detail["target"]+"/"+e.Detail["channel"]] = true
+		}
+	}
+	if len(ready) != 3*4 {
+		t.Errorf("grpc %s: channels seen READY %v, want 4 for each of 3 nodes' ports", v.Variant, slices.Sorted(maps.Keys(ready)))
+	}
+	f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v.Variant)))
+	if err != nil {
+		t.Fatalf("reading %s's results: %v", v.Variant, err)
+	}
+	defer f.Close()
+	var unnamed []string
+	err = traffic.ReadResults(f, func(r traffic.Record) error {
+		if _, ok := r.Channel(); r.Class.Failed() && r.Code == 0 && !ok && len(unnamed) < 5 {
+			unnamed = append(unnamed, r.Error)
+		}
+		return nil
+	})
+	if err != nil || len(unnamed) > 0 {
+		t.Errorf("grpc %s: failed calls that name no channel %q (%v)", v.Variant, unnamed, err)
+	}
+	for _, rs := range v.Rollouts {
+		e := rs.Explained
+		if e == nil || e.Chance == nil {
+			continue
+		}
+		measured := e.Explained + e.Backoff + e.Cut
+		total := measured + e.Conntrack + e.Slow + e.Unexplained
+		t.Logf("grpc %s rollout %d: %d drops: race windows %d, backoff %d (%.1f by chance), cut %d, conntrack %d, slow %d, unexplained %d %v",
+			v.Variant, rs.N, total, e.Explained, e.Backoff, e.Chance.BackoffShifted, e.Cut, e.Conntrack, e.Slow, e.Unexplained, e.Why)
+		if float64(measured) < 0.9*float64(total) {
+			t.Errorf("grpc %s rollout %d: race windows and measured backoff explain %d of %d drops, want at least 90 %%", v.Variant, rs.N, measured, total)
+		}
+		if e.Backoff > 10 && e.Chance.BackoffShifted > float64(e.Backoff)/4 {
+			t.Errorf("grpc %s rollout %d: %d drops put down to the backoff, %.1f by chance: want under a quarter", v.Variant, rs.N, e.Backoff, e.Chance.BackoffShifted)
+		}
+	}
 }
 
 // balanced checks that every rollout of v has the new pods' shares over

@@ -437,6 +437,10 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	cfg := render.LoadConfig(sc, v.Name)
 	cfg.Targets = tb.Targets()
 	cfg.Allow = tb.Allow // the hosts beyond 127.0.0.1 the user named with --allow-target
+	cfg.OnChannel = func(s traffic.ChannelState) {
+		r.rec.Mark(timeline.KindGRPCChannel, map[string]string{"variant": v.Name, "target": s.Target,
+			"channel": strconv.Itoa(s.Channel), "state": s.State, "at": s.Time.Format(time.RFC3339Nano)})
+	}
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise), after
 	// WaitAnswering's requests, which the client did not send.

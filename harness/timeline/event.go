@@ -308,6 +308,11 @@ const (
 	// Detail variant, origin, from and to (RFC 3339) and lag (a Go
 	// duration).
 	KindGeneratorStall Kind = "generator.stall"
+	// KindGRPCChannel is a gRPC client channel's state, at its first call
+	// and at each change (traffic.ChannelState); Detail variant, target
+	// (host:port), channel (its index there), state (IDLE, CONNECTING,
+	// READY, TRANSIENT_FAILURE) and at (RFC 3339, when the client saw it).
+	KindGRPCChannel Kind = "grpc.channel"
 )
 
 // Clone returns a copy of e that shares no map with it.

@@ -136,7 +136,7 @@ func ProbeClient(targets []Target, allow []AllowTarget, timeout time.Duration, p
 	}
 	done := func() {}
 	if p == ProtocolGRPC {
-		f, err := newGRPCFleet(addrs, 1, dial)
+		f, err := newGRPCFleet(addrs, 1, dial, nil)
 		if err != nil {
 			return nil, nil, err
 		}

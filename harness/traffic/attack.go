@@ -264,7 +264,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 	var next http.RoundTripper = newTransport()
 	switch {
 	case cfg.Protocol == ProtocolGRPC:
-		f, err := newGRPCFleet(addrs, cfg.Connections, guardDial(dial, addrs))
+		f, err := newGRPCFleet(addrs, cfg.Connections, guardDial(dial, addrs), cfg.OnChannel)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -121,6 +121,10 @@ type Config struct {
 	// cluster): a target on one of them is accepted (see CheckURL). Empty
 	// keeps every target on 127.0.0.1.
 	Allow []AllowTarget
+	// OnChannel, with ProtocolGRPC, is told each channel's state and every
+	// change of it, from the first call until Stop (see ChannelState); it
+	// must return quickly. Nil for none.
+	OnChannel func(ChannelState)
 }
 
 // DefaultMethod is the method when Config.Method is empty.

@@ -65,6 +65,15 @@
 // failure the client would have seen without the retry. A new connection
 // is never retried, so with a new connection per request nothing is masked.
 //
+// # gRPC channels
+//
+// With ProtocolGRPC a failed call's error ends with the channel it went
+// on (Record.Channel), and Config.OnChannel hears every channel's state
+// changes (ChannelState: CONNECTING, READY, TRANSIENT_FAILURE, ...). A
+// channel whose connection attempt failed fails its calls at once with
+// that error until its reconnect backoff ends: the two together say
+// which calls met a backoff, and after which attempt.
+//
 // # Outcome classes
 //
 // Each request is exactly one Class: 2xx, 000:refused, 000:reset, 000:eof,

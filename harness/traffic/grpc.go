@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -33,17 +37,82 @@ const GRPCPath = healthpb.Health_Check_FullMethodName
 // "rpc error: code = Unavailable desc = …", which Classify reads by its
 // wire cause (refused, reset, EOF, GOAWAY, stream reset, deadline) and
 // otherwise as ClassUnavailable. Response metadata x-bookshop-* becomes
-// X-Bookshop-* headers, so the results name the pod that answered.
+// X-Bookshop-* headers, so the results name the pod that answered. A
+// failed call's error ends with the channel it went on (channelTag,
+// Record.Channel), and with Config.OnChannel every channel's state
+// changes are reported (ChannelState): together they say whether a call
+// failed because its channel was waiting out a reconnect backoff, and
+// after which connection attempt.
 type grpcFleet struct {
-	byHost map[string][]*grpc.ClientConn
-	n      atomic.Uint64
+	byHost map[string]*channels
+	// stop ends the state watches; watching waits for them.
+	stop     context.CancelFunc
+	watching sync.WaitGroup
+}
+
+// channels are one target's channels and the count of calls sent to them:
+// each target takes its channels in turn, whatever the others do (one
+// count for all would pin a target to some of its channels when the
+// targets' and channels' numbers share a factor).
+type channels struct {
+	ccs []*grpc.ClientConn
+	n   atomic.Uint64
+}
+
+// ChannelState is one state change of a gRPC channel (Config.OnChannel):
+// IDLE, CONNECTING, READY, TRANSIENT_FAILURE (a connection attempt failed:
+// the channel fails its calls at once with that attempt's error until its
+// reconnect backoff ends and it tries again).
+type ChannelState struct {
+	// Time is when the client saw the change, within a scheduling delay
+	// of it. A change undone faster than the watch reads the channel is
+	// not seen.
+	Time time.Time
+	// Target is the channel's host:port; Channel its index among the
+	// target's channels (Record.Channel), from 0.
+	Target  string
+	Channel int
+	State   string
+}
+
+// channelTag opens the suffix a failed call's error gets: " [gRPC channel
+// N]". No classification rule reads it.
+const channelTag = " [gRPC channel "
+
+// channelError is a failed call's error, naming its channel.
+type channelError struct {
+	err     error
+	channel int
+}
+
+func (e *channelError) Error() string {
+	return e.err.Error() + channelTag + strconv.Itoa(e.channel) + "]"
+}
+func (e *channelError) Unwrap() error { return e.err }
+
+// Channel returns the gRPC channel a failed call went on (its index among
+// its target's channels, see ChannelState), read from the end of its
+// error; false for any other request.
+func (r Record) Channel() (int, bool) {
+	i := strings.LastIndex(r.Error, channelTag)
+	if i < 0 || !strings.HasSuffix(r.Error, "]") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(r.Error[i+len(channelTag) : len(r.Error)-1])
+	return n, err == nil && n >= 0
 }
 
 // newGRPCFleet opens n channels to each of addrs (host:port), connecting
 // through dial only. grpc.NewClient connects lazily, at the first call.
-func newGRPCFleet(addrs []string, n int, dial dialFunc) (*grpcFleet, error) {
-	f := &grpcFleet{byHost: make(map[string][]*grpc.ClientConn, len(addrs))}
+// With onState, each channel's state changes are reported to it until
+// the fleet closes.
+func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelState)) (*grpcFleet, error) {
+	f := &grpcFleet{byHost: make(map[string]*channels, len(addrs))}
+	ctx, stop := context.WithCancel(context.Background())
+	f.stop = stop
 	for _, addr := range addrs {
+		chs := &channels{}
+		f.byHost[addr] = chs
 		for range n {
 			cc, err := grpc.NewClient("passthrough:///"+addr,
 				grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -60,21 +129,45 @@ func newGRPCFleet(addrs []string, n int, dial dialFunc) (*grpcFleet, error) {
 				f.close()
 				return nil, fmt.Errorf("traffic: gRPC channel to %s: %w", addr, err)
 			}
-			f.byHost[addr] = append(f.byHost[addr], cc)
+			if onState != nil {
+				f.watching.Add(1)
+				go f.watch(ctx, cc, ChannelState{Target: addr, Channel: len(chs.ccs)}, onState)
+			}
+			chs.ccs = append(chs.ccs, cc)
 		}
 	}
 	return f, nil
 }
 
+// watch reports cc's state, then each change, until ctx ends or cc
+// shuts down (the fleet's close).
+func (f *grpcFleet) watch(ctx context.Context, cc *grpc.ClientConn, id ChannelState, onState func(ChannelState)) {
+	defer f.watching.Done()
+	for {
+		s := cc.GetState()
+		if s == connectivity.Shutdown {
+			return
+		}
+		id.Time, id.State = time.Now(), s.String()
+		onState(id)
+		if !cc.WaitForStateChange(ctx, s) {
+			return
+		}
+	}
+}
+
 // RoundTrip implements http.RoundTripper.
 func (f *grpcFleet) RoundTrip(req *http.Request) (*http.Response, error) {
-	ccs := f.byHost[req.URL.Host]
-	if len(ccs) == 0 {
+	chs := f.byHost[req.URL.Host]
+	if chs == nil || len(chs.ccs) == 0 {
 		return nil, fmt.Errorf("traffic: no gRPC channel to %s", req.URL.Host)
 	}
-	cc := ccs[(f.n.Add(1)-1)%uint64(len(ccs))]
+	i := int((chs.n.Add(1) - 1) % uint64(len(chs.ccs)))
 	var md metadata.MD
-	out, err := healthpb.NewHealthClient(cc).Check(req.Context(), &healthpb.HealthCheckRequest{}, grpc.Header(&md))
+	out, err := healthpb.NewHealthClient(chs.ccs[i]).Check(req.Context(), &healthpb.HealthCheckRequest{}, grpc.Header(&md))
+	if err != nil {
+		err = &channelError{err, i}
+	}
 	return grpcResponse(req, out, md, err)
 }
 
@@ -105,13 +198,15 @@ func grpcResponse(req *http.Request, out *healthpb.HealthCheckResponse, md metad
 	return resp, nil
 }
 
-// close closes every channel.
+// close closes every channel, and returns once no state is reported.
 func (f *grpcFleet) close() {
-	for _, ccs := range f.byHost {
-		for _, cc := range ccs {
+	f.stop()
+	for _, chs := range f.byHost {
+		for _, cc := range chs.ccs {
 			_ = cc.Close()
 		}
 	}
+	f.watching.Wait()
 }
 
 // hiddenRetries is the client channels' stats handler: it tells a call's

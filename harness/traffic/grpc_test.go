@@ -3,9 +3,12 @@ package traffic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,5 +204,82 @@ func TestGRPCProbeClient(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Bookshop-Pod") != "pod-a" {
 		t.Errorf("probe: status %d, pod %q; want 200 from pod-a", resp.StatusCode, resp.Header.Get("X-Bookshop-Pod"))
+	}
+}
+
+// TestGRPCChannelStates: with Config.OnChannel every channel reports its
+// states, a refused one CONNECTING then TRANSIENT_FAILURE and a served one
+// READY; every failed call names its channel, which was in
+// TRANSIENT_FAILURE when the call ended; nothing is reported after Stop.
+func TestGRPCChannelStates(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := l.Addr().String()
+	l.Close()
+	served, _ := grpcServer(t, health{pod: "p", status: healthpb.HealthCheckResponse_SERVING})
+	var (
+		mu      sync.Mutex
+		states  = map[string][]ChannelState{} // "target/channel" → its states, in order
+		stopped bool
+	)
+	key := func(target string, ch int) string { return fmt.Sprintf("%s/%d", target, ch) }
+	cfg := Config{Targets: []Target{{URL: "http://" + refused + GRPCPath}, {URL: served}}, Rate: 100, Protocol: ProtocolGRPC, Connections: 2,
+		OnChannel: func(s ChannelState) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped {
+				t.Errorf("state %+v reported after Stop", s)
+			}
+			states[key(s.Target, s.Channel)] = append(states[key(s.Target, s.Channel)], s)
+		}}
+	recs, _, _ := attackUntil(t, cfg, 40)
+	mu.Lock()
+	stopped = true
+	defer mu.Unlock()
+
+	inState := func(k string, at time.Time, want string) bool {
+		var last ChannelState
+		for _, s := range states[k] {
+			if s.Time.After(at) {
+				break
+			}
+			last = s
+		}
+		return last.State == want
+	}
+	var failed int
+	for _, r := range recs {
+		ch, ok := r.Channel()
+		if !r.Class.Failed() {
+			if ok {
+				t.Errorf("served call names channel %d: %q", ch, r.Error)
+			}
+			continue
+		}
+		failed++
+		if !ok || ch > 1 || r.Class != ClassRefused {
+			t.Fatalf("failed call: channel %d, %v, class %s, error %q; want a refusal on channel 0 or 1", ch, ok, r.Class, r.Error)
+		}
+		// The watch stamps a change a scheduling delay after the call
+		// saw it: allow 100 ms.
+		if k := key(refused, ch); !inState(k, r.End().Add(100*time.Millisecond), "TRANSIENT_FAILURE") {
+			t.Errorf("call ended %s on %s, which was not in TRANSIENT_FAILURE; its states %+v", r.End().Format(time.StampMicro), k, states[k])
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no call to the refusing target failed")
+	}
+	for ch := range 2 {
+		for target, want := range map[string][]string{refused: {"CONNECTING", "TRANSIENT_FAILURE"}, strings.TrimPrefix(strings.TrimSuffix(served, GRPCPath), "http://"): {"CONNECTING", "READY"}} {
+			var seen []string
+			for _, s := range states[key(target, ch)] {
+				seen = append(seen, s.State)
+			}
+			if i := slices.Index(seen, want[0]); i < 0 || !slices.Contains(seen[i:], want[1]) {
+				t.Errorf("%s: states %v, want %s then %s", key(target, ch), seen, want[0], want[1])
+			}
+		}
 	}
 }

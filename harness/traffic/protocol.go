@@ -63,7 +63,8 @@ type ProtocolInfo struct {
 	// a channel's calls fail at once with its last attempt's error (two
 	// refused attempts fit a window of about a second; the backoff after
 	// the second is at most 1 s × 1.6 × 1.2 = 1.92 s). 0 when every
-	// request makes its own attempt.
+	// request makes its own attempt. Which calls a backoff failed is
+	// measured (ChannelState), not inferred from this bound.
 	Backoff time.Duration
 }
 
