@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -301,7 +302,7 @@ func (c *AppMetrics) loop(ctx context.Context) {
 func (c *AppMetrics) tick(ctx context.Context, due time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.launch(ctx, &c.wg, false, due)
+	c.launch(ctx, &c.wg, false, due, nil)
 }
 
 // ScrapeNow scrapes every followed pod whose app container is running
@@ -310,25 +311,28 @@ func (c *AppMetrics) tick(ctx context.Context, due time.Time) {
 // moment (the end of the traffic, say). Every record so far is flushed to
 // the writer before it returns, so a reader of the file sees this reading.
 // ctx bounds it, as does AppMetricsOptions.Timeout. Stop does it once more before it
-// returns.
-func (c *AppMetrics) ScrapeNow(ctx context.Context) {
+// returns. It returns how many pods it could not read.
+func (c *AppMetrics) ScrapeNow(ctx context.Context) (failed int) {
 	due := time.Now()
 	var wg sync.WaitGroup
+	var failures atomic.Int64
 	c.mu.Lock()
 	if !c.stopped {
-		c.launch(ctx, &wg, true, due)
+		c.launch(ctx, &wg, true, due, &failures)
 	}
 	c.mu.Unlock()
 	wg.Wait()
 	c.mu.Lock()
 	c.flush()
 	c.mu.Unlock()
+	return int(failures.Load())
 }
 
 // launch starts a scrape due at due, counted by wg, of every followed pod
 // whose app container is running, skipping those with a scrape under way
-// unless force. Called with c.mu held.
-func (c *AppMetrics) launch(ctx context.Context, wg *sync.WaitGroup, force bool, due time.Time) {
+// unless force; failed, when not nil, counts the scrapes that failed.
+// Called with c.mu held.
+func (c *AppMetrics) launch(ctx context.Context, wg *sync.WaitGroup, force bool, due time.Time, failed *atomic.Int64) {
 	for _, t := range c.pods {
 		cs := c.container(t.pod)
 		if (t.running > 0 && !force) || ctx.Err() != nil || t.pod.Status.Phase != corev1.PodRunning || t.pod.Status.PodIP == "" ||
@@ -338,13 +342,17 @@ func (c *AppMetrics) launch(ctx context.Context, wg *sync.WaitGroup, force bool,
 		t.running++
 		r := base(t.pod, cs.Name, cs.ContainerID, cs.State.Running.StartedAt.Time)
 		pod := t.pod
-		wg.Go(func() { c.scrape(ctx, pod, r, due) })
+		wg.Go(func() {
+			if !c.scrape(ctx, pod, r, due) && failed != nil {
+				failed.Add(1)
+			}
+		})
 	}
 }
 
 // scrape reads one pod's metrics and records them as r, with its timing
-// against due (monotonic clock), or counts the failure.
-func (c *AppMetrics) scrape(ctx context.Context, pod *corev1.Pod, r appmetrics.Record, due time.Time) {
+// against due (monotonic clock), or counts the failure and returns false.
+func (c *AppMetrics) scrape(ctx context.Context, pod *corev1.Pod, r appmetrics.Record, due time.Time) bool {
 	began := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	text, err := c.opts.Scraper.Scrape(sctx, pod)
@@ -367,7 +375,7 @@ func (c *AppMetrics) scrape(ctx context.Context, pod *corev1.Pod, r appmetrics.R
 	}
 	if err != nil {
 		if ctx.Err() != nil { // stopping: not the pod's failure
-			return
+			return false
 		}
 		c.stats.Failures++
 		f := c.failing[pod.Name]
@@ -379,7 +387,7 @@ func (c *AppMetrics) scrape(ctx context.Context, pod *corev1.Pod, r appmetrics.R
 		if c.pods[pod.Name] == nil { // the pod went while this scrape ran
 			c.writeFailures(pod.Name)
 		}
-		return
+		return false
 	}
 	c.stats.Scrapes++
 	late := max(0, began.Sub(due))
@@ -389,6 +397,7 @@ func (c *AppMetrics) scrape(ctx context.Context, pod *corev1.Pod, r appmetrics.R
 	r.Scheduled, r.LateSeconds, r.TookSeconds = at.Add(-late-took), seconds(late), seconds(took)
 	r.Requests, r.ByCode, r.ByHandler, r.InFlight, r.NoCounter = s.counts.Total(), s.counts.ByCode(), s.counts, s.inFlight, s.noCounter
 	c.record(r)
+	return true
 }
 
 // writeFailures records the pod's pending scrape failures, if any. Called

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -388,5 +389,38 @@ func TestStartErrors(t *testing.T) {
 	}
 	if _, err := StartAppMetrics(context.Background(), nil, ns, "", &bytes.Buffer{}, AppMetricsOptions{}); err == nil {
 		t.Error("a nil client was accepted")
+	}
+}
+
+// TestScrapeNowCountsFailures: ScrapeNow says how many pods it could not
+// read, so a caller that needs the reading (a balance span's edge) can
+// read again.
+func TestScrapeNowCountsFailures(t *testing.T) {
+	t.Parallel()
+	text, err := os.ReadFile("testdata/bookshop-metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(runningPod("web-a", "web", "a"), runningPod("web-b", "web", "b"))
+	var failing atomic.Bool
+	failing.Store(true)
+	serveProxy(client, func(a k8stesting.ProxyGetAction) ([]byte, error) {
+		if failing.Load() && a.GetName() == "web-b" {
+			return nil, errors.New("the API server stalled")
+		}
+		return text, nil
+	})
+	c, err := StartAppMetrics(context.Background(), client, ns, "app=web", &bytes.Buffer{}, AppMetricsOptions{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	waitFor(t, "a scrape", func() bool { return lastScrape(c, "web-a") != nil })
+	if n := c.ScrapeNow(context.Background()); n != 1 {
+		t.Errorf("ScrapeNow with web-b failing: %d failed, want 1", n)
+	}
+	failing.Store(false)
+	if n := c.ScrapeNow(context.Background()); n != 0 {
+		t.Errorf("ScrapeNow with every pod answering: %d failed, want 0", n)
 	}
 }

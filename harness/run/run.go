@@ -615,10 +615,17 @@ func (r *runner) balanceEdge(ctx context.Context, mark func(timeline.Kind, map[s
 	if span <= 0 || r.app == nil {
 		return time.Time{}
 	}
-	r.scrapeApp(ctx)
+	// An edge whose reading failed (the API server stalled) is unread,
+	// and the rollout's balance undecided: read again, a few times.
+	for try := 1; r.app.ScrapeNow(ctx) > 0 && try < balanceReads && ctx.Err() == nil; try++ {
+		fmt.Fprintf(r.log, "balance: reading the pods' counters at the span's %s failed; reading again (%d of %d)\n", edge, try+1, balanceReads)
+	}
 	mark(timeline.KindBalance, map[string]string{"edge": edge})
 	return time.Now().Add(span)
 }
+
+// balanceReads is how many times a balance edge's reading is tried.
+const balanceReads = 5
 
 // waitBaseline waits until no failed request was sent in the last
 // BaselineQuiet (plus one request timeout, since a failure is known only
