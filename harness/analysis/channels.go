@@ -6,12 +6,8 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
 )
-
-// channelStamp is how long after a call saw its channel's change the
-// client's watch may stamp it (traffic.ChannelState.Time): a scheduling
-// delay.
-const channelStamp = 100 * time.Millisecond
 
 // channelStep is one state a gRPC channel entered, and when.
 type channelStep struct {
@@ -19,8 +15,9 @@ type channelStep struct {
 	state string
 }
 
-// channelIndex holds each gRPC client channel's states (grpc.channel
-// events) of one variant, in time order, by channelKey.
+// channelIndex holds each gRPC client channel's states and connection
+// attempts (grpc.channel events) of one variant, in time order, by
+// channelKey.
 type channelIndex map[string][]channelStep
 
 func channelKey(target, channel string) string { return target + "/" + channel }
@@ -47,25 +44,24 @@ func indexChannels(events []timeline.Event, variant string) channelIndex {
 }
 
 // failedAttempt returns the connection attempt whose failure a call that
-// ended at end on the channel met: the channel was in TRANSIENT_FAILURE
-// then, entered at to, after an attempt that began at from (its
-// CONNECTING; to when none was seen). A change stamped up to channelStamp
-// after end may have come before it: the latest TRANSIENT_FAILURE among
-// those, or else the state stamped last by end, counts. False when the
-// channel was in another state, or is not known.
+// ended at end on the channel repeated: the channel's last attempt by
+// then failed, at to, having begun at from. False when its last attempt
+// succeeded or was still under way (the backoff had ended: a call then
+// fails because the attempt hangs, not because of the backoff), or no
+// attempt is known.
 func (ix channelIndex) failedAttempt(target, channel string, end time.Time) (from, to time.Time, ok bool) {
 	steps := ix[channelKey(target, channel)]
-	last := sort.Search(len(steps), func(i int) bool { return steps[i].t.After(end.Add(channelStamp)) }) - 1
-	sure := sort.Search(len(steps), func(i int) bool { return steps[i].t.After(end) }) - 1
-	for i := last; i >= 0 && i >= sure; i-- {
-		if steps[i].state != "TRANSIENT_FAILURE" {
-			continue
+	for i := sort.Search(len(steps), func(i int) bool { return steps[i].t.After(end) }) - 1; i >= 0; i-- {
+		switch steps[i].state {
+		case traffic.StateDialFailed:
+			from, to = steps[i].t, steps[i].t
+			if i > 0 && steps[i-1].state == traffic.StateDialing {
+				from = steps[i-1].t
+			}
+			return from, to, true
+		case traffic.StateDialing, traffic.StateDialed:
+			return time.Time{}, time.Time{}, false
 		}
-		from, to = steps[i].t, steps[i].t
-		if i > 0 && steps[i-1].state == "CONNECTING" {
-			from = steps[i-1].t
-		}
-		return from, to, true
 	}
 	return time.Time{}, time.Time{}, false
 }

@@ -459,7 +459,7 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		return unexplained(WhyNoListenerClose)
 	case noUnroute:
 		return unexplained(WhyNoUnroute)
-	case ex.backedOff(n, node, rec):
+	case ex.backedOff(n, node, rec, 0):
 		e.Backoff++
 		how = AccountedBackoff
 	case ex.staleConntrack(n, node, proxied, rec):
@@ -552,9 +552,9 @@ const chanceDraws = 20
 // the failures matched against its windows a race window would explain
 // with the routing nodes shuffled among them, and with every send time
 // shifted by one random offset of 0.5–5 s either way, each the mean of
-// chanceDraws draws; with a reconnect backoff, also how many the shifted
-// times would put in the backoff after a race. A real explanation beats
-// them by far.
+// chanceDraws draws; over gRPC, also how many outside every window the
+// backoff would account for with their channels' failed attempts
+// shifted so. A real explanation beats them by far.
 func (ex *explainer) chance(n int, e *Explained) {
 	tried := ex.tried[n]
 	if len(tried) == 0 {
@@ -582,10 +582,10 @@ func (ex *explainer) chance(n int, e *Explained) {
 			}
 			moved := a.rec
 			moved.Time = moved.Time.Add(off)
-			switch {
-			case explains(a.node, a.ip, moved):
+			if explains(a.node, a.ip, moved) {
 				shifted++
-			case ex.backedOff(n, a.node, moved):
+			}
+			if !explains(a.node, a.ip, a.rec) && ex.backedOff(n, a.node, a.rec, off) {
 				backoff++
 			}
 		}
@@ -691,11 +691,12 @@ func sticky(c traffic.Class) bool { return c == traffic.ClassRefused || c == tra
 // backedOff reports whether a failure of rollout n routed by node,
 // outside every race window, is its gRPC channel's reconnect backoff
 // after an attempt a race window refused (Explained.Backoff), as the
-// channel's recorded states show it: the call, of a sticky class, ended
-// while its channel was in TRANSIENT_FAILURE, and the connection attempt
-// that put it there (CONNECTING to TRANSIENT_FAILURE) overlapped the race
-// window of a pod the rollout deleted, on node.
-func (ex *explainer) backedOff(n int, node string, rec traffic.Record) bool {
+// channel's recorded attempts show it: the call, of a sticky class, ended
+// after its channel's last connection attempt failed and before the next
+// began, and that attempt, moved by shift
+// (the chance baseline's; 0 otherwise), overlapped the race window of a
+// pod the rollout deleted, on node.
+func (ex *explainer) backedOff(n int, node string, rec traffic.Record, shift time.Duration) bool {
 	if len(ex.channels) == 0 || !sticky(rec.Class) {
 		return false
 	}
@@ -707,6 +708,7 @@ func (ex *explainer) backedOff(n int, node string, rec traffic.Record) bool {
 	if !ok {
 		return false
 	}
+	from, to = from.Add(shift), to.Add(shift)
 	for _, i := range ex.byRollout[n] {
 		g := &ex.gaps[i]
 		if g.Node != node || !g.Known() || g.Window <= 0 || g.Unrouted < 0 {

@@ -194,10 +194,13 @@ func TestStaleConntrack(t *testing.T) {
 }
 
 // grpcTarget is the target of the gRPC tests' calls, and grpcChannels
-// its channels' states: channel 0 lost its connection at 300 ms and its
-// attempt at 400 ms, inside node a's race window (100-700 ms), was
-// refused, so it waited out its backoff in TRANSIENT_FAILURE until 1.5 s;
-// channel 1's attempt at 3 s, outside every window, was refused too.
+// its channels' states and connection attempts: channel 0 lost its
+// connection at 300 ms and its attempt at 400 ms, inside node a's race
+// window (100-700 ms), was refused, so it waited out its backoff until
+// its next attempt at 1.5 s; channel 1's attempt at 3 s, outside every
+// window, was refused too; channel 2's attempt at 400 ms was refused and
+// its next, at 1.4 s, hung until 9 s (a stale conntrack entry), the
+// channel in TRANSIENT_FAILURE throughout, as grpc-go keeps it.
 const grpcTarget = "http://127.0.0.1:31080" + traffic.GRPCPath
 
 func grpcChannels(at func(ms int) time.Time) []timeline.Event {
@@ -206,9 +209,13 @@ func grpcChannels(at func(ms int) time.Time) []timeline.Event {
 		ms        int
 		ch, state string
 	}{
-		{-4000, "0", "READY"}, {-4000, "1", "READY"},
-		{300, "0", "IDLE"}, {400, "0", "CONNECTING"}, {402, "0", "TRANSIENT_FAILURE"}, {1500, "0", "CONNECTING"}, {1502, "0", "READY"},
-		{2900, "1", "IDLE"}, {3000, "1", "CONNECTING"}, {3002, "1", "TRANSIENT_FAILURE"}, {4000, "1", "CONNECTING"}, {4002, "1", "READY"},
+		{-4000, "0", "READY"}, {-4000, "1", "READY"}, {-4000, "2", "READY"},
+		{300, "0", "IDLE"}, {400, "0", "CONNECTING"}, {400, "0", traffic.StateDialing}, {401, "0", traffic.StateDialFailed}, {402, "0", "TRANSIENT_FAILURE"},
+		{1500, "0", traffic.StateDialing}, {1501, "0", traffic.StateDialed}, {1502, "0", "READY"},
+		{2900, "1", "IDLE"}, {3000, "1", "CONNECTING"}, {3000, "1", traffic.StateDialing}, {3001, "1", traffic.StateDialFailed}, {3002, "1", "TRANSIENT_FAILURE"},
+		{4000, "1", traffic.StateDialing}, {4001, "1", traffic.StateDialed}, {4002, "1", "READY"},
+		{300, "2", "IDLE"}, {400, "2", "CONNECTING"}, {400, "2", traffic.StateDialing}, {401, "2", traffic.StateDialFailed}, {402, "2", "TRANSIENT_FAILURE"},
+		{1400, "2", traffic.StateDialing}, {9000, "2", traffic.StateDialed}, {9001, "2", "READY"},
 	} {
 		evs = append(evs, timeline.Event{Time: at(st.ms).Add(time.Millisecond), Kind: timeline.KindGRPCChannel, Detail: map[string]string{
 			"variant": "alpha", "target": "127.0.0.1:31080", "channel": st.ch, "state": st.state, "at": at(st.ms).Format(time.RFC3339Nano)}})
@@ -230,12 +237,12 @@ func grpcFailure(at func(ms int) time.Time, ms, ch int, class traffic.Class) tra
 }
 
 // TestReconnectBackoff: over gRPC a refusal outside every window is the
-// channel's backoff when its channel's recorded states say so: it was in
-// TRANSIENT_FAILURE after an attempt inside a race window on the node
-// that routed it. Not when the channel was READY, its failed attempt was
-// outside every window, the node never raced, or the call names no
-// channel; a node whose flush found stale entries then holds it (the
-// channel's attempt hung on one). Over HTTP there is no backoff.
+// channel's backoff when its channel's recorded attempts say so: its last
+// attempt before the call failed, inside a race window on the node that
+// routed it. Not when that attempt succeeded, was outside every window,
+// or a next one was under way (hung: then a node whose flush found stale
+// entries holds it), nor when the node never raced or the call names no
+// channel. Over HTTP there is no backoff.
 func TestReconnectBackoff(t *testing.T) {
 	at, events := racedOnA()
 	events = append(events, grpcChannels(at)...)
@@ -254,7 +261,9 @@ func TestReconnectBackoff(t *testing.T) {
 		{"gRPC, another channel than the one in backoff", "grpc", "a", flushedB, grpcFailure(at, 1000, 1, traffic.ClassRefused), WhyOutside},
 		{"gRPC, no channel named", "grpc", "a", flushedB, grpcFailure(at, 1000, -1, traffic.ClassRefused), WhyOutside},
 		{"gRPC, a node that never raced", "grpc", "b", flushedB, grpcFailure(at, 1000, 0, traffic.ClassRefused), WhyOutside},
-		{"gRPC, not in backoff, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 0, traffic.ClassRefused), AccountedConntrack},
+		{"gRPC, its next attempt hung", "grpc", "a", flushedB, grpcFailure(at, 2000, 2, traffic.ClassRefused), WhyOutside},
+		{"gRPC, its next attempt hung, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 2, traffic.ClassRefused), AccountedConntrack},
+		{"gRPC, in backoff before the hung attempt", "grpc", "a", flushedA, grpcFailure(at, 1300, 2, traffic.ClassRefused), AccountedBackoff},
 		{"HTTP, stale entries found", "http1", "a", flushedA, traffic.Record{Time: at(2000), Class: traffic.ClassRefused, Latency: time.Millisecond}, WhyOutside},
 	} {
 		sc, err := scenario.Parse("s.yaml", []byte("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nvariants: [{variant: no-prestop}]\ntraffic: {protocol: "+tc.wire+"}\n"))

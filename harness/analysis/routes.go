@@ -148,10 +148,13 @@ type Chance struct {
 	Tried         uint64  `json:"tried"`
 	NodesShuffled float64 `json:"nodesShuffled"`
 	TimesShifted  float64 `json:"timesShifted"`
-	// BackoffShifted is, for a client with a reconnect backoff (gRPC),
-	// how many of the failures tried the backoff after a race would
-	// account for with their send times shifted: Explained.Backoff by
-	// chance. 0 for a client without one.
+	// BackoffShifted is, for a gRPC client, how many of the failures
+	// tried outside every race window the backoff would account for with
+	// their channels' failed attempts shifted by the same random
+	// 0.5–5 s: Explained.Backoff by chance. (Shifting the calls instead
+	// would measure nothing: a call's channel state is read, not matched,
+	// and a call in a race window shifted later lands in the backoff that
+	// window caused.) 0 for a client without channels.
 	BackoffShifted float64 `json:"backoffShifted,omitempty"`
 	// Bursts is how many bursts the tried failures make (one node's
 	// failures less than 250 ms apart), BurstsExplained how many of them

@@ -49,7 +49,7 @@ func ExplainedText(e *analysis.Explained) string {
 		s += fmt.Sprintf(", %d by the client's reconnect backoff after a race (%.1f%%: calls failed while their channel waited to reconnect, its recorded states show, after an attempt that overlapped a race window",
 			e.Backoff, 100*float64(e.Backoff)/float64(total))
 		if c := e.Chance; c != nil && c.Tried > 0 {
-			s += fmt.Sprintf("; %.1f by chance with the send times shifted", c.BackoffShifted)
+			s += fmt.Sprintf("; %.1f by chance with the channels' attempts shifted", c.BackoffShifted)
 		}
 		s += ")"
 	}

@@ -438,8 +438,11 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	cfg.Targets = tb.Targets()
 	cfg.Allow = tb.Allow // the hosts beyond 127.0.0.1 the user named with --allow-target
 	cfg.OnChannel = func(s traffic.ChannelState) {
-		r.rec.Mark(timeline.KindGRPCChannel, map[string]string{"variant": v.Name, "target": s.Target,
-			"channel": strconv.Itoa(s.Channel), "state": s.State, "at": s.Time.Format(time.RFC3339Nano)})
+		d := map[string]string{"variant": v.Name, "target": s.Target, "channel": strconv.Itoa(s.Channel), "state": s.State, "at": s.Time.Format(time.RFC3339Nano)}
+		if s.Error != "" {
+			d["error"] = s.Error
+		}
+		r.rec.Mark(timeline.KindGRPCChannel, d)
 	}
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise), after

@@ -309,9 +309,11 @@ const (
 	// duration).
 	KindGeneratorStall Kind = "generator.stall"
 	// KindGRPCChannel is a gRPC client channel's state, at its first call
-	// and at each change (traffic.ChannelState); Detail variant, target
-	// (host:port), channel (its index there), state (IDLE, CONNECTING,
-	// READY, TRANSIENT_FAILURE) and at (RFC 3339, when the client saw it).
+	// and at each change, or one of its connection attempts
+	// (traffic.ChannelState); Detail variant, target (host:port), channel
+	// (its index there), state (IDLE, CONNECTING, READY,
+	// TRANSIENT_FAILURE; dialing, dialed, dial failed), error (a failed
+	// attempt's) and at (RFC 3339, when the client saw it).
 	KindGRPCChannel Kind = "grpc.channel"
 )
 

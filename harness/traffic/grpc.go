@@ -40,14 +40,18 @@ const GRPCPath = healthpb.Health_Check_FullMethodName
 // X-Bookshop-* headers, so the results name the pod that answered. A
 // failed call's error ends with the channel it went on (channelTag,
 // Record.Channel), and with Config.OnChannel every channel's state
-// changes are reported (ChannelState): together they say whether a call
-// failed because its channel was waiting out a reconnect backoff, and
-// after which connection attempt.
+// changes and connection attempts are reported (ChannelState): together
+// they say whether a call failed because its channel was waiting out a
+// reconnect backoff, and after which attempt.
 type grpcFleet struct {
-	byHost map[string]*channels
-	// stop ends the state watches; watching waits for them.
+	byHost  map[string]*channels
+	onState func(ChannelState) // nil: nothing reported
+	// stop ends the state watches; watching waits for them. closed
+	// (under mu) drops what a dial reports after the fleet closed.
 	stop     context.CancelFunc
 	watching sync.WaitGroup
+	mu       sync.RWMutex
+	closed   bool
 }
 
 // channels are one target's channels and the count of calls sent to them:
@@ -59,21 +63,33 @@ type channels struct {
 	n   atomic.Uint64
 }
 
-// ChannelState is one state change of a gRPC channel (Config.OnChannel):
-// IDLE, CONNECTING, READY, TRANSIENT_FAILURE (a connection attempt failed:
-// the channel fails its calls at once with that attempt's error until its
-// reconnect backoff ends and it tries again).
+// ChannelState is one change of a gRPC channel (Config.OnChannel): its
+// connectivity state, IDLE, CONNECTING, READY or TRANSIENT_FAILURE (a
+// connection attempt failed: the channel fails its calls at once with
+// that attempt's error), or one of its connection attempts, StateDialing
+// then StateDialed or StateDialFailed. The attempts are what says when a
+// backoff ended: grpc-go's channel stays in TRANSIENT_FAILURE until it is
+// READY again, through the attempts after the first failed.
 type ChannelState struct {
-	// Time is when the client saw the change, within a scheduling delay
-	// of it. A change undone faster than the watch reads the channel is
-	// not seen.
+	// Time is when the client saw the change: a state within a
+	// scheduling delay of it (a state undone faster than the watch reads
+	// the channel is not seen), an attempt exactly.
 	Time time.Time
 	// Target is the channel's host:port; Channel its index among the
 	// target's channels (Record.Channel), from 0.
 	Target  string
 	Channel int
 	State   string
+	// Error is a failed attempt's error.
+	Error string
 }
+
+// The connection attempts' ChannelState.State.
+const (
+	StateDialing    = "dialing"
+	StateDialed     = "dialed"
+	StateDialFailed = "dial failed"
+)
 
 // channelTag opens the suffix a failed call's error gets: " [gRPC channel
 // N]". No classification rule reads it.
@@ -107,17 +123,21 @@ func (r Record) Channel() (int, bool) {
 // With onState, each channel's state changes are reported to it until
 // the fleet closes.
 func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelState)) (*grpcFleet, error) {
-	f := &grpcFleet{byHost: make(map[string]*channels, len(addrs))}
+	f := &grpcFleet{byHost: make(map[string]*channels, len(addrs)), onState: onState}
 	ctx, stop := context.WithCancel(context.Background())
 	f.stop = stop
 	for _, addr := range addrs {
 		chs := &channels{}
 		f.byHost[addr] = chs
-		for range n {
+		for i := range n {
+			id := ChannelState{Target: addr, Channel: i}
 			cc, err := grpc.NewClient("passthrough:///"+addr,
 				grpc.WithTransportCredentials(insecure.NewCredentials()),
 				grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-					return dial(ctx, "tcp", a)
+					f.report(id, StateDialing, nil)
+					c, err := dial(ctx, "tcp", a)
+					f.report(id, StateDialed, err)
+					return c, err
 				}),
 				// No service config from anywhere: no retry policy, so
 				// the only retries are grpc-go's transparent ones,
@@ -131,7 +151,7 @@ func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelStat
 			}
 			if onState != nil {
 				f.watching.Add(1)
-				go f.watch(ctx, cc, ChannelState{Target: addr, Channel: len(chs.ccs)}, onState)
+				go f.watch(ctx, cc, id)
 			}
 			chs.ccs = append(chs.ccs, cc)
 		}
@@ -141,18 +161,34 @@ func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelStat
 
 // watch reports cc's state, then each change, until ctx ends or cc
 // shuts down (the fleet's close).
-func (f *grpcFleet) watch(ctx context.Context, cc *grpc.ClientConn, id ChannelState, onState func(ChannelState)) {
+func (f *grpcFleet) watch(ctx context.Context, cc *grpc.ClientConn, id ChannelState) {
 	defer f.watching.Done()
 	for {
 		s := cc.GetState()
 		if s == connectivity.Shutdown {
 			return
 		}
-		id.Time, id.State = time.Now(), s.String()
-		onState(id)
+		f.report(id, s.String(), nil)
 		if !cc.WaitForStateChange(ctx, s) {
 			return
 		}
+	}
+}
+
+// report tells onState that channel id entered state (StateDialed with
+// err is StateDialFailed), unless the fleet closed.
+func (f *grpcFleet) report(id ChannelState, state string, err error) {
+	if f.onState == nil {
+		return
+	}
+	id.Time, id.State = time.Now(), state
+	if err != nil {
+		id.State, id.Error = StateDialFailed, err.Error()
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if !f.closed {
+		f.onState(id)
 	}
 }
 
@@ -200,6 +236,9 @@ func grpcResponse(req *http.Request, out *healthpb.HealthCheckResponse, md metad
 
 // close closes every channel, and returns once no state is reported.
 func (f *grpcFleet) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
 	f.stop()
 	for _, chs := range f.byHost {
 		for _, cc := range chs.ccs {

@@ -208,9 +208,10 @@ func TestGRPCProbeClient(t *testing.T) {
 }
 
 // TestGRPCChannelStates: with Config.OnChannel every channel reports its
-// states, a refused one CONNECTING then TRANSIENT_FAILURE and a served one
-// READY; every failed call names its channel, which was in
-// TRANSIENT_FAILURE when the call ended; nothing is reported after Stop.
+// states and attempts, a refused one CONNECTING, a failed dial (with its
+// error) and TRANSIENT_FAILURE, a served one a dial and READY; every
+// failed call names its channel, which was in TRANSIENT_FAILURE when the
+// call ended, after a failed dial; nothing is reported after Stop.
 func TestGRPCChannelStates(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -267,18 +268,40 @@ func TestGRPCChannelStates(t *testing.T) {
 		if k := key(refused, ch); !inState(k, r.End().Add(100*time.Millisecond), "TRANSIENT_FAILURE") {
 			t.Errorf("call ended %s on %s, which was not in TRANSIENT_FAILURE; its states %+v", r.End().Format(time.StampMicro), k, states[k])
 		}
+		var lastDial ChannelState
+		for _, s := range states[key(refused, ch)] {
+			if !s.Time.After(r.End()) && strings.HasPrefix(s.State, "dial") {
+				lastDial = s
+			}
+		}
+		if lastDial.State != StateDialFailed || !strings.Contains(lastDial.Error, "connection refused") {
+			t.Errorf("call ended %s on channel %d, whose last attempt before was %+v; want a refused dial", r.End().Format(time.StampMicro), ch, lastDial)
+		}
 	}
 	if failed == 0 {
 		t.Fatal("no call to the refusing target failed")
 	}
 	for ch := range 2 {
-		for target, want := range map[string][]string{refused: {"CONNECTING", "TRANSIENT_FAILURE"}, strings.TrimPrefix(strings.TrimSuffix(served, GRPCPath), "http://"): {"CONNECTING", "READY"}} {
+		// The states and the attempts each in order (a state is stamped
+		// a scheduling delay late, an attempt at once).
+		for target, wants := range map[string][][]string{
+			refused: {{"CONNECTING", "TRANSIENT_FAILURE"}, {StateDialing, StateDialFailed}},
+			strings.TrimPrefix(strings.TrimSuffix(served, GRPCPath), "http://"): {{"CONNECTING", "READY"}, {StateDialing, StateDialed}},
+		} {
 			var seen []string
 			for _, s := range states[key(target, ch)] {
 				seen = append(seen, s.State)
 			}
-			if i := slices.Index(seen, want[0]); i < 0 || !slices.Contains(seen[i:], want[1]) {
-				t.Errorf("%s: states %v, want %s then %s", key(target, ch), seen, want[0], want[1])
+			for _, want := range wants {
+				rest := seen
+				for _, w := range want {
+					i := slices.Index(rest, w)
+					if i < 0 {
+						t.Errorf("%s: states %v, want %v in that order", key(target, ch), seen, want)
+						break
+					}
+					rest = rest[i+1:]
+				}
 			}
 		}
 	}
