@@ -20,8 +20,10 @@
 // first output line is "ready", once it reads its input.
 //
 // It also reads a front's API, with input lines "poll ID URL" (and
-// "unpoll ID" to stop): it GETs URL every 20 ms and prints, at the first
-// answer and at every change of the answer's body,
+// "unpoll ID" to stop): it GETs URL every 20 ms while a pod terminates
+// (an address is watched, and for 10 s after the last watch began or
+// ended), every 500 ms otherwise, and prints, at the first answer and at
+// every change of the answer's body,
 //
 //	poll ID BEFORE_NS AT_NS BODY
 //
@@ -53,10 +55,49 @@ const (
 	timeout = 200 * time.Millisecond // a connect that long is a timeout
 	limit   = 2 * time.Minute        // stop watching an address still open
 
-	pollEvery   = 20 * time.Millisecond  // between reads of one URL
+	pollEvery   = 20 * time.Millisecond  // between reads of one URL while a pod terminates
+	pollIdle    = 500 * time.Millisecond // between reads while none does
+	pollLinger  = 10 * time.Second       // reads stay fast this long after a watch began or ended
 	pollTimeout = 500 * time.Millisecond // a read that long failed
 	maxBody     = 1 << 20                // the most of a body read
 )
+
+// pace is how often polls read: fast while a pod terminates (an address
+// is watched) and for pollLinger after, slow otherwise, so that the front
+// is read often only when its choice of pods can change under a drop.
+type pace struct {
+	mu     sync.Mutex
+	active int
+	until  time.Time
+	wake   chan struct{} // closed when reads turn fast
+	now    func() time.Time
+}
+
+func newPace() *pace { return &pace{wake: make(chan struct{}), now: time.Now} }
+
+// watching notes a watch beginning (+1) or ending (-1); a beginning wakes
+// every poll to read at once.
+func (p *pace) watching(delta int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.active += delta
+	p.until = p.now().Add(pollLinger)
+	if delta > 0 {
+		close(p.wake)
+		p.wake = make(chan struct{})
+	}
+}
+
+// next is how long after a read's start the next one is due, and a
+// channel closed if reads turn fast before then.
+func (p *pace) next() (time.Duration, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.active > 0 || p.now().Before(p.until) {
+		return pollEvery, p.wake
+	}
+	return pollIdle, p.wake
+}
 
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,6 +114,7 @@ func main() {
 	}
 	emit("ready")
 	polls := map[string]context.CancelFunc{}
+	pc := newPace()
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
@@ -81,7 +123,7 @@ func main() {
 			if polls[f[1]] == nil {
 				pctx, stop := context.WithCancel(ctx)
 				polls[f[1]] = stop
-				wg.Go(func() { poll(pctx, f[1], f[2], emit) })
+				wg.Go(func() { poll(pctx, f[1], f[2], pc, emit) })
 			}
 			continue
 		case len(f) == 2 && f[0] == "unpoll":
@@ -94,8 +136,10 @@ func main() {
 		}
 		id, addr := f[0], f[1]
 		wg.Add(1)
+		pc.watching(+1)
 		go func() {
 			defer wg.Done()
+			defer pc.watching(-1)
 			if seen := watch(ctx, addr); seen != "" {
 				emit(id + " " + seen)
 			}
@@ -139,10 +183,10 @@ func watch(ctx context.Context, addr string) string {
 	return fmt.Sprintf("%d 0 open", open)
 }
 
-// poll reads url every pollEvery until ctx ends, and prints its first
+// poll reads url at pc's pace until ctx ends, and prints its first
 // answer, every change of it, and each start of failing reads (see the
 // package comment).
-func poll(ctx context.Context, id, url string, emit func(string)) {
+func poll(ctx context.Context, id, url string, pc *pace, emit func(string)) {
 	c := &http.Client{Timeout: pollTimeout}
 	var (
 		last     []byte
@@ -170,9 +214,11 @@ func poll(ctx context.Context, id, url string, emit func(string)) {
 			}
 			answered, failing, last, before = true, false, body, start.UnixNano()
 		}
+		every, fast := pc.next()
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Until(start.Add(pollEvery))):
+		case <-fast:
+		case <-time.After(time.Until(start.Add(every))):
 		}
 	}
 }

@@ -128,15 +128,23 @@ type Reading struct {
 	Err        string
 }
 
-// PollEvery is how often the prober reads a polled URL (apps/closeprobe's
-// pollEvery).
-const PollEvery = 20 * time.Millisecond
+// PollEvery is how often the prober reads a polled URL while a pod
+// terminates (it watches an address, and for PollLinger after the last
+// watch began or ended), and PollIdle otherwise (apps/closeprobe's
+// pollEvery, pollLinger, pollIdle): a front is read often only when its
+// choice of pods can change under a drop.
+const (
+	PollEvery  = 20 * time.Millisecond
+	PollIdle   = 500 * time.Millisecond
+	PollLinger = 10 * time.Second
+)
 
 // Node is the node the prober runs in.
 func (p *Prober) Node() string { return p.node }
 
-// Poll starts reading url every 20 ms from inside the node (a front's API
-// at its pod IP, with no API server between), calling on, from one
+// Poll starts reading url from inside the node (a front's API
+// at its pod IP, with no API server between), at PollEvery while a pod
+// terminates and PollIdle otherwise, calling on, from one
 // goroutine, with the first answer, each change of it, and each start of
 // failing reads. An id already polled is ignored.
 func (p *Prober) Poll(id, url string, on func(Reading)) {

@@ -113,8 +113,9 @@ func TestProberSeesTheClose(t *testing.T) {
 
 // TestProberPolls: the prober reports a URL's first answer, a change of
 // its body between the last read of the old body and the first of the
-// new, a start of failing reads, the body again after them, and nothing
-// after Unpoll.
+// new (to within PollIdle while no pod terminates, to within a few
+// PollEvery once one does: a watched address), a start of failing reads,
+// the body again after them, and nothing after Unpoll.
 func TestProberPolls(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -151,9 +152,33 @@ func TestProberPolls(t *testing.T) {
 	if r := next("first"); string(r.Body) != "one" || !r.Before.IsZero() || r.Err != "" {
 		t.Fatalf("first reading %+v, want body one, no before", r)
 	}
+	// No pod terminates: reads every PollIdle.
+	time.Sleep(PollIdle + 100*time.Millisecond) // a read or two of the same body, none reported
+	changed := set("idle", http.StatusOK)
+	r := next("idle change")
+	t.Logf("idle: changed at %s: last old read began %s before, first new read ended %s after", changed.Format("15:04:05.000"), changed.Sub(r.Before), r.At.Sub(changed))
+	if string(r.Body) != "idle" || r.Before.After(changed) || r.At.Before(changed) || r.At.Sub(r.Before) > PollIdle+200*time.Millisecond {
+		t.Errorf("idle change reading %+v: want body idle, from before to after %s, within %s", r, changed, PollIdle+200*time.Millisecond)
+	}
+	// A pod terminates (an open address watched): reads every PollEvery.
+	open, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	go func() {
+		for {
+			c, err := open.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	p.Watch("web-1", "127.0.0.1", open.Addr().(*net.TCPAddr).Port)
 	time.Sleep(100 * time.Millisecond) // several reads of the same body, none reported
-	changed := set("two", http.StatusOK)
-	r := next("change")
+	changed = set("two", http.StatusOK)
+	r = next("change")
 	t.Logf("changed at %s: last old read began %s before, first new read ended %s after", changed.Format("15:04:05.000"), changed.Sub(r.Before), r.At.Sub(changed))
 	if string(r.Body) != "two" || r.Before.After(changed) || r.At.Before(changed) || r.At.Sub(r.Before) > 200*time.Millisecond {
 		t.Errorf("change reading %+v: want body two, from before to after %s, within 200 ms", r, changed)

@@ -12,7 +12,10 @@
 // before the first probe. Each close is one timeline.KindListenerProbed
 // event; the analysis uses it where the app has no record of its own.
 //
-// The same prober reads a front's API from inside the node (Poll): every
-// 20 ms, at the front pod's IP, with no API server between, so a front's
-// stop of sending to a pod is placed to within a read or two.
+// The same prober reads a front's API from inside the node (Poll), at the
+// front pod's IP, with no API server between: every 20 ms while a pod
+// terminates (from the first watch until 10 s after the last ends), so a
+// front's stop of sending to a pod is placed to within a read or two, and
+// every 500 ms otherwise, so that reading the front costs little outside
+// rollouts.
 package closeprobe

@@ -385,7 +385,7 @@ func (r *runner) startFrontServers(ctx context.Context) (func() error, error) {
 	how := fmt.Sprintf("every %s through the API server (no prober runs inside a node)", observe.FrontPollEvery)
 	if r.prober != nil {
 		poller = r.prober
-		how = fmt.Sprintf("every %s from inside node %s, at each %s pod's IP", closeprobe.PollEvery, r.prober.Node(), p.Name)
+		how = fmt.Sprintf("every %s while a pod terminates (%s otherwise) from inside node %s, at each %s pod's IP", closeprobe.PollEvery, closeprobe.PollIdle, r.prober.Node(), p.Name)
 	}
 	fmt.Fprintf(r.log, "front: reading the pods %s sends to from its API (:%d%s) %s\n", p.Name, api.Port, api.Path, how)
 	return observe.StartFrontServers(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, api, poller, r.rec.Record)
