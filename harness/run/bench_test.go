@@ -144,3 +144,64 @@ func unclean(sum *analysis.Summary) []string {
 	}
 	return why
 }
+
+var observerCells = flag.String("run.observers", "nodeport/host,gateway/host,traefik/host,caddy/host,nodeport/pods,gateway/pods,traefik/pods,caddy/pods",
+	"BenchmarkObserverShare: the target/source cells to measure")
+
+// BenchmarkObserverShare measures what droprun's observers cost the
+// machine: for each target and load source (-run.observers), a control
+// window of 20 s at 500 req/s (graceful-drain, one rollout) run bare
+// (Options.Bare: only the timeline's informers and the rig sampler) and
+// then with every observer, and the host's mean busy share over each
+// control window (the rig's samples). The difference is the observers'
+// share of the machine outside rollouts (issue 37's target: 10 % or
+// less). One pair per cell: the difference carries the control windows'
+// own noise, so read it beside the two levels, and repeat with
+// -benchtime Nx. `make bench` runs it; it needs an engine and the node
+// image, like the integration tests.
+func BenchmarkObserverShare(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	needCluster(b, ctx)
+	var worst float64
+	for range b.N {
+		for _, cell := range strings.Split(*observerCells, ",") {
+			target, source, ok := strings.Cut(strings.TrimSpace(cell), "/")
+			if !ok || (source != "host" && source != "pods") {
+				b.Fatalf("-run.observers: %q is not TARGET/host or TARGET/pods", cell)
+			}
+			gen := ""
+			if source == "pods" {
+				gen = ", generators: {from: pods}"
+			}
+			var busy [2]float64 // bare, full
+			for i, bare := range []bool{true, false} {
+				sc := itScenario(b, fmt.Sprintf(`metadata: {name: observers-%s-%s}
+variants:
+  - variant: graceful-drain
+rollouts: 1
+traffic: {rate: 500, target: %s, control: 20s, between: 3s, settle: 3s%s}
+`, target, source, target, gen))
+				dir := filepath.Join(b.TempDir(), "run")
+				a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{b}, Keep: true, Bare: bare,
+					Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: b.TempDir()}})
+				if a != nil {
+					itCreated = true
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				v := a.Summary.Variants[0]
+				if v.ControlRig == nil || v.ControlRig.Samples == 0 {
+					b.Fatalf("%s: no rig sample in the control window", cell)
+				}
+				busy[i] = v.ControlRig.HostBusyMean
+			}
+			share := busy[1] - busy[0]
+			worst = max(worst, share)
+			fmt.Fprintf(os.Stdout, "observers: %-9s from %-4s at 500 req/s: host busy %4.1f %% bare, %4.1f %% with every observer: the observers' share %+5.1f %% of the machine\n",
+				target, source, 100*busy[0], 100*busy[1], 100*share)
+		}
+	}
+	b.ReportMetric(100*worst, "worst-observer-%")
+}

@@ -79,6 +79,13 @@ type Options struct {
 	// set; -1 leaves GOMAXPROCS alone. The previous value is restored when
 	// Run returns.
 	ClientProcs int
+	// Bare runs without the observers that explain drops (the nodes'
+	// rule watch, the listener-close prober, the kube-proxy polls, the
+	// pods' metrics, the front's log and servers): only the timeline's
+	// informers, the run's marks and the rig sampler remain. It is what
+	// make bench's observers' share (BenchmarkObserverShare) compares a
+	// full run with; its analysis explains no drop.
+	Bare bool
 }
 
 // DefaultClientProcs is the client's GOMAXPROCS during a run. On a 2-core
@@ -312,15 +319,22 @@ func (r *runner) run(ctx context.Context) (err error) {
 		return err
 	}
 
-	stopObservers, err := observe.StartAll(ctx, []observe.Observer{
+	observers := []observe.Observer{
 		{Name: "the timeline watches", Start: r.startTimeline}, // first: the others write through it
-		{Name: "the rule watch", Start: r.watchRoutes},
-		{Name: "the listener-close prober", Start: r.startCloseProbe},
 		{Name: "the rig sampler", Start: r.startRigSampler},
-		{Name: "the pods' metrics collection", Start: r.startAppMetrics},
-		{Name: "the front's access log", Start: r.startFrontLogs},
-		{Name: "the front's servers", Start: r.startFrontServers},
-	})
+	}
+	if r.o.Bare {
+		fmt.Fprintf(r.log, "bare: no rule watch, listener-close prober, kube-proxy polls, pods' metrics or front readers: this run's drops cannot be explained\n")
+	} else {
+		observers = append(observers, []observe.Observer{
+			{Name: "the rule watch", Start: r.watchRoutes},
+			{Name: "the listener-close prober", Start: r.startCloseProbe},
+			{Name: "the pods' metrics collection", Start: r.startAppMetrics},
+			{Name: "the front's access log", Start: r.startFrontLogs},
+			{Name: "the front's servers", Start: r.startFrontServers},
+		}...)
+	}
+	stopObservers, err := observe.StartAll(ctx, observers)
 	if err != nil {
 		return err
 	}
@@ -750,7 +764,7 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 // goes through the API server, which on a 2-core machine has no CPU to
 // spare.
 func (r *runner) kubeProxyOptions() observe.KubeProxyOptions {
-	if r.tb.Cluster.Nodes == nil {
+	if r.tb.Cluster.Nodes == nil || r.o.Bare {
 		return observe.KubeProxyOptions{}
 	}
 	return observe.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
