@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
@@ -26,6 +28,11 @@ type KubeProxyOptions struct {
 	// (iptables minSyncPeriod 1s), so an interval under a second sees each
 	// sync separately.
 	Interval time.Duration
+	// Idle, when not 0, is the interval instead while nothing changes:
+	// no pod or endpoint event for IdleAfter (0: DefaultIdleAfter). The
+	// first such event wakes the poll at once, so kube-proxy is read
+	// often only around a rollout, when it reprograms its rules.
+	Idle, IdleAfter time.Duration
 	// Namespace of the kube-proxy pods; "" means kube-system.
 	Namespace string
 	// LabelSelector of the kube-proxy pods; "" means k8s-app=kube-proxy.
@@ -57,6 +64,9 @@ const (
 	relistEvery = 10 * time.Second
 	// fetchTimeout bounds one read of one kube-proxy's metrics.
 	fetchTimeout = 2 * time.Second
+	// DefaultIdleAfter is how long after the last pod or endpoint event
+	// the poll slows to KubeProxyOptions.Idle.
+	DefaultIdleAfter = 10 * time.Second
 )
 
 // hintBindAddress explains the usual reason the default Fetch fails.
@@ -148,6 +158,9 @@ func newKubeProxyPoller(r *Recorder, client kubernetes.Interface, opts KubeProxy
 	if opts.Port == 0 {
 		opts.Port = 10249
 	}
+	if opts.IdleAfter == 0 {
+		opts.IdleAfter = DefaultIdleAfter
+	}
 	p := &kubeProxyPoller{r: r, client: client, opts: opts, nodes: map[string]*nodeState{}}
 	if opts.Fetch == nil {
 		p.opts.Fetch = p.proxyFetch
@@ -167,14 +180,38 @@ func (p *kubeProxyPoller) proxyFetch(ctx context.Context, pod *corev1.Pod, port 
 }
 
 func (p *kubeProxyPoller) run(ctx context.Context) {
-	t := time.NewTicker(p.opts.Interval)
-	defer t.Stop()
+	var changed atomic.Int64 // UnixNano of the latest pod or endpoint event
+	changed.Store(time.Now().UnixNano())
+	wake := make(chan struct{}, 1)
+	if p.opts.Idle > 0 {
+		p.r.OnEvent(func(e timeline.Event) {
+			if k := string(e.Kind); !strings.HasSuffix(k, ".snapshot") && (strings.HasPrefix(k, "pod.") || strings.HasPrefix(k, "endpoint.")) {
+				changed.Store(time.Now().UnixNano())
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}
+	every := func() time.Duration {
+		if p.opts.Idle > 0 && time.Since(time.Unix(0, changed.Load())) > p.opts.IdleAfter {
+			return p.opts.Idle
+		}
+		return p.opts.Interval
+	}
 	for {
+		start := time.Now()
 		p.poll(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake: // a change: the pace may have quickened
+			case <-time.After(time.Until(start.Add(every()))):
+				break wait
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 	"time"
@@ -286,4 +287,40 @@ func TestKubeProxyPollerNoPods(t *testing.T) {
 		t.Error("Fetch was called without kube-proxy pods")
 	default:
 	}
+}
+
+// TestKubeProxyPollerIdle: with Idle set, the poll slows to it once no pod
+// or endpoint event came for IdleAfter, and the next pod event wakes it at
+// once, back to Interval.
+func TestKubeProxyPollerIdle(t *testing.T) {
+	client := fake.NewClientset(kubeProxyPod("kube-proxy-aaaaa", "droprun-worker", corev1.PodRunning))
+	var reads atomic.Int64
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := StartRecorder(ctx, client, "droprun", &out, RecorderOptions{Keep: true, KubeProxy: KubeProxyOptions{
+		Interval: 5 * time.Millisecond, Idle: time.Hour, IdleAfter: 100 * time.Millisecond,
+		Fetch: func(context.Context, *corev1.Pod, int) ([]byte, error) {
+			reads.Add(1)
+			return []byte(kubeProxyMetricsText(100, 10, 5)), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	waitUntil(t, r, "reads at Interval", func([]timeline.Event) bool { return reads.Load() >= 5 })
+	// Nothing changes: after IdleAfter the reads stop (the next is an hour
+	// away). A read under way as it slowed may still finish.
+	time.Sleep(300 * time.Millisecond)
+	idle := reads.Load()
+	time.Sleep(200 * time.Millisecond)
+	if n := reads.Load(); n > idle+1 {
+		t.Fatalf("%d reads in 200 ms with nothing changing for %s, want none (Idle is an hour)", n-idle, 300*time.Millisecond)
+	}
+	// A pod is created in the namespace: the poll wakes and reads again.
+	if _, err := client.CoreV1().Pods("droprun").Create(ctx, runningPod("web-a", "web", "a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, r, "reads after a pod event", func([]timeline.Event) bool { return reads.Load() >= idle+5 })
 }

@@ -759,15 +759,16 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 	return nil
 }
 
-// kubeProxyOptions polls each node's kube-proxy every 500 ms: it syncs at
-// most once a second (minSyncPeriod), so no sync is missed, and every poll
-// goes through the API server, which on a 2-core machine has no CPU to
-// spare.
+// kubeProxyOptions polls each node's kube-proxy every 500 ms while pods
+// or endpoints change (and observe.DefaultIdleAfter after): it syncs at
+// most once a second (minSyncPeriod), so no sync is missed. Every 5 s
+// otherwise: every poll goes through the API server, which on a 2-core
+// machine has no CPU to spare.
 func (r *runner) kubeProxyOptions() observe.KubeProxyOptions {
 	if r.tb.Cluster.Nodes == nil || r.o.Bare {
 		return observe.KubeProxyOptions{}
 	}
-	return observe.KubeProxyOptions{Interval: 500 * time.Millisecond, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
+	return observe.KubeProxyOptions{Interval: 500 * time.Millisecond, Idle: 5 * time.Second, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
 }
 
 func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {

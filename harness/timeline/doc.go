@@ -42,7 +42,8 @@
 // Whether a node's dataplane has caught up with an endpoint change is only
 // visible in that node's kube-proxy. With observe.KubeProxyOptions.Interval set,
 // the Recorder polls each kube-proxy's metrics (through the API server's pod
-// proxy by default) and writes kubeproxy.synced whenever a node's
+// proxy by default; with KubeProxyOptions.Idle, at that slower pace while
+// no pod or endpoint changes) and writes kubeproxy.synced whenever a node's
 // kubeproxy_sync_proxy_rules_last_timestamp_seconds changes, with the mean
 // network programming latency of the changes that sync applied.
 //
