@@ -70,15 +70,7 @@ func TestProberSeesTheClose(t *testing.T) {
 	}
 	defer staying.Close()
 	for _, l := range []net.Listener{closing, staying} {
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		go acceptAndClose(l)
 	}
 	port := func(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
 	p.Watch("web-1", "127.0.0.1", port(closing))
@@ -166,15 +158,7 @@ func TestProberPolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer open.Close()
-	go func() {
-		for {
-			c, err := open.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go acceptAndClose(open)
 	p.Watch("web-1", "127.0.0.1", open.Addr().(*net.TCPAddr).Port)
 	time.Sleep(100 * time.Millisecond) // several reads of the same body, none reported
 	changed = set("two", http.StatusOK)
@@ -254,5 +238,17 @@ func TestStartFailsWhenTheProberCannotRun(t *testing.T) {
 	_, err := Start(context.Background(), "node-0", failing, []byte("binary"), func(timeline.Event) {})
 	if err == nil || !strings.Contains(err.Error(), "node-0 ended before it was ready: exit status 126") || time.Since(start) > readyWithin/2 {
 		t.Errorf("Start = %v after %s", err, time.Since(start))
+	}
+}
+
+// acceptAndClose accepts and closes connections on l until it closes: an
+// open address for the prober's connects.
+func acceptAndClose(l net.Listener) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
 	}
 }

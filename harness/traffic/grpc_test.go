@@ -103,15 +103,22 @@ func TestGRPCNotServing(t *testing.T) {
 	}
 }
 
-// TestGRPCRefused: a target nothing listens on fails every call with
-// UNAVAILABLE, whose wire cause is a refused connection.
-func TestGRPCRefused(t *testing.T) {
+// refusedAddr is a 127.0.0.1 address nothing listens on: connecting to it
+// is refused.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestGRPCRefused: a target nothing listens on fails every call with
+// UNAVAILABLE, whose wire cause is a refused connection.
+func TestGRPCRefused(t *testing.T) {
+	addr := refusedAddr(t)
 	recs, stats, _ := attackUntil(t, Config{URL: "http://" + addr + GRPCPath, Rate: 100, Protocol: ProtocolGRPC, Connections: 1}, 10)
 	if stats.ByClass[ClassRefused] != stats.Requests {
 		t.Errorf("ByClass = %v, want every call refused; first error %q", stats.ByClass, recs[0].Error)
@@ -213,12 +220,7 @@ func TestGRPCProbeClient(t *testing.T) {
 // failed call names its channel, which was in TRANSIENT_FAILURE when the
 // call ended, after a failed dial; nothing is reported after Stop.
 func TestGRPCChannelStates(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := l.Addr().String()
-	l.Close()
+	refused := refusedAddr(t)
 	served, _ := grpcServer(t, health{pod: "p", status: healthpb.HealthCheckResponse_SERVING})
 	var (
 		mu      sync.Mutex
