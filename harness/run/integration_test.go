@@ -752,8 +752,9 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 // machine is not always one (a CI run's TestIntegrationRun had 16 of
 // no-prestop's timeouts excused, and failed on that alone). So when the
 // rig stalled in the run with requests in flight (timeouts excused as the
-// rig's, or a control window that failed while the rig was saturated:
-// rigStalls) the checks are first tried (trialCheck): if they pass, the
+// rig's, a control window that failed while the rig was saturated, or
+// answers the pods sent that the client never received: rigStalls) the
+// checks are first tried (trialCheck): if they pass, the
 // stall changed nothing they hold and the test passes; if they fail, the
 // faults are logged with the stall's evidence and sc is measured again
 // (in dir-againN), up to maxRemeasures times. A fault on a quiet rig, or
@@ -800,8 +801,10 @@ func measure(ctx context.Context, t *testing.T, sc *scenario.Scenario, dir strin
 }
 
 // rigStalls returns the variants of sum with a window that lost requests
-// while the rig stalled (timeouts excused as the rig's, or a control window
-// that failed while it was saturated), each with the analysis's evidence.
+// to the rig (timeouts excused as the rig's stall, a control window that
+// failed while it was saturated, or answers the pods sent that the client
+// never received: it gave up on answers that came, beyond what race
+// windows explain), each with the analysis's evidence.
 func rigStalls(sum *analysis.Summary) map[string]string {
 	out := map[string]string{}
 	add := func(row, why string) {
@@ -819,6 +822,12 @@ func rigStalls(sum *analysis.Summary) map[string]string {
 			if r.Excused > 0 {
 				add(v.Variant, fmt.Sprintf("%s rollout %d (%d timeouts excused: %s)", v.Variant, r.N, r.Excused, r.ExcusedWhy))
 			}
+		}
+		// A CI run of the catalogue: the-trap's second rollout lost 173
+		// timeouts to answers its pods sent and the client never got, with
+		// no stall the sampler saw.
+		if v.Unreceived > 0 {
+			add(v.Variant, fmt.Sprintf("%s (the pods answered %d 2xx the client never received: it gave up on answers that came)", v.Variant, v.Unreceived))
 		}
 	}
 	return out
