@@ -566,6 +566,12 @@ func (ex *explainer) chance(n int, e *Explained) {
 		return best >= 0 && !cut
 	}
 	nodes := make([]string, len(tried))
+	// The backoff's baseline is over the failures outside every window,
+	// the same in every draw.
+	outside := make([]bool, len(tried))
+	for i, a := range tried {
+		outside[i] = !explains(a.node, a.ip, a.rec)
+	}
 	var permuted, shifted, backoff int
 	for range chanceDraws {
 		for i, a := range tried {
@@ -585,7 +591,7 @@ func (ex *explainer) chance(n int, e *Explained) {
 			if explains(a.node, a.ip, moved) {
 				shifted++
 			}
-			if !explains(a.node, a.ip, a.rec) && ex.backedOff(n, a.node, a.rec, off) {
+			if outside[i] && ex.backedOff(n, a.node, a.rec, off) {
 				backoff++
 			}
 		}
