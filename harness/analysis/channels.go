@@ -66,6 +66,29 @@ func (ix channelIndex) failedAttempt(target, channel string, end time.Time) (fro
 	return time.Time{}, time.Time{}, false
 }
 
+// hungDial is how long a connection attempt must go unanswered to be
+// one that hangs: on kind a dial is answered in milliseconds, and the
+// kernel resends an unanswered SYN after a second.
+const hungDial = time.Second
+
+// hungAttempt reports whether a call that ended at end on the channel
+// failed while the channel's connection attempt hung: its last step by
+// then was an attempt under way, that went unanswered for hungDial or
+// more (it ended that much after it began, or never ended).
+func (ix channelIndex) hungAttempt(target, channel string, end time.Time) bool {
+	steps := ix[channelKey(target, channel)]
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].t.After(end) }) - 1
+	if i < 0 || steps[i].state != traffic.StateDialing {
+		return false
+	}
+	for _, s := range steps[i+1:] {
+		if s.state == traffic.StateDialed || s.state == traffic.StateDialFailed {
+			return s.t.Sub(steps[i].t) >= hungDial
+		}
+	}
+	return true
+}
+
 // hostPort is a target URL's host:port, as channel states name it.
 func hostPort(url string) string {
 	o := origin(url)

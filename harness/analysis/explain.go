@@ -684,10 +684,24 @@ func (ex *explainer) burstChance(n int, tried []attempt, c *Chance) {
 //
 // A client with a reconnect backoff (gRPC) shows it as refusals too: its
 // channel's attempt hangs on the stale entry while its calls fail with the
-// refusal of the attempt before.
+// refusal of the attempt before. Where the run recorded the channels'
+// attempts, the call must have ended while its channel's attempt hung
+// (channelIndex.hungAttempt).
 func (ex *explainer) staleConntrack(n int, node string, proxied bool, rec traffic.Record) bool {
-	noAnswer := rec.Class == traffic.ClassTimeout || proxied && rec.Class == traffic.Class502 || ex.backoff > 0 && sticky(rec.Class)
+	noAnswer := rec.Class == traffic.ClassTimeout || proxied && rec.Class == traffic.Class502 || ex.backoff > 0 && sticky(rec.Class) && ex.hung(rec)
 	return noAnswer && ex.flushed[n][node] > 0 && ex.routedAway(n, node, rec)
+}
+
+// hung reports whether a gRPC call failed while its channel's connection
+// attempt hung, as the channel's recorded attempts show; true for a run
+// recorded before droprun watched the channels, which only shows the
+// backoff.
+func (ex *explainer) hung(rec traffic.Record) bool {
+	if len(ex.channels) == 0 {
+		return true
+	}
+	ch, ok := rec.Channel()
+	return ok && ex.channels.hungAttempt(hostPort(rec.URL), strconv.Itoa(ch), rec.End())
 }
 
 // sticky are the classes a client with a reconnect backoff repeats from an

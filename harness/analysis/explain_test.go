@@ -216,6 +216,8 @@ func grpcChannels(at func(ms int) time.Time) []timeline.Event {
 		{4000, "1", traffic.StateDialing}, {4001, "1", traffic.StateDialed}, {4002, "1", "READY"},
 		{300, "2", "IDLE"}, {400, "2", "CONNECTING"}, {400, "2", traffic.StateDialing}, {401, "2", traffic.StateDialFailed}, {402, "2", "TRANSIENT_FAILURE"},
 		{1400, "2", traffic.StateDialing}, {9000, "2", traffic.StateDialed}, {9001, "2", "READY"},
+		{400, "3", traffic.StateDialing}, {401, "3", traffic.StateDialFailed}, {1400, "3", traffic.StateDialing}, {1700, "3", traffic.StateDialed},
+		{400, "4", traffic.StateDialing}, {401, "4", traffic.StateDialFailed}, {1400, "4", traffic.StateDialing},
 	} {
 		evs = append(evs, timeline.Event{Time: at(st.ms).Add(time.Millisecond), Kind: timeline.KindGRPCChannel, Detail: map[string]string{
 			"variant": "alpha", "target": "127.0.0.1:31080", "channel": st.ch, "state": st.state, "at": at(st.ms).Format(time.RFC3339Nano)}})
@@ -240,8 +242,9 @@ func grpcFailure(at func(ms int) time.Time, ms, ch int, class traffic.Class) tra
 // channel's backoff when its channel's recorded attempts say so: its last
 // attempt before the call failed, inside a race window on the node that
 // routed it. Not when that attempt succeeded, was outside every window,
-// or a next one was under way (hung: then a node whose flush found stale
-// entries holds it), nor when the node never raced or the call names no
+// or a next one was under way (hung, unanswered for a second or to the
+// end: then a node whose flush found stale entries holds it; answered
+// sooner, nothing does), nor when the node never raced or the call names no
 // channel. Over HTTP there is no backoff.
 func TestReconnectBackoff(t *testing.T) {
 	at, events := racedOnA()
@@ -263,6 +266,8 @@ func TestReconnectBackoff(t *testing.T) {
 		{"gRPC, a node that never raced", "grpc", "b", flushedB, grpcFailure(at, 1000, 0, traffic.ClassRefused), WhyOutside},
 		{"gRPC, its next attempt hung", "grpc", "a", flushedB, grpcFailure(at, 2000, 2, traffic.ClassRefused), WhyOutside},
 		{"gRPC, its next attempt hung, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 2, traffic.ClassRefused), AccountedConntrack},
+		{"gRPC, its next attempt never answered, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 4, traffic.ClassRefused), AccountedConntrack},
+		{"gRPC, its next attempt answered in 300 ms, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 1500, 3, traffic.ClassRefused), WhyOutside},
 		{"gRPC, in backoff before the hung attempt", "grpc", "a", flushedA, grpcFailure(at, 1300, 2, traffic.ClassRefused), AccountedBackoff},
 		{"HTTP, stale entries found", "http1", "a", flushedA, traffic.Record{Time: at(2000), Class: traffic.ClassRefused, Latency: time.Millisecond}, WhyOutside},
 	} {

@@ -104,7 +104,9 @@ type Explained struct {
 	// one to a dead pod matches that entry and goes to the dead pod again,
 	// whatever the rules say. A client with a reconnect backoff (gRPC)
 	// shows it as refusals: its channel's attempt hangs on the stale entry
-	// while its calls fail with the refusal before. Counted apart from
+	// while its calls fail with the refusal before; where the channels
+	// were recorded, the call must have failed while its channel's
+	// attempt went unanswered for a second or more. Counted apart from
 	// Explained.
 	Conntrack uint64 `json:"conntrack,omitempty"`
 	// Backoff drops were a gRPC channel's reconnect backoff after a race,
