@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,8 @@ variant: the web Deployment and its NodePort Service (30080), the front's
 objects (30081) when the scenario sends traffic through one, and the
 generators' Job when the load comes from pods (traffic.generators), with
 stand-ins for what only a run knows (its nodes' addresses, its control
-token, the generator image's tag).
+token, the generator image's tag; FRONT_TOKEN, the random token of Traefik's
+API, which a run makes once per namespace and keeps).
 
 Without SCENARIO the variant is rendered with droprun's defaults (2 replicas,
 25%/25% surge/unavailable, a 30 s grace period, a 5 s preStop sleep). With a
@@ -44,6 +46,11 @@ Examples:
 			objs, err := render.Render(sc, i, version, initial, "")
 			if err != nil {
 				return err
+			}
+			for _, o := range objs.Front {
+				if s, ok := o.(*corev1ac.SecretApplyConfiguration); ok {
+					s.WithStringData(map[string]string{variant.FrontTokenKey: "FRONT_TOKEN"})
+				}
 			}
 			y, err := render.YAML(objs.List()...)
 			if err != nil {

@@ -123,7 +123,7 @@ func WaitNamespaceGone(ctx context.Context, c kubernetes.Interface, name string,
 }
 
 // Apply server-side applies objects in order (Deployments, Services,
-// ConfigMaps, ServiceAccounts, Roles, RoleBindings, Ingresses and Jobs), each marked as
+// ConfigMaps, Secrets (created only where none is: ensureSecret), ServiceAccounts, Roles, RoleBindings, Ingresses and Jobs), each marked as
 // owner's (managed-by and run labels, owner annotation), and returns the
 // applied Deployments by name and every object applied. An object of the
 // same name that droprun did not create is refused (ErrNotOurs), never
@@ -142,6 +142,8 @@ func Apply(ctx context.Context, c kubernetes.Interface, owner Owner, objects ...
 			}
 		case *corev1ac.ServiceApplyConfiguration:
 			_, ref, err = applyOne(ctx, c.CoreV1().Services(*o.GetNamespace()), "Service", o, owner)
+		case *corev1ac.SecretApplyConfiguration:
+			ref, err = ensureSecret(ctx, c, o, owner)
 		case *corev1ac.ConfigMapApplyConfiguration:
 			_, ref, err = applyOne(ctx, c.CoreV1().ConfigMaps(*o.GetNamespace()), "ConfigMap", o, owner)
 		case *corev1ac.ServiceAccountApplyConfiguration:
@@ -163,6 +165,40 @@ func Apply(ctx context.Context, c kubernetes.Interface, owner Owner, objects ...
 		refs = append(refs, ref)
 	}
 	return deps, refs, nil
+}
+
+// ensureSecret creates Secret o where there is none and keeps the one
+// there when droprun made it: a token a run's front reads stays the same
+// for every run in the namespace, so the pods that hold it need no
+// restart. One droprun did not create is refused.
+func ensureSecret(ctx context.Context, c kubernetes.Interface, o *corev1ac.SecretApplyConfiguration, owner Owner) (Ref, error) {
+	ns, name := *o.GetNamespace(), *o.GetName()
+	cl := c.CoreV1().Secrets(ns)
+	cur, err := cl.Get(ctx, name, metav1.GetOptions{})
+	if err := refuseTheirs("Secret", ns, name, cur, err); err != nil {
+		return Ref{}, err
+	}
+	if err == nil {
+		return Ref{"Secret", ns, name, cur.UID}, nil
+	}
+	_, ref, err := applyOne(ctx, cl, "Secret", o, owner)
+	return ref, err
+}
+
+// SecretValue reads key of Secret name in namespace (a front's token).
+func SecretValue(ctx context.Context, c kubernetes.Interface, namespace, name, key string) (string, error) {
+	s, err := c.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+	}
+	v, ok := s.Data[key]
+	if !ok { // a fake clientset keeps what was written
+		v, ok = []byte(s.StringData[key]), s.StringData[key] != ""
+	}
+	if !ok || len(v) == 0 {
+		return "", fmt.Errorf("secret %s/%s has no %q: delete it and run again, droprun makes a new one", namespace, name, key)
+	}
+	return string(v), nil
 }
 
 // kindClient is what Apply needs of one kind's typed client in a
@@ -242,6 +278,9 @@ func opsFor(c kubernetes.Interface, r Ref) (kindOps, bool) {
 		return opsOf(s.Get, s.Delete), true
 	case "ConfigMap":
 		s := c.CoreV1().ConfigMaps(ns)
+		return opsOf(s.Get, s.Delete), true
+	case "Secret":
+		s := c.CoreV1().Secrets(ns)
 		return opsOf(s.Get, s.Delete), true
 	case "ServiceAccount":
 		s := c.CoreV1().ServiceAccounts(ns)

@@ -163,10 +163,11 @@ func TestApply(t *testing.T) {
 	}
 }
 
-// TestApplyFront: the Traefik front's objects (ServiceAccount, Role,
-// RoleBinding, Deployment, Service, Ingress) and Caddy's are applied as droprun's,
-// each refused over a same-named object droprun did not create, and
-// deleted by UID.
+// TestApplyFront: the Traefik front's objects (its API token's Secret,
+// ServiceAccount, Role, RoleBinding, the API's ConfigMap, Deployment,
+// Service, Ingress) and Caddy's are applied as droprun's, each refused
+// over a same-named object droprun did not create, and deleted by UID.
+// The token, once made, is kept by every later apply.
 func TestApplyFront(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
@@ -179,8 +180,22 @@ func TestApplyFront(t *testing.T) {
 	for _, r := range refs {
 		kinds = append(kinds, r.Kind)
 	}
-	if want := "ServiceAccount Role RoleBinding Deployment Service Ingress"; strings.Join(kinds, " ") != want || deps["traefik"] == nil {
+	if want := "Secret ServiceAccount Role RoleBinding ConfigMap Deployment Service Ingress"; strings.Join(kinds, " ") != want || deps["traefik"] == nil {
 		t.Fatalf("applied %v (deployments %v), want %s", kinds, deps, want)
+	}
+	token, err := SecretValue(ctx, c, "ns", variant.FrontTokenSecret, variant.FrontTokenKey)
+	if err != nil || len(token) < 20 {
+		t.Fatalf("front token %q, %v: want a random one", token, err)
+	}
+	if _, _, err := Apply(ctx, c, testOwner, render.Traefik("ns", "droprun/traefik:v3.6.12", "web")...); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := SecretValue(ctx, c, "ns", variant.FrontTokenSecret, variant.FrontTokenKey); again != token || err != nil {
+		t.Errorf("a second apply changed the front token %q to %q (%v)", token, again, err)
+	}
+	theirSecret := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: variant.FrontTokenSecret, Namespace: "ns"}})
+	if _, _, err := Apply(ctx, theirSecret, testOwner, objs...); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("applied over the user's Secret %s: %v", variant.FrontTokenSecret, err)
 	}
 	role, err := c.RbacV1().Roles("ns").Get(ctx, "traefik", metav1.GetOptions{})
 	if err != nil || !Ours(role.Labels) || role.Annotations[AnnotationOwner] != testOwner.Identity() {
@@ -202,7 +217,10 @@ func TestApplyFront(t *testing.T) {
 	if _, err := c.RbacV1().RoleBindings("ns").Get(ctx, "traefik", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("role binding not deleted: %v", err)
 	}
-	if err := DeleteOurs(ctx, c, []Ref{{"Secret", "ns", "x", "u"}}, time.Second); err == nil {
+	if _, err := c.CoreV1().Secrets("ns").Get(ctx, variant.FrontTokenSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("front token not deleted: %v", err)
+	}
+	if err := DeleteOurs(ctx, c, []Ref{{"Pod", "ns", "x", "u"}}, time.Second); err == nil {
 		t.Error("deleted a kind Apply never applies")
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -27,10 +30,11 @@ const FrontPollEvery = 100 * time.Millisecond
 
 // FrontAPI says how to read the pod IPs a front pod sends new requests to.
 type FrontAPI struct {
-	// Port and Path are the front's API: http://POD_IP:Port/Path, or
-	// through the API server's pod proxy.
-	Port int
-	Path string
+	// Port, Path and Query are the front's API: http://POD_IP:Port/Path?Query,
+	// or through the API server's pod proxy.
+	Port  int
+	Path  string
+	Query url.Values
 	// Servers reads the API's answer as the IPs chosen now
 	// (frontlog.TraefikServers).
 	Servers func(body []byte) ([]string, error)
@@ -119,8 +123,8 @@ func pollFronts(inf cache.SharedIndexInformer, api FrontAPI, poller FrontPoller,
 		case fp == nil && readable(pod):
 			fp = &frontPod{name: pod.Name, node: pod.Spec.NodeName, via: "prober"}
 			pods[pod.Name] = fp
-			url := fmt.Sprintf("http://%s%s", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(api.Port)), api.Path)
-			poller.Poll(pod.Name, url, func(r closeprobe.Reading) {
+			u := url.URL{Scheme: "http", Host: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(api.Port)), Path: api.Path, RawQuery: api.Query.Encode()}
+			poller.Poll(pod.Name, u.String(), func(r closeprobe.Reading) {
 				mu.Lock()
 				defer mu.Unlock()
 				if !stopped {
@@ -159,6 +163,10 @@ func pollFronts(inf cache.SharedIndexInformer, api FrontAPI, poller FrontPoller,
 // front pod's API through the API server's pod proxy.
 func proxyFronts(ctx context.Context, client kubernetes.Interface, namespace string, inf cache.SharedIndexInformer, api FrontAPI, rec func(timeline.Event)) {
 	pods := map[string]*frontPod{}
+	params := map[string]string{}
+	for k := range api.Query {
+		params[k] = api.Query.Get(k)
+	}
 	t := time.NewTicker(FrontPollEvery)
 	defer t.Stop()
 	for {
@@ -179,7 +187,7 @@ func proxyFronts(ctx context.Context, client kubernetes.Interface, namespace str
 			}
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
 			start := time.Now()
-			body, err := client.CoreV1().Pods(namespace).ProxyGet("http", pod.Name, strconv.Itoa(api.Port), api.Path, nil).DoRaw(rctx)
+			body, err := client.CoreV1().Pods(namespace).ProxyGet("http", pod.Name, strconv.Itoa(api.Port), api.Path, params).DoRaw(rctx)
 			cancel()
 			if ctx.Err() != nil {
 				return
@@ -246,4 +254,47 @@ func (fp *frontPod) change(before, at time.Time, servers []string, why string, r
 	}
 	fp.servers, fp.answered = servers, true
 	return true
+}
+
+// CheckFrontGuard checks that the front pods' API (those selector matches
+// in namespace, read through the API server's pod proxy) answers with
+// api.Query, its token, and refuses a read without it with 404: once
+// with the token it answers (within timeout: the front loads the router
+// that checks the token with its other providers), without it must not.
+func CheckFrontGuard(ctx context.Context, client kubernetes.Interface, namespace, selector string, api FrontAPI, timeout time.Duration) error {
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("listing the front's pods: %w", err)
+	}
+	params := map[string]string{}
+	for k := range api.Query {
+		params[k] = api.Query.Get(k)
+	}
+	checked := 0
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !readable(pod) {
+			continue
+		}
+		get := func(params map[string]string) error {
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_, err := client.CoreV1().Pods(namespace).ProxyGet("http", pod.Name, strconv.Itoa(api.Port), api.Path, params).DoRaw(rctx)
+			return err
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+			return get(params) == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("front pod %s: its API (:%d%s) did not answer with the token in %s: %w", pod.Name, api.Port, api.Path, timeout, get(params))
+		}
+		if err := get(nil); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("front pod %s: its API (:%d%s) answered a read without the token (%v), want 404: any pod in the cluster could read it", pod.Name, api.Port, api.Path, err)
+		}
+		checked++
+	}
+	if checked == 0 {
+		return fmt.Errorf("no running front pod (%s) in namespace %s to check", selector, namespace)
+	}
+	return nil
 }

@@ -73,11 +73,14 @@ type Proxy struct {
 }
 
 // FrontAPI is where a front pod says which pods it sends to: its API at
-// Port and Path, whose answer Servers reads as those pods' IPs.
+// Port and Path, whose answer Servers reads as those pods' IPs. Token says
+// the API answers only requests with the front's token
+// (variant.FrontTokenParam, from Secret variant.FrontTokenSecret).
 type FrontAPI struct {
 	Port    int
 	Path    string
 	Servers func(body []byte) ([]string, error)
+	Token   bool
 }
 
 // The paths droprun knows.
@@ -95,7 +98,7 @@ var (
 	// module of its own with a directory its module zip leaves out.
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
-			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers},
+			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers, Token: true},
 			RoundRobin: 2 * time.Second,
 			Image:      "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 	// Caddy is Caddy's reverse proxy, discovering the web pods by DNS: a

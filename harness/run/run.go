@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -171,6 +172,10 @@ type runner struct {
 	metrics *metrics.Metrics
 	// app collects the pods' own request counters.
 	app *observe.AppMetrics
+	// frontAPI is the API of a front that wants a token, as the front
+	// readers read it; frontGuarded is set once its guard was checked.
+	frontAPI     *observe.FrontAPI
+	frontGuarded bool
 	// prober is the prober inside a kind node (listener closes, a front's
 	// API), nil where none runs.
 	prober *closeprobe.Prober
@@ -395,6 +400,19 @@ func (r *runner) startFrontServers(ctx context.Context) (func() error, error) {
 		return func() error { return nil }, nil
 	}
 	api := observe.FrontAPI{Port: p.Proxy.API.Port, Path: p.Proxy.API.Path, Servers: p.Proxy.API.Servers}
+	if p.Proxy.API.Token {
+		// The Secret the front's pods take the token from, made now
+		// (or kept: Apply never replaces it) so the reads know it.
+		if _, err := r.tb.Apply(ctx, render.FrontToken(r.sc.Namespace)); err != nil {
+			return nil, fmt.Errorf("front: the token %s's API wants: %w", p.Name, err)
+		}
+		tok, err := kube.SecretValue(ctx, r.tb.Cluster.Client, r.sc.Namespace, variant.FrontTokenSecret, variant.FrontTokenKey)
+		if err != nil {
+			return nil, fmt.Errorf("front: the token %s's API wants: %w", p.Name, err)
+		}
+		api.Query = url.Values{variant.FrontTokenParam: {tok}}
+		r.frontAPI = &api
+	}
 	var poller observe.FrontPoller
 	how := fmt.Sprintf("every %s through the API server (no prober runs inside a node)", observe.FrontPollEvery)
 	if r.prober != nil {
@@ -403,6 +421,22 @@ func (r *runner) startFrontServers(ctx context.Context) (func() error, error) {
 	}
 	fmt.Fprintf(r.log, "front: reading the pods %s sends to from its API (:%d%s) %s\n", p.Name, api.Port, api.Path, how)
 	return observe.StartFrontServers(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, api, poller, r.rec.Record)
+}
+
+// checkFrontGuard checks, once a run's front is up, that its API answers
+// the reads with the token and refuses one without (observe's
+// CheckFrontGuard); nothing to check for a front with no token.
+func (r *runner) checkFrontGuard(ctx context.Context) error {
+	if r.frontAPI == nil || r.frontGuarded {
+		return nil
+	}
+	p := r.sc.Path()
+	if err := observe.CheckFrontGuard(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, *r.frontAPI, 30*time.Second); err != nil {
+		return fmt.Errorf("front: %w", err)
+	}
+	r.frontGuarded = true
+	fmt.Fprintf(r.log, "front: %s's API answers only with the token in secret %s (checked: 404 without it)\n", p.Name, variant.FrontTokenSecret)
+	return nil
 }
 
 // startAppMetrics collects the pods' own counters, where they have any.
@@ -436,6 +470,9 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 		return err
 	}
 	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
+		return err
+	}
+	if err := r.checkFrontGuard(ctx); err != nil {
 		return err
 	}
 	// The control window starts when no node routes to the pods just

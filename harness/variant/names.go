@@ -16,8 +16,15 @@ const (
 	// named WebName.
 	TraefikName = "traefik"
 	// TraefikAPIPort serves Traefik's /ping and its API (the servers it
-	// sends to), inside the cluster only.
+	// sends to), inside the cluster only; the API answers only a request
+	// with FrontTokenParam set to the token in Secret FrontTokenSecret.
 	TraefikAPIPort = 9000
+	// FrontTokenSecret is the Secret holding, under FrontTokenKey, the
+	// token a front's API wants in query parameter FrontTokenParam: made
+	// once per namespace, kept across runs.
+	FrontTokenSecret = "droprun-front-token"
+	FrontTokenKey    = "token"
+	FrontTokenParam  = "droprun-token"
 	// CaddyName names the Caddy front's Deployment, Service and
 	// ConfigMap; the headless Service whose DNS names the web pods is the
 	// web Service's name with DNSSuffix.

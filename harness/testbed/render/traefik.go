@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/rand"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,9 @@ const (
 // watches only namespace and no cluster-scoped object
 // (disableClusterScopeResources), so droprun creates no ClusterRole. It
 // writes a JSON access log line per request to stdout, with the request's
-// X-Request-Id header, the upstream it chose and both statuses.
+// X-Request-Id header, the upstream it chose and both statuses. Its API
+// answers only requests with the front's token (FrontToken; the
+// traefik-api ConfigMap holds the router that checks it).
 func Traefik(namespace, image, upstream string) []any {
 	name := variant.TraefikName
 	labels := map[string]string{"app": name, variant.LabelManagedBy: variant.ManagedBy}
@@ -50,8 +53,10 @@ func Traefik(namespace, image, upstream string) []any {
 		fmt.Sprintf("--entryPoints.traefik.address=:%d", traefikPingPort),
 		"--ping=true",
 		"--api=true",
-		"--api.insecure=true", // on the traefik entry point, which no Service exposes
+		// The API is served by the router of traefikAPIConfig alone, to
+		// requests that carry the front's token (no --api.insecure).
 		"--api.dashboard=false",
+		"--providers.file.directory=" + traefikDynamicDir,
 		"--providers.kubernetesIngress=true",
 		"--providers.kubernetesIngress.namespaces=" + namespace,
 		"--providers.kubernetesIngress.disableClusterScopeResources=true",
@@ -73,13 +78,17 @@ func Traefik(namespace, image, upstream string) []any {
 				WithLabels(selector).
 				WithSpec(corev1ac.PodSpec().
 					WithServiceAccountName(name).
+					WithVolumes(corev1ac.Volume().WithName("api").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(traefikAPIName))).
 					WithContainers(corev1ac.Container().
 						WithName(name).
 						WithImage(image).
 						WithImagePullPolicy(corev1.PullNever).
 						WithSecurityContext(restricted()).
 						WithArgs(args...).
-						WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS)).
+						WithEnv(corev1ac.EnvVar().WithName("GOMAXPROCS").WithValue(variant.AppGOMAXPROCS),
+							corev1ac.EnvVar().WithName(traefikTokenEnv).WithValueFrom(corev1ac.EnvVarSource().
+								WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(variant.FrontTokenSecret).WithKey(variant.FrontTokenKey)))).
+						WithVolumeMounts(corev1ac.VolumeMount().WithName("api").WithMountPath(traefikDynamicDir).WithReadOnly(true)).
 						WithPorts(
 							corev1ac.ContainerPort().WithName("http").WithContainerPort(traefikWebPort),
 							corev1ac.ContainerPort().WithName("ping").WithContainerPort(traefikPingPort)).
@@ -94,5 +103,35 @@ func Traefik(namespace, image, upstream string) []any {
 				WithBackend(networkingv1ac.IngressBackend().
 					WithService(networkingv1ac.IngressServiceBackend().WithName(upstream).
 						WithPort(networkingv1ac.ServiceBackendPort().WithName(variant.ServicePortName))))))))
-	return []any{sa, role, binding, deployment, service, ingress}
+	apiConfig := corev1ac.ConfigMap(traefikAPIName, namespace).WithLabels(labels).
+		WithData(map[string]string{"api.yaml": traefikAPIConfig})
+	return []any{FrontToken(namespace), sa, role, binding, apiConfig, deployment, service, ingress}
+}
+
+// Traefik's API behind the front's token: a file-provider router on the
+// traefik entry point sends to the API only requests whose query carries
+// the token (variant.FrontTokenParam), which the file reads from the
+// container's environment (the provider's templating); others get 404.
+// /ping keeps its own router there.
+const (
+	traefikAPIName    = "traefik-api"
+	traefikDynamicDir = "/etc/traefik/dynamic"
+	traefikTokenEnv   = "DROPRUN_FRONT_TOKEN"
+	traefikAPIConfig  = `http:
+  routers:
+    droprun-api:
+      entryPoints: [traefik]
+      rule: "PathPrefix(` + "`/api`" + `) && Query(` + "`" + variant.FrontTokenParam + "`" + `, ` + "`" + `{{ env "` + traefikTokenEnv + `" }}` + "`" + `)"
+      service: api@internal
+`
+)
+
+// FrontToken is the Secret holding a front's API token, a new random one:
+// kube.Apply creates it when namespace has none and otherwise keeps the
+// one there, so every run in the namespace shares it and the front's pods
+// never restart for it.
+func FrontToken(namespace string) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(variant.FrontTokenSecret, namespace).
+		WithLabels(map[string]string{variant.LabelManagedBy: variant.ManagedBy}).
+		WithStringData(map[string]string{variant.FrontTokenKey: rand.Text()})
 }
