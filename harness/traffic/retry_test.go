@@ -95,18 +95,23 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 		dial      dialFunc // nil: net.Dialer
 		masked    bool     // want masked requests and no drop
 		visible   Class    // want drops, all of this class ("": none)
+		// or a few of this one: a request net/http hands a connection
+		// straight from the one before (GotConnInfo.WasIdle false, on a
+		// busy machine) took none from the idle pool, so its reset is
+		// plain (a CI-like run: 1 of 10).
+		orVisible Class
 	}{
-		{"keep-alive GET, server resets each connection's second request", true, "GET", resetSecond, nil, true, ""},
+		{"keep-alive GET, server resets each connection's second request", true, "GET", resetSecond, nil, true, "", ""},
 		// The second request rides a connection taken from the idle pool:
 		// its reset is a reused idle connection closed (ClassIdleClosed).
-		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, ClassIdleClosed},
-		{"keep-alive GET, second write fails with nothing written", true, "GET", healthyServer, failSecondWrite, true, ""},
-		{"keep-alive POST, second write fails with nothing written", true, "POST", healthyServer, failSecondWrite, true, ""},
-		{"keep-alive GET, server resets every request", true, "GET", resetEvery, nil, false, ClassReset},
-		{"new connections GET, server resets each connection's second request", false, "GET", resetSecond, nil, false, ""},
-		{"new connections POST, second write fails with nothing written", false, "POST", healthyServer, failSecondWrite, false, ""},
-		{"new connections GET, server resets every request", false, "GET", resetEvery, nil, false, ClassReset},
-		{"new connections POST, server resets every request", false, "POST", resetEvery, nil, false, ClassReset},
+		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, ClassIdleClosed, ClassReset},
+		{"keep-alive GET, second write fails with nothing written", true, "GET", healthyServer, failSecondWrite, true, "", ""},
+		{"keep-alive POST, second write fails with nothing written", true, "POST", healthyServer, failSecondWrite, true, "", ""},
+		{"keep-alive GET, server resets every request", true, "GET", resetEvery, nil, false, ClassReset, ""},
+		{"new connections GET, server resets each connection's second request", false, "GET", resetSecond, nil, false, "", ""},
+		{"new connections POST, second write fails with nothing written", false, "POST", healthyServer, failSecondWrite, false, "", ""},
+		{"new connections GET, server resets every request", false, "GET", resetEvery, nil, false, ClassReset, ""},
+		{"new connections POST, server resets every request", false, "POST", resetEvery, nil, false, ClassReset, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,11 +122,13 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 			cfg := Config{URL: tt.server(t), Rate: 100, Protocol: HTTP1(tt.keepAlive), Method: tt.method, Name: "hidden"}
 			recs, stats, file := attackWith(t, cfg, 20, dial)
 
-			var masked, drops uint64
+			var masked, drops, or uint64
 			for _, r := range recs {
 				if r.Class.Failed() {
 					drops++
-					if r.Class != tt.visible {
+					if r.Class == tt.orVisible && tt.orVisible != "" && !strings.Contains(r.Error, idleReuseText) {
+						or++
+					} else if r.Class != tt.visible {
 						t.Errorf("seq %d: a drop of class %s (%q), want %q", r.Seq, r.Class, r.Error, tt.visible)
 					}
 				}
@@ -145,8 +152,10 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 				t.Errorf("%d masked and %d dropped, want some masked and no drop", masked, drops)
 			case !tt.masked && masked != 0:
 				t.Errorf("%d masked, want none", masked)
-			case tt.visible != "" && drops == 0:
-				t.Errorf("no drop, want some of class %s", tt.visible)
+			case tt.visible != "" && drops == or:
+				t.Errorf("%d drops, none of class %s", drops, tt.visible)
+			case 2*or > drops:
+				t.Errorf("%d of %d drops of class %s, want the most of class %s", or, drops, tt.orVisible, tt.visible)
 			case tt.visible == "" && drops != 0:
 				t.Errorf("%d drops, want none", drops)
 			}
