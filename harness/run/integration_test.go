@@ -708,7 +708,9 @@ func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-cha
 // (WhyProxyOwn: a clean-clone CI run here had 41 of 519 so, sent 0.50-0.58
 // s after the deletion while the gateway's node got 14% of a core, each
 // answered after 0.5 s, the gateway's dial timeout); such drops make the
-// row suspect and are left out of the 95%. The rate is 300 req/s, as the
+// row suspect and are left out of the 95%, and a run with any is the
+// rig's (rigStalls): checked, and measured again if a check fails (a CI
+// run had 92 such beside 38 outside every window). The rate is 300 req/s, as the
 // fronts' tests: at 500 the gateway's node was starved in CI runs (302 of
 // 794 drops the gateway's own once).
 func TestIntegrationRunGateway(t *testing.T) {
@@ -802,9 +804,10 @@ func measure(ctx context.Context, t *testing.T, sc *scenario.Scenario, dir strin
 
 // rigStalls returns the variants of sum with a window that lost requests
 // to the rig (timeouts excused as the rig's stall, a control window that
-// failed while it was saturated, or answers the pods sent that the client
+// failed while it was saturated, answers the pods sent that the client
 // never received: it gave up on answers that came, beyond what race
-// windows explain), each with the analysis's evidence.
+// windows explain, or 502s a starved proxy made itself), each with the
+// analysis's evidence.
 func rigStalls(sum *analysis.Summary) map[string]string {
 	out := map[string]string{}
 	add := func(row, why string) {
@@ -828,6 +831,14 @@ func rigStalls(sum *analysis.Summary) map[string]string {
 		// no stall the sampler saw.
 		if v.Unreceived > 0 {
 			add(v.Variant, fmt.Sprintf("%s (the pods answered %d 2xx the client never received: it gave up on answers that came)", v.Variant, v.Unreceived))
+		}
+		// A proxy that made 502s itself after its node stopped routing to
+		// the deleted pods, with no unanswered dial there, was starved
+		// (WhyProxyOwn). A CI run's gateway test: 92 such, beside 38
+		// outside every window, no other stall seen; measured again it
+		// passed.
+		if e := v.Explained; e != nil && e.Why[analysis.WhyProxyOwn] > 0 {
+			add(v.Variant, fmt.Sprintf("%s (%d 502s the proxy made itself: a starved proxy)", v.Variant, e.Why[analysis.WhyProxyOwn]))
 		}
 	}
 	return out
