@@ -25,6 +25,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/engine"
+	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/nodeimage"
 	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/rig"
@@ -723,7 +724,7 @@ variants:
 rollouts: 1
 traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, balance: 10s, target: gateway}
 `)
-	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, _ string) {
+	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, dir string) {
 		v := a.Summary.Variants[0]
 		t.Logf("gateway no-prestop: %d drops, classes %v", v.Drops, v.Classes)
 		if v.Classes[traffic.Class502] == 0 {
@@ -740,6 +741,7 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 		unnamed, own := e.Why[analysis.WhyNoProxyPod], e.Why[analysis.WhyProxyOwn]
 		if named := v.Drops - unnamed - own; 2*(unnamed+own) > v.Drops || float64(e.Explained+e.Conntrack+e.Cut) < 0.95*float64(named) {
 			t.Errorf("gateway no-prestop: %d drops, %d naming no gateway pod, %d the gateway's own, explained %+v; want at least 95%% of the rest explained by the gateway pod's node's race windows or its stale conntrack entries, and the two left out less than half", v.Drops, unnamed, own, e)
+			logOutside(t, dir, v)
 		} else {
 			t.Logf("gateway no-prestop: of %d drops naming the gateway pod and not its own, %d explained by a race window, %d by stale conntrack entries, %d cut by the close; %d named none, %d the gateway's own", named, e.Explained, e.Conntrack, e.Cut, unnamed, own)
 		}
@@ -747,6 +749,35 @@ traffic: {rate: 300, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 			t.Errorf("gateway no-prestop: %d drops the gateway failed itself, and the row is not suspect", own)
 		}
 	})
+}
+
+// logOutside logs, for a failed check, v's windows and a sample of its
+// drops outside every window or the proxy's own, with their send times
+// from the deletion before:
+// what a CI log must show to tell why they fell outside.
+func logOutside(t testing.TB, dir string, v analysis.VariantSummary) {
+	t.Helper()
+	for _, g := range v.Routes {
+		t.Logf("window: pod %s on %s, deleted %s, listener closed +%.3f s, unrouted +%.3f s, drops %v", g.Pod, g.Node, g.Deleted.Format("15:04:05.000"), g.ListenerClosed, g.Unrouted, g.Drops)
+	}
+	f, err := os.Open(filepath.Join(dir, analysis.FailuresFile))
+	if err != nil {
+		t.Logf("no failures to show: %v", err)
+		return
+	}
+	defer f.Close()
+	shown := 0
+	err = jsonl.Read(f, analysis.FailuresFile, func(x analysis.Failure) error {
+		if x.Explained != analysis.WhyOutside && x.Explained != analysis.WhyProxyOwn || shown >= 20 {
+			return nil
+		}
+		shown++
+		t.Logf("%s: sent %s (+%.3f s after %s), %s after %.3f s, via %s, routed by %s", x.Explained, x.Time.Format("15:04:05.000"), x.SinceDeletion, x.NearestDeletion, x.Class, x.Latency, x.Via, x.RoutedBy)
+		return nil
+	})
+	if err != nil {
+		t.Logf("reading %s: %v", analysis.FailuresFile, err)
+	}
 }
 
 // quietRun runs sc in runDir(t) and checks the measurement with check.
