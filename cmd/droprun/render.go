@@ -49,6 +49,7 @@ Examples:
 			}
 			for _, o := range objs.Front {
 				if s, ok := o.(*corev1ac.SecretApplyConfiguration); ok {
+					s.Data = nil // shown as the stand-in, not as base64
 					s.WithStringData(map[string]string{variant.FrontTokenKey: "FRONT_TOKEN"})
 				}
 			}

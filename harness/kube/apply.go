@@ -191,11 +191,8 @@ func SecretValue(ctx context.Context, c kubernetes.Interface, namespace, name, k
 	if err != nil {
 		return "", fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}
-	v, ok := s.Data[key]
-	if !ok { // a fake clientset keeps what was written
-		v, ok = []byte(s.StringData[key]), s.StringData[key] != ""
-	}
-	if !ok || len(v) == 0 {
+	v := s.Data[key]
+	if len(v) == 0 {
 		return "", fmt.Errorf("secret %s/%s has no %q: delete it and run again, droprun makes a new one", namespace, name, key)
 	}
 	return string(v), nil

@@ -40,6 +40,15 @@ type FrontAPI struct {
 	Servers func(body []byte) ([]string, error)
 }
 
+// params are api.Query as the API server's pod proxy takes them.
+func (api FrontAPI) params() map[string]string {
+	params := map[string]string{}
+	for k := range api.Query {
+		params[k] = api.Query.Get(k)
+	}
+	return params
+}
+
 // FrontPoller reads a URL from inside the cluster's network and reports
 // its first answer and every change (closeprobe.Prober, inside a kind
 // node): no API server between, so every few milliseconds.
@@ -163,10 +172,7 @@ func pollFronts(inf cache.SharedIndexInformer, api FrontAPI, poller FrontPoller,
 // front pod's API through the API server's pod proxy.
 func proxyFronts(ctx context.Context, client kubernetes.Interface, namespace string, inf cache.SharedIndexInformer, api FrontAPI, rec func(timeline.Event)) {
 	pods := map[string]*frontPod{}
-	params := map[string]string{}
-	for k := range api.Query {
-		params[k] = api.Query.Get(k)
-	}
+	params := api.params()
 	t := time.NewTicker(FrontPollEvery)
 	defer t.Stop()
 	for {
@@ -266,10 +272,7 @@ func CheckFrontGuard(ctx context.Context, client kubernetes.Interface, namespace
 	if err != nil {
 		return fmt.Errorf("listing the front's pods: %w", err)
 	}
-	params := map[string]string{}
-	for k := range api.Query {
-		params[k] = api.Query.Get(k)
-	}
+	params := api.params()
 	checked := 0
 	for i := range pods.Items {
 		pod := &pods.Items[i]

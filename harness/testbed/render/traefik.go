@@ -133,5 +133,5 @@ const (
 func FrontToken(namespace string) *corev1ac.SecretApplyConfiguration {
 	return corev1ac.Secret(variant.FrontTokenSecret, namespace).
 		WithLabels(map[string]string{variant.LabelManagedBy: variant.ManagedBy}).
-		WithStringData(map[string]string{variant.FrontTokenKey: rand.Text()})
+		WithData(map[string][]byte{variant.FrontTokenKey: []byte(rand.Text())})
 }
