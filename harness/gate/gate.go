@@ -605,7 +605,7 @@ func fromHistory(r *Report, v analysis.VariantSummary, l Limits, b burstiness, s
 			return
 		}
 		between, df = sd, runs-1
-		how = fmt.Sprintf("runs differing by a factor of e^%s beyond their rollouts, as the past's %d runs that dropped differ (t on %d degrees of freedom)", stats.FormatSig(sd, 2), runs, df)
+		how = fmt.Sprintf("runs differing by a factor of e^%s beyond their rollouts, as the past's %d runs that dropped differ (on %d degrees of freedom)", stats.FormatSig(sd, 2), runs, df)
 	}
 	this := v.Counted()
 	floor, margin, conf := b.floor(), l.margin(), l.Confidence
@@ -826,7 +826,7 @@ func baseline(r *Report, v, bv analysis.VariantSummary, l Limits, b burstiness) 
 		if past, ok := h.Past[v.Variant]; ok {
 			if sd, runs, ok := past.BetweenRuns(floor); ok {
 				between, df = sd, runs-1
-				how = fmt.Sprintf("with runs differing by a factor of e^%s beyond their rollouts, as this key's %d past runs that dropped differ (t on %d degrees of freedom)", stats.FormatSig(sd, 2), runs, df)
+				how = fmt.Sprintf("with runs differing by a factor of e^%s beyond their rollouts, as this key's %d past runs that dropped differ (on %d degrees of freedom)", stats.FormatSig(sd, 2), runs, df)
 			}
 		}
 	}

@@ -756,7 +756,7 @@ func TestBaselineBetweenRunsFromHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := result(t, r, "graceful-drain", CheckBaseline); !strings.Contains(res.Message, "as this key's 4 past runs that dropped differ (t on 3 degrees of freedom)") || res.Verdict == Pass {
+	if res := result(t, r, "graceful-drain", CheckBaseline); !strings.Contains(res.Message, "as this key's 4 past runs that dropped differ (on 3 degrees of freedom)") || res.Verdict == Pass {
 		t.Errorf("with a history of runs a factor of 6 apart: %v %s", res.Verdict, res.Message)
 	}
 	l.History = nil

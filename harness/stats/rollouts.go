@@ -434,7 +434,10 @@ func RolloutsToDecide(rate, limit, conf, perRollout float64, d Dispersion) int {
 // beyond what its rollouts show (a day effect: the two runs were measured
 // apart); 0 leaves it out. It adds 2·between² to the log ratio's
 // variance. betweenDF, when above 0, is the degrees of freedom it was
-// estimated on: Student's t then takes no more than those.
+// estimated on: Student's t then takes the Welch–Satterthwaite degrees of
+// freedom of the two parts' sum, so that a between-run part measured near
+// zero costs the bound little and one that dominates brings t down to
+// its own few degrees of freedom.
 func RatioOverRollouts(a, b []Rollout, conf float64, floor Dispersion, between float64, betweenDF int) (ratio, lo, hi float64, d Dispersion) {
 	ka, na := totals(a)
 	kb, nb := totals(b)
@@ -460,19 +463,37 @@ func RatioOverRollouts(a, b []Rollout, conf float64, floor Dispersion, between f
 	if !d.Measured() && !floor.Measured() {
 		return ratio, math.NaN(), math.NaN(), d
 	}
+	within, day := phiA/float64(ka)+phiB/float64(kb), 2*between*between
 	df := math.Inf(1)
 	if d.Measured() {
 		df = float64(d.DF)
 	}
-	if betweenDF > 0 {
-		df = math.Min(df, float64(betweenDF))
+	if betweenDF > 0 && day > 0 {
+		df = satterthwaite(within, df, day, float64(betweenDF))
 	}
 	z := NormalQuantile(conf)
 	if !math.IsInf(df, 1) {
 		z = StudentTQuantile(conf, df)
 	}
-	se := math.Sqrt(phiA/float64(ka) + phiB/float64(kb) + 2*between*between)
+	se := math.Sqrt(within + day)
 	return ratio, ratio * math.Exp(-z*se), ratio * math.Exp(z*se), d
+}
+
+// satterthwaite is the Welch–Satterthwaite degrees of freedom of the sum
+// of two variance estimates a and b, on dfA and dfB degrees of freedom
+// (either may be +Inf: known).
+func satterthwaite(a, dfA, b, dfB float64) float64 {
+	den := 0.0
+	if !math.IsInf(dfA, 1) {
+		den += a * a / dfA
+	}
+	if !math.IsInf(dfB, 1) {
+		den += b * b / dfB
+	}
+	if den == 0 {
+		return math.Inf(1)
+	}
+	return (a + b) * (a + b) / den
 }
 
 // rolloutsWithRequests counts the rollouts that sent anything.

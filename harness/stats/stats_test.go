@@ -815,3 +815,44 @@ func TestStudentTQuantile(t *testing.T) {
 		}
 	}
 }
+
+// TestBetweenRunsDegreesOfFreedom: the log ratio's t takes the
+// Welch–Satterthwaite degrees of freedom of its within- and between-run
+// parts. Two equal parts on n each give 2n; a part measured as zero costs
+// nothing (the bounds are those without a between-run part); a dominating
+// part on few degrees of freedom brings the bound out to its t.
+func TestBetweenRunsDegreesOfFreedom(t *testing.T) {
+	if got := satterthwaite(1, 7, 1, 7); math.Abs(got-14) > 1e-12 {
+		t.Errorf("two equal parts on 7 each: %v degrees of freedom, want 14", got)
+	}
+	if got := satterthwaite(1, 40, 0, 7); math.Abs(got-40) > 1e-12 {
+		t.Errorf("a zero between-run part: %v degrees of freedom, want the within part's 40", got)
+	}
+	if got := satterthwaite(1, math.Inf(1), 0, 7); !math.IsInf(got, 1) {
+		t.Errorf("a known within part and no between part: %v degrees of freedom, want +Inf", got)
+	}
+	rolls := func(drops ...uint64) []Rollout {
+		var rs []Rollout
+		for _, d := range drops {
+			rs = append(rs, Rollout{Drops: d, Requests: 5000})
+		}
+		return rs
+	}
+	a := rolls(90, 120, 70, 110, 100)
+	b := rolls(50, 60, 40, 55, 45, 52, 48, 61, 39, 50)
+	_, lo0, hi0, _ := RatioOverRollouts(a, b, 0.95, Dispersion{}, 0, 0)
+	_, lo, hi, _ := RatioOverRollouts(a, b, 0.95, Dispersion{}, 0, 7)
+	if lo != lo0 || hi != hi0 {
+		t.Errorf("between 0 on 7 df: bounds %v-%v, want those without it %v-%v", lo, hi, lo0, hi0)
+	}
+	ratio, loBig, hiBig, d := RatioOverRollouts(a, b, 0.95, Dispersion{}, 1, 3)
+	phiA, phiB := math.Max(d.Phi, DispersionOf(a).Phi), math.Max(d.Phi, DispersionOf(b).Phi)
+	se := math.Sqrt(phiA/490 + phiB/500 + 2)
+	// Nearly all of the variance is the between part: t is close to its 3 df.
+	if want := ratio * math.Exp(StudentTQuantile(0.95, 3)*se); math.Abs(hiBig-want)/want > 0.02 {
+		t.Errorf("a dominating between part on 3 df: upper bound %v, want about %v (t on 3 df)", hiBig, want)
+	}
+	if loBig >= lo || hiBig <= hi {
+		t.Errorf("a between part widens nothing: %v-%v against %v-%v", loBig, hiBig, lo, hi)
+	}
+}
