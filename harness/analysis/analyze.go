@@ -331,7 +331,7 @@ func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) 
 	clocks := ps.gens.nodeClocks()
 	for k := range rows {
 		rows[k].Routes, rows[k].Explained = ps.ex.rowRoutes(rows[k].Rollouts)
-		rows[k].suspectProxyOwn()
+		rows[k].suspectExplained()
 		rows[k].Clocks = clocks
 	}
 	// rows filled in the rollouts' tallies, rig and kube-proxy figures:

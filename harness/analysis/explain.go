@@ -52,13 +52,27 @@ const (
 	// its access log, and no line of it has the request's ID (the front
 	// never got it, or its log was not recorded).
 	WhyFrontNoLine = "not in the front's access log: the front pod that chose its pod is not known"
-	// WhyFrontAnswered: the front's access log says it answered the
-	// request 2xx (its pod answered it): no shutdown refused it. The
-	// front read it after the client had given up, or its answer was
-	// lost on the way back: the rig's (a starved front pod, node or
-	// client) or the front's own delay, never a race window's.
+	// WhyFrontLate: the front's access log says it answered the request
+	// 2xx (its pod answered it), after the client's request had failed
+	// (timed out, most often): no shutdown refused it; the front read or
+	// answered it late, the rig's (a starved front pod, node or client)
+	// or the front's own delay, never a race window's.
+	WhyFrontLate = "the front answered it 2xx after the client's request had failed (it read or answered it late)"
+	// WhyFrontLost: the front answered it 2xx before the client's
+	// request failed: the answer was lost on the way back, or the
+	// client did not read it in time.
+	WhyFrontLost = "the front answered it 2xx before the client's request failed: the answer was lost on the way back"
+	// WhyFrontAnswered: the front answered it 2xx, within answerSlack of
+	// when the client's request failed, or on a clock droprun's is not
+	// known to share (a cluster other than kind), so which came first is
+	// not known.
 	WhyFrontAnswered = "the front answered it 2xx: it read the request after the client gave up, or the answer was lost on the way back"
 )
+
+// answerSlack is how close to the client's failure a front's answer may
+// end and be said neither late nor lost: the two clocks' read-outs and
+// the log's millisecond.
+const answerSlack = 50 * time.Millisecond
 
 // inFlightSlack is how far before a pod's listener closed a request may
 // have been sent and still be cut by that close: a connection accepted
@@ -241,6 +255,28 @@ type explainer struct {
 	backoff time.Duration
 	// channels are the variant's gRPC channel states (empty over HTTP).
 	channels channelIndex
+	// sharedClock: the front pods' log and the client share droprun's
+	// clock (a kind cluster), so their times compare.
+	sharedClock bool
+}
+
+// frontAnswered is why a request the front answered 2xx failed: the
+// answer ended after the client's request failed (WhyFrontLate) or
+// before it (WhyFrontLost), more than answerSlack either way; else, or
+// on clocks not known to be shared, WhyFrontAnswered.
+func (ex *explainer) frontAnswered(rec traffic.Record) string {
+	end, ok := ex.log.answeredAt(rec.RequestID())
+	if !ok || !ex.sharedClock {
+		return WhyFrontAnswered
+	}
+	failed := rec.End()
+	switch {
+	case end.After(failed.Add(answerSlack)):
+		return WhyFrontLate
+	case end.Before(failed.Add(-answerSlack)):
+		return WhyFrontLost
+	}
+	return WhyFrontAnswered
 }
 
 // attempt is one failure matched against a rollout's race windows: the
@@ -257,7 +293,7 @@ type attempt struct {
 func (in *input) newExplainer(variant string, rollouts []RolloutSummary) *explainer {
 	front := in.path.Proxy != nil && in.path.Proxy.PicksPod
 	ex := &explainer{routes: indexRoutes(in.events, front, in.frontLog), byRollout: map[int][]int{}, explained: map[int]*Explained{}, flushed: map[int]map[string]int{}, tried: map[int][]attempt{},
-		front: front, log: in.frontLog, channels: indexChannels(in.events, variant)}
+		front: front, log: in.frontLog, channels: indexChannels(in.events, variant), sharedClock: in.sharedClock}
 	if in.sc != nil {
 		pi, _ := in.sc.Traffic.Protocol().Info()
 		ex.backoff = pi.Backoff
@@ -419,7 +455,7 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	}
 	switch {
 	case ex.front && node == "" && ex.log.answeredOK(rec.RequestID()):
-		return unexplained(WhyFrontAnswered)
+		return unexplained(ex.frontAnswered(rec))
 	case ex.front && node == "":
 		return unexplained(WhyFrontNoLine)
 	case ex.front:

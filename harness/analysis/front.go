@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"errors"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -22,13 +23,13 @@ type frontHop struct{ pod, ip string }
 // frontLog is what the analysis keeps of frontlog.jsonl, bounded by the
 // failures and one bit per request: the lines in which the front did not
 // answer 2xx, by request ID (the client's failures are joined to them),
-// and which requests the front did answer 2xx. A request the client
-// failed and the front answered 2xx was no shutdown's refusal: the front
-// read it after the client gave up, or its answer was lost on the way
-// back (WhyFrontAnswered).
+// and when the front ended each 2xx answer. A request the client failed
+// and the front answered 2xx was no shutdown's refusal: the front
+// answered it after the client's request had failed (WhyFrontLate), or
+// before, and the answer was lost on the way back (WhyFrontLost).
 type frontLog struct {
 	failed   map[string]frontHop
-	answered idSet
+	answered answerTimes
 	// sent is, per front stop (a front.removed event), the latest send
 	// to that pod the front pod logged within the stop's bracket; and,
 	// through a front that picks its pods in turn, stopped is when its
@@ -74,7 +75,17 @@ func (f *frontLog) hop(id string) (frontHop, bool) {
 
 // answeredOK reports whether the front answered request id 2xx.
 func (f *frontLog) answeredOK(id string) bool {
-	return f != nil && id != "" && f.answered.has(id)
+	_, ok := f.answeredAt(id)
+	return ok
+}
+
+// answeredAt is when the front ended its 2xx answer to request id, on
+// the front pod's node's clock; false when it did not answer it 2xx.
+func (f *frontLog) answeredAt(id string) (time.Time, bool) {
+	if f == nil || id == "" {
+		return time.Time{}, false
+	}
+	return f.answered.end(id)
 }
 
 // readFrontLog reads frontlog.jsonl; nil without the file. Besides the
@@ -114,7 +125,7 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 			return nil
 		}
 		if l.Status >= 200 && l.Status < 300 {
-			fl.answered.add(l.RequestID)
+			fl.answered.add(l.RequestID, l.Start.Add(l.Duration))
 			return nil
 		}
 		fl.failed[l.RequestID] = frontHop{pod: l.Pod, ip: host}
@@ -269,17 +280,25 @@ func frontStops(events []timeline.Event) map[frontHop][]routeStep {
 	return out
 }
 
-// idSet is a set of request IDs. droprun's IDs are prefix-N, N counting
-// from 1 in base 36 (traffic's withRequestIDs), so each prefix keeps a
-// bitset of its Ns: one bit per request. Any other ID is kept whole.
-type idSet struct {
-	bits  map[string][]uint64
-	other map[string]bool
+// answerTimes is when the front ended its 2xx answer to each request it
+// answered, by request ID. droprun's IDs are prefix-N, N counting from 1
+// in base 36 (traffic's withRequestIDs), so each prefix keeps its Ns'
+// ends in pages of answerPage, allocated as they are used: 4 bytes a
+// request, milliseconds after base plus one (0: not answered). Any other
+// ID, or an N past maxID, is kept in a map, as many as the log holds.
+type answerTimes struct {
+	base  time.Time
+	pages map[string]map[uint64]*[answerPage]uint32
+	other map[string]time.Time
 }
 
-// maxIDBits bounds one prefix's bitset (16 MiB): an N beyond it is kept
-// whole, so a stray line cannot make the set allocate without bound.
-const maxIDBits = 1 << 27
+const (
+	answerPage = 1024
+	// maxID bounds the Ns kept in pages: a stray line's N beyond it is
+	// kept in the map, so it cannot make the pages' index grow without
+	// bound.
+	maxID = 1 << 40
+)
 
 func splitID(id string) (string, uint64, bool) {
 	i := strings.LastIndexByte(id, '-')
@@ -287,37 +306,52 @@ func splitID(id string) (string, uint64, bool) {
 		return "", 0, false
 	}
 	n, err := strconv.ParseUint(id[i+1:], 36, 64)
-	if err != nil || n >= maxIDBits {
+	if err != nil || n >= maxID {
 		return "", 0, false
 	}
 	return id[:i], n, true
 }
 
-func (s *idSet) add(id string) {
+// add records that the front answered id 2xx, ending at end.
+func (a *answerTimes) add(id string, end time.Time) {
 	prefix, n, ok := splitID(id)
 	if !ok {
-		if s.other == nil {
-			s.other = map[string]bool{}
+		if a.other == nil {
+			a.other = map[string]time.Time{}
 		}
-		s.other[id] = true
+		a.other[id] = end
 		return
 	}
-	if s.bits == nil {
-		s.bits = map[string][]uint64{}
+	if a.pages == nil {
+		// A day before the first: the log's lines come in about the
+		// order they ended, and a uint32 of milliseconds spans 49 days.
+		a.base, a.pages = end.Add(-24*time.Hour), map[string]map[uint64]*[answerPage]uint32{}
 	}
-	b := s.bits[prefix]
-	if w := int(n / 64); w >= len(b) {
-		b = append(b, make([]uint64, w+1-len(b)+len(b)/2)...) // grow by half again
+	byPage := a.pages[prefix]
+	if byPage == nil {
+		byPage = map[uint64]*[answerPage]uint32{}
+		a.pages[prefix] = byPage
 	}
-	b[n/64] |= 1 << (n % 64)
-	s.bits[prefix] = b
+	page := byPage[n/answerPage]
+	if page == nil {
+		page = new([answerPage]uint32)
+		byPage[n/answerPage] = page
+	}
+	ms := end.Sub(a.base).Milliseconds() + 1
+	page[n%answerPage] = uint32(min(max(ms, 1), math.MaxUint32))
 }
 
-func (s *idSet) has(id string) bool {
+// end is when the front ended its 2xx answer to id (to the millisecond),
+// and whether it answered it 2xx.
+func (a *answerTimes) end(id string) (time.Time, bool) {
 	prefix, n, ok := splitID(id)
 	if !ok {
-		return s.other[id]
+		t, ok := a.other[id]
+		return t, ok
 	}
-	b := s.bits[prefix]
-	return int(n/64) < len(b) && b[n/64]&(1<<(n%64)) != 0
+	page := a.pages[prefix][n/answerPage]
+	if page == nil || page[n%answerPage] == 0 {
+		return time.Time{}, false
+	}
+	return a.base.Add(time.Duration(page[n%answerPage]-1) * time.Millisecond), true
 }

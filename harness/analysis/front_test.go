@@ -6,32 +6,61 @@ import (
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
-// TestIDSet: droprun's IDs (prefix-N, N in base 36) are kept as bits of
-// their prefix's set, any other ID whole; an N past the bound is kept
-// whole too, so a stray line cannot allocate without bound.
-func TestIDSet(t *testing.T) {
-	var s idSet
-	in := []string{"no-prestop-1", "no-prestop-zz", "graceful-drain-1", "odd", "x-zzzzzzzzzzzz", "a-b-3"}
-	for _, id := range in {
-		s.add(id)
+// TestAnswerTimes: droprun's IDs (prefix-N, N in base 36) keep their
+// answers' ends in pages of their prefix, to the millisecond; any other
+// ID, or an N past the bound, whole. What was never added is not there.
+func TestAnswerTimes(t *testing.T) {
+	var s answerTimes
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	in := map[string]time.Time{"no-prestop-1": at(5), "no-prestop-zz": at(7), "graceful-drain-1": at(0), "odd": at(3),
+		"x-zzzzzzzzzzzz": at(9), "a-b-3": at(1), "late-1": at(40 * 86400 * 1000)}
+	for id, end := range in {
+		s.add(id, end)
 	}
-	for _, id := range in {
-		if !s.has(id) {
-			t.Errorf("%q added, not in the set", id)
+	for id, want := range in {
+		if got, ok := s.end(id); !ok || !got.Equal(want) {
+			t.Errorf("%q added ending %v: got %v, %v", id, want, got, ok)
 		}
 	}
 	for _, id := range []string{"no-prestop-2", "graceful-drain-zz", "no-prestop", "a-b-4", "other-1", ""} {
-		if s.has(id) {
+		if _, ok := s.end(id); ok {
 			t.Errorf("%q in the set, never added", id)
 		}
 	}
-	if n := len(s.bits["no-prestop"]); n*64 > 2*36*36 {
-		t.Errorf("no-prestop's bitset has %d words for Ns up to %d", n, 36*36-1)
+	if n := len(s.pages["no-prestop"]); n != 2 {
+		t.Errorf("no-prestop has %d pages for Ns 1 and %d, want 2", n, 36*36-1)
 	}
-	if !s.other["x-zzzzzzzzzzzz"] || len(s.other) != 2 {
+	if _, ok := s.other["x-zzzzzzzzzzzz"]; !ok || len(s.other) != 2 {
 		t.Errorf("kept whole: %v, want odd and the N past the bound", s.other)
+	}
+}
+
+// TestFrontAnswered: a request the front answered 2xx is late when the
+// answer ended more than answerSlack after the client's request failed
+// (its send time plus its latency), lost when it ended more than that
+// before, and neither when within it or when the front's clock is not
+// known to be droprun's.
+func TestFrontAnswered(t *testing.T) {
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	log := &frontLog{}
+	for id, end := range map[string]time.Time{"r-1": ms(2100), "r-2": ms(1900), "r-3": ms(2020)} {
+		log.answered.add(id, end)
+	}
+	rec := func(id string) traffic.Record {
+		return traffic.Record{Time: ms(0), Latency: 2 * time.Second, Class: traffic.ClassTimeout, URL: "http://x/version?" + traffic.RequestIDParam + "=" + id}
+	}
+	ex := &explainer{log: log, sharedClock: true}
+	for id, want := range map[string]string{"r-1": WhyFrontLate, "r-2": WhyFrontLost, "r-3": WhyFrontAnswered} {
+		if got := ex.frontAnswered(rec(id)); got != want {
+			t.Errorf("%s: %q, want %q", id, got, want)
+		}
+	}
+	ex.sharedClock = false
+	if got := ex.frontAnswered(rec("r-1")); got != WhyFrontAnswered {
+		t.Errorf("on a clock not droprun's: %q, want %q", got, WhyFrontAnswered)
 	}
 }
 

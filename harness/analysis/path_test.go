@@ -92,10 +92,16 @@ variants:
 		for _, id := range []string{"a-1", "a-2"} {
 			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.1:8080", Status: 502})
 		}
-		// Two timeouts inside the window that the front answered 200:
-		// the client lost the answers, the pod did not refuse them.
-		failures = append(failures, analysistest.Failure{From: 4.2, To: 4.22, Err: analysistest.Timeout, RequestID: "a-z"})
-		lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: "a-z", Upstream: "10.0.0.1:8080", Status: 200, OriginStatus: 200})
+		// Two timeouts inside the window that the front answered 200,
+		// the pod did not refuse them: a-y after the client had given up
+		// (its answer ended at 6.5 s, the client's 2 s ran out at 6.2 s),
+		// a-z before (at 4.31 s: the client lost the answer).
+		failures = append(failures,
+			analysistest.Failure{From: 4.2, To: 4.21, Err: analysistest.Timeout, Latency: 2 * time.Second, RequestID: "a-y"},
+			analysistest.Failure{From: 4.21, To: 4.22, Err: analysistest.Timeout, Latency: 2 * time.Second, RequestID: "a-z"})
+		lines = append(lines,
+			frontlog.Line{Pod: "traefik-1", RequestID: "a-y", Start: analysistest.At(4.5), Duration: 2 * time.Second, Upstream: "10.0.0.1:8080", Status: 200, OriginStatus: 200},
+			frontlog.Line{Pod: "traefik-1", RequestID: "a-z", Start: analysistest.At(4.3), Duration: 10 * time.Millisecond, Upstream: "10.0.0.1:8080", Status: 200, OriginStatus: 200})
 		// Sends that place traefik-1's stop: one to old-a1 at 4.6 s, after
 		// the last reading that had it (4.525 s), narrows it to 25 ms; one
 		// by another front pod, one to another pod and one after the stop
@@ -241,8 +247,8 @@ func TestFrontAttribution(t *testing.T) {
 	// plus the 50 ms slack), 4.68 and 4.69 s after it, 10 at 6.5 s; 2
 	// timeouts in no line, 2 answered 200 by the front.
 	if row.Drops != 54 || e == nil || e.Explained != 38 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 12 ||
-		e.Why[analysis.WhyFrontNoLine] != 2 || e.Why[analysis.WhyFrontAnswered] != 2 {
-		t.Fatalf("drops %d, explained %+v; want 38 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log, 2 the front answered", row.Drops, e)
+		e.Why[analysis.WhyFrontNoLine] != 2 || e.Why[analysis.WhyFrontLate] != 1 || e.Why[analysis.WhyFrontLost] != 1 {
+		t.Fatalf("drops %d, explained %+v; want 38 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log, 2 the front answered: 1 after the client gave up, 1 before", row.Drops, e)
 	}
 	var front *analysis.RouteGap
 	nodes := 0
@@ -268,14 +274,16 @@ func TestFrontAttribution(t *testing.T) {
 	for _, f := range failures {
 		answered := f.Time.Before(analysistest.At(4.25))
 		if f.Code == 502 && (f.RoutedBy != "traefik-1" || f.Hop != "front pod traefik-1") ||
-			f.Code == 0 && answered && (f.RoutedBy != "" || f.Hop != analysis.HopFrontAnswered || f.Explained != analysis.WhyFrontAnswered) ||
+			f.Code == 0 && answered && (f.RoutedBy != "" || f.Hop != analysis.HopFrontAnswered || f.Explained != analysis.WhyFrontLate && f.Explained != analysis.WhyFrontLost) ||
 			f.Code == 0 && !answered && (f.RoutedBy != "" || f.Hop != analysis.HopBeforeFront) {
 			t.Errorf("failure %+v: want 502s routed by traefik-1, the timeouts by no one known, before the front or (answered) after it", f)
 		}
 	}
 	// Per rollout, by hop: the front pod failed the 502s; the timeouts
 	// were not failed by the front.
-	if !slices.ContainsFunc(row.Suspect, func(s string) bool { return strings.Contains(s, "rollout 1: the front answered 2 of its drops 2xx") }) {
+	if !slices.ContainsFunc(row.Suspect, func(s string) bool {
+		return strings.Contains(s, "rollout 1: the front answered 2 of its drops 2xx (its access log): the pods did not refuse them; 1 ended after the client's request had failed (the front read or answered them late), 1 ended before it (lost on the way back)")
+	}) {
 		t.Errorf("suspect %q: want the 2 answers the front gave named", row.Suspect)
 	}
 	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2, analysis.HopFrontAnswered: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {

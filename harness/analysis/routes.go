@@ -141,6 +141,15 @@ type Explained struct {
 	Chance *Chance `json:"chance,omitempty"`
 }
 
+// FrontAnswered is how many of the unexplained drops the front answered
+// 2xx (its access log): late, lost, or either.
+func (e *Explained) FrontAnswered() uint64 {
+	if e == nil {
+		return 0
+	}
+	return e.Why[WhyFrontLate] + e.Why[WhyFrontLost] + e.Why[WhyFrontAnswered]
+}
+
 // Chance is the explained share's chance baselines: of the Tried failures
 // matched against race windows, how many (the mean over draws) a window
 // would explain with the routing nodes shuffled among them, and with

@@ -151,9 +151,6 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 	if r.Excused > 0 {
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: %d of its timeouts were in flight while the rig stalled (%s): they are excused: counted among the drops, but the stalled rig, not the variant, may have caused them (the measurable tally leaves them out)", r.N, r.Excused, r.ExcusedWhy))
 	}
-	if n := r.ByHop[HopFrontAnswered]; n > 0 {
-		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: the front answered %d of its drops 2xx (its access log): the pods did not refuse them; the front read them after the client gave up, or the answers were lost on the way back (a starved rig or front)", r.N, n))
-	}
 	if expected != "" && r.MeasuredVariant != "custom" && r.MeasuredVariant != expected {
 		vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d deleted pods of variant %s, not %s (live template: %s)", r.N, r.MeasuredVariant, expected, r.LiveTemplate))
 	}
@@ -165,10 +162,17 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 	}
 }
 
-// suspectProxyOwn makes the row suspect for each rollout with drops the
-// proxy failed itself (WhyProxyOwn): known only once the rollouts'
-// drops are explained.
-func (vs *VariantSummary) suspectProxyOwn() {
+// suspectExplained makes the row suspect for each rollout with drops
+// the front answered 2xx (HopFrontAnswered: its access log; when, against
+// the client's failure, is WhyFrontLate or WhyFrontLost) and for each
+// with drops the proxy failed itself (WhyProxyOwn): known only once the
+// rollouts' drops are explained.
+func (vs *VariantSummary) suspectExplained() {
+	for _, r := range vs.Rollouts {
+		if n := r.ByHop[HopFrontAnswered]; n > 0 {
+			vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: the front answered %d of its drops 2xx (its access log): the pods did not refuse them; %s (a starved rig or front)", r.N, n, frontAnsweredSplit(n, r.Explained)))
+		}
+	}
 	for _, r := range vs.Rollouts {
 		if e := r.Explained; e != nil && e.Why[WhyProxyOwn] > 0 {
 			vs.Suspect = append(vs.Suspect, fmt.Sprintf("rollout %d: the proxy failed %d of its drops itself (502s sent after its node stopped routing to the deleted pods, with no unanswered dial there): no shutdown refused them (a starved proxy pod or node)", r.N, e.Why[WhyProxyOwn]))
@@ -314,4 +318,29 @@ func (in *input) custom() *scenario.CustomApp {
 		return nil
 	}
 	return in.sc.App.Custom
+}
+
+// frontAnsweredSplit says when the front's answers to n of a rollout's
+// drops ended against the client's failures (WhyFrontLate, WhyFrontLost,
+// WhyFrontAnswered); those not explained were excused (sent while the
+// rig stalled).
+func frontAnsweredSplit(n uint64, e *Explained) string {
+	var late, lost, close uint64
+	if e != nil {
+		late, lost, close = e.Why[WhyFrontLate], e.Why[WhyFrontLost], e.Why[WhyFrontAnswered]
+	}
+	var parts []string
+	if late > 0 {
+		parts = append(parts, fmt.Sprintf("%d ended after the client's request had failed (the front read or answered them late)", late))
+	}
+	if lost > 0 {
+		parts = append(parts, fmt.Sprintf("%d ended before it (lost on the way back)", lost))
+	}
+	if close > 0 {
+		parts = append(parts, fmt.Sprintf("%d too close to the failure, or on a clock not droprun's, to tell which", close))
+	}
+	if rest := n - min(n, late+lost+close); rest > 0 {
+		parts = append(parts, fmt.Sprintf("%d excused (sent while the rig stalled)", rest))
+	}
+	return strings.Join(parts, ", ")
 }

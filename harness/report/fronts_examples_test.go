@@ -24,16 +24,17 @@ func TestShippedFronts(t *testing.T) {
 	type row struct {
 		drops, excused, race, unexplained uint64
 		answered                          uint64 // charged to HopFrontAnswered
+		late, lost                        uint64 // of those explained, WhyFrontLate and WhyFrontLost
 	}
 	for _, tc := range []struct {
 		run, front          string
 		noPrestop, graceful row
 		boundHop            string
 	}{
-		{"fronts-traefik-newconn", "traefik", row{3934, 660, 1434, 1840, 1731}, row{4, 4, 0, 0, 4}, "hop traefik sets the bound, 3.513 s"},
-		{"fronts-traefik-keepalive", "traefik", row{1090, 51, 1039, 0, 0}, row{}, "hop traefik sets the bound, 3.583 s"},
-		{"fronts-caddy-newconn", "caddy", row{503, 3, 500, 0, 3}, row{}, "hop kube-proxy sets the bound, 2.689 s"},
-		{"fronts-caddy-keepalive", "caddy", row{433, 0, 433, 0, 0}, row{265, 0, 0, 265, 193}, "hop kube-proxy sets the bound, 3.307 s"},
+		{"fronts-traefik-newconn", "traefik", row{3934, 660, 1434, 1840, 1731, 477, 797}, row{4, 4, 0, 0, 4, 0, 0}, "hop traefik sets the bound, 3.513 s"},
+		{"fronts-traefik-keepalive", "traefik", row{1090, 51, 1039, 0, 0, 0, 0}, row{}, "hop traefik sets the bound, 3.583 s"},
+		{"fronts-caddy-newconn", "caddy", row{503, 3, 500, 0, 3, 0, 0}, row{}, "hop kube-proxy sets the bound, 2.689 s"},
+		{"fronts-caddy-keepalive", "caddy", row{433, 0, 433, 0, 0, 0, 0}, row{265, 0, 0, 265, 193, 164, 0}, "hop kube-proxy sets the bound, 3.307 s"},
 	} {
 		t.Run(tc.run, func(t *testing.T) {
 			sum := shipped(t, "fronts/"+tc.run)
@@ -52,6 +53,7 @@ func TestShippedFronts(t *testing.T) {
 				r.drops, r.excused = v.Drops, v.Excused
 				if e := v.Explained; e != nil {
 					r.race, r.unexplained = e.Explained, e.Unexplained
+					r.late, r.lost = e.Why[analysis.WhyFrontLate], e.Why[analysis.WhyFrontLost]
 					if e.Explained+e.Cut+v.Excused+e.Unexplained != v.Drops {
 						t.Errorf("%s: explained %+v and %d excused do not add up to its %d drops", v.Variant, e, v.Excused, v.Drops)
 					}
@@ -106,13 +108,16 @@ func TestShippedSweepTraefik(t *testing.T) {
 	if sum.Traffic.Target != "traefik" || sum.Traffic.Rate != 300 || sum.Traffic.Rollouts != 3 {
 		t.Fatalf("traffic %+v, want traefik at 300 req/s, 3 rollouts", sum.Traffic)
 	}
-	type row struct{ drops, excused, race, unexplained, answered uint64 }
+	// answered: charged to HopFrontAnswered; of those explained, late
+	// (WhyFrontLate), lost (WhyFrontLost) and too close to the client's
+	// failure to tell (WhyFrontAnswered).
+	type row struct{ drops, excused, race, unexplained, answered, late, lost, close uint64 }
 	want := map[string]row{
-		"0": {2675, 332, 1294, 1049, 926},
-		"1": {601, 0, 598, 3, 2},
-		"2": {127, 0, 127, 0, 0},
+		"0": {2675, 332, 1294, 1049, 926, 218, 489, 67},
+		"1": {601, 0, 598, 3, 2, 0, 2, 0},
+		"2": {127, 0, 127, 0, 0, 0, 0, 0},
 		"3": {},
-		"4": {532, 0, 0, 532, 395},
+		"4": {532, 0, 0, 532, 395, 221, 97, 77},
 	}
 	if len(sum.Variants) != len(want) {
 		t.Fatalf("%d rows, want %d", len(sum.Variants), len(want))
@@ -127,6 +132,7 @@ func TestShippedSweepTraefik(t *testing.T) {
 		got := row{drops: v.Drops, excused: v.Excused}
 		if e := v.Explained; e != nil {
 			got.race, got.unexplained = e.Explained, e.Unexplained
+			got.late, got.lost, got.close = e.Why[analysis.WhyFrontLate], e.Why[analysis.WhyFrontLost], e.Why[analysis.WhyFrontAnswered]
 			if e.Explained+e.Cut+v.Excused+e.Unexplained != v.Drops {
 				t.Errorf("preStop %s s: explained %+v and %d excused do not add up to %d drops", v.Sweep.Value, e, v.Excused, v.Drops)
 			}

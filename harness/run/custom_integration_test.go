@@ -188,7 +188,7 @@ func checkRaceExplained(t testing.TB, label string, v analysis.VariantSummary) {
 		t.Errorf("%s: %d drops, explanation %+v; want drops, explained", label, v.Drops, e)
 		return
 	}
-	named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
+	named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.FrontAnswered()
 	shifted := 0.0
 	if e.Chance != nil {
 		shifted = e.Chance.TimesShifted

@@ -121,7 +121,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 				if e == nil {
 					t.Fatalf("no-prestop through %s: no explanation of its %d drops", target, v.Drops)
 				}
-				named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.Why[analysis.WhyFrontAnswered]
+				named := v.Drops - v.Excused - e.Why[analysis.WhyFrontNoLine] - e.FrontAnswered()
 				shifted := 0.0
 				if e.Chance != nil {
 					shifted = e.Chance.TimesShifted
