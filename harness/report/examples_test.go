@@ -182,3 +182,31 @@ func TestShippedEastWest(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedLongLived holds results/README.md's "Drops over h2c" to the
+// shipped h2c run (examples/max-connection-age/h2c): naive-shutdown drops
+// like no-prestop, every drop a refusal, its GOAWAY masking 2; graceful-
+// drain drops none, its GOAWAY masking 41; race windows explain every
+// drop of both dropping rows, 3 of no-prestop's cut by the close.
+func TestShippedLongLived(t *testing.T) {
+	type row struct{ drops, refused, masked, race, cut, unexplained uint64 }
+	want := map[string]row{
+		"no-prestop":         {59, 53, 0, 56, 3, 0},
+		"naive-shutdown":     {22, 22, 2, 22, 0, 0},
+		"graceful-drain":     {0, 0, 41, 0, 0, 0},
+		"max-connection-age": {0, 0, 2, 0, 0, 0},
+	}
+	sum := shipped(t, "max-connection-age/h2c")
+	if len(sum.Variants) != len(want) {
+		t.Fatalf("%d rows, want %d", len(sum.Variants), len(want))
+	}
+	for _, v := range sum.Variants {
+		got := row{drops: v.Drops, refused: v.Classes[traffic.ClassRefused], masked: v.Masked}
+		if e := v.Explained; e != nil {
+			got.race, got.cut, got.unexplained = e.Explained, e.Cut, e.Unexplained
+		}
+		if got != want[v.Variant] || v.RolloutsWithDrops != map[bool]int{true: 3, false: 0}[v.Drops > 0] {
+			t.Errorf("%s: %+v in %d rollouts, want %+v", v.Variant, got, v.RolloutsWithDrops, want[v.Variant])
+		}
+	}
+}

@@ -31,12 +31,11 @@ const exampleBudget = 8 << 20
 // shrink: a new example ships its raw data.
 var withoutRawData = []string{
 	"compare-all", "compare-all-pods/clusterip", "compare-all-pods/host", "compare-all-pods/nodeport",
-	"h2c",
 	"history/runs/01-my-service-1.0", "history/runs/02-my-service-1.0", "history/runs/03-my-service-1.0",
 	"history/runs/04-my-service-1.0", "history/runs/05-my-service-1.0", "history/runs/06-my-service-1.0",
 	"history/runs/07-my-service-1.1", "history/runs/08-my-service-1.1", "history/runs/09-my-service-1.1",
 	"history/runs/10-my-service-1.1", "history/runs/11-my-service-1.1", "history/runs/12-my-service-1.1",
-	"history/runs/13-my-service-1.0", "keep-alive",
+	"history/runs/13-my-service-1.0",
 	"starved-rig",
 }
 
