@@ -284,7 +284,9 @@ func frontStops(events []timeline.Event) map[frontHop][]routeStep {
 // answered, by request ID. droprun's IDs are prefix-N, N counting from 1
 // in base 36 (traffic's withRequestIDs), so each prefix keeps its Ns'
 // ends in pages of answerPage, allocated as they are used: 4 bytes a
-// request, milliseconds after base plus one (0: not answered). Any other
+// request, milliseconds after base plus one (0: not answered). A page of
+// 64 costs 256 bytes, so a log of scattered IDs costs no more a line than
+// a map entry would, and a dense one about 4 bytes a request. Any other
 // ID, or an N past maxID, is kept in a map, as many as the log holds.
 type answerTimes struct {
 	base  time.Time
@@ -293,7 +295,7 @@ type answerTimes struct {
 }
 
 const (
-	answerPage = 1024
+	answerPage = 64
 	// maxID bounds the Ns kept in pages: a stray line's N beyond it is
 	// kept in the map, so it cannot make the pages' index grow without
 	// bound.
