@@ -8,6 +8,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // The shipped starved-rig example (results/README.md): graceful-drain at
@@ -137,23 +138,17 @@ func TestShippedNewPodShare(t *testing.T) {
 }
 
 // compare-all from generator pods beside the host client
-// (results/README.md, examples/compare-all-pods): the race reproduces at
-// about the host's rate on both inside paths, every request accounted;
-// the generators overwhelm this 2-core rig at 1000 req/s, and the gate
-// says so: over ClusterIP every fix's drops but 10 are timeouts excused as
-// the rig's, and no fix row fails; over NodePort prestop-sleep fails on
-// 600 timeouts of one rollout, most of them answered by the pods, and
-// graceful-drain, whose generator went silent, is inconclusive.
+// (results/README.md, examples/compare-all-pods, 2026-12-07): the race
+// reproduces at about the host's rate on both inside paths; from the
+// host every fix drops 0 and no row is suspect; from the pods, at 1000
+// req/s on this 2-core rig, the generators and nodes stall: every fix's
+// drop is a timeout, excused as the rig's or on a connection the pod had
+// accepted (the pod was slow, not routed to after its close), none in a
+// race window, and `check --max-drops-per-rollout 5` fails no fix:
+// inconclusive where a rollout dropped more than 5, naming the rig.
 func TestShippedComparePods(t *testing.T) {
 	fixes := []string{"prestop-sleep", "prestop-sleep-action", "graceful-drain", "the-trap"}
 	five := int64(5)
-	check := func(a *analysis.Analysis) *Report {
-		r, err := Check(a, Limits{Confidence: 0.95, MaxDropsPerRollout: &five, Tolerance: 0.01})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	rows := func(a *analysis.Analysis) map[string]analysis.VariantSummary {
 		m := map[string]analysis.VariantSummary{}
 		for _, v := range a.Summary.Variants {
@@ -162,39 +157,48 @@ func TestShippedComparePods(t *testing.T) {
 		return m
 	}
 	host := rows(shipped(t, "compare-all-pods/host"))
-	for _, f := range fixes {
-		if v := host[f]; v.Drops != 0 || v.WindowRequests == 0 {
-			t.Errorf("host %s: %d drops in %d; want none", f, v.Drops, v.WindowRequests)
+	for name, v := range host {
+		if len(v.Suspect) > 0 || slices.Contains(fixes, name) && (v.Drops != 0 || v.WindowRequests == 0) {
+			t.Errorf("host %s: %d drops in %d, suspect %q; want no row suspect, no fix dropping", name, v.Drops, v.WindowRequests, v.Suspect)
 		}
 	}
 	for _, path := range []string{"host", "clusterip", "nodeport"} {
 		bad := rows(shipped(t, "compare-all-pods/"+path))["no-prestop"]
 		rate := float64(bad.Drops) / float64(bad.WindowRequests)
-		if bad.RolloutsWithDrops != 3 || rate < 0.05 || rate > 0.07 {
-			t.Errorf("%s no-prestop: %d of 3 rollouts dropped, rate %.3f; want all 3, about 6 %%", path, bad.RolloutsWithDrops, rate)
+		if bad.RolloutsWithDrops != 3 || rate < 0.045 || rate > 0.075 {
+			t.Errorf("%s no-prestop: %d of 3 rollouts dropped, rate %.3f; want all 3, 4.5-7.5 %%", path, bad.RolloutsWithDrops, rate)
 		}
 	}
-
-	ci := shipped(t, "compare-all-pods/clusterip")
-	r := check(ci)
-	for _, f := range fixes {
-		v := rows(ci)[f]
-		if v.Drops-v.Excused > 10 || len(v.Suspect) == 0 {
-			t.Errorf("clusterip %s: %d drops, %d excused, suspect %v; want at most 10 not excused, suspect", f, v.Drops, v.Excused, v.Suspect)
+	for _, path := range []string{"clusterip", "nodeport"} {
+		a := shipped(t, "compare-all-pods/"+path)
+		r, err := Check(a, Limits{Confidence: 0.95, MaxDropsPerRollout: &five, Tolerance: 0.01})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if res := result(t, r, f, CheckPerRollout); res.Verdict == Fail {
-			t.Errorf("clusterip %s failed: %s", f, res.Message)
+		stalled := false
+		for _, f := range fixes {
+			v := rows(a)[f]
+			stalled = stalled || v.Excused > 0
+			var slow, raced, most uint64
+			if e := v.Explained; e != nil {
+				slow, raced = e.Slow, e.Explained+e.Cut+e.Conntrack
+			}
+			for _, ro := range v.Rollouts {
+				most = max(most, ro.Window.Failures)
+			}
+			if v.Drops != v.Classes[traffic.ClassTimeout] || v.Drops != v.Excused+slow || raced > 0 {
+				t.Errorf("%s %s: %d drops (classes %v), %d excused, %d the pod slow, %d in race windows; want only timeouts, each excused or slow", path, f, v.Drops, v.Classes, v.Excused, slow, raced)
+			}
+			res := result(t, r, f, CheckPerRollout)
+			switch {
+			case res.Verdict == Fail:
+				t.Errorf("%s %s failed: %s", path, f, res.Message)
+			case most > 5 && (res.Verdict != Inconclusive || !strings.Contains(res.Message, "rig")):
+				t.Errorf("%s %s: a rollout dropped %d, yet %s: %s; want inconclusive, naming the rig", path, f, most, res.Verdict, res.Message)
+			}
 		}
-	}
-
-	np := shipped(t, "compare-all-pods/nodeport")
-	r = check(np)
-	sleep := rows(np)["prestop-sleep"]
-	if res := result(t, r, "prestop-sleep", CheckPerRollout); res.Verdict != Fail || sleep.Rollouts[1].Window.Failures != 600 || sleep.Server == nil || sleep.Server.Lost < 500 {
-		t.Errorf("nodeport prestop-sleep: %s, rollout 2 dropped %d, server view %+v; want failed on 600 timeouts the pods mostly answered", res.Message, sleep.Rollouts[1].Window.Failures, sleep.Server)
-	}
-	drain := rows(np)["graceful-drain"]
-	if res := result(t, r, "graceful-drain", CheckPerRollout); res.Verdict != Inconclusive || drain.Rollouts[1].Incomplete == "" {
-		t.Errorf("nodeport graceful-drain: %s, rollout 2 incomplete %q; want inconclusive, rollout 2 incomplete", res.Message, drain.Rollouts[1].Incomplete)
+		if !stalled {
+			t.Errorf("%s: no fix row lost a request to the rig; results/README.md says the generators overwhelm it at 1000 req/s", path)
+		}
 	}
 }

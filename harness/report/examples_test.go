@@ -19,10 +19,13 @@ func shipped(t *testing.T, name string) *analysis.Summary {
 	return sum
 }
 
-// The teaching lab's headline comparison decides: in the shipped
-// compare-all (3 rollouts a variant), every fix that dropped nothing is
-// told from no-prestop, which dropped in every rollout, and the variants
-// that drop like it are not.
+// The teaching lab's headline comparison, as the shipped compare-all
+// (2026-12-07, 3 rollouts a variant) decides it: no-prestop's rollouts
+// dropped 305-647 (about 100 times as bursty as independent requests), so
+// each fix that dropped nothing is below it in its own test (p < 0.05,
+// the ratio's interval over rollouts below 1) but not across the 7
+// comparisons Holm's correction holds together; the variants that drop
+// like no-prestop are not told from it either. results/README.md says so.
 func TestShippedCompareAllDecides(t *testing.T) {
 	sum := shipped(t, "compare-all")
 	if sum.Variants[0].Variant != "no-prestop" {
@@ -32,8 +35,9 @@ func TestShippedCompareAllDecides(t *testing.T) {
 	for k, c := range compareVariants(sum) {
 		v := sum.Variants[k+1]
 		switch {
-		case fixes[v.Variant] && (!c.Significant || !strings.HasPrefix(c.Verdict, v.Variant+" drops less than no-prestop: rate ratio")):
-			t.Errorf("%s (%d drops) against no-prestop is not decided: %s", v.Variant, v.Drops, c.Verdict)
+		case fixes[v.Variant] && (c.Significant || c.P >= 0.05 || c.Adjusted < 0.05 || c.Family != 7 || !(c.OverRollouts.Hi < 1) ||
+			!strings.Contains(c.Verdict, "Holm-adjusted over 7 comparisons")):
+			t.Errorf("%s (%d drops) against no-prestop: p %.3g, Holm-adjusted %.3g over %d, ratio over rollouts %v: %s; want below it alone, not across the family", v.Variant, v.Drops, c.P, c.Adjusted, c.Family, c.OverRollouts, c.Verdict)
 		case !fixes[v.Variant] && v.Variant != "the-trap/introducing" && c.Significant:
 			t.Errorf("%s drops like no-prestop, yet: %s", v.Variant, c.Verdict)
 		}
@@ -208,5 +212,47 @@ func TestShippedLongLived(t *testing.T) {
 		if got != want[v.Variant] || v.RolloutsWithDrops != map[bool]int{true: 3, false: 0}[v.Drops > 0] {
 			t.Errorf("%s: %+v in %d rollouts, want %+v", v.Variant, got, v.RolloutsWithDrops, want[v.Variant])
 		}
+	}
+}
+
+// TestShippedCompareAll holds results/README.md's compare-all example
+// (2026-12-07, re-derived from its raw data) to what the README says of
+// it: no row suspect, every control clean; each fix drops 0; every drop of
+// the dropping rows accounted for, race windows explaining 96 % or more
+// of each (against at most 12.5 % with the send times shifted), the rest
+// cut by a close or, no-prestop's 13, stale conntrack entries; the pods'
+// 2xx equal the client's but for one.
+func TestShippedCompareAll(t *testing.T) {
+	sum := shipped(t, "compare-all")
+	fixes := map[string]bool{"prestop-sleep": true, "prestop-sleep-action": true, "graceful-drain": true, "the-trap": true}
+	var lost uint64
+	for _, v := range sum.Variants {
+		if len(v.Suspect) > 0 || v.Control.Failures > 0 {
+			t.Errorf("%s: suspect %q, control %d failed; want neither", v.Variant, v.Suspect, v.Control.Failures)
+		}
+		if v.Server != nil {
+			lost += v.Server.Lost
+		}
+		if fixes[v.Variant] {
+			if v.Drops != 0 || v.WindowRequests < 29000 {
+				t.Errorf("%s: %d drops in %d; want none in 29,000 or more", v.Variant, v.Drops, v.WindowRequests)
+			}
+			continue
+		}
+		e := v.Explained
+		if v.Drops == 0 || e == nil || e.Chance == nil {
+			t.Errorf("%s: %d drops, explained %+v; want drops, explained", v.Variant, v.Drops, e)
+			continue
+		}
+		share, chance := float64(e.Explained)/float64(v.Drops), e.Chance.TimesShifted/float64(v.Drops)
+		if e.Explained+e.Cut+e.Conntrack != v.Drops || share < 0.96 || chance > 0.125 {
+			t.Errorf("%s: %d drops, %d in race windows (%.1f %%, %.1f %% shifted), %d cut, %d conntrack; want all accounted, 96 %% or more in windows, 12.5 %% or less by chance", v.Variant, v.Drops, e.Explained, 100*share, 100*chance, e.Cut, e.Conntrack)
+		}
+		if want := map[bool]uint64{true: 13}[v.Variant == "no-prestop"]; e.Conntrack != want {
+			t.Errorf("%s: %d left by stale conntrack entries, want %d", v.Variant, e.Conntrack, want)
+		}
+	}
+	if lost > 1 {
+		t.Errorf("the pods answered %d 2xx the client never received, want at most 1", lost)
 	}
 }

@@ -21,22 +21,22 @@ var updateExamples = flag.Bool("update-examples", false, "write each shipped exa
 const examplesDir = "../../results/examples"
 
 // exampleBudget is the most one shipped example run may take in the
-// repository, raw data packed: the largest, keep-alive at 800 req/s over
-// four variants, takes 5.8 MiB.
-const exampleBudget = 8 << 20
+// repository, raw data packed: the largest, compare-all from three
+// generator pods (8 rows, 3 rollouts each at 1000 req/s, about 470,000
+// requests), takes 11.1 MiB; a run of the demo's size (500 req/s, two
+// rows) about 2.
+const exampleBudget = 12 << 20
 
 // withoutRawData are the shipped examples kept as their summaries alone,
 // recorded before droprun packed runs for shipping: they cannot be
 // re-derived until they are measured again (issue 37). The list may only
 // shrink: a new example ships its raw data.
 var withoutRawData = []string{
-	"compare-all", "compare-all-pods/clusterip", "compare-all-pods/host", "compare-all-pods/nodeport",
 	"history/runs/01-my-service-1.0", "history/runs/02-my-service-1.0", "history/runs/03-my-service-1.0",
 	"history/runs/04-my-service-1.0", "history/runs/05-my-service-1.0", "history/runs/06-my-service-1.0",
 	"history/runs/07-my-service-1.1", "history/runs/08-my-service-1.1", "history/runs/09-my-service-1.1",
 	"history/runs/10-my-service-1.1", "history/runs/11-my-service-1.1", "history/runs/12-my-service-1.1",
 	"history/runs/13-my-service-1.0",
-	"starved-rig",
 }
 
 // TestShippedExamplesRederive re-analyses every shipped example that
