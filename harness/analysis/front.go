@@ -287,7 +287,8 @@ func frontStops(events []timeline.Event) map[frontHop][]routeStep {
 // request, milliseconds after base plus one (0: not answered). A page of
 // 64 costs 256 bytes, so a log of scattered IDs costs no more a line than
 // a map entry would, and a dense one about 4 bytes a request. Any other
-// ID, or an N past maxID, is kept in a map, as many as the log holds.
+// ID, an N past maxID, or an end outside the span of the pages' base, is
+// kept in a map, as many as the log holds.
 type answerTimes struct {
 	base  time.Time
 	pages map[string]map[uint64]*[answerPage]uint32
@@ -296,6 +297,9 @@ type answerTimes struct {
 
 const (
 	answerPage = 64
+	// answerSpan is what a page's uint32 of milliseconds spans: an end
+	// outside it is kept in the map.
+	answerSpan = math.MaxUint32 * time.Millisecond
 	// maxID bounds the Ns kept in pages: a stray line's N beyond it is
 	// kept in the map, so it cannot make the pages' index grow without
 	// bound.
@@ -316,18 +320,19 @@ func splitID(id string) (string, uint64, bool) {
 
 // add records that the front answered id 2xx, ending at end.
 func (a *answerTimes) add(id string, end time.Time) {
+	if a.pages == nil {
+		// Half the 49 days a uint32 of milliseconds spans, either side
+		// of the first: a run's lines come within hours of each other.
+		a.base, a.pages = end.Truncate(time.Millisecond).Add(-(answerSpan / 2).Truncate(time.Millisecond)), map[string]map[uint64]*[answerPage]uint32{}
+	}
 	prefix, n, ok := splitID(id)
-	if !ok {
+	ms := end.Sub(a.base).Milliseconds() + 1
+	if !ok || ms < 1 || ms > math.MaxUint32 {
 		if a.other == nil {
 			a.other = map[string]time.Time{}
 		}
 		a.other[id] = end
 		return
-	}
-	if a.pages == nil {
-		// A day before the first: the log's lines come in about the
-		// order they ended, and a uint32 of milliseconds spans 49 days.
-		a.base, a.pages = end.Add(-24*time.Hour), map[string]map[uint64]*[answerPage]uint32{}
 	}
 	byPage := a.pages[prefix]
 	if byPage == nil {
@@ -339,21 +344,17 @@ func (a *answerTimes) add(id string, end time.Time) {
 		page = new([answerPage]uint32)
 		byPage[n/answerPage] = page
 	}
-	ms := end.Sub(a.base).Milliseconds() + 1
-	page[n%answerPage] = uint32(min(max(ms, 1), math.MaxUint32))
+	page[n%answerPage] = uint32(ms)
 }
 
 // end is when the front ended its 2xx answer to id (to the millisecond),
 // and whether it answered it 2xx.
 func (a *answerTimes) end(id string) (time.Time, bool) {
-	prefix, n, ok := splitID(id)
-	if !ok {
-		t, ok := a.other[id]
-		return t, ok
+	if prefix, n, ok := splitID(id); ok {
+		if page := a.pages[prefix][n/answerPage]; page != nil && page[n%answerPage] != 0 {
+			return a.base.Add(time.Duration(page[n%answerPage]-1) * time.Millisecond), true
+		}
 	}
-	page := a.pages[prefix][n/answerPage]
-	if page == nil || page[n%answerPage] == 0 {
-		return time.Time{}, false
-	}
-	return a.base.Add(time.Duration(page[n%answerPage]-1) * time.Millisecond), true
+	t, ok := a.other[id]
+	return t, ok
 }

@@ -17,8 +17,10 @@ func TestAnswerTimes(t *testing.T) {
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
 	in := map[string]time.Time{"no-prestop-1": at(5), "no-prestop-zz": at(7), "graceful-drain-1": at(0), "odd": at(3),
 		"x-zzzzzzzzzzzz": at(9), "a-b-3": at(1), "late-1": at(40 * 86400 * 1000)}
-	for id, end := range in {
-		s.add(id, end)
+	// In a fixed order: the first end sets the pages' base, and late-1,
+	// 40 days after it, is outside their span.
+	for _, id := range []string{"no-prestop-1", "late-1", "no-prestop-zz", "graceful-drain-1", "odd", "x-zzzzzzzzzzzz", "a-b-3"} {
+		s.add(id, in[id])
 	}
 	for id, want := range in {
 		if got, ok := s.end(id); !ok || !got.Equal(want) {
@@ -33,8 +35,8 @@ func TestAnswerTimes(t *testing.T) {
 	if n := len(s.pages["no-prestop"]); n != 2 {
 		t.Errorf("no-prestop has %d pages for Ns 1 and %d, want 2", n, 36*36-1)
 	}
-	if _, ok := s.other["x-zzzzzzzzzzzz"]; !ok || len(s.other) != 2 {
-		t.Errorf("kept whole: %v, want odd and the N past the bound", s.other)
+	if _, ok := s.other["x-zzzzzzzzzzzz"]; !ok || len(s.other) != 3 {
+		t.Errorf("kept whole: %v, want odd, the N past the bound and the end past the span", s.other)
 	}
 }
 
