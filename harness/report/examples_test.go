@@ -217,7 +217,7 @@ func TestShippedLongLived(t *testing.T) {
 
 // TestShippedCompareAll holds results/README.md's compare-all example
 // (2026-12-07, re-derived from its raw data) to what the README says of
-// it: no row suspect, every control clean; each fix drops 0; every drop of
+// it: no-prestop lost 5.4 %; no row suspect, every control clean; each fix drops 0; every drop of
 // the dropping rows accounted for, race windows explaining 96 % or more
 // of each (against at most 12.5 % with the send times shifted), the rest
 // cut by a close or, no-prestop's 13, stale conntrack entries; the pods'
@@ -238,6 +238,9 @@ func TestShippedCompareAll(t *testing.T) {
 				t.Errorf("%s: %d drops in %d; want none in 29,000 or more", v.Variant, v.Drops, v.WindowRequests)
 			}
 			continue
+		}
+		if rate := float64(v.Drops) / float64(v.WindowRequests); v.Variant == "no-prestop" && (rate < 0.0535 || rate >= 0.0545) {
+			t.Errorf("no-prestop lost %.2f %% of its window requests; results/README.md says 5.4 %%", 100*rate)
 		}
 		e := v.Explained
 		if v.Drops == 0 || e == nil || e.Chance == nil {
