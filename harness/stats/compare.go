@@ -303,8 +303,14 @@ func (c *Comparison) verdict(a, b Counts, alpha float64, p phrases) string {
 	}
 	over := fmt.Sprintf("rate ratio %s over rollouts (%s CI %s–%s)", FormatSig(c.OverRollouts.Point, 2), p.pct, FormatSig(c.OverRollouts.Lo, 2), FormatSig(c.OverRollouts.Hi, 2))
 	tested := fmt.Sprintf("test over %s rollouts %s, %s", p.had, c.pSaid(rt.TwoSided), burstiness(rt.Dispersion.Phi))
-	if c.Significant {
+	switch {
+	case c.Significant:
 		return fmt.Sprintf("%s drops %s than %s: %s (%s); %s", p.nameA, p.direction, p.nameB, over, tested, beside)
+	case c.Family > 1 && c.P < alpha:
+		// Below alpha alone, not after Holm: say both, never "no
+		// difference" beside an interval that excludes 1.
+		return withNeed(fmt.Sprintf("%s drops %s than %s in this comparison alone, but not across the %d comparisons Holm's correction holds together: %s (%s); %s",
+			p.nameA, p.direction, p.nameB, c.Family, over, tested, beside))
 	}
 	return withNeed(fmt.Sprintf("no difference detected between %s and %s: %s (%s); %s", p.nameA, p.nameB, over, tested, beside))
 }

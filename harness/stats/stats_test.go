@@ -856,3 +856,27 @@ func TestBetweenRunsDegreesOfFreedom(t *testing.T) {
 		t.Errorf("a between part widens nothing: %v-%v against %v-%v", loBig, hiBig, lo, hi)
 	}
 }
+
+// TestCompareAllSaysWhatHolmUndid: seven fixes that dropped nothing
+// against a no-prestop whose 3 rollouts burst (640, 305, 647 of about
+// 10,000, the shipped compare-all's): each is below it in its own test,
+// not after Holm over the 7. The verdict says both, never "no difference
+// detected" beside a ratio interval that excludes 1.
+func TestCompareAllSaysWhatHolmUndid(t *testing.T) {
+	bad := Counts{Name: "no-prestop", PerRollout: []Rollout{{Drops: 640, Requests: 9800}, {Drops: 305, Requests: 9900}, {Drops: 647, Requests: 9824}}}
+	bad.Drops, bad.Requests = totals(bad.PerRollout)
+	var pairs []Pair
+	for range 7 {
+		fix := Counts{Name: "fix", PerRollout: []Rollout{{Requests: 14600}, {Requests: 14700}, {Requests: 14600}}}
+		fix.Drops, fix.Requests = totals(fix.PerRollout)
+		pairs = append(pairs, Pair{A: fix, B: bad})
+	}
+	for _, c := range CompareAll(pairs, 0.95) {
+		if c.Significant || c.P >= 0.05 || c.Adjusted < 0.05 || !(c.OverRollouts.Hi < 1) {
+			t.Fatalf("p %.3g, Holm %.3g, ratio over rollouts %v: want below 0.05 alone, not after Holm, the interval below 1", c.P, c.Adjusted, c.OverRollouts)
+		}
+		if !strings.HasPrefix(c.Verdict, "fix drops less than no-prestop in this comparison alone, but not across the 7 comparisons") {
+			t.Errorf("verdict %q: want it to say the fix is lower alone, not across the family", c.Verdict)
+		}
+	}
+}
