@@ -21,7 +21,7 @@ import (
 type frontHop struct{ pod, ip string }
 
 // frontLog is what the analysis keeps of frontlog.jsonl, bounded by the
-// failures and one bit per request: the lines in which the front did not
+// failures and 4 bytes per request: the lines in which the front did not
 // answer 2xx, by request ID (the client's failures are joined to them),
 // and when the front ended each 2xx answer. A request the client failed
 // and the front answered 2xx was no shutdown's refusal: the front

@@ -266,7 +266,7 @@ func verdicts(sum *analysis.Summary, rows []Row, ids []string) ([]htmlVerdict, [
 			v.Kind, v.Label = "worse", "drops more"
 		case sum.Variants[k+1].Drops+sum.Variants[0].Drops == 0:
 			v.Label = "neither dropped"
-		case c.Family > 1 && c.P < 1-stats.DefaultConfidence:
+		case c.AloneOnly(1 - stats.DefaultConfidence):
 			v.Label = "undecided across the family"
 		}
 		out = append(out, v)

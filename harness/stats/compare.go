@@ -306,13 +306,20 @@ func (c *Comparison) verdict(a, b Counts, alpha float64, p phrases) string {
 	switch {
 	case c.Significant:
 		return fmt.Sprintf("%s drops %s than %s: %s (%s); %s", p.nameA, p.direction, p.nameB, over, tested, beside)
-	case c.Family > 1 && c.P < alpha:
-		// Below alpha alone, not after Holm: say both, never "no
-		// difference" beside an interval that excludes 1.
+	case c.AloneOnly(alpha):
+		// Say both, never "no difference" beside an interval that
+		// excludes 1.
 		return withNeed(fmt.Sprintf("%s drops %s than %s in this comparison alone, but not across the %d comparisons Holm's correction holds together: %s (%s); %s",
 			p.nameA, p.direction, p.nameB, c.Family, over, tested, beside))
 	}
 	return withNeed(fmt.Sprintf("no difference detected between %s and %s: %s (%s); %s", p.nameA, p.nameB, over, tested, beside))
+}
+
+// AloneOnly reports that the deciding test put the difference below
+// alpha on its own but Holm's correction over the family did not: it is
+// undecided across the family, not shown absent.
+func (c Comparison) AloneOnly(alpha float64) bool {
+	return !c.Significant && c.Family > 1 && c.P < alpha
 }
 
 // pSaid words the deciding test's p-value: raw in a family of one; else
