@@ -35,6 +35,10 @@ func TestShippedStarvedRig(t *testing.T) {
 	if len(v.Suspect) == 0 {
 		t.Error("the row is not suspect")
 	}
+	// The numbers results/README.md quotes.
+	if n := v.Rollouts[1].Window.Failures; n != 7613 || v.Server == nil || v.Server.Lost != 2471 {
+		t.Errorf("rollout 2 dropped %d, the pods' unreceived answers %+v; results/README.md says 7,613 and 2,471", n, v.Server)
+	}
 	five := int64(5)
 	r, err := Check(a, Limits{Confidence: 0.95, MaxDropsPerRollout: &five})
 	if err != nil {
@@ -167,6 +171,23 @@ func TestShippedComparePods(t *testing.T) {
 		rate := float64(bad.Drops) / float64(bad.WindowRequests)
 		if bad.RolloutsWithDrops != 3 || rate < 0.045 || rate > 0.075 {
 			t.Errorf("%s no-prestop: %d of 3 rollouts dropped, rate %.3f; want all 3, 4.5-7.5 %%", path, bad.RolloutsWithDrops, rate)
+		}
+	}
+	// From the pods: no-prestop's drops in race windows well above
+	// chance (77.5 % and 85.7 %, 13.3 % and 10.2 % with the times
+	// shifted), and no control window held the asked 1000 req/s (about
+	// 8,000 requests in 10 s).
+	for path, want := range map[string]struct{ share, chance float64 }{"clusterip": {0.775, 0.133}, "nodeport": {0.857, 0.102}} {
+		a := shipped(t, "compare-all-pods/"+path)
+		bad := rows(a)["no-prestop"]
+		if e := bad.Explained; e == nil || e.Chance == nil ||
+			math.Abs(float64(e.Explained)/float64(bad.Drops)-want.share) > 0.0005 || math.Abs(e.Chance.TimesShifted/float64(bad.Drops)-want.chance) > 0.0005 {
+			t.Errorf("%s no-prestop: explained %+v of %d drops; want %.1f %% in race windows, %.1f %% shifted", path, e, bad.Drops, 100*want.share, 100*want.chance)
+		}
+		for _, v := range a.Summary.Variants {
+			if v.Control.Requests > 8200 {
+				t.Errorf("%s %s: %d control requests in 10 s; results/README.md says about 8,000 of the 10,000 asked", path, v.Variant, v.Control.Requests)
+			}
 		}
 	}
 	for _, path := range []string{"clusterip", "nodeport"} {
