@@ -378,15 +378,21 @@ func (s *Source) follow(ctx context.Context, g *Generator) {
 			// The Job replaced the pod: a new container, a new log.
 			s.mu.Lock()
 			g.Stream.Restarted()
-			g.Pod, g.Node = p.Name, p.Spec.NodeName
+			g.Pod = p.Name
 			s.mu.Unlock()
 			pod, over, whole = p.Name, false, false
-			fmt.Fprintf(s.cfg.Log, "generator %d: replaced by pod %s on %s; starting it\n", g.Index, p.Name, p.Spec.NodeName)
-			if err := s.restart(ctx, g.Index, pod); err != nil {
+			fmt.Fprintf(s.cfg.Log, "generator %d: replaced by pod %s; starting it once it is ready\n", g.Index, p.Name)
+			// Seen before the scheduler placed it, the new pod may have
+			// no node yet: the node is the ready pod's.
+			node, err := s.restart(ctx, g.Index, pod)
+			if err != nil {
 				s.fail(err)
 				return
 			}
-			s.placed(Generator{Index: g.Index, Pod: pod, Node: p.Spec.NodeName})
+			s.mu.Lock()
+			g.Node = node
+			s.mu.Unlock()
+			s.placed(Generator{Index: g.Index, Pod: pod, Node: node})
 		case p != nil && !ended(p):
 			// The log stream broke while the container runs: read it
 			// again (Consume skips what it read).
@@ -408,25 +414,26 @@ func (s *Source) follow(ctx context.Context, g *Generator) {
 }
 
 // restart waits for generator index's new pod to be ready and starts it
-// now: it sends its share from then on.
-func (s *Source) restart(ctx context.Context, index int, pod string) error {
-	err := wait.PollUntilContextTimeout(ctx, repoll, s.cfg.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
+// now: it sends its share from then on. It returns the node the ready pod runs on.
+func (s *Source) restart(ctx context.Context, index int, pod string) (node string, err error) {
+	err = wait.PollUntilContextTimeout(ctx, repoll, s.cfg.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
 		p, err := s.cfg.Client.CoreV1().Pods(s.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
+		node = p.Spec.NodeName
 		return podReady(p), nil
 	})
 	if err != nil {
-		return fmt.Errorf("generator %d's new pod %s: %w", index, pod, err)
+		return "", fmt.Errorf("generator %d's new pod %s: %w", index, pod, err)
 	}
 	if s.isStopped() {
-		return nil
+		return node, nil
 	}
 	if err := s.post(ctx, pod, "start", strconv.FormatInt(time.Now().UnixNano(), 10)); err != nil {
-		return fmt.Errorf("starting generator %d's new pod %s: %w", index, pod, err)
+		return node, fmt.Errorf("starting generator %d's new pod %s: %w", index, pod, err)
 	}
-	return nil
+	return node, nil
 }
 
 // consume follows pod's log into g's stream until it ends.
