@@ -39,6 +39,9 @@ func TestShippedStarvedRig(t *testing.T) {
 	if n := v.Rollouts[1].Window.Failures; n != 7613 || v.Server == nil || v.Server.Lost != 2471 {
 		t.Errorf("rollout 2 dropped %d, the pods' unreceived answers %+v; results/README.md says 7,613 and 2,471", n, v.Server)
 	}
+	if rig := v.Rollouts[1].Rig; rig == nil || math.Round(rig.SchedMax*10) != 75 || math.Round(rig.NodeStallMax*10) != 23 {
+		t.Errorf("rollout 2's rig %+v; results/README.md says the client up to 7.5 s waiting for a core, a node 2.3 s without CPU", rig)
+	}
 	five := int64(5)
 	r, err := Check(a, Limits{Confidence: 0.95, MaxDropsPerRollout: &five})
 	if err != nil {
@@ -221,5 +224,30 @@ func TestShippedComparePods(t *testing.T) {
 		if !stalled {
 			t.Errorf("%s: no fix row lost a request to the rig; results/README.md says the generators overwhelm it at 1000 req/s", path)
 		}
+	}
+	// The rest results/README.md quotes: nodes up to 4 s without CPU, one
+	// generator silent 5 s (its rollout marked incomplete), and over
+	// ClusterIP prestop-sleep-action's 111 drops on connections the pod
+	// had accepted, and 671 answers the client never received.
+	var stall float64
+	var silent []string
+	for _, path := range []string{"clusterip", "nodeport"} {
+		for _, v := range shipped(t, "compare-all-pods/"+path).Summary.Variants {
+			for _, ro := range v.Rollouts {
+				if ro.Rig != nil {
+					stall = max(stall, ro.Rig.NodeStallMax)
+				}
+				if ro.Incomplete != "" {
+					silent = append(silent, ro.Incomplete)
+				}
+			}
+		}
+	}
+	if math.Round(stall) != 4 || len(silent) != 1 || !strings.Contains(silent[0], "silent") || !strings.Contains(silent[0], ":57.063 to 02:04:02.063") {
+		t.Errorf("the pods' runs: nodes up to %.2f s without CPU, incomplete rollouts %q; results/README.md says 4 s, and one generator silent 5 s", stall, silent)
+	}
+	psa := rows(shipped(t, "compare-all-pods/clusterip"))["prestop-sleep-action"]
+	if psa.Explained == nil || psa.Explained.Slow != 111 || psa.Server == nil || psa.Server.Lost != 671 {
+		t.Errorf("clusterip prestop-sleep-action: explained %+v, pods %+v; results/README.md says 111 slow, 671 answered but not received", psa.Explained, psa.Server)
 	}
 }

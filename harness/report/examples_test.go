@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -46,6 +48,23 @@ func TestShippedCompareAllDecides(t *testing.T) {
 	}
 	if len(fixes) > 0 {
 		t.Errorf("rows missing from the shipped compare-all: %v", fixes)
+	}
+	// The figures results/README.md quotes of the fixes against
+	// no-prestop: p = 0.033-0.043, ratio intervals 0-0.24 or 0-0.36,
+	// p = 0.23 Holm-adjusted.
+	his := map[string]bool{}
+	for k, c := range compareVariants(sum) {
+		if !map[string]bool{"prestop-sleep": true, "prestop-sleep-action": true, "graceful-drain": true, "the-trap": true}[sum.Variants[k+1].Variant] {
+			continue
+		}
+		p, adj, hi := math.Round(c.P*1000)/1000, math.Round(c.Adjusted*100)/100, math.Round(c.OverRollouts.Hi*100)/100
+		his[fmt.Sprint(hi)] = true
+		if p < 0.033 || p > 0.043 || adj != 0.23 || c.OverRollouts.Lo != 0 || (hi != 0.24 && hi != 0.36) {
+			t.Errorf("%s: p %.3f, adjusted %.2f, ratio over rollouts %v; results/README.md says p 0.033-0.043, 0.23 adjusted, 0-0.24 or 0-0.36", sum.Variants[k+1].Variant, p, adj, c.OverRollouts)
+		}
+	}
+	if len(his) != 2 {
+		t.Errorf("the fixes' ratio intervals end at %v; results/README.md quotes 0.24 and 0.36", his)
 	}
 }
 
