@@ -470,6 +470,12 @@ func (ps *pass) record(rec traffic.Record) error {
 		s.Hist.Add(rec.Time.Sub(s.Rollout.Start), rec.Class)
 	}
 	w := tl.AddRecord(rec)
+	resends := 0
+	if in.frontLog.anyResent() {
+		if resends = in.frontLog.resends(rec.RequestID()); resends > 0 {
+			tl.addResent(w, !rec.Class.Failed())
+		}
+	}
 	node := in.entryNode(rec.URL)
 	if node == "" && in.path.Inside {
 		// East-west: the sending pod's own node's rules routed it.
@@ -492,7 +498,7 @@ func (ps *pass) record(rec traffic.Record) error {
 		return nil
 	}
 	fl := Failure{Time: rec.Time, Variant: ps.variant, Phase: "outside", Class: rec.Class, Code: rec.Code, Error: rec.Error,
-		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.routedBy(node, rec)}
+		Latency: rec.Latency.Seconds(), Node: node, Origin: rec.Origin, Via: rec.Via, RoutedBy: in.routedBy(node, rec), FrontResends: resends}
 	fl.Hop = in.hopOf(fl.RoutedBy, rec)
 	if w >= 0 {
 		fl.Phase, fl.Rollout = tl.Windows[w].Phase, tl.Windows[w].Rollout

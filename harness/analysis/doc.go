@@ -36,7 +36,10 @@
 // client (traffic.Record.Hidden). One the retry served is masked: a 2xx,
 // so not a drop, but a failure the client would have seen without the
 // retry. Every tally counts them apart (Tally.Masked, by hidden class), so
-// each window and row says how many drops connection reuse masked.
+// each window and row says how many drops connection reuse masked. A
+// front told to resend (traffic.frontRetries) logs how many times it
+// resent each request; joined by ID, those are counted apart too
+// (Tally.FrontResent, FrontMasked: served after a resend), never as drops.
 //
 // Truncated input. A results file or JSON-lines file cut off by a crash is
 // read up to its last whole record, with a warning in Analysis.Warnings.

@@ -21,15 +21,19 @@ import (
 type frontHop struct{ pod, ip string }
 
 // frontLog is what the analysis keeps of frontlog.jsonl, bounded by the
-// failures and 4 bytes per request: the lines in which the front did not
-// answer 2xx, by request ID (the client's failures are joined to them),
-// and when the front ended each 2xx answer. A request the client failed
+// failures, the resent requests and 4 bytes per request: the lines in
+// which the front did not answer 2xx, by request ID (the client's
+// failures are joined to them), the requests it resent, and when the
+// front ended each 2xx answer. A request the client failed
 // and the front answered 2xx was no shutdown's refusal: the front
 // answered it after the client's request had failed (WhyFrontLate), or
 // before, and the answer was lost on the way back (WhyFrontLost).
 type frontLog struct {
 	failed   map[string]frontHop
 	answered answerTimes
+	// resent is how many times the front resent each request it resent
+	// at all (frontlog.Line.Retries), by request ID.
+	resent map[string]int
 	// sent is, per front stop (a front.removed event), the latest send
 	// to that pod the front pod logged within the stop's bracket; and,
 	// through a front that picks its pods in turn, stopped is when its
@@ -73,6 +77,19 @@ func (f *frontLog) hop(id string) (frontHop, bool) {
 	return h, ok
 }
 
+// resends is how many times the front resent request id to another pod
+// (0: it sent it once, or logged no line for it).
+func (f *frontLog) resends(id string) int {
+	if f == nil || len(f.resent) == 0 {
+		return 0
+	}
+	return f.resent[id]
+}
+
+// anyResent reports whether the front resent any request: only then is a
+// request's ID worth looking up for it.
+func (f *frontLog) anyResent() bool { return f != nil && len(f.resent) > 0 }
+
 // answeredOK reports whether the front answered request id 2xx.
 func (f *frontLog) answeredOK(id string) bool {
 	_, ok := f.answeredAt(id)
@@ -106,7 +123,7 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 		return nil, err
 	}
 	defer f.Close()
-	fl := &frontLog{failed: map[string]frontHop{}, sent: map[frontStop]time.Time{}}
+	fl := &frontLog{failed: map[string]frontHop{}, resent: map[string]int{}, sent: map[frontStop]time.Time{}}
 	stops := frontStops(events)
 	var rr *roundRobin
 	if rotation > 0 {
@@ -123,6 +140,9 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 		rr.pick(l, host)
 		if l.RequestID == "" {
 			return nil
+		}
+		if l.Retries > 0 {
+			fl.resent[l.RequestID] = l.Retries
 		}
 		if l.Status >= 200 && l.Status < 300 {
 			fl.answered.add(l.RequestID, l.Start.Add(l.Duration))
@@ -220,9 +240,11 @@ func (rr *roundRobin) pick(l frontlog.Line, host string) {
 	for _, st := range rr.stopsOf[l.Pod] {
 		switch {
 		case !l.Start.Before(st.at):
-		case host == st.key.ip:
+		case host == st.key.ip || l.Retries > 0:
 			// Picked between its start and Picked: maybe after
-			// lastSeen even if it started before.
+			// lastSeen even if it started before. A resent request's
+			// earlier tries went to pods its line does not name: the
+			// stop's pod may be one of them.
 			if end.After(st.lastSeen) {
 				rr.last[st.key] = later(rr.last[st.key], end)
 			}

@@ -74,7 +74,8 @@ func TestFrontAnswered(t *testing.T) {
 // part began, after the pick). Fewer picks, picks by
 // another front pod, picks that span a rotation, or a pick of A that
 // started before the last reading and ended after the others started
-// leave the stop where the readings put it.
+// leave the stop where the readings put it. A request the front resent
+// may have gone to A first, unlogged: it counts as a pick of A.
 func TestRoundRobinStops(t *testing.T) {
 	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
 	events := []timeline.Event{
@@ -102,6 +103,9 @@ func TestRoundRobinStops(t *testing.T) {
 			{Pod: "f1", Start: ms(100), Duration: 2 * time.Second, Origin: 2*time.Second - time.Millisecond, Upstream: "A:8080"},
 			send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
 			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f1", "B", 165)}, ms(166)},
+		{"a resent request that may have tried A first", 2 * time.Second, []frontlog.Line{
+			send("f1", "A", 100), {Pod: "f1", Start: ms(105), Duration: time.Millisecond, Upstream: "B:8080", Retries: 1}, send("f1", "C", 115), send("f1", "B", 125),
+			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f1", "B", 165), send("f1", "C", 175)}, ms(176)},
 		{"six", 2 * time.Second, []frontlog.Line{
 			send("f1", "A", 100), send("f1", "B", 105), send("f1", "C", 115), send("f1", "B", 125),
 			send("f1", "C", 135), send("f1", "B", 145), send("f1", "C", 155), send("f2", "C", 165)}, time.Time{}},

@@ -89,8 +89,17 @@ variants:
 			analysistest.Event{T: 0, Event: timeline.Event{Kind: timeline.KindFrontWatching, Pod: "traefik-1", Node: "n2", Detail: map[string]string{"servers": "10.0.0.1"}}},
 			analysistest.Event{T: 4.625, Event: timeline.Event{Kind: timeline.KindFrontRemoved, Pod: "traefik-1", Node: "n2", IP: "10.0.0.1",
 				Detail: map[string]string{"last_seen": analysistest.At(4.525).Format(time.RFC3339Nano)}}})
+		// a-2's 502s came after two resends; the front resent c-ok (in
+		// the control window) and r-ok (in the rollout's) once and
+		// served them.
 		for _, id := range []string{"a-1", "a-2"} {
-			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.1:8080", Status: 502})
+			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.1:8080", Status: 502, Retries: map[string]int{"a-2": 2}[id]})
+		}
+		failures = append(failures,
+			analysistest.Failure{From: 1.0, To: 1.05, Served: true, RequestID: "c-ok"},
+			analysistest.Failure{From: 7.0, To: 7.2, Served: true, RequestID: "r-ok"})
+		for _, id := range []string{"c-ok", "r-ok"} {
+			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.2:8080", Status: 200, OriginStatus: 200, Retries: 1})
 		}
 		// Two timeouts inside the window that the front answered 200,
 		// the pod did not refuse them: a-y after the client had given up
@@ -139,6 +148,42 @@ variants:
 				t.Fatal(err)
 			}
 		}})
+}
+
+// TestFrontResent: the requests a front resent after the pod it picked
+// did not answer (its access log's retries) are counted where the client
+// sent them: the rollout window's 20 served on a later try (masked by the
+// front's retries, not drops) and 10 that failed after two resends, the
+// control window's 5 served; each failure says how often the front
+// resent it, and the report says what the retries hid.
+func TestFrontResent(t *testing.T) {
+	var failures []analysis.Failure
+	a := analyze(t, proxyRun(t, 7, "traefik", true), analysis.Options{Failure: func(f analysis.Failure) error { failures = append(failures, f); return nil }})
+	row := rows(a)["alpha"]
+	w := row.Rollouts[0].Window
+	if row.FrontResent != 30 || row.FrontMasked != 20 || w.FrontResent != 30 || w.FrontMasked != 20 || row.Control.FrontResent != 5 || row.Control.FrontMasked != 5 {
+		t.Errorf("resent %d (masked %d), rollout 1 %d (%d), control %d (%d); want 30 (20), 30 (20), 5 (5)",
+			row.FrontResent, row.FrontMasked, w.FrontResent, w.FrontMasked, row.Control.FrontResent, row.Control.FrontMasked)
+	}
+	if row.Drops != 54 {
+		t.Errorf("%d drops; the front's served retries are not drops, want 54", row.Drops)
+	}
+	resent := 0
+	for _, f := range failures {
+		if f.FrontResends != 0 {
+			resent++
+			if f.FrontResends != 2 || f.Time.Before(analysistest.At(6.5)) {
+				t.Errorf("failure at %v resent %d times; only a-2's (6.5 s) were, twice", f.Time, f.FrontResends)
+			}
+		}
+	}
+	if resent != 10 {
+		t.Errorf("%d failures the front had resent, want a-2's 10", resent)
+	}
+	// A run whose front resent nothing says nothing of it.
+	if row := rows(analyze(t, proxyRun(t, 7, "traefik", false), analysis.Options{}))["alpha"]; row.FrontResent != 0 || row.Control.FrontResent != 0 {
+		t.Errorf("without the front's log: resent %d, control %d; want none", row.FrontResent, row.Control.FrontResent)
+	}
 }
 
 // TestGatewayAttribution: a 502 through the gateway is explained by the

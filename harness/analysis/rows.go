@@ -101,6 +101,7 @@ func (sh rowShared) row(name, expected string, rs []RolloutSummary) VariantSumma
 		vs.Classes[c] = n
 	}
 	vs.Masked, vs.MaskedClasses = window.Masked, maps.Clone(window.MaskedClasses)
+	vs.FrontResent, vs.FrontMasked = window.FrontResent, window.FrontMasked
 	vs.Measurable = window
 	vs.Measurable.remove(traffic.ClassTimeout, vs.Excused)
 	control := sh.control

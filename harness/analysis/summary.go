@@ -61,6 +61,12 @@ type VariantSummary struct {
 	// windows and tails for where they fell). Absent when none.
 	Masked        uint64                   `json:"masked,omitempty"`
 	MaskedClasses map[traffic.Class]uint64 `json:"maskedClasses,omitempty"`
+	// FrontResent and FrontMasked are the rollout windows' requests the
+	// front resent after the pod it picked did not answer, and those of
+	// them the client was served (Tally.FrontResent): the front's retries
+	// hid FrontMasked refusals from the client. Absent without retries.
+	FrontResent uint64 `json:"frontResent,omitempty"`
+	FrontMasked uint64 `json:"frontMasked,omitempty"`
 	// RolloutsWithDrops is how many of the rollouts dropped anything.
 	RolloutsWithDrops int `json:"rolloutsWithDrops"`
 	// Control is the steady-state window before the first rollout.
@@ -321,6 +327,10 @@ type Failure struct {
 	// that picks the pod itself, from its access log), HopBeforeFront,
 	// HopFrontAnswered or HopUnknown.
 	Hop string `json:"hop,omitempty"`
+	// FrontResends is how many times the front resent the request to
+	// another pod before it gave up (traffic.frontRetries): every try
+	// failed. 0 when it sent it once.
+	FrontResends int `json:"frontResends,omitempty"`
 	// Excused is true for a timeout sent while the client was stalled.
 	Excused bool `json:"excused,omitempty"`
 	// Explained is how a rollout window's failure was accounted for: a

@@ -48,6 +48,21 @@ type Tally struct {
 	// and in runs recorded before droprun saw them.
 	Masked        uint64                   `json:"masked,omitempty"`
 	MaskedClasses map[traffic.Class]uint64 `json:"maskedClasses,omitempty"`
+	// FrontResent counts the requests a front resent to another pod
+	// after the one it picked did not answer (traffic.frontRetries, the
+	// retries in its access log), and FrontMasked those of them the
+	// client got a 2xx for: served, so not Failures, but refusals a client
+	// would have seen without the front's retries. Absent without them.
+	FrontResent uint64 `json:"frontResent,omitempty"`
+	FrontMasked uint64 `json:"frontMasked,omitempty"`
+}
+
+// addResent counts one request the front resent, served or not.
+func (t *Tally) addResent(served bool) {
+	t.FrontResent++
+	if served {
+		t.FrontMasked++
+	}
 }
 
 // Add counts one request.
@@ -91,6 +106,8 @@ func (t *Tally) Merge(o Tally) {
 	t.Requests += o.Requests
 	t.Failures += o.Failures
 	t.Masked += o.Masked
+	t.FrontResent += o.FrontResent
+	t.FrontMasked += o.FrontMasked
 }
 
 // Timeline assigns requests to windows by the time they were sent.
@@ -128,4 +145,14 @@ func (tl *Timeline) AddRecord(r traffic.Record) int {
 	}
 	tl.Tallies[i].AddRecord(r)
 	return i
+}
+
+// addResent counts, in window i (-1: outside every window), a request
+// the front resent; served when the client got a 2xx.
+func (tl *Timeline) addResent(i int, served bool) {
+	if i < 0 {
+		tl.Outside.addResent(served)
+		return
+	}
+	tl.Tallies[i].addResent(served)
 }

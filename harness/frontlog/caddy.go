@@ -12,6 +12,9 @@ import (
 const (
 	CaddyAccessLogger    = "http.log.access"
 	CaddyUpstreamsLogger = "http.reverse_proxy.upstreams.a"
+	// CaddyRetriesKey is the access-log field droprun's config appends
+	// with the resends of a request ({http.reverse_proxy.retries}).
+	CaddyRetriesKey = "retries"
 )
 
 // caddyLine is the part of a Caddy JSON log line droprun reads: its
@@ -30,20 +33,22 @@ type caddyLine struct {
 	Status         int     `json:"status"`
 	Upstream       string  `json:"upstream"`
 	UpstreamStatus int     `json:"upstream_status"`
+	Retries        int     `json:"retries"`
 	IP             string  `json:"ip"`
 }
 
 // ParseCaddy reads one line of Caddy's JSON access log, logged by pod;
 // false for a line that is not an access-log entry. Caddy logs a request
 // when it is done, so its start is the line's time less its duration.
-// Caddy sends each request once (droprun's config sets no retries).
+// The resends are those its config appends as CaddyRetriesKey (0 when
+// it sets no retries).
 func ParseCaddy(pod string, b []byte) (Line, bool) {
 	var c caddyLine
 	if json.Unmarshal(b, &c) != nil || c.Logger != CaddyAccessLogger || c.Time.IsZero() || c.Status == 0 {
 		return Line{}, false
 	}
 	d := time.Duration(c.Duration * float64(time.Second))
-	l := Line{Pod: pod, Start: c.Time.Add(-d), Duration: d, Upstream: c.Upstream, Status: c.Status, OriginStatus: c.UpstreamStatus}
+	l := Line{Pod: pod, Start: c.Time.Add(-d), Duration: d, Upstream: c.Upstream, Status: c.Status, OriginStatus: c.UpstreamStatus, Retries: c.Retries}
 	if ids := c.Request.Headers["X-Request-Id"]; len(ids) > 0 {
 		l.RequestID = ids[0]
 	}
@@ -66,20 +71,31 @@ type ServersLog interface {
 	Line(b []byte) (s Servers, ok bool)
 }
 
+// CaddyRefresh is how long Caddy uses one lookup's IPs before it looks
+// the name up again (droprun's config of its dynamic A upstreams).
+const CaddyRefresh = time.Second
+
 // CaddyServers reads one Caddy pod's log for the lookups of its dynamic A
-// upstreams. Caddy looks the name up again at the first request after
-// the refresh interval, under a lock that holds every request until the
-// lookup ends: a lookup is a "refreshing A upstreams" line (Start: the
-// old set's last use) and one "discovered A record" line per IP (the last
-// one's time is At, when the new set is used from). A lookup is complete
-// at the next one's line, and Line returns it then. A lookup that found no
-// IP failed (Go's resolver errs on an empty answer): Caddy then sent its
+// upstreams: a "refreshing A upstreams" line, then one "discovered A
+// record" line per IP. Caddy keeps a lookup's IPs for CaddyRefresh from
+// just after its last discovered line; a request that comes later finds
+// them stale and takes a lock under which it looks again, logs the
+// refreshing line and holds every other request until the lookup ends.
+// So the old set took its last request between the last lookup's end
+// plus CaddyRefresh (Start) and the new lookup's refreshing line (At),
+// and every request that came after At went to the new set: the switch
+// is placed to the gap between the set's expiry and the next request,
+// however long the lookup itself took. A lookup is complete at the next
+// one's line, and Line returns it then. A lookup that found no IP
+// failed (Go's resolver errs on an empty answer): Caddy then sent its
 // requests nowhere and looks again at the next request; Line returns it
-// with Err, and the next lookup that finds IPs starts, for the set
-// before, at the failed one's start. Use one CaddyServers per pod.
+// with Err, and the next lookup that finds IPs takes the failed one's
+// start as its At: the set before took no request after it. Use one
+// CaddyServers per pod.
 type CaddyServers struct {
 	open   bool
 	cur    Servers
+	last   time.Time // the last good lookup's end (its last discovered line)
 	failed time.Time // the first failed lookup's start since the last good one
 }
 
@@ -101,8 +117,17 @@ func (c *CaddyServers) Line(b []byte) (done Servers, ok bool) {
 			if c.failed.IsZero() {
 				c.failed = done.Start
 			}
-		case !c.failed.IsZero():
-			done.Start, c.failed = c.failed, time.Time{}
+		default:
+			end := done.At // this lookup's last discovered line
+			done.At = done.Start
+			if !c.failed.IsZero() {
+				done.At, c.failed = c.failed, time.Time{}
+			}
+			done.Start = done.At
+			if expired := c.last.Add(CaddyRefresh); !c.last.IsZero() && expired.Before(done.At) {
+				done.Start = expired
+			}
+			c.last = end
 		}
 		c.open, c.cur = true, Servers{Start: l.Time}
 	case "discovered A record":

@@ -89,7 +89,8 @@ func caddyLog(t *testing.T) [][]byte {
 }
 
 // TestParseCaddy reads Caddy's access-log lines (a 200, a 502 from a pod
-// that refused, a 503 with no upstream) and nothing else.
+// that refused after two resends, a 503 with no upstream) and nothing
+// else.
 func TestParseCaddy(t *testing.T) {
 	var got []Line
 	for _, l := range caddyLog(t) {
@@ -107,7 +108,7 @@ func TestParseCaddy(t *testing.T) {
 	}
 	want := []Line{
 		{Pod: "caddy-1", Start: at("2026-12-03T10:00:00.4975Z"), Duration: 2500 * time.Microsecond, RequestID: "0-1-17", Upstream: "10.244.1.5:8080", Status: 200, OriginStatus: 200},
-		{Pod: "caddy-1", Start: at("2026-12-03T10:00:00.9Z"), Duration: 200 * time.Millisecond, RequestID: "0-1-19", Upstream: "10.244.1.5:8080", Status: 502},
+		{Pod: "caddy-1", Start: at("2026-12-03T10:00:00.9Z"), Duration: 200 * time.Millisecond, RequestID: "0-1-19", Upstream: "10.244.1.5:8080", Status: 502, Retries: 2},
 		{Pod: "caddy-1", Start: at("2026-12-03T10:00:02.02Z"), Duration: 1100 * time.Microsecond, RequestID: "0-1-20", Status: 503},
 	}
 	if len(got) != len(want) {
@@ -132,8 +133,9 @@ func TestParseCaddy(t *testing.T) {
 
 // TestCaddyServers reads the pods Caddy sent to from its lookups: each is
 // returned when the next begins, from its last discovered IP on, its IPs
-// sorted once each; the failed lookup comes with Err and no IPs, and the
-// next good one starts at the failed one.
+// sorted once each, placed between the set before's expiry (its lookup's
+// end plus CaddyRefresh) and its own start; the failed lookup comes with
+// Err and no IPs, and the next good one ends at the failed one's start.
 func TestCaddyServers(t *testing.T) {
 	var got []string
 	c := &CaddyServers{}
@@ -143,10 +145,10 @@ func TestCaddyServers(t *testing.T) {
 		}
 	}
 	want := []string{
-		"00.000100-00.002000 10.244.1.5,10.244.2.7 err=false",
-		"01.010000-01.011700 10.244.2.7,10.244.3.9 err=false",
+		"00.000100-00.000100 10.244.1.5,10.244.2.7 err=false", // the first: no set before
+		"01.002000-01.010000 10.244.2.7,10.244.3.9 err=false", // the set before expired at 01.002 (00.002 + 1 s); the lookup began at 01.010
 		"02.020000-02.020000  err=true",
-		"02.020000-02.031000 10.244.2.7 err=false", // the set before was last used at the failed lookup
+		"02.011700-02.020000 10.244.2.7 err=false", // the set before expired at 02.0117 and took no request after the failed lookup
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("lookups:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -66,6 +66,12 @@ type Proxy struct {
 	// stop of sending to a pod by the picks of the others (zero: it
 	// cannot).
 	RoundRobin time.Duration
+	// Retries is set for a front droprun can configure to resend a
+	// request to another pod when the one it picked did not answer
+	// (traffic.frontRetries: Traefik's retry middleware, Caddy's
+	// load_balancing retries); its access log then says how many times it
+	// resent each request (frontlog.Line.Retries).
+	Retries bool
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
@@ -99,15 +105,15 @@ var (
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
 			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers, Token: true},
-			RoundRobin: 2 * time.Second,
-			Image:      "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
+			RoundRobin: 2 * time.Second, Retries: true,
+			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 	// Caddy is Caddy's reverse proxy, discovering the web pods by DNS: a
 	// headless Service's name, looked up again every second (dynamic A
 	// upstreams). Its log says when each lookup changed what it sends to.
 	Caddy = Path{Name: "caddy", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.CaddyName, PicksPod: true, AccessLog: frontlog.ParseCaddy,
-			LogServers: func() frontlog.ServersLog { return &frontlog.CaddyServers{} },
-			Image:      "droprun/caddy:v2.11.9", Source: "github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"}}
+			LogServers: func() frontlog.ServersLog { return &frontlog.CaddyServers{} }, Retries: true,
+			Image: "droprun/caddy:v2.11.9", Source: "github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"}}
 )
 
 var all = []Path{NodePort, ClusterIP, Gateway, Traefik, Caddy}

@@ -540,6 +540,9 @@ func windowFacts(r Row, v analysis.VariantSummary) []htmlFact {
 	if v.Masked > 0 {
 		f = append(f, htmlFact{"Masked by keep-alive", MaskedText(v)})
 	}
+	if v.FrontResent > 0 {
+		f = append(f, htmlFact{"Resent by the front", FrontResentText(v)})
+	}
 	if v.Idle != nil {
 		f = append(f, htmlFact{"Idle timeouts", strings.TrimPrefix(IdleText(v.Idle), "idle timeouts: ")})
 	}

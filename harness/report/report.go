@@ -155,6 +155,9 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		if v.Masked > 0 {
 			fmt.Fprintf(w, "%s: %s\n", v.Variant, MaskedText(v))
 		}
+		if v.FrontResent > 0 {
+			fmt.Fprintf(w, "%s: %s\n", v.Variant, FrontResentText(v))
+		}
 		if v.Idle != nil {
 			fmt.Fprintf(w, "%s: %s\n", v.Variant, IdleText(v.Idle))
 		}
@@ -260,6 +263,21 @@ func MaskedText(v analysis.VariantSummary) string {
 	}
 	return fmt.Sprintf("%d more masked by connection reuse in %d of %d rollouts (%s): net/http retried them on a new connection, so the client got a 2xx; without the retry they were drops",
 		v.Masked, n, len(v.Rollouts), classList(v.MaskedClasses))
+}
+
+// FrontResentText says how many of v's rollout-window requests the front
+// resent after the pod it picked did not answer (traffic.frontRetries),
+// in how many rollouts, and how many of those the client was served: the
+// front's retries hid them. They are not drops, and no gate counts them.
+func FrontResentText(v analysis.VariantSummary) string {
+	n := 0
+	for _, ro := range v.Rollouts {
+		if ro.Window.FrontResent > 0 {
+			n++
+		}
+	}
+	return fmt.Sprintf("the front resent %s to another pod after the pod it picked did not answer, in %d of %d rollouts: %s served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), %s failed on every try",
+		plural64(v.FrontResent, "request", "requests"), n, len(v.Rollouts), stats.FormatCount(v.FrontMasked), stats.FormatCount(v.FrontResent-v.FrontMasked))
 }
 
 // ServerView says what the pods counted, or plainly that there is no count

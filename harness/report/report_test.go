@@ -172,3 +172,14 @@ func TestExplainedTextSaysSlow(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontResentText: what the front's retries hid is said beside the
+// drops, with the rollouts they fell in, and what still failed.
+func TestFrontResentText(t *testing.T) {
+	v := analysis.VariantSummary{Variant: "alpha", FrontResent: 30, FrontMasked: 20,
+		Rollouts: []analysis.RolloutSummary{{N: 1, Window: analysis.Tally{FrontResent: 30, FrontMasked: 20}}, {N: 2}}}
+	want := "the front resent 30 requests to another pod after the pod it picked did not answer, in 1 of 2 rollouts: 20 served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), 10 failed on every try"
+	if got := FrontResentText(v); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

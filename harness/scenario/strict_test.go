@@ -85,7 +85,7 @@ func TestStrictKeys(t *testing.T) {
 		{"wrong case at the top", "APIVersion: droprun/v1alpha1\napiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nvariants: [{variant: no-prestop}]\n",
 			[]string{"APIVersion: unknown field: field names are case-sensitive (fix: write apiVersion)"}},
 		{"a typo lists the known fields", head + "variants: [{variant: no-prestop}]\ntraffic: {rat: 5}\n",
-			[]string{"traffic.rat: unknown field (fix: check the spelling against the scenario format (droprun scenarios README); known fields here: arrivals, balance, between, connections, control, generators, idleTimeout,"}},
+			[]string{"traffic.rat: unknown field (fix: check the spelling against the scenario format (droprun scenarios README); known fields here: arrivals, balance, between, connections, control, frontRetries, generators, idleTimeout,"}},
 		{"a key twice", head + "variants: [{variant: no-prestop}]\ntraffic:\n  rate: 1000\n  rate: 5\n",
 			[]string{"traffic.rate: is given twice (the second at line 7) (fix: keep one of them)"}},
 		{"a key twice in a list entry", head + "variants:\n  - variant: no-prestop\n    variant: graceful-drain\n",

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,6 +30,11 @@ import (
 // connections per second (../shared/ENVIRONMENT.md); above 20,000 no
 // single machine measures honestly.
 const MaxRate = 20000
+
+// MaxFrontRetries is the most traffic.frontRetries may ask for: a front
+// that resends a refused request more often than there are pods to send
+// it to is retrying in a loop, not measuring a fix.
+const MaxFrontRetries = 5
 
 // AppShutdownTimeout is the bookshop app's --shutdown-timeout default: the
 // longest Shutdown waits for in-flight requests after the drain delay.
@@ -259,6 +265,12 @@ func (s *Scenario) validateTraffic(v *validator) {
 			uses = append(uses, fmt.Sprintf("%s (drops show as %s)", p.Name, p.Drop))
 		}
 		v.add("traffic.target", fmt.Sprintf("%q is not a target", t.Target), "use "+strings.Join(uses, " or "))
+	}
+	switch p, _ := path.Lookup(t.Target); {
+	case t.FrontRetries < 0 || t.FrontRetries > MaxFrontRetries:
+		v.add("traffic.frontRetries", fmt.Sprintf("is %d", t.FrontRetries), fmt.Sprintf("give 1 to %d resends, or leave it out for none", MaxFrontRetries))
+	case t.FrontRetries > 0 && (p.Proxy == nil || !p.Proxy.Retries):
+		v.add("traffic.frontRetries", fmt.Sprintf("is %d with target %s, which droprun cannot make resend", t.FrontRetries, cmp.Or(t.Target, path.NodePort.Name)), "use target traefik or caddy, or leave it out")
 	}
 	if err := traffic.CheckPath(t.Path); err != nil {
 		v.add("traffic.path", err.Error(), "use an absolute path such as /version, nothing else (no query, no second URL)")

@@ -61,6 +61,9 @@ type Failure struct {
 	// RequestID, when set, is the ID the requests carried: their URLs
 	// end in its query parameter (traffic.RequestIDParam).
 	RequestID string
+	// Served, when set, makes the requests 200s that carried RequestID
+	// (a stretch a front's log says more of); Err and Code are ignored.
+	Served bool
 }
 
 // Common error texts, as vegeta records them.
@@ -270,6 +273,10 @@ func WriteResults(tb testing.TB, path string, from, to float64, failures []Failu
 			}
 			if sf.Hidden != "" {
 				res.Headers = http.Header{traffic.HiddenHeader: {sf.Hidden}}
+				continue
+			}
+			if sf.Served {
+				res.URL += "?" + traffic.RequestIDParam + "=" + sf.RequestID
 				continue
 			}
 			res.Code, res.Error = 0, sf.Err

@@ -14,13 +14,13 @@ import (
 	"github.com/droprun/droprun/harness/variant"
 )
 
-// Caddy's settings droprun chooses: its port for the client's requests,
-// and how often it looks the web pods up again in DNS (Caddy's default is
-// a minute, which would hold a deleted pod in its list that long).
+// Caddy's settings droprun chooses: its port for the client's requests.
+// How often it looks the web pods up again in DNS is
+// frontlog.CaddyRefresh, which the analysis of its lookups relies on
+// (Caddy's default is a minute, which would hold a deleted pod in its
+// list that long).
 const (
 	caddyWebPort = 8000
-	// CaddyRefresh is the refresh of Caddy's dynamic A upstreams.
-	CaddyRefresh = "1s"
 	caddyConfig  = "caddy.json"
 )
 
@@ -29,12 +29,12 @@ const (
 // name resolves to the ready web pods' IPs; a ConfigMap with Caddy's
 // config; one replica running image; and its NodePort Service
 // (variant.GatewayNodePort). Caddy's reverse proxy looks the name up
-// again every CaddyRefresh (dynamic A upstreams, through the pod's
+// again every frontlog.CaddyRefresh (dynamic A upstreams, through the pod's
 // resolver: the cluster DNS) and sends to podPort on the IPs found. It
 // logs each request as JSON to stdout with its X-Request-Id header and
 // the upstream it chose, and each DNS refresh with the IPs found (a debug
 // log of those alone). Caddy needs no access to the Kubernetes API.
-func Caddy(namespace, image string, upstream *corev1ac.ServiceApplyConfiguration, podPort int32) []any {
+func Caddy(namespace, image string, upstream *corev1ac.ServiceApplyConfiguration, podPort int32, retries int) []any {
 	name := variant.CaddyName
 	labels := map[string]string{"app": name, variant.LabelManagedBy: variant.ManagedBy}
 	selector := map[string]string{"app": name}
@@ -46,7 +46,7 @@ func Caddy(namespace, image string, upstream *corev1ac.ServiceApplyConfiguration
 			WithSelector(upstream.Spec.Selector).
 			WithPorts(corev1ac.ServicePort().WithName(variant.ServicePortName).WithPort(podPort).WithTargetPort(intstr.FromInt32(podPort))))
 	config := corev1ac.ConfigMap(name, namespace).WithLabels(labels).
-		WithData(map[string]string{caddyConfig: CaddyConfig(fmt.Sprintf("%s.%s.svc.cluster.local.", dnsName, namespace), podPort)})
+		WithData(map[string]string{caddyConfig: CaddyConfig(fmt.Sprintf("%s.%s.svc.cluster.local.", dnsName, namespace), podPort, retries)})
 	deployment := appsv1ac.Deployment(name, namespace).
 		WithLabels(labels).
 		WithSpec(appsv1ac.DeploymentSpec().
@@ -84,11 +84,13 @@ func Caddy(namespace, image string, upstream *corev1ac.ServiceApplyConfiguration
 
 // CaddyConfig is Caddy's JSON config: one server on caddyWebPort whose
 // reverse proxy sends every request to port on the IPs dnsName resolves to
-// (refreshed every CaddyRefresh), trying each request once; an access log
-// with the upstream chosen and its status appended; a debug log of the
-// upstreams' refreshes alone; the rest of Caddy's log at INFO. No admin
-// endpoint, no HTTPS, nothing persisted.
-func CaddyConfig(dnsName string, port int32) string {
+// (refreshed every frontlog.CaddyRefresh), trying each request once, or with
+// retries above 0 resending it up to that many times to a pod picked
+// again when the one picked did not answer (load_balancing retries); an
+// access log with the upstream chosen, its status and the resends
+// appended; a debug log of the upstreams' refreshes alone; the rest of
+// Caddy's log at INFO. No admin endpoint, no HTTPS, nothing persisted.
+func CaddyConfig(dnsName string, port int32, retries int) string {
 	log := func(level string, include, exclude []string) map[string]any {
 		l := map[string]any{
 			"writer":  map[string]any{"output": "stdout"},
@@ -103,6 +105,18 @@ func CaddyConfig(dnsName string, port int32) string {
 		}
 		return l
 	}
+	proxy := map[string]any{"handler": "reverse_proxy", "dynamic_upstreams": map[string]any{
+		"source": "a", "name": dnsName, "port": fmt.Sprint(port), "refresh": frontlog.CaddyRefresh.String(),
+	}}
+	handle := []any{
+		map[string]any{"handler": "log_append", "key": "upstream", "value": "{http.reverse_proxy.upstream.hostport}"},
+		map[string]any{"handler": "log_append", "key": "upstream_status", "value": "{http.reverse_proxy.status_code}"},
+	}
+	if retries > 0 {
+		proxy["load_balancing"] = map[string]any{"retries": retries}
+		handle = append(handle, map[string]any{"handler": "log_append", "key": frontlog.CaddyRetriesKey, "value": "{http.reverse_proxy.retries}"})
+	}
+	handle = append(handle, proxy)
 	cfg := map[string]any{
 		"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
 		"logging": map[string]any{"logs": map[string]any{
@@ -114,13 +128,7 @@ func CaddyConfig(dnsName string, port int32) string {
 			"listen":          []string{fmt.Sprintf(":%d", caddyWebPort)},
 			"automatic_https": map[string]any{"disable": true},
 			"logs":            map[string]any{},
-			"routes": []any{map[string]any{"handle": []any{
-				map[string]any{"handler": "log_append", "key": "upstream", "value": "{http.reverse_proxy.upstream.hostport}"},
-				map[string]any{"handler": "log_append", "key": "upstream_status", "value": "{http.reverse_proxy.status_code}"},
-				map[string]any{"handler": "reverse_proxy", "dynamic_upstreams": map[string]any{
-					"source": "a", "name": dnsName, "port": fmt.Sprint(port), "refresh": CaddyRefresh,
-				}},
-			}}},
+			"routes":          []any{map[string]any{"handle": handle}},
 		}}}},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
+	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -17,7 +18,7 @@ import (
 // and reads its config from the ConfigMap it mounts.
 func TestCaddy(t *testing.T) {
 	web := render.Service("ns", "shop", map[string]string{"app": "shop"}, intstr.FromInt32(9090), variant.WebNodePort)
-	objs := render.Caddy("ns", "droprun/caddy:v2.11.9", web, 9090)
+	objs := render.Caddy("ns", "droprun/caddy:v2.11.9", web, 9090, 0)
 	if len(objs) != 4 {
 		t.Fatalf("%d objects, want the headless Service, ConfigMap, Deployment and Service", len(objs))
 	}
@@ -51,8 +52,8 @@ func TestCaddy(t *testing.T) {
 	proxy := h[len(h)-1]
 	up, _ := proxy["dynamic_upstreams"].(map[string]any)
 	if proxy["handler"] != "reverse_proxy" || up["source"] != "a" || up["name"] != "shop-dns.ns.svc.cluster.local." ||
-		up["port"] != "9090" || up["refresh"] != render.CaddyRefresh {
-		t.Errorf("reverse proxy %v: want dynamic A upstreams of shop-dns.ns.svc.cluster.local.:9090 every %s", proxy, render.CaddyRefresh)
+		up["port"] != "9090" || up["refresh"] != frontlog.CaddyRefresh.String() {
+		t.Errorf("reverse proxy %v: want dynamic A upstreams of shop-dns.ns.svc.cluster.local.:9090 every %s", proxy, frontlog.CaddyRefresh.String())
 	}
 	d := objs[2]
 	b, err := render.YAML(d)

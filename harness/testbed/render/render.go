@@ -163,20 +163,21 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 		if c := s.App.Custom; c != nil {
 			port = int32(c.Port)
 		}
-		o.Front = Front(p, s.Namespace, o.Service, port)
+		o.Front = Front(p, s.Namespace, o.Service, port, s.Traffic.FrontRetries)
 	}
 	return o, nil
 }
 
 // Front renders path p's front in namespace, sending to the web pods
 // behind the Service upstream (named like the Deployment, for a custom app
-// too), which listen on podPort.
-func Front(p path.Path, namespace string, upstream *corev1ac.ServiceApplyConfiguration, podPort int32) []any {
+// too), which listen on podPort, resending a request whose pod did not
+// answer up to retries times (traffic.frontRetries; 0 for the gateway).
+func Front(p path.Path, namespace string, upstream *corev1ac.ServiceApplyConfiguration, podPort int32, retries int) []any {
 	switch p.Proxy.Name {
 	case variant.TraefikName:
-		return Traefik(namespace, p.Proxy.Image, *upstream.Name)
+		return Traefik(namespace, p.Proxy.Image, *upstream.Name, retries)
 	case variant.CaddyName:
-		return Caddy(namespace, p.Proxy.Image, upstream, podPort)
+		return Caddy(namespace, p.Proxy.Image, upstream, podPort, retries)
 	default: // the gateway, bookshop in gateway mode
 		return []any{Gateway(namespace, image.Ref(scenario.Versions[0], image.FlavourStandard), *upstream.Name), GatewayService(namespace)}
 	}
