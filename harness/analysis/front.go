@@ -77,7 +77,7 @@ func (f *frontLog) hop(id string) (frontHop, bool) {
 	return h, ok
 }
 
-// resends is how many times the front resent request id to another pod
+// resends is how many times the front resent request id
 // (0: it sent it once, or logged no line for it).
 func (f *frontLog) resends(id string) int {
 	if f == nil || len(f.resent) == 0 {

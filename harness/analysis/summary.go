@@ -328,7 +328,7 @@ type Failure struct {
 	// HopFrontAnswered or HopUnknown.
 	Hop string `json:"hop,omitempty"`
 	// FrontResends is how many times the front resent the request to
-	// another pod before it gave up (traffic.frontRetries): every try
+	// a pod before it gave up (traffic.frontRetries): every try
 	// failed. 0 when it sent it once.
 	FrontResends int `json:"frontResends,omitempty"`
 	// Excused is true for a timeout sent while the client was stalled.

@@ -48,9 +48,9 @@ type Tally struct {
 	// and in runs recorded before droprun saw them.
 	Masked        uint64                   `json:"masked,omitempty"`
 	MaskedClasses map[traffic.Class]uint64 `json:"maskedClasses,omitempty"`
-	// FrontResent counts the requests a front resent to another pod
-	// after the one it picked did not answer (traffic.frontRetries, the
-	// retries in its access log), and FrontMasked those of them the
+	// FrontResent counts the requests a front resent after the pod it
+	// picked did not take them (traffic.frontRetries, the retries in its
+	// access log), and FrontMasked those of them the
 	// client got a 2xx for: served, so not Failures, but refusals a client
 	// would have seen without the front's retries. Absent without them.
 	FrontResent uint64 `json:"frontResent,omitempty"`

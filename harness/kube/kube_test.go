@@ -171,7 +171,7 @@ func TestApply(t *testing.T) {
 func TestApplyFront(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
-	objs := render.Traefik("ns", "droprun/traefik:v3.6.12", "web", 0)
+	objs := render.Traefik("ns", "droprun/traefik:v3.6.12", "web")
 	deps, refs, err := Apply(ctx, c, testOwner, objs...)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestApplyFront(t *testing.T) {
 	if err != nil || len(token) < 20 {
 		t.Fatalf("front token %q, %v: want a random one", token, err)
 	}
-	if _, _, err := Apply(ctx, c, testOwner, render.Traefik("ns", "droprun/traefik:v3.6.12", "web", 0)...); err != nil {
+	if _, _, err := Apply(ctx, c, testOwner, render.Traefik("ns", "droprun/traefik:v3.6.12", "web")...); err != nil {
 		t.Fatal(err)
 	}
 	if again, err := SecretValue(ctx, c, "ns", variant.FrontTokenSecret, variant.FrontTokenKey); again != token || err != nil {

@@ -15,8 +15,9 @@ import (
 // TestFrontLogCaddy: a Caddy pod's log (harness/frontlog's fixture) gives
 // its access-log lines to frontlog.jsonl and its lookups to the timeline:
 // front.watching, then each change at the lookup that found it (last_seen
-// the lookup's start, at its end), a failed lookup as front.poll_error,
-// and the removal after it last seen at the failed lookup.
+// the set before's expiry, its lookup's end plus 1 s; at the lookup's
+// start), a failed lookup as front.poll_error, and the removal after it
+// placed by the failed lookup's start.
 func TestFrontLogCaddy(t *testing.T) {
 	f, err := os.Open("../frontlog/testdata/caddy.log")
 	if err != nil {
@@ -54,11 +55,11 @@ func TestFrontLogCaddy(t *testing.T) {
 		t.Errorf("frontlog.jsonl has requests %v (%v), want Caddy's 3 access-log lines", ids, err)
 	}
 	want := []string{
-		"front.watching caddy-1  at 00.0020 via log servers 10.244.1.5 10.244.2.7",
-		"front.removed caddy-1 10.244.1.5 at 01.0117 last_seen 01.0100",
-		"front.added caddy-1 10.244.3.9 at 01.0117",
+		"front.watching caddy-1  at 00.0001 via log servers 10.244.1.5 10.244.2.7",
+		"front.removed caddy-1 10.244.1.5 at 01.0100 last_seen 01.0020",
+		"front.added caddy-1 10.244.3.9 at 01.0100",
 		"front.poll_error caddy-1  at 02.0200",
-		"front.removed caddy-1 10.244.3.9 at 02.0310 last_seen 02.0200",
+		"front.removed caddy-1 10.244.3.9 at 02.0200 last_seen 02.0117",
 	}
 	if strings.Join(events, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))

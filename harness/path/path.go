@@ -67,10 +67,12 @@ type Proxy struct {
 	// cannot).
 	RoundRobin time.Duration
 	// Retries is set for a front droprun can configure to resend a
-	// request to another pod when the one it picked did not answer
-	// (traffic.frontRetries: Traefik's retry middleware, Caddy's
-	// load_balancing retries); its access log then says how many times it
-	// resent each request (frontlog.Line.Retries).
+	// request when the pod it picked did not take it
+	// (traffic.frontRetries: Caddy's load_balancing retries) and whose
+	// access log then says how many times it resent each request
+	// (frontlog.Line.Retries). Not Traefik: its retry middleware leaves no
+	// trace in its access log (v3.6 gives it no access-log listener), so
+	// its resends could not be told from first tries.
 	Retries bool
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
@@ -105,8 +107,8 @@ var (
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
 			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers, Token: true},
-			RoundRobin: 2 * time.Second, Retries: true,
-			Image: "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
+			RoundRobin: 2 * time.Second,
+			Image:      "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 	// Caddy is Caddy's reverse proxy, discovering the web pods by DNS: a
 	// headless Service's name, looked up again every second (dynamic A
 	// upstreams). Its log says when each lookup changed what it sends to.

@@ -276,7 +276,7 @@ func FrontResentText(v analysis.VariantSummary) string {
 			n++
 		}
 	}
-	return fmt.Sprintf("the front resent %s to another pod after the pod it picked did not answer, in %d of %d rollouts: %s served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), %s failed on every try",
+	return fmt.Sprintf("the front resent %s after the pod it picked did not take them, in %d of %d rollouts: %s served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), %s failed on every try",
 		plural64(v.FrontResent, "request", "requests"), n, len(v.Rollouts), stats.FormatCount(v.FrontMasked), stats.FormatCount(v.FrontResent-v.FrontMasked))
 }
 

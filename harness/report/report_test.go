@@ -178,7 +178,7 @@ func TestExplainedTextSaysSlow(t *testing.T) {
 func TestFrontResentText(t *testing.T) {
 	v := analysis.VariantSummary{Variant: "alpha", FrontResent: 30, FrontMasked: 20,
 		Rollouts: []analysis.RolloutSummary{{N: 1, Window: analysis.Tally{FrontResent: 30, FrontMasked: 20}}, {N: 2}}}
-	want := "the front resent 30 requests to another pod after the pod it picked did not answer, in 1 of 2 rollouts: 20 served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), 10 failed on every try"
+	want := "the front resent 30 requests after the pod it picked did not take them, in 1 of 2 rollouts: 20 served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), 10 failed on every try"
 	if got := FrontResentText(v); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

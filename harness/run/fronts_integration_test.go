@@ -28,13 +28,13 @@ func TestIntegrationRunCaddy(t *testing.T) {
 	testFront(t, "caddy", "log")
 }
 
-// TestIntegrationFrontRetries: through Traefik with its retry middleware
-// (traffic.frontRetries: 2), no-prestop's refusals are resent to the next
-// pod and served: in every rollout the analysis counts requests the front
-// resent and the client was served (masked by the front's retries), the
-// same number the raw files give when each client record is joined to
-// its access-log line by ID, and far more than the 502s that still
-// reached the client (those needed every try to fail).
+// TestIntegrationFrontRetries: through Caddy with load_balancing retries
+// (traffic.frontRetries: 2), no-prestop's refusals are resent to a pod
+// picked again and served: in every rollout the analysis counts requests
+// the front resent and the client was served (masked by the front's
+// retries), the same number the raw files give when each client record
+// is joined to its access-log line by ID, and more than the 502s that
+// still reached the client (those needed every try to fail).
 func TestIntegrationFrontRetries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -43,7 +43,7 @@ func TestIntegrationFrontRetries(t *testing.T) {
 variants:
   - variant: no-prestop
 rollouts: 2
-traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, target: traefik, frontRetries: 2}
+traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, target: caddy, frontRetries: 2}
 `)
 	quietRun(ctx, t, sc, func(t testing.TB, a *analysis.Analysis, dir string) {
 		lines := readFrontLog(t, dir)

@@ -334,16 +334,16 @@ type Traffic struct {
 	// list) or "caddy" (through Caddy's reverse proxy, which finds the
 	// pods' IPs by DNS). Default nodeport. See harness/path.
 	Target string `json:"target,omitempty"`
-	// FrontRetries is, through a front that picks the pod itself
-	// (target traefik or caddy), how many times the front resends a
-	// request to another pod when the pod it picked did not take it (a
-	// refused connection; Caddy also resends a GET whose connection
-	// failed): Traefik's retry middleware (attempts
-	// FrontRetries+1) or Caddy's load_balancing retries. Default 0: each
-	// request is sent once, and every refusal is the client's 502. With
-	// retries, a request the front resent and then answered is counted
-	// apart as masked by the front's retries (not a drop: the client was
-	// served), and a drop says the front tried every time.
+	// FrontRetries is, through Caddy (target caddy), how many times the
+	// front resends a request to a pod picked again when the pod it
+	// picked did not take it (a failed dial; a GET also when its
+	// connection failed): Caddy's load_balancing retries, which its
+	// access log counts. Default 0: each request is sent once, and every
+	// refusal is the client's 502. With retries, a request the front
+	// resent and then answered is counted apart as masked by the front's
+	// retries (not a drop: the client was served), and a drop says how
+	// often the front resent it. Not through Traefik: its retry
+	// middleware leaves no trace in its access log.
 	FrontRetries int `json:"frontRetries,omitempty"`
 	// Path is the HTTP path requested. Default /version; with protocol
 	// grpc it is the one method called, /grpc.health.v1.Health/Check

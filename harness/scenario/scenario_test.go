@@ -347,12 +347,13 @@ func TestTrafficProtocol(t *testing.T) {
 		{`{path: "/a\tb"}`, "", 0, `holds '\t'`},
 		{`{path: "/books/%2C;list"}`, traffic.ProtocolNewConnection, 0, ""},
 		// Only a front droprun runs and can configure resends.
-		{"{target: traefik, frontRetries: 2}", traffic.ProtocolNewConnection, 0, ""},
+		{"{target: caddy, frontRetries: 2}", traffic.ProtocolNewConnection, 0, ""},
 		{"{target: caddy, frontRetries: 5}", traffic.ProtocolNewConnection, 0, ""},
-		{"{frontRetries: 1}", "", 0, "traffic.frontRetries: is 1 with target nodeport, which droprun cannot make resend (fix: use target traefik or caddy"},
+		{"{frontRetries: 1}", "", 0, "traffic.frontRetries: is 1 with target nodeport, which droprun cannot make resend (fix: use target caddy"},
 		{"{target: gateway, frontRetries: 1}", "", 0, "traffic.frontRetries: is 1 with target gateway"},
-		{"{target: traefik, frontRetries: 6}", "", 0, "traffic.frontRetries: is 6 (fix: give 1 to 5 resends"},
-		{"{target: traefik, frontRetries: -1}", "", 0, "traffic.frontRetries: is -1"},
+		{"{target: traefik, frontRetries: 1}", "", 0, "traffic.frontRetries: is 1 with target traefik, whose retry middleware leaves no trace in its access log"},
+		{"{target: caddy, frontRetries: 6}", "", 0, "traffic.frontRetries: is 6 (fix: give 1 to 5 resends"},
+		{"{target: caddy, frontRetries: -1}", "", 0, "traffic.frontRetries: is -1"},
 	}
 	for _, tt := range tests {
 		s, err := Parse("p.yaml", []byte(head+"traffic: "+tt.traffic+"\n"))

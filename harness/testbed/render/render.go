@@ -171,11 +171,11 @@ func (v Variant) Objects(version int, initial bool, changeCause string) (Objects
 // Front renders path p's front in namespace, sending to the web pods
 // behind the Service upstream (named like the Deployment, for a custom app
 // too), which listen on podPort, resending a request whose pod did not
-// answer up to retries times (traffic.frontRetries; 0 for the gateway).
+// take it up to retries times (traffic.frontRetries; Caddy only).
 func Front(p path.Path, namespace string, upstream *corev1ac.ServiceApplyConfiguration, podPort int32, retries int) []any {
 	switch p.Proxy.Name {
 	case variant.TraefikName:
-		return Traefik(namespace, p.Proxy.Image, *upstream.Name, retries)
+		return Traefik(namespace, p.Proxy.Image, *upstream.Name)
 	case variant.CaddyName:
 		return Caddy(namespace, p.Proxy.Image, upstream, podPort, retries)
 	default: // the gateway, bookshop in gateway mode

@@ -33,12 +33,8 @@ const (
 // writes a JSON access log line per request to stdout, with the request's
 // X-Request-Id header, the upstream it chose and both statuses. Its API
 // answers only requests with the front's token (FrontToken; the
-// traefik-api ConfigMap holds the router that checks it). With retries
-// above 0 the Ingress's router goes through Traefik's retry middleware
-// (attempts retries+1, no backoff), defined in the same ConfigMap: a
-// request whose pod did not answer is resent to the next pod, and its
-// access log line counts the resends (RetryAttempts).
-func Traefik(namespace, image, upstream string, retries int) []any {
+// traefik-api ConfigMap holds the router that checks it).
+func Traefik(namespace, image, upstream string) []any {
 	name := variant.TraefikName
 	labels := map[string]string{"app": name, variant.LabelManagedBy: variant.ManagedBy}
 	selector := map[string]string{"app": name}
@@ -100,19 +96,15 @@ func Traefik(namespace, image, upstream string, retries int) []any {
 							WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/ping").WithPort(intstr.FromString("ping"))).
 							WithPeriodSeconds(1))))))
 	service := Service(namespace, name, selector, intstr.FromString("http"), variant.GatewayNodePort)
-	ingress := networkingv1ac.Ingress(variant.WebName, namespace).WithLabels(labels)
-	dynamic := map[string]string{"api.yaml": traefikAPIConfig}
-	if retries > 0 {
-		ingress.WithAnnotations(map[string]string{traefikMiddlewaresAnnotation: traefikRetryName + "@file"})
-		dynamic["retry.yaml"] = fmt.Sprintf("http:\n  middlewares:\n    %s:\n      retry:\n        attempts: %d\n", traefikRetryName, retries+1)
-	}
-	ingress.WithSpec(networkingv1ac.IngressSpec().WithRules(networkingv1ac.IngressRule().
-		WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(networkingv1ac.HTTPIngressPath().
-			WithPath("/").WithPathType(networkingv1.PathTypePrefix).
-			WithBackend(networkingv1ac.IngressBackend().
-				WithService(networkingv1ac.IngressServiceBackend().WithName(upstream).
-					WithPort(networkingv1ac.ServiceBackendPort().WithName(variant.ServicePortName))))))))
-	apiConfig := corev1ac.ConfigMap(traefikAPIName, namespace).WithLabels(labels).WithData(dynamic)
+	ingress := networkingv1ac.Ingress(variant.WebName, namespace).WithLabels(labels).
+		WithSpec(networkingv1ac.IngressSpec().WithRules(networkingv1ac.IngressRule().
+			WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(networkingv1ac.HTTPIngressPath().
+				WithPath("/").WithPathType(networkingv1.PathTypePrefix).
+				WithBackend(networkingv1ac.IngressBackend().
+					WithService(networkingv1ac.IngressServiceBackend().WithName(upstream).
+						WithPort(networkingv1ac.ServiceBackendPort().WithName(variant.ServicePortName))))))))
+	apiConfig := corev1ac.ConfigMap(traefikAPIName, namespace).WithLabels(labels).
+		WithData(map[string]string{"api.yaml": traefikAPIConfig})
 	return []any{FrontToken(namespace), sa, role, binding, apiConfig, deployment, service, ingress}
 }
 
@@ -125,11 +117,7 @@ const (
 	traefikAPIName    = "traefik-api"
 	traefikDynamicDir = "/etc/traefik/dynamic"
 	traefikTokenEnv   = "DROPRUN_FRONT_TOKEN"
-	// traefikRetryName is the retry middleware of traffic.frontRetries,
-	// which the Ingress names in traefikMiddlewaresAnnotation.
-	traefikRetryName             = "droprun-retry"
-	traefikMiddlewaresAnnotation = "traefik.ingress.kubernetes.io/router.middlewares"
-	traefikAPIConfig             = `http:
+	traefikAPIConfig  = `http:
   routers:
     droprun-api:
       entryPoints: [traefik]
