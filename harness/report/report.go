@@ -255,14 +255,21 @@ func IdleText(o *analysis.IdleOrder) string {
 // MaskedText says how many drops connection reuse masked in v's rollout
 // windows, by the class of failure net/http hid, and in how many rollouts.
 func MaskedText(v analysis.VariantSummary) string {
+	n := rolloutsWith(v, func(t analysis.Tally) uint64 { return t.Masked })
+	return fmt.Sprintf("%d more masked by connection reuse in %d of %d rollouts (%s): net/http retried them on a new connection, so the client got a 2xx; without the retry they were drops",
+		v.Masked, n, len(v.Rollouts), classList(v.MaskedClasses))
+}
+
+// rolloutsWith is how many of v's rollout windows count some of what
+// count reads from their tally.
+func rolloutsWith(v analysis.VariantSummary, count func(analysis.Tally) uint64) int {
 	n := 0
 	for _, ro := range v.Rollouts {
-		if ro.Window.Masked > 0 {
+		if count(ro.Window) > 0 {
 			n++
 		}
 	}
-	return fmt.Sprintf("%d more masked by connection reuse in %d of %d rollouts (%s): net/http retried them on a new connection, so the client got a 2xx; without the retry they were drops",
-		v.Masked, n, len(v.Rollouts), classList(v.MaskedClasses))
+	return n
 }
 
 // FrontResentText says how many of v's rollout-window requests the front
@@ -270,12 +277,7 @@ func MaskedText(v analysis.VariantSummary) string {
 // in how many rollouts, and how many of those the client was served: the
 // front's retries hid them. They are not drops, and no gate counts them.
 func FrontResentText(v analysis.VariantSummary) string {
-	n := 0
-	for _, ro := range v.Rollouts {
-		if ro.Window.FrontResent > 0 {
-			n++
-		}
-	}
+	n := rolloutsWith(v, func(t analysis.Tally) uint64 { return t.FrontResent })
 	return fmt.Sprintf("the front resent %s after the pod it picked did not take them, in %d of %d rollouts: %s served on a later try (masked by the front's retries: the client got a 2xx, without the retries they were drops), %s failed on every try",
 		plural64(v.FrontResent, "request", "requests"), n, len(v.Rollouts), stats.FormatCount(v.FrontMasked), stats.FormatCount(v.FrontResent-v.FrontMasked))
 }

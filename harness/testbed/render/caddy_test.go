@@ -27,23 +27,7 @@ func TestCaddy(t *testing.T) {
 		headless.Spec.Selector["app"] != "shop" || *headless.Spec.Ports[0].Port != 9090 {
 		t.Errorf("headless Service %s: %+v, want shop-dns, no cluster IP, shop's pods on 9090", *headless.Name, headless.Spec)
 	}
-	cm := objs[1].(*corev1ac.ConfigMapApplyConfiguration)
-	var cfg struct {
-		Admin struct{ Disabled bool } `json:"admin"`
-		Apps  struct {
-			HTTP struct {
-				Servers map[string]struct {
-					Listen []string `json:"listen"`
-					Routes []struct {
-						Handle []map[string]any `json:"handle"`
-					} `json:"routes"`
-				} `json:"servers"`
-			} `json:"http"`
-		} `json:"apps"`
-	}
-	if err := json.Unmarshal([]byte(cm.Data["caddy.json"]), &cfg); err != nil {
-		t.Fatalf("Caddy's config: %v", err)
-	}
+	cfg := caddyConfig(t, objs)
 	web0 := cfg.Apps.HTTP.Servers["web"]
 	if !cfg.Admin.Disabled || len(web0.Listen) != 1 || web0.Listen[0] != ":8000" || len(web0.Routes) != 1 {
 		t.Fatalf("config %+v: want one server on :8000, no admin endpoint", cfg)
@@ -67,5 +51,52 @@ func TestCaddy(t *testing.T) {
 	}
 	if svc := objs[3].(*corev1ac.ServiceApplyConfiguration); *svc.Spec.Ports[0].NodePort != variant.GatewayNodePort {
 		t.Errorf("Caddy's Service on node port %d, want %d", *svc.Spec.Ports[0].NodePort, variant.GatewayNodePort)
+	}
+}
+
+// caddyJSON is the part of Caddy's config the tests read.
+type caddyJSON struct {
+	Admin struct{ Disabled bool } `json:"admin"`
+	Apps  struct {
+		HTTP struct {
+			Servers map[string]struct {
+				Listen []string `json:"listen"`
+				Routes []struct {
+					Handle []map[string]any `json:"handle"`
+				} `json:"routes"`
+			} `json:"servers"`
+		} `json:"http"`
+	} `json:"apps"`
+}
+
+// caddyConfig reads the config in the ConfigMap among Caddy's objects.
+func caddyConfig(t *testing.T, objs []any) caddyJSON {
+	t.Helper()
+	var cfg caddyJSON
+	if err := json.Unmarshal([]byte(objs[1].(*corev1ac.ConfigMapApplyConfiguration).Data["caddy.json"]), &cfg); err != nil {
+		t.Fatalf("Caddy's config: %v", err)
+	}
+	return cfg
+}
+
+// TestFrontRetries: traffic.frontRetries N makes Caddy's reverse proxy
+// resend N times and log how many it did; with none it is not told to
+// retry.
+func TestFrontRetries(t *testing.T) {
+	for _, retries := range []int{0, 2} {
+		web := render.Service("ns", "shop", map[string]string{"app": "shop"}, intstr.FromInt32(9090), variant.WebNodePort)
+		h := caddyConfig(t, render.Caddy("ns", "droprun/caddy:v2.11.9", web, 9090, retries)).Apps.HTTP.Servers["web"].Routes[0].Handle
+		proxy := h[len(h)-1]
+		lb, _ := proxy["load_balancing"].(map[string]any)
+		logged := false
+		for _, x := range h {
+			logged = logged || x["handler"] == "log_append" && x["key"] == frontlog.CaddyRetriesKey && x["value"] == "{http.reverse_proxy.retries}"
+		}
+		switch {
+		case retries == 0 && (lb != nil || logged):
+			t.Errorf("no retries, yet Caddy's proxy has load_balancing %v (resends logged: %v)", lb, logged)
+		case retries > 0 && (lb["retries"] != float64(retries) || !logged || proxy["handler"] != "reverse_proxy"):
+			t.Errorf("%d retries: Caddy's proxy %v, resends logged: %v; want load_balancing retries %d and the resends in the access log", retries, proxy, logged, retries)
+		}
 	}
 }
