@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +97,19 @@ func moduleDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
+
+// itVersion is the droprun version the integration tests' runs record:
+// the checkout's commit as make build stamps it (git describe), since a
+// test binary's build info holds no VCS revision; so a run recorded for
+// shipping (DROPRUN_E2E_DIR) names the commit that made it. "test" where
+// git cannot tell.
+var itVersion = sync.OnceValue(func() string {
+	out, err := exec.Command("git", "-C", moduleDir(), "describe", "--tags", "--always", "--dirty").Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+		return v
+	}
+	return "test"
+})
 
 // TestIntegrationClusterBookshop proves the chain of the cluster issue on a
 // real kind cluster: create 3 nodes through the kind library, wait until all
@@ -327,7 +342,7 @@ func testRun(t *testing.T, sc *scenario.Scenario) {
 		t.Logf("%s holds %d left by pid %d; the run must restore the original %d", weight.File, weight.Old, m.PID, m.Original)
 		weight.Old = m.Original
 	}
-	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: itVersion(),
 		MetricsAddr: metricsAddr, Pushgateway: gateway.URL,
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	if a != nil {
@@ -823,7 +838,7 @@ func quietRun(ctx context.Context, t *testing.T, sc *scenario.Scenario, check fu
 // the run fails.
 func measure(ctx context.Context, t *testing.T, sc *scenario.Scenario, dir string) *analysis.Analysis {
 	t.Helper()
-	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: "test",
+	a, err := Run(ctx, sc, Options{Dir: dir, Log: testWriter{t}, Keep: true, Version: itVersion(),
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	if a != nil {
 		itCreated = true // Run created or reused it; the package deletes it

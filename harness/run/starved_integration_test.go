@@ -64,7 +64,7 @@ func starvedRig(ctx context.Context, t *testing.T, besideNodes bool) {
 	measure := func(dir string) *analysis.Analysis {
 		hog := &hogAt{w: testWriter{t}, at: "rollout 2/3:", delay: 2 * time.Second, length: 10 * time.Second, procs: procs, t: t}
 		defer hog.wait()
-		a, err := Run(ctx, sc, Options{Dir: dir, Log: hog, Keep: true,
+		a, err := Run(ctx, sc, Options{Dir: dir, Log: hog, Keep: true, Version: itVersion(),
 			Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 		if a != nil {
 			itCreated = true
