@@ -80,7 +80,7 @@ func (f *frontLog) hop(id string) (frontHop, bool) {
 // resends is how many times the front resent request id
 // (0: it sent it once, or logged no line for it).
 func (f *frontLog) resends(id string) int {
-	if f == nil || len(f.resent) == 0 {
+	if f == nil {
 		return 0
 	}
 	return f.resent[id]

@@ -70,10 +70,10 @@ type Proxy struct {
 	// request when the pod it picked did not take it
 	// (traffic.frontRetries: Caddy's load_balancing retries) and whose
 	// access log then says how many times it resent each request
-	// (frontlog.Line.Retries). Not Traefik: its retry middleware leaves no
-	// trace in its access log (v3.6 gives it no access-log listener), so
-	// its resends could not be told from first tries.
-	Retries bool
+	// (frontlog.Line.Retries). NoRetries, for a front that can resend
+	// but whose log would not say so, is why droprun does not ask it to.
+	Retries   bool
+	NoRetries string
 	// Image is the image the front runs, and Source the Go main package
 	// at a module version it is built from (image.BuildGo); both empty
 	// for the gateway, which is bookshop.
@@ -108,6 +108,7 @@ var (
 		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
 			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers, Token: true},
 			RoundRobin: 2 * time.Second,
+			NoRetries:  "retry middleware leaves no trace in its access log (Traefik v3.6 gives it no access-log listener): droprun could not tell a resend from a first try",
 			Image:      "droprun/traefik:v3.6.12", Source: "github.com/traefik/traefik/v3/cmd/traefik@v3.6.12"}}
 	// Caddy is Caddy's reverse proxy, discovering the web pods by DNS: a
 	// headless Service's name, looked up again every second (dynamic A

@@ -269,8 +269,8 @@ func (s *Scenario) validateTraffic(v *validator) {
 	switch p, _ := path.Lookup(t.Target); {
 	case t.FrontRetries < 0 || t.FrontRetries > MaxFrontRetries:
 		v.add("traffic.frontRetries", fmt.Sprintf("is %d", t.FrontRetries), fmt.Sprintf("give 1 to %d resends, or leave it out for none", MaxFrontRetries))
-	case t.FrontRetries > 0 && p.Name == path.Traefik.Name:
-		v.add("traffic.frontRetries", fmt.Sprintf("is %d with target traefik, whose retry middleware leaves no trace in its access log (Traefik v3.6 gives it no access-log listener): droprun could not tell a resend from a first try", t.FrontRetries), "use target caddy, which logs its resends, or leave it out")
+	case t.FrontRetries > 0 && p.Proxy != nil && p.Proxy.NoRetries != "":
+		v.add("traffic.frontRetries", fmt.Sprintf("is %d with target %s, whose %s", t.FrontRetries, p.Name, p.Proxy.NoRetries), "use target caddy, which logs its resends, or leave it out")
 	case t.FrontRetries > 0 && (p.Proxy == nil || !p.Proxy.Retries):
 		v.add("traffic.frontRetries", fmt.Sprintf("is %d with target %s, which droprun cannot make resend", t.FrontRetries, cmp.Or(t.Target, path.NodePort.Name)), "use target caddy, or leave it out")
 	}
