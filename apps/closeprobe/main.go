@@ -32,10 +32,24 @@
 // body started (0 at the first answer): the change happened between them.
 // When reads start failing it prints "pollerr ID AT_NS MESSAGE", and at the
 // first answer after, the body again, changed or not.
+//
+// It follows a file (a container's log, read where the runtime writes
+// it, with no kubelet or API server between), with input lines "follow
+// ID PATH" (and "unfollow ID" to end): it reads PATH from its start and
+// every followedEvery reads what was appended, across the kubelet's
+// rotations (a new file at PATH), and prints each whole line as
+//
+//	log ID LINE
+//
+// a read's lines at once. At "unfollow ID", or when its stdin closes, it
+// reads PATH to its end once more and prints "logend ID SKIPPED [ERROR]":
+// SKIPPED counts lines over maxLogLine it left out, ERROR why it stopped
+// early.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -60,6 +74,9 @@ const (
 	pollLinger  = 10 * time.Second       // reads stay fast this long after a watch began or ended
 	pollTimeout = 500 * time.Millisecond // a read that long failed
 	maxBody     = 1 << 20                // the most of a body read
+
+	followEvery = 100 * time.Millisecond // between reads of a followed file at its end
+	maxLogLine  = 1 << 20                // a longer line of a followed file is left out
 )
 
 // pace is how often polls read: fast while a pod terminates (an address
@@ -112,8 +129,19 @@ func main() {
 		fmt.Fprintln(out, line)
 		out.Flush()
 	}
+	emitAll := func(prefix string, lines [][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			out.WriteString(prefix)
+			out.Write(l)
+			out.WriteByte('\n')
+		}
+		out.Flush()
+	}
 	emit("ready")
 	polls := map[string]context.CancelFunc{}
+	follows := map[string]context.CancelFunc{}
 	pc := newPace()
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
@@ -128,6 +156,25 @@ func main() {
 			continue
 		case len(f) == 2 && f[0] == "unpoll":
 			if stop := polls[f[1]]; stop != nil {
+				stop()
+			}
+			continue
+		case len(f) == 3 && f[0] == "follow":
+			if follows[f[1]] == nil {
+				fctx, stop := context.WithCancel(ctx)
+				follows[f[1]] = stop
+				wg.Go(func() {
+					skipped, err := follow(fctx, f[2], followEvery, func(lines [][]byte) { emitAll("log "+f[1]+" ", lines) })
+					end := fmt.Sprintf("logend %s %d", f[1], skipped)
+					if err != nil {
+						end += " " + strings.ReplaceAll(err.Error(), "\n", " ")
+					}
+					emit(end)
+				})
+			}
+			continue
+		case len(f) == 2 && f[0] == "unfollow":
+			if stop := follows[f[1]]; stop != nil {
 				stop()
 			}
 			continue
@@ -239,4 +286,89 @@ func get(ctx context.Context, c *http.Client, url string) ([]byte, error) {
 		err = fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return body, err
+}
+
+// follow reads the file at path from its start, giving each read's whole
+// lines to lines, and reads what is appended every "every" until ctx
+// ends; then it reads to the end once more, so that every line written
+// before ctx ended is given. When the kubelet rotates the file (renames
+// it, and the runtime opens a new one at path), it reads the old one to
+// its end and goes on with the new one. Lines over maxLogLine are left
+// out and counted.
+func follow(ctx context.Context, path string, every time.Duration, lines func([][]byte)) (skipped int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { f.Close() }()
+	var (
+		buf      = make([]byte, 64<<10)
+		part     []byte // the start of a line not yet ended
+		skipping bool   // within a line over maxLogLine
+	)
+	// drain reads f to its end and gives its whole lines.
+	drain := func() error {
+		for {
+			n, rerr := f.Read(buf)
+			var whole [][]byte
+			for b := buf[:n]; len(b) > 0; {
+				i := bytes.IndexByte(b, '\n')
+				if i < 0 {
+					i = len(b)
+				}
+				if !skipping && len(part)+i > maxLogLine {
+					part, skipping = nil, true
+				}
+				if !skipping {
+					part = append(part, b[:i]...)
+				}
+				if i == len(b) {
+					break
+				}
+				if skipping {
+					skipped++
+				} else {
+					whole = append(whole, part)
+				}
+				part, skipping, b = nil, false, b[i+1:]
+			}
+			if len(whole) > 0 {
+				lines(whole)
+			}
+			switch {
+			case rerr == io.EOF:
+				return nil
+			case rerr != nil:
+				return rerr
+			}
+		}
+	}
+	for {
+		last := ctx.Err() != nil // ended before this read: it is the last
+		if err := drain(); err != nil {
+			return skipped, err
+		}
+		if now, serr := os.Stat(path); serr == nil {
+			if cur, ferr := f.Stat(); ferr == nil && !os.SameFile(now, cur) {
+				next, oerr := os.Open(path)
+				if oerr != nil {
+					return skipped, oerr
+				}
+				if err := drain(); err != nil {
+					next.Close()
+					return skipped, err
+				}
+				f.Close()
+				f, part, skipping = next, nil, false
+				continue
+			}
+		}
+		if last {
+			return skipped, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(every):
+		}
+	}
 }

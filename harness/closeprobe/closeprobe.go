@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ type Prober struct {
 	watched map[string]bool
 	ips     map[string]string // pod → IP, for the event
 	polls   map[string]func(Reading)
+	follows map[string]*follow
 	closed  bool
 	dropped int // Watch calls the queue had no room for
 
@@ -59,7 +61,7 @@ func Start(ctx context.Context, node string, exec Exec, bin []byte, record func(
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &Prober{node: node, record: record, watched: map[string]bool{}, ips: map[string]string{}, polls: map[string]func(Reading){},
-		queue: make(chan string, queueLen), done: make(chan error, 1)}
+		follows: map[string]*follow{}, queue: make(chan string, queueLen), done: make(chan error, 1)}
 	go func() {
 		err := exec(context.WithoutCancel(ctx), node, inR, outW, binPath)
 		ended := errOrEOF(err)
@@ -192,6 +194,9 @@ func (p *Prober) read(out io.Reader, ready chan<- struct{}) {
 		close(ready)
 	}
 	for sc.Scan() {
+		if p.followed(sc.Bytes()) {
+			continue
+		}
 		if id, r, ok := parseReading(sc.Text()); ok {
 			p.mu.Lock()
 			on := p.polls[id]
@@ -205,6 +210,13 @@ func (p *Prober) read(out io.Reader, ready chan<- struct{}) {
 		if ok {
 			p.record(e)
 		}
+	}
+	// The prober ended: no follow gets another line.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, fw := range p.follows {
+		fw.end(fmt.Errorf("the prober in node %s ended before the end of %s", p.node, fw.path))
+		delete(p.follows, id)
 	}
 }
 
@@ -288,4 +300,106 @@ func errOrEOF(err error) error {
 		return io.EOF
 	}
 	return err
+}
+
+// follow is one file the prober follows: its lines go to w until the
+// prober's "logend", and ended is closed then.
+type follow struct {
+	path  string
+	w     *io.PipeWriter
+	ended chan struct{}
+	once  sync.Once
+}
+
+func (fw *follow) end(err error) {
+	fw.once.Do(func() {
+		fw.w.CloseWithError(err)
+		close(fw.ended)
+	})
+}
+
+// FollowDrain bounds how long a follow's reader waits, after its ctx
+// ended, for the prober to read the file to its end.
+const FollowDrain = 10 * time.Second
+
+// Follow reads the file at path inside the node, a container's log where
+// the runtime writes it, with no kubelet or API server between: its lines
+// from its start, then each line appended (read every 100 ms, across the
+// kubelet's rotations), until ctx ends; then the lines written up to
+// then, and the reader ends (or fails, if the prober does not finish
+// within FollowDrain). Lines over 1 MiB are left out, and the reader's
+// error at its end counts them. id names the follow (no spaces); the
+// prober must not be stopped before the reader ends. The kubelet, by
+// contrast, asks the runtime for the container's state at each write it
+// is woken for: for a log of hundreds of lines a second, that costs the
+// node more than the front that writes them.
+func (p *Prober) Follow(ctx context.Context, id, path string) io.ReadCloser {
+	r, w := io.Pipe()
+	fw := &follow{path: path, w: w, ended: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case id == "" || path == "" || strings.ContainsAny(id+path, " \n"):
+		fw.end(fmt.Errorf("following %q in node %s: not a name and path the prober reads", path, p.node))
+		return r
+	case p.closed:
+		fw.end(fmt.Errorf("following %s in node %s: the prober is stopped", path, p.node))
+		return r
+	case p.follows[id] != nil:
+		fw.end(fmt.Errorf("following %s in node %s: %s is followed already", path, p.node, id))
+		return r
+	}
+	p.follows[id] = fw
+	p.send("follow " + id + " " + path + "\n")
+	go func() {
+		select {
+		case <-fw.ended:
+			return
+		case <-ctx.Done():
+		}
+		p.mu.Lock()
+		if !p.closed {
+			p.send("unfollow " + id + "\n")
+		}
+		p.mu.Unlock()
+		select {
+		case <-fw.ended:
+		case <-time.After(FollowDrain):
+			fw.end(fmt.Errorf("the prober in node %s did not finish reading %s within %s", p.node, path, FollowDrain))
+		}
+	}()
+	return r
+}
+
+// followed gives a prober's "log ID LINE" line to its follow's reader and
+// ends the follow at "logend ID SKIPPED [ERROR]"; false for other lines.
+func (p *Prober) followed(line []byte) bool {
+	kind, rest, _ := bytes.Cut(line, []byte(" "))
+	if string(kind) != "log" && string(kind) != "logend" {
+		return false
+	}
+	id, rest, _ := bytes.Cut(rest, []byte(" "))
+	p.mu.Lock()
+	fw := p.follows[string(id)]
+	if fw != nil && string(kind) == "logend" {
+		delete(p.follows, string(id))
+	}
+	p.mu.Unlock()
+	switch {
+	case fw == nil:
+	case string(kind) == "log":
+		// Blocks while the reader is behind; fails at once (and the
+		// line is dropped) once the reader is closed.
+		fw.w.Write(append(slices.Clip(rest), '\n'))
+	default:
+		n, why, _ := bytes.Cut(rest, []byte(" "))
+		var err error
+		if len(why) > 0 {
+			err = fmt.Errorf("following %s in node %s: %s", fw.path, p.node, why)
+		} else if k, _ := strconv.Atoi(string(n)); k > 0 {
+			err = fmt.Errorf("following %s in node %s: %d lines over 1 MiB left out", fw.path, p.node, k)
+		}
+		fw.end(err)
+	}
+	return true
 }

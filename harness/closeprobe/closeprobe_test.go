@@ -1,6 +1,7 @@
 package closeprobe
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,5 +252,70 @@ func acceptAndClose(l net.Listener) {
 			return
 		}
 		c.Close()
+	}
+}
+
+// TestProberFollows: a followed file's lines come through the real prober
+// whole and in order, those already there and those appended, until the
+// follow's ctx ends; the lines written before it ended are read, and
+// then the reader ends cleanly. A second follow of the same id fails.
+func TestProberFollows(t *testing.T) {
+	ctx := context.Background()
+	p, err := Start(ctx, "node-0", hostExec(t), []byte("binary"), func(timeline.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(ctx)
+	path := filepath.Join(t.TempDir(), "0.log")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var want []string
+	write := func(n int) {
+		for range n {
+			l := "2026-12-07T08:00:00.000000001Z stdout F {\"n\":" + strconv.Itoa(len(want)) + "}"
+			want = append(want, l)
+			if _, err := f.WriteString(l + "\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(3)
+	fctx, stop := context.WithCancel(ctx)
+	r := p.Follow(fctx, "uid-1", path)
+	if _, err := io.ReadAll(p.Follow(ctx, "uid-1", path)); err == nil || !strings.Contains(err.Error(), "followed already") {
+		t.Errorf("a second follow of uid-1: %v, want it refused", err)
+	}
+	lines := make(chan string, 100)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		readErr <- sc.Err()
+	}()
+	var got []string
+	for len(got) < 3 {
+		select {
+		case l := <-lines:
+			got = append(got, l)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the file's first lines did not come: %q", got)
+		}
+	}
+	write(500)
+	stop()
+	for l := range lines {
+		got = append(got, l)
+	}
+	if err := <-readErr; err != nil {
+		t.Errorf("the reader ended with %v", err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %d lines (first %.80q), want the %d written", len(got), got[:min(len(got), 1)], len(want))
 	}
 }

@@ -18,4 +18,13 @@
 // front's stop of sending to a pod is placed to within a read or two, and
 // every 500 ms otherwise, so that reading the front costs little outside
 // rollouts.
+//
+// And it reads a container's log file where the runtime writes it
+// (Follow): a front's access log, a line per request, read every 100 ms
+// and sent on in batches, with no kubelet or API server between. A
+// kubelet following a log asks the runtime for the container's state at
+// every write it wakes for, so that at 500 lines a second the node's
+// kubelet and containerd spend about as much CPU as the front itself
+// (results/README.md, the observers' share).
+// One prober runs in each node where droprun needs one.
 package closeprobe

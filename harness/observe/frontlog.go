@@ -2,6 +2,7 @@ package observe
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,11 +36,17 @@ type FrontLog struct {
 	// the front logged it. Nil for a front whose log does not.
 	Servers func() frontlog.ServersLog
 	Record  func(timeline.Event)
+	// OpenFile, when set, reads a front pod's container log file where
+	// the runtime writes it (PodLogFile, in the CRI format), from inside
+	// its node, in place of the API server's log follow: the reader
+	// gives the file's lines from its start until ctx ends, then those
+	// written up to then, and ends (closeprobe.Prober.Follow).
+	OpenFile func(ctx context.Context, pod *corev1.Pod, container string) (io.ReadCloser, error)
 }
 
 // FrontLogs follows the log of every front pod (those a label selector
 // matches in a namespace) from its container's start, through the API
-// server, and writes each access-log line as a frontlog.Line. Create it
+// server or from the node (FrontLog.OpenFile), and writes each access-log line as a frontlog.Line. Create it
 // with StartFrontLogs.
 type FrontLogs struct {
 	client    kubernetes.Interface
@@ -95,9 +102,9 @@ func (f *FrontLogs) podSeen(obj any) {
 		return
 	}
 	f.seen[pod.UID] = true
-	name, node := pod.Name, pod.Spec.NodeName
+	name := pod.Name
 	f.wg.Go(func() {
-		if err := f.follow(name, node); err != nil && f.ctx.Err() == nil {
+		if err := f.follow(pod); err != nil && (f.ctx.Err() == nil || f.OpenFile != nil) {
 			f.mu.Lock()
 			f.errs = append(f.errs, fmt.Errorf("front pod %s's log: %w", name, err))
 			f.mu.Unlock()
@@ -115,14 +122,71 @@ func containerRunning(pod *corev1.Pod, container string) bool {
 }
 
 // follow streams pod's log from its container's start until the stream
-// ends (the pod is gone) or Stop.
-func (f *FrontLogs) follow(pod, node string) error {
-	rc, err := f.client.CoreV1().Pods(f.namespace).GetLogs(pod, &corev1.PodLogOptions{Container: f.Container, Follow: true}).Stream(f.ctx)
+// ends (the pod is gone) or Stop: from its file in the node when
+// OpenFile is set (a file's reader ends with every line written before
+// Stop, so its errors count even then), else through the API server.
+func (f *FrontLogs) follow(pod *corev1.Pod) error {
+	servers := f.servers(pod.Name, pod.Spec.NodeName)
+	if f.OpenFile != nil {
+		rc, err := f.OpenFile(f.ctx, pod, f.Container)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		var cri criLines
+		return copyLines(pod.Name, rc, cri.content, f.AccessLog, f.w, servers)
+	}
+	rc, err := f.client.CoreV1().Pods(f.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: f.Container, Follow: true}).Stream(f.ctx)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return copyLines(pod, rc, f.AccessLog, f.w, f.servers(pod, node))
+	return copyLines(pod.Name, rc, nil, f.AccessLog, f.w, servers)
+}
+
+// PodLogFile is where the kubelet has the runtime write a container's
+// log in its node: /var/log/pods/NAMESPACE_NAME_UID/CONTAINER/N.log, N
+// the container's restarts.
+func PodLogFile(pod *corev1.Pod, container string) string {
+	restarts := int32(0)
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			restarts = s.RestartCount
+		}
+	}
+	return fmt.Sprintf("/var/log/pods/%s_%s_%s/%s/%d.log", pod.Namespace, pod.Name, pod.UID, container, restarts)
+}
+
+// criLines reads a CRI log file's lines ("TIME STREAM TAG CONTENT", TAG
+// P for part of a longer line, F for its end) back into the container's
+// own lines.
+type criLines struct{ part []byte }
+
+// content is the container's line that line ends, if it ends one.
+func (c *criLines) content(line []byte) ([]byte, bool) {
+	f := bytes.SplitN(line, []byte(" "), 4)
+	if len(f) < 3 {
+		return nil, false
+	}
+	var content []byte
+	if len(f) == 4 {
+		content = f[3]
+	}
+	switch tag, _, _ := bytes.Cut(f[2], []byte(":")); string(tag) {
+	case "P":
+		if len(c.part)+len(content) <= maxLogLine {
+			c.part = append(c.part, content...)
+		}
+		return nil, false
+	case "F":
+		if len(c.part) == 0 {
+			return content, true
+		}
+		whole := append(c.part, content...)
+		c.part = nil
+		return whole, true
+	}
+	return nil, false
 }
 
 // servers returns what reads one front pod's log lines for the pods it
@@ -141,16 +205,25 @@ func (fl FrontLog) servers(pod, node string) func([]byte) {
 
 // copyLines writes every line of r that parse reads as an access-log line
 // to w, as logged by pod, and gives every line to servers (when not nil).
-func copyLines(pod string, r io.Reader, parse func(string, []byte) (frontlog.Line, bool), w *jsonl.Writer, servers func([]byte)) error {
+// unwrap, when not nil, turns r's lines into the container's own (a CRI
+// log file's).
+func copyLines(pod string, r io.Reader, unwrap func([]byte) ([]byte, bool), parse func(string, []byte) (frontlog.Line, bool), w *jsonl.Writer, servers func([]byte)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	for sc.Scan() {
-		if l, ok := parse(pod, sc.Bytes()); ok {
+		line := sc.Bytes()
+		if unwrap != nil {
+			var ok bool
+			if line, ok = unwrap(line); !ok {
+				continue
+			}
+		}
+		if l, ok := parse(pod, line); ok {
 			w.Write(l)
 			continue
 		}
 		if servers != nil {
-			servers(sc.Bytes())
+			servers(line)
 		}
 	}
 	return sc.Err()

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
@@ -18,12 +22,29 @@ import (
 // the set before's expiry, its lookup's end plus 1 s; at the lookup's
 // start), a failed lookup as front.poll_error, and the removal after it
 // placed by the failed lookup's start.
+//
+// Read from the node, the same lines come in the CRI log file's format,
+// longer ones in parts: the same results.
 func TestFrontLogCaddy(t *testing.T) {
-	f, err := os.Open("../frontlog/testdata/caddy.log")
+	raw, err := os.ReadFile("../frontlog/testdata/caddy.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Run("api", func(t *testing.T) { testFrontLogCaddy(t, raw, nil) })
+	var file bytes.Buffer
+	for l := range strings.Lines(string(raw)) {
+		l = strings.TrimSuffix(l, "\n")
+		for len(l) > 40 {
+			fmt.Fprintf(&file, "2026-12-07T08:00:00.000000001Z stdout P %s\n", l[:40])
+			l = l[40:]
+		}
+		fmt.Fprintf(&file, "2026-12-07T08:00:00.000000002Z stdout F %s\n", l)
+	}
+	var cri criLines
+	t.Run("file", func(t *testing.T) { testFrontLogCaddy(t, file.Bytes(), cri.content) })
+}
+
+func testFrontLogCaddy(t *testing.T, log []byte, unwrap func([]byte) ([]byte, bool)) {
 	var events []string
 	fl := FrontLog{Container: "caddy", AccessLog: frontlog.ParseCaddy,
 		Servers: func() frontlog.ServersLog { return &frontlog.CaddyServers{} },
@@ -40,7 +61,7 @@ func TestFrontLogCaddy(t *testing.T) {
 		}}
 	var out bytes.Buffer
 	w := jsonl.NewWriter(&out, frontlog.File)
-	if err := copyLines("caddy-1", f, fl.AccessLog, w, fl.servers("caddy-1", "n1")); err != nil {
+	if err := copyLines("caddy-1", bytes.NewReader(log), unwrap, fl.AccessLog, w, fl.servers("caddy-1", "n1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -63,5 +84,37 @@ func TestFrontLogCaddy(t *testing.T) {
 	}
 	if strings.Join(events, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPodLogFile: the path is the kubelet's, with the container's
+// restarts as the file's number.
+func TestPodLogFile(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "droprun", Name: "caddy-7f-x2", UID: "0a1b"},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "init"}, {Name: "caddy", RestartCount: 2}}}}
+	if got, want := PodLogFile(pod, "caddy"), "/var/log/pods/droprun_caddy-7f-x2_0a1b/caddy/2.log"; got != want {
+		t.Errorf("PodLogFile = %s, want %s", got, want)
+	}
+}
+
+// TestCRILines: parts are joined to the line their F ends; an empty line,
+// a line with a tag's extra fields and a line that is not CRI's.
+func TestCRILines(t *testing.T) {
+	var c criLines
+	var got []string
+	for _, l := range []string{
+		"T stdout P {\"a\":",
+		"T stdout F 1}",
+		"T stdout F",
+		"T stderr F:x b c",
+		"not a line",
+		"T stdout X y",
+	} {
+		if out, ok := c.content([]byte(l)); ok {
+			got = append(got, string(out))
+		}
+	}
+	if want := []string{`{"a":1}`, "", "b c"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }

@@ -145,6 +145,7 @@ func checkCustomRun(t testing.TB, dir string, a *analysis.Analysis, target strin
 	var lines map[string]frontlog.Line
 	if target == "traefik" {
 		lines = readFrontLog(t, dir)
+		checkFrontLogFromNode(t, dir)
 	}
 	rows := map[string]analysis.VariantSummary{}
 	for _, v := range a.Summary.Variants {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/cluster"
@@ -179,6 +181,9 @@ type runner struct {
 	// prober is the prober inside a kind node (listener closes, a front's
 	// API), nil where none runs.
 	prober *closeprobe.Prober
+	// probers starts and stops the probers in kind nodes, prober's
+	// among them; nil when there is none.
+	probers *probers
 	// load is the traffic running now, nil between variants; the rig
 	// sampler reads its pacing.
 	load atomic.Pointer[load]
@@ -369,8 +374,11 @@ func (r *runner) startTimeline(ctx context.Context) (func() error, error) {
 }
 
 // startFrontLogs records the front's access log (frontlog.jsonl), for a
-// front that logs every request: each front pod's log, followed from its
-// start through the API server.
+// front that logs every request: each front pod's log from its start, read
+// from its file by a prober in the pod's kind node, or else followed
+// through the API server (whose kubelet asks the runtime for the
+// container's state at every write it wakes for: see results/README.md's
+// observers' share).
 func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	p := r.sc.Path()
 	if p.Proxy == nil || p.Proxy.AccessLog == nil {
@@ -380,14 +388,25 @@ func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	fl, err := observe.StartFrontLogs(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name,
-		observe.FrontLog{Container: p.Proxy.Name, AccessLog: p.Proxy.AccessLog, Servers: p.Proxy.LogServers, Record: r.rec.Record}, file)
+	fl := observe.FrontLog{Container: p.Proxy.Name, AccessLog: p.Proxy.AccessLog, Servers: p.Proxy.LogServers, Record: r.rec.Record}
+	how := "followed through the API server"
+	if r.probers != nil {
+		fl.OpenFile = func(ctx context.Context, pod *corev1.Pod, container string) (io.ReadCloser, error) {
+			pr, err := r.probers.in(ctx, pod.Spec.NodeName)
+			if err != nil {
+				return nil, fmt.Errorf("reading its log file from inside its node: %w", err)
+			}
+			return pr.Follow(ctx, string(pod.UID), observe.PodLogFile(pod, container)), nil
+		}
+		how = "read from its file inside the pod's node"
+	}
+	logs, err := observe.StartFrontLogs(ctx, r.tb.Cluster.Client, r.sc.Namespace, "app="+p.Proxy.Name, fl, file)
 	if err != nil {
 		file.Close()
 		return nil, err
 	}
-	fmt.Fprintf(r.log, "front: recording %s's access log (every request's ID, the pod it chose, its status) in %s\n", p.Name, frontlog.File)
-	return func() error { return errors.Join(fl.Stop(), file.Close()) }, nil
+	fmt.Fprintf(r.log, "front: recording %s's access log (every request's ID, the pod it chose, its status) in %s, %s\n", p.Name, frontlog.File, how)
+	return func() error { return errors.Join(logs.Stop(), file.Close()) }, nil
 }
 
 // startFrontServers records the pods a front with an API sends new
