@@ -251,9 +251,13 @@ type Hop struct {
 	// Resolution is how closely a front's stops were placed
 	// (RouteGap.UnroutedResolution): each delay is the late end of a
 	// bracket this wide, so it is late by at most that much.
-	Resolution *Dist   `json:"resolution,omitempty"`
-	Bound      Bound   `json:"bound"`
-	Tighten    Tighten `json:"tighten"`
+	Resolution *Dist `json:"resolution,omitempty"`
+	// WidestRequests is how many requests the front pod started inside
+	// the widest of those brackets (RouteGap.UnroutedRequests): few
+	// means the front paused, and its stop could not be placed closer.
+	WidestRequests *int    `json:"widestRequests,omitempty"`
+	Bound          Bound   `json:"bound"`
+	Tighten        Tighten `json:"tighten"`
 }
 
 // Front says whether the hop is a front's rather than the nodes' rules.
@@ -375,7 +379,8 @@ type hopGaps struct {
 	delOrder       []string
 	missing        []Pair
 	sources        map[string]int
-	resolution     []float64 // the widths of a front's stops' brackets
+	resolution     []float64         // the widths of a front's stops' brackets
+	widest         analysis.RouteGap // the stop with the widest of them
 }
 
 // gaps gathers the runs' route gaps for Advise, by hop (kube-proxy
@@ -525,6 +530,9 @@ func (c *gaps) add(h *hopGaps, run, variant, mode string, g analysis.RouteGap, h
 	h.sources[cmp.Or(g.Source, "unknown")]++
 	if g.UnroutedResolution > 0 {
 		h.resolution = append(h.resolution, g.UnroutedResolution)
+		if g.UnroutedResolution > h.widest.UnroutedResolution {
+			h.widest = g
+		}
 	}
 }
 
@@ -542,7 +550,7 @@ func (h *hopGaps) measure(o Options) (Hop, bool) {
 	m.Latest, m.All = distOf(latest), distOf(h.vals)
 	if len(h.resolution) > 0 {
 		d := distOf(h.resolution)
-		m.Resolution = &d
+		m.Resolution, m.WidestRequests = &d, h.widest.UnroutedRequests
 	}
 	m.ByMode = groups(h.byMode)
 	if len(h.byNode) > 1 {

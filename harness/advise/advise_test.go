@@ -499,9 +499,16 @@ func TestAdviseThroughAFront(t *testing.T) {
 					d = top
 				}
 				// Each stop read from the front's API to within 40 ms,
-				// but droprun-traefik-b's to within 300 ms.
-				v.Routes = append(v.Routes, analysis.RouteGap{Rollout: r, Pod: fmt.Sprintf("%s-pod-%d", v.Variant, r), Node: front,
-					Unrouted: d, UnroutedResolution: 0.04 + 0.26*float64(i), Source: analysis.RouteSourceFront, AppTimes: true, SIGTERM: 0.05, ListenerClosed: 0.07})
+				// but droprun-traefik-b's to within 300 ms, inside
+				// which it started 3r requests (the first, 3, is the
+				// widest: the others are no wider).
+				g := analysis.RouteGap{Rollout: r, Pod: fmt.Sprintf("%s-pod-%d", v.Variant, r), Node: front,
+					Unrouted: d, UnroutedResolution: 0.04 + 0.26*float64(i), Source: analysis.RouteSourceFront, AppTimes: true, SIGTERM: 0.05, ListenerClosed: 0.07}
+				if i == 1 {
+					n := 3 * r
+					g.UnroutedRequests = &n
+				}
+				v.Routes = append(v.Routes, g)
 			}
 		}
 		return v
@@ -533,6 +540,9 @@ func TestAdviseThroughAFront(t *testing.T) {
 			if r := front.Resolution; r == nil || r.N != 20 || r.Max != 0.3 || nodes.Resolution != nil {
 				t.Errorf("traefik hop's stops placed to within %+v (the nodes' %+v); want 20 stops, the worst to within 300 ms, the nodes' exact", r, nodes.Resolution)
 			}
+			if n := front.WidestRequests; n == nil || *n != 3 || nodes.WidestRequests != nil {
+				t.Errorf("traefik hop's widest stop holds %v requests (the nodes' %v); want 3, and none for the nodes", n, nodes.WidestRequests)
+			}
 			// 10 deletions bound only a low quantile, by their maximum.
 			if a.Name != c.wantHop || a.Bound.Seconds != max(0.5, c.front) || a.PreStopSleepSeconds != c.wantStop {
 				t.Errorf("set by %s at %g s, preStop %d; want %s, %g s, %d", a.Name, a.Bound.Seconds, a.PreStopSleepSeconds, c.wantHop, max(0.5, c.front), c.wantStop)
@@ -552,6 +562,7 @@ func TestAdviseThroughAFront(t *testing.T) {
 				"latest traefik pod per deletion",
 				"each of 20 stops was placed to within",
 				"300 ms (max)",
+				"the front pod started 3 request(s) inside the widest bracket (300 ms)",
 				"The path: hop " + c.wantHop + " sets the bound",
 				"Recommendation (D = " + secs(a.Bound.Seconds) + ", hop " + c.wantHop + "'s bound)",
 			} {

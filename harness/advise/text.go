@@ -71,6 +71,9 @@ func (h *Hop) writeMeasured(p linef, runs []string, named bool) {
 	if r := h.Resolution; r != nil {
 		p("  each of %d stops was placed to within %s (median), %s (p90), %s (max) by the front's readings and its access log (its last send to the pod; through Traefik, its picks of the others): each delay is the late end of its bracket",
 			r.N, short(r.Median), short(r.P90), short(r.Max))
+		if n := h.WidestRequests; n != nil {
+			p("  the front pod started %d request(s) inside the widest bracket (%s), those it might have sent to the pod: few means the front paused, and no reading places a stop inside a pause", *n, short(r.Max))
+		}
 	}
 	h.writeDists(p)
 	h.writeMissing(p)

@@ -92,6 +92,9 @@ type routeStep struct {
 	// is the earlier of the reading that showed it and when the front's
 	// picks of its other pods show it: roundRobin).
 	lastSeen time.Time
+	// requests, for a front's stop, is how many requests the front pod
+	// started inside (lastSeen, t]: -1 without its access log.
+	requests int
 }
 
 // unrouteAfterGone bounds how long after a pod is gone a node's removal of
@@ -134,15 +137,18 @@ func indexRoutes(events []timeline.Event, front bool, sends *frontLog) routeInde
 					ix.steps[e.Pod] = map[string][]routeStep{}
 				}
 				at, last := e.FrontChange()
+				requests := -1
 				if e.Kind == timeline.KindFrontRemoved {
-					if sent := sends.sentBefore(e.Pod, e.IP, at); sent.After(last) {
+					read := at
+					if sent := sends.sentBefore(e.Pod, e.IP, read); sent.After(last) {
 						last = sent
 					}
-					if by := sends.stoppedBy(e.Pod, e.IP, at); !by.IsZero() && by.After(last) {
+					if by := sends.stoppedBy(e.Pod, e.IP, read); !by.IsZero() && by.After(last) {
 						at = by
 					}
+					requests = sends.startedIn(e.Pod, e.IP, read, last, at)
 				}
-				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{t: at, removed: e.Kind == timeline.KindFrontRemoved, lastSeen: last})
+				ix.steps[e.Pod][e.IP] = append(ix.steps[e.Pod][e.IP], routeStep{t: at, removed: e.Kind == timeline.KindFrontRemoved, lastSeen: last, requests: requests})
 			}
 		}
 		return ix
@@ -388,6 +394,9 @@ func (ps pairSources) pairs(events []timeline.Event, n int, d deletion, routes r
 				}
 				if !step.lastSeen.IsZero() {
 					g.UnroutedResolution = step.t.Sub(step.lastSeen).Seconds()
+					if front && step.requests >= 0 {
+						g.UnroutedRequests = &step.requests
+					}
 				}
 			}
 		}

@@ -40,6 +40,10 @@ type frontLog struct {
 	// picks of the other pods show it had stopped (roundRobin).
 	sent    map[frontStop]time.Time
 	stopped map[frontStop]time.Time
+	// inBracket is, per front stop, the starts of the front pod's
+	// requests to any pod inside the stop's bracket, at most maxPicks:
+	// those it might have sent to the stopped pod (startedIn).
+	inBracket map[frontStop][]time.Time
 }
 
 // frontStop is one front pod's stop of sending to one pod IP, as its
@@ -66,6 +70,23 @@ func (f *frontLog) stoppedBy(front, ip string, at time.Time) time.Time {
 		return time.Time{}
 	}
 	return f.stopped[frontStop{front, ip, at.UnixNano()}]
+}
+
+// startedIn is how many requests (at most maxPicks) the front pod
+// started after from and by by, within the bracket its readings gave the
+// stop at at: those it might have sent to the stopped pod. -1 without an
+// access log.
+func (f *frontLog) startedIn(front, ip string, at, from, by time.Time) int {
+	if f == nil {
+		return -1
+	}
+	n := 0
+	for _, s := range f.inBracket[frontStop{front, ip, at.UnixNano()}] {
+		if s.After(from) && !s.After(by) {
+			n++
+		}
+	}
+	return n
 }
 
 // hop is the failed line of request id, if the front logged one.
@@ -123,8 +144,14 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 		return nil, err
 	}
 	defer f.Close()
-	fl := &frontLog{failed: map[string]frontHop{}, resent: map[string]int{}, sent: map[frontStop]time.Time{}}
+	fl := &frontLog{failed: map[string]frontHop{}, resent: map[string]int{}, sent: map[frontStop]time.Time{}, inBracket: map[frontStop][]time.Time{}}
 	stops := frontStops(events)
+	brackets := map[string][]frontBracket{} // front pod → its stops
+	for k, steps := range stops {
+		for _, st := range steps {
+			brackets[k.pod] = append(brackets[k.pod], frontBracket{frontStop{k.pod, k.ip, st.t.UnixNano()}, st.lastSeen, st.t})
+		}
+	}
 	var rr *roundRobin
 	if rotation > 0 {
 		rr = newRoundRobin(events, rotation)
@@ -135,6 +162,11 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 			key := frontStop{l.Pod, host, st.t.UnixNano()}
 			if l.Start.After(st.lastSeen) && l.Start.Before(st.t) && l.Start.After(fl.sent[key]) {
 				fl.sent[key] = l.Start
+			}
+		}
+		for _, b := range brackets[l.Pod] {
+			if l.Start.After(b.from) && !l.Start.After(b.to) && len(fl.inBracket[b.key]) < maxPicks {
+				fl.inBracket[b.key] = append(fl.inBracket[b.key], l.Start)
 			}
 		}
 		rr.pick(l, host)
@@ -285,6 +317,12 @@ func (rr *roundRobin) stops() map[frontStop]time.Time {
 		}
 	}
 	return out
+}
+
+// frontBracket is one front stop and its readings' bracket.
+type frontBracket struct {
+	key      frontStop
+	from, to time.Time
 }
 
 // frontStops is every front stop among events with its bracket, by

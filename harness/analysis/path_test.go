@@ -316,6 +316,11 @@ func TestFrontAttribution(t *testing.T) {
 	if front == nil || front.Source != analysis.RouteSourceFront || front.Pod != "old-a1" || math.Abs(front.Unrouted-0.625) > 1e-6 || math.Abs(front.UnroutedResolution-0.025) > 1e-6 {
 		t.Fatalf("the front's pair: %+v; want old-a1 unrouted by traefik-1 0.625 s after its deletion, from the front's API, placed to within 25 ms by its last send to old-a1", front)
 	}
+	// Inside that bracket (4.6 s, 4.625 s] traefik-1 started one request
+	// (to another pod, at 4.62 s); traefik-2's at 4.61 s is not its.
+	if n := front.UnroutedRequests; n == nil || *n != 1 {
+		t.Errorf("the front's pair holds %v requests inside its bracket; want 1, traefik-1's at 4.62 s", n)
+	}
 	for _, f := range failures {
 		answered := f.Time.Before(analysistest.At(4.25))
 		if f.Code == 502 && (f.RoutedBy != "traefik-1" || f.Hop != "front pod traefik-1") ||

@@ -45,6 +45,13 @@ type RouteGap struct {
 	// first that did not (Unrouted), this many seconds apart. 0 when exact
 	// or not known.
 	UnroutedResolution float64 `json:"unroutedResolutionSeconds,omitempty"`
+	// UnroutedRequests, for a front pod's stop placed by a bracket, is
+	// how many requests the front pod started inside it, to any pod (at
+	// most 16,384), by its access log: those it might have sent to the
+	// pod had it not stopped yet. A wide bracket that holds few is the
+	// front's own pause, which no reading can narrow and no request
+	// depends on. Nil without an access log.
+	UnroutedRequests *int `json:"unroutedRequests,omitempty"`
 	// SIGTERM and ListenerClosed are the app's own account (bookshop's
 	// termination message), when AppTimes says it gave one: when its
 	// process got SIGTERM and when it closed its listening socket. Either

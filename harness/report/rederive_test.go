@@ -6,16 +6,18 @@ import (
 	"flag"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/droprun/droprun/harness/advise"
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
 	"github.com/droprun/droprun/harness/runfile"
 )
 
-var updateExamples = flag.Bool("update-examples", false, "write each shipped example's summary.json and report.md from its raw data")
+var updateExamples = flag.Bool("update-examples", false, "write each shipped example's summary.json, report.md and advise.txt from its raw data")
 
 // examplesDir holds the shipped example runs.
 const examplesDir = "../../results/examples"
@@ -29,8 +31,8 @@ const exampleBudget = 12 << 20
 
 // TestShippedExamplesRederive re-analyses every shipped example that
 // holds its raw data (plain or packed) and compares the result with the
-// summary.json it ships, and its report.md where it has one (and holds
-// it within exampleBudget): a change
+// summary.json it ships, and its report.md and advise.txt where it has
+// them (and holds it within exampleBudget): a change
 // in the analysis that moves a shipped number fails here. Regenerate
 // them, and review the diff, with
 //
@@ -83,6 +85,19 @@ func TestShippedExamplesRederive(t *testing.T) {
 			files := map[string][]byte{analysis.SummaryFile: got}
 			if runfile.Exists(dir, "report.md") {
 				files["report.md"] = md.Bytes()
+			}
+			if runfile.Exists(dir, "advise.txt") {
+				// As `droprun advise results/examples/NAME` prints it
+				// from the repository's root.
+				adv, err := advise.Advise([]advise.Run{{Dir: path.Join("results/examples", filepath.ToSlash(name)), Summary: a.Summary}}, advise.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				if err := adv.WriteText(&b); err != nil {
+					t.Fatal(err)
+				}
+				files["advise.txt"] = b.Bytes()
 			}
 			for file, want := range files {
 				p := filepath.Join(dir, file)

@@ -171,7 +171,7 @@ func checkCustomRun(t testing.TB, dir string, a *analysis.Analysis, target strin
 		if exits.Classes[traffic.Class502] == 0 {
 			t.Errorf("exits through traefik: classes %v, want 502s among them", exits.Classes)
 		}
-		checkFrontStops(t, events, a, target, "prober", "shop-")
+		checkFrontStops(t, events, lines, a, target, "prober", "shop-")
 	}
 	checkRaceExplained(t, "exits through "+target, exits)
 	checkAtFloor(t, "drains through "+target, drains)

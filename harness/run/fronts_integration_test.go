@@ -113,7 +113,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 		lines := readFrontLog(t, dir)
 		events := readEvents(t, dir)
 		checkFrontLogFromNode(t, dir)
-		checkFrontStops(t, events, a, target, via, "web-")
+		checkFrontStops(t, events, lines, a, target, via, "web-")
 		if via == "log" {
 			checkWideStops(t, events, lines)
 		}
@@ -203,9 +203,10 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 // (front.removed), each stop placed by its readings and narrowed by its
 // access log (the front's last send to the pod; through Traefik, its
 // picks of the others after it): half to within 100 ms, every one within
-// two reads' timeouts (500 ms each) and a poll. (Traefik's reads slow down
-// while it applies a change; docs/fronts.md.)
-func checkFrontStops(t testing.TB, events []timeline.Event, a *analysis.Analysis, target, via, pods string) {
+// two reads' timeouts (500 ms each) and a poll (Traefik's reads slow down
+// while it applies a change; docs/fronts.md), and any wider than 100 ms
+// only by the front's own pause (checkPausedStops).
+func checkFrontStops(t testing.TB, events []timeline.Event, lines map[string]frontlog.Line, a *analysis.Analysis, target, via, pods string) {
 	t.Helper()
 	deleted := map[string]time.Time{} // web pod IP → deletion requested
 	removed := map[string]time.Time{} // web pod IP → the front stopped sending to it
@@ -269,6 +270,53 @@ func checkFrontStops(t testing.TB, events []timeline.Event, a *analysis.Analysis
 	// applied a change). The front's sends narrow most to tens of ms.
 	if median > 100*time.Millisecond || worst > 2*500*time.Millisecond+closeprobe.PollEvery {
 		t.Errorf("stops of sending placed to within %s (median) and %s (worst); want 100 ms and two reads' timeouts plus a poll", median, worst)
+	}
+	checkPausedStops(t, a, lines)
+}
+
+// checkPausedStops holds every front stop the analysis places less
+// closely than 100 ms to the front's pause: its front pod started fewer
+// requests inside the bracket (RouteGap.UnroutedRequests) than it starts
+// in 100 ms on average, so the width is time the front sent (almost)
+// nothing, which no reading narrows and on which no request's fate
+// turns.
+func checkPausedStops(t testing.TB, a *analysis.Analysis, lines map[string]frontlog.Line) {
+	t.Helper()
+	type span struct {
+		n           int
+		first, last time.Time
+	}
+	perPod := map[string]*span{}
+	for _, l := range lines {
+		s := perPod[l.Pod]
+		if s == nil {
+			s = &span{first: l.Start, last: l.Start}
+			perPod[l.Pod] = s
+		}
+		s.n++
+		if l.Start.Before(s.first) {
+			s.first = l.Start
+		}
+		if l.Start.After(s.last) {
+			s.last = l.Start
+		}
+	}
+	for _, v := range a.Summary.Variants {
+		for _, g := range v.Routes {
+			if g.Source != analysis.RouteSourceFront || g.UnroutedResolution <= 0.1 {
+				continue
+			}
+			s := perPod[g.Node]
+			if g.UnroutedRequests == nil || s == nil || !s.last.After(s.first) {
+				t.Errorf("stop of %s by %s placed to within %.0f ms: no count of the requests inside it (%v) or no access log of the front pod", g.Pod, g.Node, 1000*g.UnroutedResolution, g.UnroutedRequests)
+				continue
+			}
+			per100ms := float64(s.n) / s.last.Sub(s.first).Seconds() / 10
+			t.Logf("stop of %s by %s placed to within %.0f ms: the front pod started %d requests inside it (%.1f in 100 ms on average)", g.Pod, g.Node, 1000*g.UnroutedResolution, *g.UnroutedRequests, per100ms)
+			if float64(*g.UnroutedRequests) >= per100ms {
+				t.Errorf("stop of %s by %s placed to within %.0f ms with %d requests started inside: more than the front pod's %.1f in 100 ms, so the front did not pause; its readings blur it", g.Pod, g.Node, 1000*g.UnroutedResolution, *g.UnroutedRequests, per100ms)
+			}
+		}
 	}
 }
 
