@@ -12,7 +12,8 @@
 // started: on a busy node its SYN can leave long after, and the listener
 // may close in between. HOW is refused (connection
 // refused: the socket is gone), timeout (no answer: the pod or its network
-// is gone) or error. An address still open after the probe's limit prints
+// is gone) or error (errorsToClose connects in a row failed otherwise;
+// FAIL_NS is when the first of them returned). An address still open after the probe's limit prints
 // "ID OPEN_NS 0 open". It exits when its stdin closes, printing nothing for
 // the addresses it was still watching.
 //
@@ -187,7 +188,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			defer pc.watching(-1)
-			if seen := watch(ctx, addr); seen != "" {
+			if seen := watch(ctx, addr, dial); seen != "" {
 				emit(id + " " + seen)
 			}
 		}()
@@ -196,33 +197,54 @@ func main() {
 	wg.Wait()
 }
 
-// watch connects to addr until a connect fails or the limit passes, and
-// says what it saw; "" when ctx ended first (droprun stopped the watch).
-func watch(ctx context.Context, addr string) string {
-	var open int64
+// errorsToClose is how many connects in a row must fail with an error
+// other than a refusal or a timeout before the listener counts as closed:
+// such an error (no local port free, an interrupted call) may be the
+// prober's own, not the listener's.
+const errorsToClose = 3
+
+// dial connects to a TCP address, failing after timeout.
+func dial(ctx context.Context, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// watch connects to addr with dial until a connect fails or the limit
+// passes, and says what it saw; "" when ctx ended first (droprun stopped
+// the watch).
+func watch(ctx context.Context, addr string, dial func(context.Context, string) (net.Conn, error)) string {
+	var (
+		open     int64
+		failedAt int64 // when the first of the errors in a row returned
+		errs     int
+	)
 	end := time.Now().Add(limit)
 	for ctx.Err() == nil && time.Now().Before(end) {
 		start := time.Now()
-		c, err := d.DialContext(ctx, "tcp", addr)
+		c, err := dial(ctx, addr)
 		if err == nil {
 			c.Close()
-			open = start.UnixNano()
+			open, errs = start.UnixNano(), 0
 			time.Sleep(every)
 			continue
 		}
 		if ctx.Err() != nil {
 			return ""
 		}
-		how := "error"
 		var ne net.Error
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
-			how = "refused"
+			return fmt.Sprintf("%d %d refused", open, time.Now().UnixNano())
 		case errors.As(err, &ne) && ne.Timeout():
-			how = "timeout"
+			return fmt.Sprintf("%d %d timeout", open, time.Now().UnixNano())
 		}
-		return fmt.Sprintf("%d %d %s", open, time.Now().UnixNano(), how)
+		if errs == 0 {
+			failedAt = time.Now().UnixNano()
+		}
+		if errs++; errs == errorsToClose {
+			return fmt.Sprintf("%d %d error", open, failedAt)
+		}
+		time.Sleep(every)
 	}
 	if ctx.Err() != nil {
 		return ""

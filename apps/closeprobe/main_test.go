@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -128,5 +131,50 @@ func TestFollow(t *testing.T) {
 	case l := <-got:
 		t.Errorf("a line given twice or after the end: %.40q", l)
 	default:
+	}
+}
+
+// TestWatchErrorsInARow: a connect that fails otherwise than refused or
+// timed out (here no local port free) ends the watch only when
+// errorsToClose fail in a row, and the close is placed at the end of the
+// first of them; a success between errors starts the count again.
+func TestWatchErrorsInARow(t *testing.T) {
+	// open, open, error, error, open, then errors only.
+	var (
+		n      int
+		opened time.Time // the last successful connect's start
+		first  time.Time // the end of the first error of the last run
+	)
+	fake := func(context.Context, string) (net.Conn, error) {
+		n++
+		switch {
+		case n <= 2 || n == 5:
+			opened = time.Now()
+			c1, c2 := net.Pipe()
+			c2.Close()
+			return c1, nil
+		case n == 6:
+			defer func() { first = time.Now() }()
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EADDRNOTAVAIL)}
+	}
+	got := watch(context.Background(), "10.0.0.1:8080", fake)
+	f := strings.Fields(got)
+	if len(f) != 3 || f[2] != "error" || n != 5+errorsToClose {
+		t.Fatalf("watch said %q after %d connects: want an error close after %d", got, n, 5+errorsToClose)
+	}
+	open, err1 := strconv.ParseInt(f[0], 10, 64)
+	failed, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("watch said %q", got)
+	}
+	// The open time is the start of the 5th connect, taken just before
+	// it; the close the end of the 6th, taken just after it returned:
+	// not the 8th's, two connects later.
+	if o := time.Unix(0, open); o.After(opened) || opened.Sub(o) > every {
+		t.Errorf("last open at %s, want the 5th connect's start, %s", o.Format("05.000000"), opened.Format("05.000000"))
+	}
+	if c := time.Unix(0, failed); c.Before(first) || c.Sub(first) > every {
+		t.Errorf("closed at %s, want the end of the first of the last errors, %s", c.Format("05.000000"), first.Format("05.000000"))
 	}
 }
