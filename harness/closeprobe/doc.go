@@ -25,6 +25,6 @@
 // kubelet following a log asks the runtime for the container's state at
 // every write it wakes for, so that at 500 lines a second the node's
 // kubelet and containerd spend about as much CPU as the front itself
-// (results/README.md, the observers' share).
+// (results/README.md, "What the observers cost").
 // One prober runs in each node where droprun needs one.
 package closeprobe

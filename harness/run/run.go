@@ -377,8 +377,8 @@ func (r *runner) startTimeline(ctx context.Context) (func() error, error) {
 // front that logs every request: each front pod's log from its start, read
 // from its file by a prober in the pod's kind node, or else followed
 // through the API server (whose kubelet asks the runtime for the
-// container's state at every write it wakes for: see results/README.md's
-// observers' share).
+// container's state at every write it wakes for: results/README.md,
+// "What the observers cost").
 func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	p := r.sc.Path()
 	if p.Proxy == nil || p.Proxy.AccessLog == nil {
