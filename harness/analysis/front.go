@@ -145,9 +145,8 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 	}
 	defer f.Close()
 	fl := &frontLog{failed: map[string]frontHop{}, resent: map[string]int{}, sent: map[frontStop]time.Time{}, inBracket: map[frontStop][]time.Time{}}
-	stops := frontStops(events)
 	brackets := map[string][]frontBracket{} // front pod → its stops
-	for k, steps := range stops {
+	for k, steps := range frontStops(events) {
 		for _, st := range steps {
 			brackets[k.pod] = append(brackets[k.pod], frontBracket{frontStop{k.pod, k.ip, st.t.UnixNano()}, st.lastSeen, st.t})
 		}
@@ -158,15 +157,15 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 	}
 	err = jsonl.Read(f, frontlog.File, func(l frontlog.Line) error {
 		host, _, _ := net.SplitHostPort(l.Upstream)
-		for _, st := range stops[frontHop{l.Pod, host}] {
-			key := frontStop{l.Pod, host, st.t.UnixNano()}
-			if l.Start.After(st.lastSeen) && l.Start.Before(st.t) && l.Start.After(fl.sent[key]) {
-				fl.sent[key] = l.Start
-			}
-		}
 		for _, b := range brackets[l.Pod] {
-			if l.Start.After(b.from) && !l.Start.After(b.to) && len(fl.inBracket[b.key]) < maxPicks {
+			if !l.Start.After(b.from) || l.Start.After(b.to) {
+				continue
+			}
+			if len(fl.inBracket[b.key]) < maxPicks {
 				fl.inBracket[b.key] = append(fl.inBracket[b.key], l.Start)
+			}
+			if b.key.ip == host && l.Start.Before(b.to) && l.Start.After(fl.sent[b.key]) {
+				fl.sent[b.key] = l.Start
 			}
 		}
 		rr.pick(l, host)
