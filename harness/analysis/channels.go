@@ -44,11 +44,17 @@ func indexChannels(events []timeline.Event, variant string) channelIndex {
 }
 
 // failedAttempt returns the connection attempt whose failure a call that
-// ended at end on the channel repeated: the channel's last attempt by
-// then failed, at to, having begun at from. False when its last attempt
-// succeeded or was still under way (the backoff had ended: a call then
-// fails because the attempt hangs, not because of the backoff), or no
-// attempt is known.
+// ended at end on the channel repeated: the channel's last failed attempt
+// by then, which failed at to, having begun at from. grpc-go's pick_first
+// keeps a channel in TRANSIENT_FAILURE from a failed attempt until it is
+// READY again (gRFC A62's sticky failure), failing calls with that
+// attempt's error while it waits out its backoff and while it tries
+// again: so an attempt under way at the call's end, answered in time,
+// does not end it (calls failed just after a backoff ended, before the
+// next attempt's READY, measured in kind). False when the channel was
+// READY since, when the attempt under way hung (hungAttempt: a stale
+// conntrack entry holds it, not the backoff), or when no failed attempt
+// is known.
 func (ix channelIndex) failedAttempt(target, channel string, end time.Time) (from, to time.Time, ok bool) {
 	steps := ix[channelKey(target, channel)]
 	for i := sort.Search(len(steps), func(i int) bool { return steps[i].t.After(end) }) - 1; i >= 0; i-- {
@@ -59,12 +65,20 @@ func (ix channelIndex) failedAttempt(target, channel string, end time.Time) (fro
 				from = steps[i-1].t
 			}
 			return from, to, true
-		case traffic.StateDialing, traffic.StateDialed:
+		case stateReady:
 			return time.Time{}, time.Time{}, false
+		case traffic.StateDialing:
+			if ix.hungAttempt(target, channel, end) {
+				return time.Time{}, time.Time{}, false
+			}
 		}
 	}
 	return time.Time{}, time.Time{}, false
 }
+
+// stateReady is a channel's connectivity state once a connection is up
+// (connectivity.Ready's name, as the channel events record it).
+const stateReady = "READY"
 
 // hungDial is how long a connection attempt must go unanswered to be
 // one that hangs: on kind a dial is answered in milliseconds, and the

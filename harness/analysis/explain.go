@@ -291,6 +291,10 @@ func (ex *explainer) frontAnswered(rec traffic.Record) string {
 type attempt struct {
 	node, ip string // ip: the pod a front chose, "" when not known
 	rec      traffic.Record
+	// upstream is, through a front that logs its errors, what the pod
+	// did to the front's request (the front's error, classified as the
+	// client's are); "" when not known.
+	upstream traffic.Class
 }
 
 // newExplainer measures the (pod, node) pairs of every rollout: each pod
@@ -481,13 +485,19 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 	if clockBound > 0 && clockBound > ex.narrowest(n, node) {
 		return unexplained(WhyClock)
 	}
-	var ip string // through a front, the pod it chose
+	a := attempt{node: node, rec: rec}
 	if ex.front {
 		h, _ := ex.log.hop(rec.RequestID())
-		ip = h.ip
+		a.ip, a.upstream = h.ip, h.class
+		if a.upstream != "" {
+			if e.FrontErrors == nil {
+				e.FrontErrors = map[traffic.Class]uint64{}
+			}
+			e.FrontErrors[a.upstream]++
+		}
 	}
-	ex.tried[n] = append(ex.tried[n], attempt{node, ip, rec})
-	best, cut, noClose, noUnroute := ex.match(n, node, ip, rec)
+	ex.tried[n] = append(ex.tried[n], a)
+	best, cut, noClose, noUnroute := ex.match(n, a)
 	switch {
 	case best >= 0 && cut:
 		e.Cut++
@@ -545,8 +555,14 @@ func (ex *explainer) narrowest(n int, node string) time.Duration {
 // be drawn on node because no pod the rollout deleted has a known listener
 // close; noUnroute that none had a known close and a seen stop of routing
 // on node. With ip set (the pod a front chose), only that pod's window
-// counts. It changes nothing (the chance baselines call it too).
-func (ex *explainer) match(n int, node, ip string, rec traffic.Record) (best int, cut, noClose, noUnroute bool) {
+// counts. A request is cut by the close by its class, or through a front
+// by what the pod did to the front's request (attempt.upstream); its
+// window opens by the client's class all the same, as the front's own
+// dial may come well after the client's send (Caddy holds requests while
+// it looks the pods up). It changes nothing (the chance baselines call it
+// too).
+func (ex *explainer) match(n int, a attempt) (best int, cut, noClose, noUnroute bool) {
+	node, ip, rec := a.node, a.ip, a.rec
 	// Of several open windows, the pod whose listener closed last at or
 	// before the send is the one the request most likely met; one that
 	// closed after it (a request in flight at the close) only when no
@@ -582,7 +598,11 @@ func (ex *explainer) match(n int, node, ip string, rec traffic.Record) (best int
 			best, bestClosed, bestOpen = i, closed, open
 		}
 	}
-	cut = best >= 0 && !bestOpen && slices.Contains(cutClasses, rec.Class)
+	class := rec.Class
+	if a.upstream != "" {
+		class = a.upstream
+	}
+	cut = best >= 0 && !bestOpen && slices.Contains(cutClasses, class)
 	return best, cut, anyPod && !anyClose, anyClose && !anyUnrouted
 }
 
@@ -606,8 +626,8 @@ func (ex *explainer) chance(n int, e *Explained) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(chanceSeed, uint64(n)))
-	explains := func(node, ip string, rec traffic.Record) bool {
-		best, cut, _, _ := ex.match(n, node, ip, rec)
+	explains := func(a attempt) bool {
+		best, cut, _, _ := ex.match(n, a)
 		return best >= 0 && !cut
 	}
 	nodes := make([]string, len(tried))
@@ -615,7 +635,7 @@ func (ex *explainer) chance(n int, e *Explained) {
 	// the same in every draw.
 	outside := make([]bool, len(tried))
 	for i, a := range tried {
-		outside[i] = !explains(a.node, a.ip, a.rec)
+		outside[i] = !explains(a)
 	}
 	var permuted, shifted, backoff int
 	for range chanceDraws {
@@ -628,12 +648,14 @@ func (ex *explainer) chance(n int, e *Explained) {
 			off = -off
 		}
 		for i, a := range tried {
-			if explains(nodes[i], a.ip, a.rec) {
+			shuffled := a
+			shuffled.node = nodes[i]
+			if explains(shuffled) {
 				permuted++
 			}
-			moved := a.rec
-			moved.Time = moved.Time.Add(off)
-			if explains(a.node, a.ip, moved) {
+			moved := a
+			moved.rec.Time = moved.rec.Time.Add(off)
+			if explains(moved) {
 				shifted++
 			}
 			if outside[i] && ex.backedOff(n, a.node, a.rec, off) {
@@ -679,16 +701,12 @@ func (ex *explainer) burstChance(n int, tried []attempt, c *Chance) {
 		bursts = append(bursts, sorted[i+(j-i)/2])
 		i = j
 	}
-	explains := func(node, ip string, rec traffic.Record) bool {
-		best, cut, _, _ := ex.match(n, node, ip, rec)
-		return best >= 0 && !cut
-	}
 	count := func(nodes []string, off time.Duration) int {
 		k := 0
 		for i, b := range bursts {
-			rec := b.rec
-			rec.Time = rec.Time.Add(off)
-			if explains(nodes[i], b.ip, rec) {
+			b.node = nodes[i]
+			b.rec.Time = b.rec.Time.Add(off)
+			if best, cut, _, _ := ex.match(n, b); best >= 0 && !cut {
 				k++
 			}
 		}
@@ -757,8 +775,9 @@ func sticky(c traffic.Class) bool { return c == traffic.ClassRefused || c == tra
 // outside every race window, is its gRPC channel's reconnect backoff
 // after an attempt a race window refused (Explained.Backoff), as the
 // channel's recorded attempts show it: the call, of a sticky class, ended
-// after its channel's last connection attempt failed and before the next
-// began, and that attempt, moved by shift
+// after its channel's last connection attempt failed and before the
+// channel was READY again, with no attempt hung since
+// (channelIndex.failedAttempt), and that attempt, moved by shift
 // (the chance baseline's; 0 otherwise), overlapped the race window of a
 // pod the rollout deleted, on node.
 func (ex *explainer) backedOff(n int, node string, rec traffic.Record, shift time.Duration) bool {
@@ -846,6 +865,7 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 			total.Conntrack += e.Conntrack
 			total.Backoff += e.Backoff
 			total.Cut += e.Cut
+			total.FrontErrors = addCounts(total.FrontErrors, e.FrontErrors)
 			total.Slow += e.Slow
 			total.Answerable += e.Answerable
 			total.Unexplained += e.Unexplained
@@ -865,12 +885,7 @@ func (ex *explainer) rowRoutes(rollouts []RolloutSummary) ([]RouteGap, *Explaine
 					pShuffled = append(pShuffled, c.PShuffled)
 				}
 			}
-			for why, c := range e.Why {
-				if total.Why == nil {
-					total.Why = map[string]uint64{}
-				}
-				total.Why[why] += c
-			}
+			total.Why = addCounts(total.Why, e.Why)
 		}
 	}
 	if total != nil && total.Chance != nil && len(pShifted) > 0 {

@@ -240,12 +240,15 @@ func grpcFailure(at func(ms int) time.Time, ms, ch int, class traffic.Class) tra
 
 // TestReconnectBackoff: over gRPC a refusal outside every window is the
 // channel's backoff when its channel's recorded attempts say so: its last
-// attempt before the call failed, inside a race window on the node that
-// routed it. Not when that attempt succeeded, was outside every window,
-// or a next one was under way (hung, unanswered for a second or to the
-// end: then a node whose flush found stale entries holds it; answered
-// sooner, nothing does), nor when the node never raced or the call names no
-// channel. Over HTTP there is no backoff.
+// failed attempt before the call, inside a race window on the node that
+// routed it, with the channel not READY since (it stays in
+// TRANSIENT_FAILURE while it tries again, so a call just after its next
+// attempt began, or during one answered in 300 ms, is the backoff's
+// too). Not when the channel was READY again, that attempt was outside
+// every window, or the next one hung (unanswered for a second or to the
+// end: then a node whose flush found stale entries holds it), nor when
+// the node never raced or the call names no channel. Over HTTP there is
+// no backoff.
 func TestReconnectBackoff(t *testing.T) {
 	at, events := racedOnA()
 	events = append(events, grpcChannels(at)...)
@@ -267,7 +270,8 @@ func TestReconnectBackoff(t *testing.T) {
 		{"gRPC, its next attempt hung", "grpc", "a", flushedB, grpcFailure(at, 2000, 2, traffic.ClassRefused), WhyOutside},
 		{"gRPC, its next attempt hung, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 2, traffic.ClassRefused), AccountedConntrack},
 		{"gRPC, its next attempt never answered, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 2000, 4, traffic.ClassRefused), AccountedConntrack},
-		{"gRPC, its next attempt answered in 300 ms, stale entries found", "grpc", "a", flushedA, grpcFailure(at, 1500, 3, traffic.ClassRefused), WhyOutside},
+		{"gRPC, its next attempt answered in 300 ms (still in TRANSIENT_FAILURE), stale entries found", "grpc", "a", flushedA, grpcFailure(at, 1500, 3, traffic.ClassRefused), AccountedBackoff},
+		{"gRPC, just after its next attempt began, before READY", "grpc", "a", flushedB, afterMs(grpcFailure(at, 1500, 0, traffic.ClassRefused), 0.5), AccountedBackoff},
 		{"gRPC, in backoff before the hung attempt", "grpc", "a", flushedA, grpcFailure(at, 1300, 2, traffic.ClassRefused), AccountedBackoff},
 		{"HTTP, stale entries found", "http1", "a", flushedA, traffic.Record{Time: at(2000), Class: traffic.ClassRefused, Latency: time.Millisecond}, WhyOutside},
 	} {
@@ -501,4 +505,10 @@ func oneDeletion(unrouted map[string]int) *input {
 	return &input{events: events, deletions: deletionsOf(events), podIPs: podIPsOf(events), app: []appmetrics.Record{{
 		Source: appmetrics.SourceTermination, Pod: "web-1", Time: at(2500), SignalAt: at(10), ListenerClosedAt: at(20),
 	}}}
+}
+
+// afterMs moves a record's send ms milliseconds later.
+func afterMs(rec traffic.Record, ms float64) traffic.Record {
+	rec.Time = rec.Time.Add(time.Duration(ms * float64(time.Millisecond)))
+	return rec
 }

@@ -14,11 +14,17 @@ import (
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // frontHop is what a front's access log says of one request: the front
-// pod that handled it and the IP of the pod it sent it to ("" for none).
-type frontHop struct{ pod, ip string }
+// pod that handled it and the IP of the pod it sent it to ("" for none);
+// for a request it failed with an error it logged, what the pod did to
+// the front's request (the error classified as the client's are).
+type frontHop struct {
+	pod, ip string
+	class   traffic.Class
+}
 
 // frontLog is what the analysis keeps of frontlog.jsonl, bounded by the
 // failures, the resent requests and 4 bytes per request: the lines in
@@ -179,7 +185,11 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 			fl.answered.add(l.RequestID, l.Start.Add(l.Duration))
 			return nil
 		}
-		fl.failed[l.RequestID] = frontHop{pod: l.Pod, ip: host}
+		h := frontHop{pod: l.Pod, ip: host}
+		if l.UpstreamError != "" {
+			h.class = traffic.Classify(0, l.UpstreamError)
+		}
+		fl.failed[l.RequestID] = h
 		return nil
 	})
 	if err := warnTruncated(err, sum); err != nil {
@@ -318,6 +328,9 @@ func (rr *roundRobin) stops() map[frontStop]time.Time {
 	return out
 }
 
+// frontPodIP is one front pod's sends to one pod IP.
+type frontPodIP struct{ pod, ip string }
+
 // frontBracket is one front stop and its readings' bracket.
 type frontBracket struct {
 	key      frontStop
@@ -326,14 +339,14 @@ type frontBracket struct {
 
 // frontStops is every front stop among events with its bracket, by
 // (front pod, pod IP).
-func frontStops(events []timeline.Event) map[frontHop][]routeStep {
-	out := map[frontHop][]routeStep{}
+func frontStops(events []timeline.Event) map[frontPodIP][]routeStep {
+	out := map[frontPodIP][]routeStep{}
 	for _, e := range events {
 		if e.Kind != timeline.KindFrontRemoved {
 			continue
 		}
 		at, last := e.FrontChange()
-		k := frontHop{e.Pod, e.IP}
+		k := frontPodIP{e.Pod, e.IP}
 		out[k] = append(out[k], routeStep{t: at, removed: true, lastSeen: last})
 	}
 	return out

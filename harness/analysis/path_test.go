@@ -16,6 +16,7 @@ import (
 	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/timeline"
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // gatewayRun is a synthetic run through the gateway on two nodes, n1 and
@@ -34,7 +35,8 @@ func gatewayRun(t *testing.T, flushed int) string { return proxyRun(t, flushed, 
 // also has what droprun records through Traefik: the front pod traefik-1
 // (on n2) stops sending to old-a1 at 4.625 s (front.removed, its reading
 // before at 4.525 s), and its access log names it for the 502s: those at
-// 4.3–4.7 s carry ID a-1, those at 6.5 s ID a-2; the timeouts at 4.25 s
+// 4.3–4.7 s carry ID a-1, those at 6.5 s ID a-2, and two more at
+// 4.00–4.01 s, in flight at old-a1's close, ID a-0; the timeouts at 4.25 s
 // are in no line.
 func proxyRun(t *testing.T, flushed int, target string, front bool, extra ...analysistest.Event) string {
 	sc := `apiVersion: droprun/v1alpha1
@@ -85,6 +87,9 @@ variants:
 	var lines []frontlog.Line
 	if front {
 		failures[1].RequestID, failures[2].RequestID = "a-1", "a-2"
+		// a-0: two 502s sent at 4.00 and 4.01 s, before old-a1's
+		// listener closed (4.1 s), in flight when it did.
+		failures = append(failures, analysistest.Failure{From: 4.0, To: 4.02, Code: 502, Err: "502 Bad Gateway", Latency: 300 * time.Millisecond, RequestID: "a-0"})
 		events = append(events,
 			analysistest.Event{T: 0, Event: timeline.Event{Kind: timeline.KindFrontWatching, Pod: "traefik-1", Node: "n2", Detail: map[string]string{"servers": "10.0.0.1"}}},
 			analysistest.Event{T: 4.625, Event: timeline.Event{Kind: timeline.KindFrontRemoved, Pod: "traefik-1", Node: "n2", IP: "10.0.0.1",
@@ -92,7 +97,7 @@ variants:
 		// a-2's 502s came after two resends; the front resent c-ok (in
 		// the control window) and r-ok (in the rollout's) once and
 		// served them.
-		for _, id := range []string{"a-1", "a-2"} {
+		for _, id := range []string{"a-0", "a-1", "a-2"} {
 			lines = append(lines, frontlog.Line{Pod: "traefik-1", RequestID: id, Upstream: "10.0.0.1:8080", Status: 502, Retries: map[string]int{"a-2": 2}[id]})
 		}
 		failures = append(failures,
@@ -165,8 +170,8 @@ func TestFrontResent(t *testing.T) {
 		t.Errorf("resent %d (masked %d), rollout 1 %d (%d), control %d (%d); want 30 (20), 30 (20), 5 (5)",
 			row.FrontResent, row.FrontMasked, w.FrontResent, w.FrontMasked, row.Control.FrontResent, row.Control.FrontMasked)
 	}
-	if row.Drops != 54 {
-		t.Errorf("%d drops; the front's served retries are not drops, want 54", row.Drops)
+	if row.Drops != 56 {
+		t.Errorf("%d drops; the front's served retries are not drops, want 56", row.Drops)
 	}
 	resent := 0
 	for _, f := range failures {
@@ -289,11 +294,13 @@ func TestFrontAttribution(t *testing.T) {
 	row := rows(a)["alpha"]
 	e := row.Explained
 	// One 502 every 10 ms: 4.30–4.67 s, 38, inside the window (4.625 s
-	// plus the 50 ms slack), 4.68 and 4.69 s after it, 10 at 6.5 s; 2
-	// timeouts in no line, 2 answered 200 by the front.
-	if row.Drops != 54 || e == nil || e.Explained != 38 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 12 ||
+	// plus the 50 ms slack), 4.68 and 4.69 s after it, 10 at 6.5 s; 2 at
+	// 4.00–4.01 s, in flight at the 4.1 s close (no error logged: in the
+	// window, not cut); 2 timeouts in no line, 2 answered 200 by the
+	// front.
+	if row.Drops != 56 || e == nil || e.Explained != 40 || e.Conntrack != 0 || e.Why[analysis.WhyOutside] != 12 ||
 		e.Why[analysis.WhyFrontNoLine] != 2 || e.Why[analysis.WhyFrontLate] != 1 || e.Why[analysis.WhyFrontLost] != 1 {
-		t.Fatalf("drops %d, explained %+v; want 38 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log, 2 the front answered: 1 after the client gave up, 1 before", row.Drops, e)
+		t.Fatalf("drops %d, explained %+v; want 40 in the (old-a1, traefik-1) window, 12 outside it, 2 in no line of the access log, 2 the front answered: 1 after the client gave up, 1 before", row.Drops, e)
 	}
 	var front *analysis.RouteGap
 	nodes := 0
@@ -336,11 +343,67 @@ func TestFrontAttribution(t *testing.T) {
 	}) {
 		t.Errorf("suspect %q: want the 2 answers the front gave named", row.Suspect)
 	}
-	if want := map[string]uint64{"front pod traefik-1": 50, analysis.HopBeforeFront: 2, analysis.HopFrontAnswered: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
+	if want := map[string]uint64{"front pod traefik-1": 52, analysis.HopBeforeFront: 2, analysis.HopFrontAnswered: 2}; !maps.Equal(row.Rollouts[0].ByHop, want) {
 		t.Errorf("rollout 1's drops by hop %v, want %v", row.Rollouts[0].ByHop, want)
 	}
 	plain := rows(analyze(t, proxyRun(t, 7, "traefik", false), analysis.Options{}))["alpha"].Explained
 	if plain != nil {
 		t.Errorf("without the front's data: explained %+v; want nothing said (no (pod, node) window chose them)", plain)
+	}
+}
+
+// TestFrontUpstreamErrors: through a front that logs why it failed a
+// request (Caddy's error log, frontlog.Line.UpstreamError), what the pod
+// did to the front's request decides whether a 502 was cut by the close.
+// old-a1's listener closed at 4.1 s and the front stopped sending to it
+// by 4.625 s. a-0's two 502s, sent at 4.00–4.01 s and in flight at the
+// close, met an EOF: the close cut them. a-1's 38 inside the window and
+// a-2's 10 long after were refused. Every error counts by class. With
+// a-0's refused too, the front dialled old-a1 after the close: in the
+// window, not cut; without the front's errors (Traefik logs none) a 502
+// says nothing of what the pod did, and a-0's are in the window too.
+func TestFrontUpstreamErrors(t *testing.T) {
+	withErrors := func(errs map[string]string) string {
+		dir := proxyRun(t, 7, "caddy", true)
+		f := filepath.Join(dir, frontlog.File)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		for line := range strings.Lines(string(b)) {
+			var l frontlog.Line
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatal(err)
+			}
+			l.UpstreamError = errs[l.RequestID]
+			j, _ := json.Marshal(l)
+			out = append(append(out, j...), '\n')
+		}
+		if err := os.WriteFile(f, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	const (
+		eof     = "EOF"
+		refused = "dial tcp 10.0.0.1:8080: connect: connection refused"
+	)
+	row := rows(analyze(t, withErrors(map[string]string{"a-0": eof, "a-1": refused, "a-2": refused}), analysis.Options{}))["alpha"]
+	e := row.Explained
+	want := map[traffic.Class]uint64{traffic.ClassEOF: 2, traffic.ClassRefused: 50}
+	if e == nil || e.Cut != 2 || e.Explained != 38 || e.Why[analysis.WhyOutside] != 12 || !maps.Equal(e.FrontErrors, want) {
+		t.Fatalf("explained %+v; want a-0's 2 cut, a-1's 38 in the window, 12 outside, the front's errors %v", e, want)
+	}
+	if ro := row.Rollouts[0].Explained; ro == nil || ro.Cut != 2 || !maps.Equal(ro.FrontErrors, want) {
+		t.Errorf("rollout 1 explained %+v; want the row's cut and errors", ro)
+	}
+	e = rows(analyze(t, withErrors(map[string]string{"a-0": refused, "a-1": refused, "a-2": refused}), analysis.Options{}))["alpha"].Explained
+	if e == nil || e.Cut != 0 || e.Explained != 40 || e.FrontErrors[traffic.ClassRefused] != 52 {
+		t.Errorf("every error a refusal: explained %+v; want a-0's and a-1's 40 in the window, none cut", e)
+	}
+	e = rows(analyze(t, withErrors(nil), analysis.Options{}))["alpha"].Explained
+	if e == nil || e.Cut != 0 || e.Explained != 40 || e.FrontErrors != nil {
+		t.Errorf("without the front's errors: explained %+v; want 40 in the window, nothing of the front's errors", e)
 	}
 }

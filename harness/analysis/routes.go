@@ -121,15 +121,25 @@ type Explained struct {
 	// refusal (or an UNAVAILABLE without a cause) on a channel in
 	// TRANSIENT_FAILURE whose failed connection attempt overlapped a race
 	// window on the node that routed the call. Such a channel fails its
-	// calls with that attempt's error until it tries again. Runs recorded
+	// calls with that attempt's error until it is READY again, through
+	// its next attempt too (pick_first's sticky TRANSIENT_FAILURE, gRFC
+	// A62), unless that attempt hangs (then Conntrack). Runs recorded
 	// before droprun watched channels have none. Counted apart from
 	// Explained.
 	Backoff uint64 `json:"backoff,omitempty"`
 	// Cut drops were resets or EOFs of requests sent before a pod's
-	// listener closed, inside its race window: in flight when the close
-	// (or the process's exit) cut them, not sent to a closed listener by
-	// a node's stale rules. Counted apart from Explained.
+	// listener closed, inside its race window (through a front that logs
+	// its errors, 502s whose front error was a reset, an EOF or a reused
+	// idle connection closed): in flight
+	// when the close (or the process's exit) cut them, not sent to a
+	// closed listener by a node's stale rules. Counted apart from
+	// Explained.
 	Cut uint64 `json:"cut,omitempty"`
+	// FrontErrors counts, through a front that logs why it failed a
+	// request (Caddy), the drops tried against race windows (explained
+	// or not) by the front's error: what the pod did to the front's request, classified
+	// as the client's errors are (traffic.Classify).
+	FrontErrors map[traffic.Class]uint64 `json:"frontErrors,omitempty"`
 	// Slow drops timed out on a new connection the pod itself had
 	// accepted (traffic.Accepted, on a direct path only): the pod was listening and did not answer in
 	// time, so no rule sent them to it after its listener closed; not the

@@ -137,12 +137,7 @@ func (vs *VariantSummary) addRollout(r RolloutSummary, expected string, gaps []G
 		nt.Merge(t)
 		vs.ByNode[node] = nt
 	}
-	for hop, n := range r.ByHop {
-		if vs.ByHop == nil {
-			vs.ByHop = map[string]uint64{}
-		}
-		vs.ByHop[hop] += n
-	}
+	vs.ByHop = addCounts(vs.ByHop, r.ByHop)
 	if r.Rig != nil && r.Rig.Saturated {
 		vs.SaturatedRollouts++
 	}

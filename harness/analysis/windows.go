@@ -91,18 +91,8 @@ func (t *Tally) AddRecord(r traffic.Record) {
 
 // Merge adds o's counts to t.
 func (t *Tally) Merge(o Tally) {
-	for c, n := range o.Classes {
-		if t.Classes == nil {
-			t.Classes = map[traffic.Class]uint64{}
-		}
-		t.Classes[c] += n
-	}
-	for c, n := range o.MaskedClasses {
-		if t.MaskedClasses == nil {
-			t.MaskedClasses = map[traffic.Class]uint64{}
-		}
-		t.MaskedClasses[c] += n
-	}
+	t.Classes = addCounts(t.Classes, o.Classes)
+	t.MaskedClasses = addCounts(t.MaskedClasses, o.MaskedClasses)
 	t.Requests += o.Requests
 	t.Failures += o.Failures
 	t.Masked += o.Masked
@@ -155,4 +145,16 @@ func (tl *Timeline) addResent(i int, served bool) {
 		return
 	}
 	tl.Tallies[i].addResent(served)
+}
+
+// addCounts adds src's counts to dst and returns dst, made when it is nil
+// and src counts anything (a map left nil stays absent from the JSON).
+func addCounts[K comparable](dst, src map[K]uint64) map[K]uint64 {
+	for k, n := range src {
+		if dst == nil {
+			dst = make(map[K]uint64, len(src))
+		}
+		dst[k] += n
+	}
+	return dst
 }

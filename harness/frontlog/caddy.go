@@ -3,6 +3,7 @@ package frontlog
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -12,6 +13,10 @@ import (
 const (
 	CaddyAccessLogger    = "http.log.access"
 	CaddyUpstreamsLogger = "http.reverse_proxy.upstreams.a"
+	// CaddyErrorLogger logs each request Caddy failed, at ERROR for a
+	// 5xx, with the error as its message: for the reverse proxy, the
+	// upstream's (its transport's) error.
+	CaddyErrorLogger = "http.log.error"
 	// CaddyRetriesKey is the access-log field droprun's config appends
 	// with the resends of a request ({http.reverse_proxy.retries}).
 	CaddyRetriesKey = "retries"
@@ -41,18 +46,85 @@ type caddyLine struct {
 // false for a line that is not an access-log entry. Caddy logs a request
 // when it is done, so its start is the line's time less its duration.
 // The resends are those its config appends as CaddyRetriesKey (0 when
-// it sets no retries).
+// it sets no retries). The line holds no error: CaddyAccess joins it.
 func ParseCaddy(pod string, b []byte) (Line, bool) {
 	var c caddyLine
-	if json.Unmarshal(b, &c) != nil || c.Logger != CaddyAccessLogger || c.Time.IsZero() || c.Status == 0 {
+	if json.Unmarshal(b, &c) != nil {
+		return Line{}, false
+	}
+	return c.access(pod)
+}
+
+func (c *caddyLine) access(pod string) (Line, bool) {
+	if c.Logger != CaddyAccessLogger || c.Time.IsZero() || c.Status == 0 {
 		return Line{}, false
 	}
 	d := time.Duration(c.Duration * float64(time.Second))
-	l := Line{Pod: pod, Start: c.Time.Add(-d), Duration: d, Upstream: c.Upstream, Status: c.Status, OriginStatus: c.UpstreamStatus, Retries: c.Retries}
+	return Line{Pod: pod, Start: c.Time.Add(-d), Duration: d, RequestID: c.requestID(), Upstream: c.Upstream,
+		Status: c.Status, OriginStatus: c.UpstreamStatus, Retries: c.Retries}, true
+}
+
+func (c *caddyLine) requestID() string {
 	if ids := c.Request.Headers["X-Request-Id"]; len(ids) > 0 {
-		l.RequestID = ids[0]
+		return ids[0]
 	}
-	return l, true
+	return ""
+}
+
+// CaddyAccess reads one Caddy pod's log for the requests it handled: its
+// access-log lines (ParseCaddy), each with the error Caddy logged for
+// the request, if any (Line.UpstreamError). Caddy logs a request it
+// failed on CaddyErrorLogger just before its access-log line, from the
+// request's own goroutine, both with its headers (so its X-Request-Id);
+// other requests' lines may come between. Use one per pod.
+type CaddyAccess struct {
+	errs map[string]string // by request ID, until its access-log line
+}
+
+// Bounds on what CaddyAccess keeps: the errors whose access-log line has
+// not come yet (Caddy writes the two together, so a handful), and the
+// length of an error's text.
+const (
+	maxPendingErrors = 4096
+	maxErrorText     = 512
+)
+
+// Line reads one line of the pod's log: ok for an access-log line.
+func (c *CaddyAccess) Line(pod string, b []byte) (Line, bool) {
+	var cl caddyLine
+	if json.Unmarshal(b, &cl) != nil {
+		return Line{}, false
+	}
+	if cl.Logger == CaddyErrorLogger {
+		if id := cl.requestID(); id != "" && cl.Msg != "" {
+			c.pending(id, cl.Msg)
+		}
+		return Line{}, false
+	}
+	l, ok := cl.access(pod)
+	if ok && l.RequestID != "" {
+		if e, found := c.errs[l.RequestID]; found {
+			l.UpstreamError = e
+			delete(c.errs, l.RequestID)
+		}
+	}
+	return l, ok
+}
+
+func (c *CaddyAccess) pending(id, msg string) {
+	if c.errs == nil {
+		c.errs = map[string]string{}
+	}
+	if len(c.errs) >= maxPendingErrors {
+		for k := range c.errs { // any: all but a handful never get their line
+			delete(c.errs, k)
+			break
+		}
+	}
+	if len(msg) > maxErrorText {
+		msg = strings.ToValidUTF8(msg[:maxErrorText], "")
+	}
+	c.errs[id] = msg
 }
 
 // Servers is what a front's log says of the pods it sends new requests

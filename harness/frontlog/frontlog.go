@@ -44,7 +44,24 @@ type Line struct {
 	OriginStatus int `json:"originStatus,omitempty"`
 	// Retries is how many times the front resent the request.
 	Retries int `json:"retries,omitempty"`
+	// UpstreamError is the error the front logged for a request it
+	// failed: its upstream's, as Go's transport gave it ("dial tcp
+	// 10.244.1.5:8080: connect: connection refused", "EOF"); "" when it
+	// logged none (Traefik's access log has no such field).
+	UpstreamError string `json:"upstreamError,omitempty"`
 }
+
+// AccessLog reads one front pod's log, line by line, for the requests it
+// handled: ok when a line is an access-log entry. Use one per pod.
+type AccessLog interface {
+	Line(pod string, b []byte) (l Line, ok bool)
+}
+
+// TraefikAccess reads Traefik's access log (ParseTraefik).
+type TraefikAccess struct{}
+
+// Line reads one line (ParseTraefik).
+func (TraefikAccess) Line(pod string, b []byte) (Line, bool) { return ParseTraefik(pod, b) }
 
 // Picked is when the front had picked the line's upstream at the latest:
 // before its upstream part began (Start + Duration - Origin).

@@ -2,11 +2,14 @@ package frontlog
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestParseTraefik reads two access-log lines Traefik v3.6.12 logged in a
@@ -128,6 +131,45 @@ func TestParseCaddy(t *testing.T) {
 		if l, ok := ParseCaddy("p", []byte(bad)); ok {
 			t.Errorf("%q read as %+v", bad, l)
 		}
+	}
+}
+
+// TestCaddyAccess joins each access-log line to the error Caddy logged
+// for the same request just before it (its error logger's line, with the
+// request's headers): 0-1-19's refusal, though another request's error
+// came between, and 0-1-20's missing upstream; 0-1-17 was served. An
+// error whose access-log line never comes is kept only up to the bound,
+// and an error's text is cut to its bound on a character's edge.
+func TestCaddyAccess(t *testing.T) {
+	var c CaddyAccess
+	got := map[string]string{}
+	for _, l := range caddyLog(t) {
+		if line, ok := c.Line("caddy-1", l); ok {
+			got[line.RequestID] = line.UpstreamError
+		}
+	}
+	want := map[string]string{"0-1-17": "", "0-1-19": "dial tcp 10.244.1.5:8080: connect: connection refused", "0-1-20": "no upstreams available"}
+	if !maps.Equal(got, want) {
+		t.Errorf("upstream errors %q, want %q", got, want)
+	}
+	if len(c.errs) != 1 || c.errs["0-1-18"] == "" {
+		t.Errorf("pending errors %q; want 0-1-18's alone (its access-log line never came)", c.errs)
+	}
+	errLine := func(id, msg string) []byte {
+		b, _ := json.Marshal(map[string]any{"logger": CaddyErrorLogger, "ts": "2026-12-03T10:00:00Z", "msg": msg, "status": 502,
+			"request": map[string]any{"headers": map[string][]string{"X-Request-Id": {id}}}})
+		return b
+	}
+	for i := range 2 * maxPendingErrors {
+		c.Line("caddy-1", errLine(fmt.Sprint("x-", i), "EOF"))
+	}
+	if len(c.errs) > maxPendingErrors {
+		t.Errorf("%d errors pending, want at most %d", len(c.errs), maxPendingErrors)
+	}
+	long := strings.Repeat("é", maxErrorText) // 2 bytes each
+	c.Line("caddy-1", errLine("long", "x"+long))
+	if e := c.errs["long"]; len(e) > maxErrorText || !utf8.ValidString(e) || !strings.HasPrefix(e, "xé") {
+		t.Errorf("a long error kept as %d bytes (valid UTF-8: %v); want at most %d, cut between characters", len(e), utf8.ValidString(e), maxErrorText)
 	}
 }
 

@@ -27,9 +27,9 @@ const maxLogLine = 1 << 20
 type FrontLog struct {
 	// Container is the front's container.
 	Container string
-	// AccessLog reads a line as a request the front handled
-	// (frontlog.ParseTraefik).
-	AccessLog func(pod string, line []byte) (frontlog.Line, bool)
+	// AccessLog makes a reader of one front pod's log for the requests
+	// it handled (frontlog.CaddyAccess).
+	AccessLog func() frontlog.AccessLog
 	// Servers, for a front whose log says which pods it sends to
 	// (frontlog.CaddyServers), makes a reader for one pod's log; each
 	// change is recorded through Record as front.* events, at the time
@@ -134,14 +134,14 @@ func (f *FrontLogs) follow(pod *corev1.Pod) error {
 		}
 		defer rc.Close()
 		var cri criLines
-		return copyLines(pod.Name, rc, cri.content, f.AccessLog, f.w, servers)
+		return copyLines(pod.Name, rc, cri.content, f.AccessLog(), f.w, servers)
 	}
 	rc, err := f.client.CoreV1().Pods(f.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: f.Container, Follow: true}).Stream(f.ctx)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	return copyLines(pod.Name, rc, nil, f.AccessLog, f.w, servers)
+	return copyLines(pod.Name, rc, nil, f.AccessLog(), f.w, servers)
 }
 
 // PodLogFile is where the kubelet has the runtime write a container's
@@ -203,11 +203,11 @@ func (fl FrontLog) servers(pod, node string) func([]byte) {
 	}
 }
 
-// copyLines writes every line of r that parse reads as an access-log line
+// copyLines writes every line of r that access reads as an access-log line
 // to w, as logged by pod, and gives every line to servers (when not nil).
 // unwrap, when not nil, turns r's lines into the container's own (a CRI
 // log file's).
-func copyLines(pod string, r io.Reader, unwrap func([]byte) ([]byte, bool), parse func(string, []byte) (frontlog.Line, bool), w *jsonl.Writer, servers func([]byte)) error {
+func copyLines(pod string, r io.Reader, unwrap func([]byte) ([]byte, bool), access frontlog.AccessLog, w *jsonl.Writer, servers func([]byte)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	for sc.Scan() {
@@ -218,7 +218,7 @@ func copyLines(pod string, r io.Reader, unwrap func([]byte) ([]byte, bool), pars
 				continue
 			}
 		}
-		if l, ok := parse(pod, line); ok {
+		if l, ok := access.Line(pod, line); ok {
 			w.Write(l)
 			continue
 		}

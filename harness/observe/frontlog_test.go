@@ -46,7 +46,7 @@ func TestFrontLogCaddy(t *testing.T) {
 
 func testFrontLogCaddy(t *testing.T, log []byte, unwrap func([]byte) ([]byte, bool)) {
 	var events []string
-	fl := FrontLog{Container: "caddy", AccessLog: frontlog.ParseCaddy,
+	fl := FrontLog{Container: "caddy", AccessLog: func() frontlog.AccessLog { return &frontlog.CaddyAccess{} },
 		Servers: func() frontlog.ServersLog { return &frontlog.CaddyServers{} },
 		Record: func(e timeline.Event) {
 			at, last := e.FrontChange()
@@ -61,7 +61,7 @@ func testFrontLogCaddy(t *testing.T, log []byte, unwrap func([]byte) ([]byte, bo
 		}}
 	var out bytes.Buffer
 	w := jsonl.NewWriter(&out, frontlog.File)
-	if err := copyLines("caddy-1", bytes.NewReader(log), unwrap, fl.AccessLog, w, fl.servers("caddy-1", "n1")); err != nil {
+	if err := copyLines("caddy-1", bytes.NewReader(log), unwrap, fl.AccessLog(), w, fl.servers("caddy-1", "n1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -74,6 +74,14 @@ func testFrontLogCaddy(t *testing.T, log []byte, unwrap func([]byte) ([]byte, bo
 	}
 	if err != nil || strings.Join(ids, " ") != "0-1-17 0-1-19 0-1-20" {
 		t.Errorf("frontlog.jsonl has requests %v (%v), want Caddy's 3 access-log lines", ids, err)
+	}
+	// Each with the error Caddy logged for it (its error log's line).
+	var errs []string
+	for _, l := range lines {
+		errs = append(errs, l.UpstreamError)
+	}
+	if want := []string{"", "dial tcp 10.244.1.5:8080: connect: connection refused", "no upstreams available"}; !slices.Equal(errs, want) {
+		t.Errorf("the lines' upstream errors %q, want %q", errs, want)
 	}
 	want := []string{
 		"front.watching caddy-1  at 00.0001 via log servers 10.244.1.5 10.244.2.7",

@@ -43,12 +43,13 @@ type Proxy struct {
 	// kube-proxy rules choose after it. False for one that connects to
 	// the web Service (the gateway), whose node's rules choose.
 	PicksPod bool
-	// AccessLog reads one line of the front's log as the request it
-	// handled, for a front that logs every request with its X-Request-Id
-	// header and the upstream it chose (nil for one that does not): the
-	// client then gives every request an ID (traffic.Config.RequestIDs),
-	// and a run records the lines (frontlog.jsonl).
-	AccessLog func(pod string, line []byte) (frontlog.Line, bool)
+	// AccessLog makes a reader of one front pod's log for the requests
+	// it handled, for a front that logs every request with its
+	// X-Request-Id header and the upstream it chose (nil for one that
+	// does not): the client then gives every request an ID
+	// (traffic.Config.RequestIDs), and a run records the lines
+	// (frontlog.jsonl).
+	AccessLog func() frontlog.AccessLog
 	// API is the front's own account of the pod IPs it sends new
 	// requests to, read every 20 ms while a run lasts (observe's
 	// FrontServers); nil for a front without one.
@@ -105,7 +106,7 @@ var (
 	// release that builds from the Go module proxy: v3.7 replaces a
 	// module of its own with a directory its module zip leaves out.
 	Traefik = Path{Name: "traefik", NodePort: variant.GatewayNodePort, Drop: "502",
-		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: frontlog.ParseTraefik,
+		Proxy: &Proxy{Name: variant.TraefikName, PicksPod: true, AccessLog: func() frontlog.AccessLog { return frontlog.TraefikAccess{} },
 			API:        &FrontAPI{Port: variant.TraefikAPIPort, Path: "/api/http/services", Servers: frontlog.TraefikServers, Token: true},
 			RoundRobin: 2 * time.Second,
 			NoRetries:  "retry middleware leaves no trace in its access log (Traefik v3.6 gives it no access-log listener): droprun could not tell a resend from a first try",
@@ -114,7 +115,7 @@ var (
 	// headless Service's name, looked up again every second (dynamic A
 	// upstreams). Its log says when each lookup changed what it sends to.
 	Caddy = Path{Name: "caddy", NodePort: variant.GatewayNodePort, Drop: "502",
-		Proxy: &Proxy{Name: variant.CaddyName, PicksPod: true, AccessLog: frontlog.ParseCaddy,
+		Proxy: &Proxy{Name: variant.CaddyName, PicksPod: true, AccessLog: func() frontlog.AccessLog { return &frontlog.CaddyAccess{} },
 			LogServers: func() frontlog.ServersLog { return &frontlog.CaddyServers{} }, Retries: true,
 			Image: "droprun/caddy:v2.11.9", Source: "github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"}}
 )

@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,6 +53,13 @@ func ExplainedText(e *analysis.Explained) string {
 			s += fmt.Sprintf("; %.1f by chance with the channels' attempts shifted", c.BackoffShifted)
 		}
 		s += ")"
+	}
+	if len(e.FrontErrors) > 0 {
+		n := uint64(0)
+		for _, k := range e.FrontErrors {
+			n += k
+		}
+		s += fmt.Sprintf("; the front logged why it failed %d of them: %s", n, frontErrorsText(e.FrontErrors))
 	}
 	if e.Unexplained == 0 {
 		return s
@@ -217,4 +225,28 @@ func ms(s float64) string {
 		return fmt.Sprintf("%.1f s", s)
 	}
 	return fmt.Sprintf("%.0f ms", s*1000)
+}
+
+// frontErrorsText lists a front's logged errors by class, the most first:
+// "40 connection refused (the front's connection to the pod was refused:
+// nothing listened), 3 closed before a response (…)".
+func frontErrorsText(errs map[traffic.Class]uint64) string {
+	classes := slices.Collect(maps.Keys(errs))
+	slices.SortFunc(classes, func(a, b traffic.Class) int {
+		if x := cmp.Compare(errs[b], errs[a]); x != 0 {
+			return x
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	parts := make([]string, len(classes))
+	for i, c := range classes {
+		parts[i] = fmt.Sprintf("%d %s", errs[c], traffic.Info(c).Label)
+		switch {
+		case c == traffic.ClassRefused:
+			parts[i] += " (the front's connection to the pod was refused: nothing listened)"
+		case slices.Contains([]traffic.Class{traffic.ClassReset, traffic.ClassEOF, traffic.ClassIdleClosed}, c):
+			parts[i] += " (a connection the pod had accepted, closed under the request)"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

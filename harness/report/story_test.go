@@ -66,3 +66,16 @@ func TestExplainedTextConntrack(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainedTextFront: through a front that logs its errors, they are
+// said by class, the most first, each with what it means.
+func TestExplainedTextFront(t *testing.T) {
+	got := ExplainedText(&analysis.Explained{Explained: 38, Cut: 2, Unexplained: 10, Why: map[string]uint64{analysis.WhyOutside: 10},
+		FrontErrors: map[traffic.Class]uint64{traffic.ClassEOF: 2, traffic.ClassReset: 38, traffic.ClassRefused: 10}})
+	for _, want := range []string{"38 of 50 drops explained by a (pod, node) race window (76.0%)", "2 cut by the close",
+		"the front logged why it failed 50 of them: 38 connection reset (a connection the pod had accepted, closed under the request), 10 connection refused (the front's connection to the pod was refused: nothing listened), 2 closed before a response (a connection"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ExplainedText = %q\nwant it to say %q", got, want)
+		}
+	}
+}

@@ -117,6 +117,9 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 		if via == "log" {
 			checkWideStops(t, events, lines)
 		}
+		if target == "caddy" {
+			checkUpstreamErrors(t, a, lines)
+		}
 		for _, v := range a.Summary.Variants {
 			t.Logf("%s %s: %d drops of %d, classes %v, control %d/%d", target, v.Variant, v.Drops, v.WindowRequests, v.Classes, v.Control.Failures, v.Control.Requests)
 			if v.Control.Failures > 0 || v.Control.Requests == 0 {
@@ -195,6 +198,44 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 			}
 		}
 	})
+}
+
+// checkUpstreamErrors: Caddy logs why it failed each request (its error
+// log, joined to the access-log line by request ID): every 502 line
+// carries its upstream's error, and the analysis classifies no-prestop's
+// (frontlog.Line.UpstreamError, analysis.Explained.FrontErrors).
+func checkUpstreamErrors(t testing.TB, a *analysis.Analysis, lines map[string]frontlog.Line) {
+	t.Helper()
+	var n502, missing int
+	errs := map[string]int{}
+	for _, l := range lines {
+		if l.Status != 502 {
+			continue
+		}
+		n502++
+		if l.UpstreamError == "" {
+			missing++
+		}
+		errs[string(traffic.Classify(0, l.UpstreamError))]++
+	}
+	t.Logf("caddy: %d 502 lines, their upstream errors by class %v", n502, errs)
+	if missing > 0 {
+		t.Errorf("caddy: %d of %d 502 lines carry no upstream error; Caddy logs one for each (http.log.error)", missing, n502)
+	}
+	for _, v := range a.Summary.Variants {
+		if v.Variant != "no-prestop" || v.Classes[traffic.Class502] == 0 {
+			continue
+		}
+		var classified uint64
+		if e := v.Explained; e != nil {
+			for _, k := range e.FrontErrors {
+				classified += k
+			}
+		}
+		if classified == 0 {
+			t.Errorf("no-prestop through caddy: %d 502s, none classified by the front's error (explained %+v)", v.Classes[traffic.Class502], v.Explained)
+		}
+	}
 }
 
 // checkFrontStops holds the front target's own account of the pods it

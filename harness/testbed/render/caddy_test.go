@@ -3,6 +3,7 @@ package render_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -39,6 +40,18 @@ func TestCaddy(t *testing.T) {
 		up["port"] != "9090" || up["refresh"] != frontlog.CaddyRefresh.String() {
 		t.Errorf("reverse proxy %v: want dynamic A upstreams of shop-dns.ns.svc.cluster.local.:9090 every %s", proxy, frontlog.CaddyRefresh.String())
 	}
+	// Caddy's error log, which says why it failed each request, goes to
+	// stdout with the access log, which droprun reads.
+	errorLog := false
+	for _, l := range cfg.Logging.Logs {
+		if l.Writer.Output == "stdout" && slices.Contains([]string{"", "DEBUG", "INFO", "WARN", "ERROR"}, l.Level) && !slices.Contains(l.Exclude, frontlog.CaddyErrorLogger) &&
+			(l.Include == nil || slices.Contains(l.Include, frontlog.CaddyErrorLogger)) {
+			errorLog = true
+		}
+	}
+	if !errorLog {
+		t.Errorf("no log of Caddy's writes %s to stdout: %+v", frontlog.CaddyErrorLogger, cfg.Logging.Logs)
+	}
 	d := objs[2]
 	b, err := render.YAML(d)
 	if err != nil {
@@ -56,8 +69,15 @@ func TestCaddy(t *testing.T) {
 
 // caddyJSON is the part of Caddy's config the tests read.
 type caddyJSON struct {
-	Admin struct{ Disabled bool } `json:"admin"`
-	Apps  struct {
+	Admin   struct{ Disabled bool } `json:"admin"`
+	Logging struct {
+		Logs map[string]struct {
+			Writer           struct{ Output string } `json:"writer"`
+			Level            string                  `json:"level"`
+			Include, Exclude []string
+		} `json:"logs"`
+	} `json:"logging"`
+	Apps struct {
 		HTTP struct {
 			Servers map[string]struct {
 				Listen []string `json:"listen"`
