@@ -20,9 +20,9 @@ func TestShippedGRPC(t *testing.T) {
 		measured                                          float64 // (race + backoff + cut + conntrack) / drops, in %
 	}
 	want := map[string]split{
-		"no-prestop":         {745, 541, 188, 10, 0, 6, 23.9, 99.2},
-		"grpc-stop":          {575, 435, 135, 0, 0, 5, 19.5, 99.1},
-		"grpc-graceful-stop": {865, 516, 182, 0, 141, 26, 34.5, 97.0},
+		"no-prestop":         {745, 541, 194, 10, 0, 0, 24.5, 100},
+		"grpc-stop":          {575, 435, 140, 0, 0, 0, 20.5, 100},
+		"grpc-graceful-stop": {865, 516, 191, 0, 141, 17, 36.1, 98.0},
 	}
 	for _, v := range sum.Variants {
 		w, ok := want[v.Variant]

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/droprun/droprun/harness/advise"
@@ -28,6 +31,42 @@ const examplesDir = "../../results/examples"
 // requests), takes 11.1 MiB; a run of the demo's size (500 req/s, two
 // rows) about 2.
 const exampleBudget = 12 << 20
+
+// TestShippedExamplesRecorded: every shipped example names in its
+// run.json the droprun that recorded it, a commit with no local change
+// (make build and the integration tests stamp it: git describe, a bare
+// commit or TAG-N-gCOMMIT), never "dev", empty or "-dirty"; where git can
+// tell (a clone with its history), the commit is in it.
+func TestShippedExamplesRecorded(t *testing.T) {
+	commit := regexp.MustCompile(`^(?:v\S*-[0-9]+-g)?([0-9a-f]{7,40})$`)
+	// With the repository's whole history the commit must be in it; a
+	// shallow clone, or none, cannot tell.
+	out, err := exec.Command("git", "rev-parse", "--is-shallow-repository").Output()
+	history := err == nil && strings.TrimSpace(string(out)) == "false"
+	n := 0
+	err = filepath.WalkDir(examplesDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != analysis.RunFile {
+			return err
+		}
+		n++
+		info, err := analysis.ReadRunInfo(filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		v := info.Cluster.DroprunVer
+		m := commit.FindStringSubmatch(v)
+		switch {
+		case m == nil:
+			t.Errorf("%s: recorded by droprun %q; want a commit with no local change", p, v)
+		case history && exec.Command("git", "cat-file", "-e", m[1]+"^{commit}").Run() != nil:
+			t.Errorf("%s: recorded by droprun %s, which is not a commit of this repository", p, v)
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("%d run.json files read: %v", n, err)
+	}
+}
 
 // TestShippedExamplesRederive re-analyses every shipped example that
 // holds its raw data (plain or packed) and compares the result with the

@@ -52,7 +52,7 @@ func TestCoverageOverRollouts(t *testing.T) {
 		{"like compare-all (3 rollouts)", 3, 10_000, 0.05, 0.005, 0.93, 0.97, 0},
 		{"5 rollouts", 5, 10_000, 0.05, 0.005, 0.93, 0.97, 0},
 		{"10 rollouts", 10, 10_000, 0.05, 0.005, 0.93, 0.97, 0},
-		{"like example-run (4 of ~1,000)", 4, 1_000, 0.067, 0.002, 0.93, 0.985, 0},
+		{"like the example run of 2026-12-02 (4 of ~1,000)", 4, 1_000, 0.067, 0.002, 0.93, 0.985, 0},
 		{"independent requests", 5, 10_000, 0.01, 1e-9, 0.93, 1, 0.93},
 		{"rare, very bursty (mean 0.001)", 3, 14_000, 0.001, 0.005, 0.80, 0.97, 0},
 	}
