@@ -28,11 +28,11 @@ lint: ## go vet and gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 bench: ## traffic client benchmarks (achieved vs asked rate, the generators' merge in records/s, client CPU, memory per million results; CPU per 1,000 req/s against the vegeta CLI and a plain grpc-go loop, per protocol), then the highest rate the cluster measures clean and the observers' share of the machine per target and load source (needs an engine and the node image; run on a quiet machine)
-	$(GO) test -run '^$$' -bench 'Classify|Pipeline' -benchmem ./harness/traffic/
+	$(GO) test -run '^$$' -bench 'Classify|Pipeline' -benchmem ./harness/attack/
 	$(GO) test -run '^$$' -bench Stream -benchmem -count 5 ./harness/generators/
-	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 10s
-	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/traffic/ -args -traffic.rate 3000 -traffic.duration 10s
-	$(GO) test -run '^$$' -bench ClientCost -benchtime 1x -timeout 30m ./harness/traffic/ -args -traffic.rate 1000 -traffic.duration 5s -traffic.pairs 5
+	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/attack/ -args -attack.rate 1000 -attack.duration 10s
+	$(GO) test -run '^$$' -bench AttackLoopback -benchtime 1x ./harness/attack/ -args -attack.rate 3000 -attack.duration 10s
+	$(GO) test -run '^$$' -bench ClientCost -benchtime 1x -timeout 30m ./harness/attack/ -args -attack.rate 1000 -attack.duration 5s -attack.pairs 5
 	$(GO) test -run '^$$' -bench CleanRate -benchtime 1x -timeout 60m ./harness/run/
 	$(GO) test -run '^$$' -bench ObserverShare -benchtime 1x -timeout 3h ./harness/run/
 

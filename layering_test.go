@@ -7,7 +7,8 @@ import (
 )
 
 // TestLayering: what reads a run's records (the analysis and its views)
-// and the record types themselves import no cluster, image or engine code,
+// and the record types themselves import no cluster, image, engine or
+// client code (no grpc-go, no harness/attack),
 // so that a report renders from a run directory on a machine without
 // Docker or Kubernetes, and a record cannot grow a dependency on its
 // collector. The Kubernetes tree guards its layering with
@@ -18,9 +19,9 @@ func TestLayering(t *testing.T) {
 	}
 	pure := []string{
 		// what reads a run directory
-		"./harness/analysis", "./harness/report", "./harness/plot", "./harness/gate", "./harness/advise",
+		"./harness/analysis", "./harness/report", "./harness/plot", "./harness/gate", "./harness/advise", "./harness/history",
 		// the records run writes and analysis reads, and the scenario parser
-		"./harness/timeline", "./harness/appmetrics", "./harness/traffic", "./harness/rig",
+		"./harness/timeline", "./harness/appmetrics", "./harness/frontlog", "./harness/generators", "./harness/traffic", "./harness/rig",
 		"./harness/variant", "./harness/scenario", "./harness/jsonl", "./harness/stats", "./harness/path", "./harness/imageref",
 	}
 	// Module and package trees, each matched as itself or a path below it.
@@ -29,6 +30,10 @@ func TestLayering(t *testing.T) {
 		"sigs.k8s.io/kind",
 		"github.com/google/go-containerregistry",
 		"github.com/docker",
+		// the clients: reading a run needs neither grpc-go nor the host
+		// client (harness/attack, which holds vegeta's attacker)
+		"google.golang.org/grpc",
+		"github.com/droprun/droprun/harness/attack",
 		"github.com/droprun/droprun/harness/observe",
 		"github.com/droprun/droprun/harness/testbed",
 		"github.com/droprun/droprun/harness/cluster",

@@ -9,7 +9,8 @@
 //     (apps/cni) that the offline node image carries, and the
 //     listener-close prober (apps/closeprobe) a run puts in a node, and
 //     the generator (apps/generator, with the client and the line format
-//     it shares with droprun, harness/traffic and harness/generators)
+//     it shares with droprun, harness/traffic, harness/attack and
+//     harness/generators)
 //     that sends load from inside the cluster;
 //   - Scenarios: the shipped scenario files, reachable by name
 //     (`droprun run demo`).
@@ -31,7 +32,7 @@ import (
 // module files and the in-cluster main packages. Test files are embedded
 // too (a pattern cannot exclude them) and filtered out by Source.
 //
-//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/schedlat/*.go harness/traffic/*.go
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/schedlat/*.go harness/traffic/*.go harness/attack/*.go
 var source embed.FS
 
 // scenarios are the shipped scenario files with their README and the
@@ -42,8 +43,8 @@ var scenarios embed.FS
 
 // Source returns the embedded module subset: go.mod, go.sum,
 // apps/bookshop, apps/bookshop/sleep, apps/cni, apps/closeprobe,
-// apps/generator, harness/generators, harness/schedlat and
-// harness/traffic, without test files, at the same paths as in the source
+// apps/generator, harness/generators, harness/schedlat,
+// harness/traffic and harness/attack, without test files, at the same paths as in the source
 // tree.
 func Source() fs.FS {
 	return noTests{source}

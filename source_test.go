@@ -15,7 +15,7 @@ import (
 // files of each embedded package, plus go.mod and go.sum, byte for byte.
 func TestSourceMatchesTree(t *testing.T) {
 	want := []string{"go.mod", "go.sum"}
-	for _, dir := range []string{"apps/bookshop", "apps/bookshop/sleep", "apps/cni", "apps/closeprobe", "apps/generator", "harness/generators", "harness/schedlat", "harness/traffic"} {
+	for _, dir := range []string{"apps/bookshop", "apps/bookshop/sleep", "apps/cni", "apps/closeprobe", "apps/generator", "harness/generators", "harness/schedlat", "harness/traffic", "harness/attack"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 		for _, f := range files {
 			if !strings.HasSuffix(f, "_test.go") {

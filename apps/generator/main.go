@@ -49,6 +49,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/droprun/droprun/harness/attack"
 	"github.com/droprun/droprun/harness/generators"
 	"github.com/droprun/droprun/harness/schedlat"
 	"github.com/droprun/droprun/harness/traffic"
@@ -199,7 +200,7 @@ func (g *generator) send(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	a, err := traffic.Start(ctx, g.trafficConfig(), g.out, nil)
+	a, err := attack.Start(ctx, g.trafficConfig(), g.out, nil)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@
 //	addr, err := m.Serve(ctx, "127.0.0.1:9464") // until ctx ends
 //	m.VariantStarted(v.Name)                    // phase deploy
 //	m.Phase(v.Name, metrics.PhaseControl)       // when traffic starts
-//	// traffic.Start's observe callback, per request:
+//	// attack.Start's observe callback, per request:
 //	m.Observe(v.Name, rec)
 //	m.RolloutStarted(v.Name, n)                 // phase rollout
 //	m.Phase(v.Name, metrics.PhaseSettle)        // old pods gone

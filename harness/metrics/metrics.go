@@ -99,7 +99,7 @@ var rolloutBuckets = []float64{1, 2.5, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 
 // registry of its own (never the global one). Create it with New.
 //
 // All methods are safe for concurrent use. Observe is meant for the one
-// goroutine that reads the traffic's results (traffic.Start's observe
+// goroutine that reads the traffic's results (attack.Start's observe
 // callback); the run's own goroutine calls the others.
 //
 // A nil *Metrics records nothing: Observe, VariantStarted, Phase,

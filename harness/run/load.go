@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/droprun/droprun/harness/attack"
 	"github.com/droprun/droprun/harness/generators/pods"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
@@ -29,7 +30,7 @@ func (r *runner) startLoad(ctx context.Context, name string, cfg traffic.Config,
 	if err != nil {
 		return nil, nil, err
 	}
-	if src, err = traffic.StartHost(ctx, cfg, f, observe); err != nil {
+	if src, err = attack.StartHost(ctx, cfg, f, observe); err != nil {
 		_ = f.Close()
 		return nil, nil, err
 	}

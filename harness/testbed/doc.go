@@ -9,7 +9,7 @@
 //
 // Where requests go: Targets are the only URLs droprun sends requests to,
 // load (harness/run, through a traffic.Source) and probes (WaitAnswering,
-// through traffic.ProbeClient) alike, and both check every URL with
+// through attack.ProbeClient) alike, and both check every URL with
 // traffic.CheckURL against Testbed.Allow. On kind the targets are the host
 // ports on 127.0.0.1; on an existing cluster the one URL the user gave,
 // which may be a load balancer or ingress beyond 127.0.0.1 only when the

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/droprun/droprun/harness/attack"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
@@ -378,7 +379,7 @@ func (tb *Testbed) WaitAnswering(ctx context.Context, timeout time.Duration) (*A
 		return tb.waitAnsweringInside(ctx, timeout)
 	}
 	targets := tb.Targets()
-	client, done, err := traffic.ProbeClient(targets, tb.Allow, 2*time.Second, tb.Scenario.Traffic.Protocol())
+	client, done, err := attack.ProbeClient(targets, tb.Allow, 2*time.Second, tb.Scenario.Traffic.Protocol())
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ const (
 	// idle timeout shorter than the client's), or a stopping process
 	// closed or dropped its connections. net/http retries most of them on
 	// a new connection (then they are masked); a request it cannot replay
-	// shows it. Told apart by the client's trace (idleReuseText).
+	// shows it. Told apart by the client's trace (IdleReuseText).
 	ClassIdleClosed Class = "000:idle-closed"
 	// ClassGoAway is an HTTP/2 stream the server refused before it started
 	// (a GOAWAY whose last stream ID is below it, or REFUSED_STREAM): the
@@ -161,8 +161,8 @@ var transportRules = []struct {
 	texts []string
 }{
 	// Before reset and EOF: the client names a reused idle connection's
-	// reset or EOF so (idleReuseText); net/http's own text for it.
-	{ClassIdleClosed, []string{idleReuseText, "server closed idle connection"}},
+	// reset or EOF so (IdleReuseText); net/http's own text for it.
+	{ClassIdleClosed, []string{IdleReuseText, "server closed idle connection"}},
 	{ClassRefused, []string{"connection refused"}},
 	{ClassReset, []string{
 		"connection reset", "broken pipe",
@@ -188,7 +188,7 @@ var transportRules = []struct {
 		"graceful shutdown GOAWAY",
 		"received GOAWAY from server",
 		"; REFUSED_STREAM",
-		"stream refused before it started", // refusedStream, a hidden failure's text
+		"stream refused before it started", // RefusedStream, a hidden failure's text
 		// grpc-go: a new stream on a connection that got GOAWAY, and a
 		// REFUSED_STREAM reset.
 		"the connection is draining",

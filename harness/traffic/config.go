@@ -1,7 +1,6 @@
 package traffic
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -148,7 +147,7 @@ func (c Config) RequestMethod() string {
 
 // Validate checks c without applying defaults. Errors name the field.
 func (c Config) Validate() error {
-	if _, err := c.addrs(); err != nil {
+	if _, err := c.Addrs(); err != nil {
 		return err
 	}
 	if c.Rate <= 0 {
@@ -188,7 +187,7 @@ func (c Config) Validate() error {
 }
 
 // withDefaults returns c with zero fields set to their defaults.
-func (c Config) withDefaults() Config {
+func (c Config) WithDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -250,12 +249,12 @@ func DefaultWorkers(rate int, timeout time.Duration) uint64 {
 	return min(max(uint64(2*float64(rate)*timeout.Seconds()), MinMaxWorkers), WorkerCap)
 }
 
-// errNotLoopback explains why a host is refused.
-var errNotLoopback = errors.New("host must be " + LoopbackHost +
+// ErrNotLoopback explains why a host is refused (wrapped by every refusal).
+var ErrNotLoopback = errors.New("host must be " + LoopbackHost +
 	": droprun only aims load at the loopback port mapping, never at private or public addresses")
 
 // targetList returns the attack's targets: Targets, or URL as the only one.
-func (c Config) targetList() []Target {
+func (c Config) TargetList() []Target {
 	if len(c.Targets) > 0 {
 		return c.Targets
 	}
@@ -264,7 +263,7 @@ func (c Config) targetList() []Target {
 
 // addrs validates the targets and returns their "127.0.0.1:PORT"
 // addresses, without repeats: the only addresses the client may dial.
-func (c Config) addrs() ([]string, error) {
+func (c Config) Addrs() ([]string, error) {
 	if c.URL != "" && len(c.Targets) > 0 {
 		return nil, fmt.Errorf("traffic: Config.URL %q and Config.Targets (%d) are both set: set one", c.URL, len(c.Targets))
 	}
@@ -311,13 +310,13 @@ func targetAddr(field, raw string, allow []AllowTarget) (string, error) {
 				return net.JoinHostPort(u.Hostname(), urlPort(u)), nil
 			}
 		}
-		return "", fmt.Errorf("traffic: %s %q: %w; to send load to %s, name it: --allow-target %s", field, raw, errNotLoopback, u.Hostname(), AllowTarget{Host: strings.ToLower(u.Hostname()), Port: urlPort(u)})
+		return "", fmt.Errorf("traffic: %s %q: %w; to send load to %s, name it: --allow-target %s", field, raw, ErrNotLoopback, u.Hostname(), AllowTarget{Host: strings.ToLower(u.Hostname()), Port: urlPort(u)})
 	}
 	if u.Scheme != "http" {
-		return "", fmt.Errorf("traffic: %s %q: scheme must be http (got %q); %w", field, raw, u.Scheme, errNotLoopback)
+		return "", fmt.Errorf("traffic: %s %q: scheme must be http (got %q); %w", field, raw, u.Scheme, ErrNotLoopback)
 	}
 	if u.Hostname() != LoopbackHost {
-		return "", fmt.Errorf("traffic: %s %q: %w", field, raw, errNotLoopback)
+		return "", fmt.Errorf("traffic: %s %q: %w", field, raw, ErrNotLoopback)
 	}
 	port := u.Port()
 	n, err := strconv.Atoi(port)
@@ -325,21 +324,4 @@ func targetAddr(field, raw string, allow []AllowTarget) (string, error) {
 		return "", fmt.Errorf("traffic: %s %q: needs an explicit port 1-65535, as in http://%s:30080/", field, raw, LoopbackHost)
 	}
 	return net.JoinHostPort(LoopbackHost, port), nil
-}
-
-// dialFunc is the signature of net.Dialer.DialContext.
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// guardDial wraps dial so that it refuses every address not in allowed. The
-// target URLs never change, redirects are not followed and no proxy is used,
-// so this never fires; it is the last line that keeps load on loopback.
-// allowed is short (one address per node), so a linear search is cheapest.
-func guardDial(dial dialFunc, allowed []string) dialFunc {
-	allowed = slices.Clone(allowed)
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if !slices.Contains(allowed, addr) {
-			return nil, fmt.Errorf("traffic: refusing to dial %s %s: this client only connects to %s", network, addr, strings.Join(allowed, ", "))
-		}
-		return dial(ctx, network, addr)
-	}
 }

@@ -20,11 +20,6 @@ const PodHeader = "X-Bookshop-Pod"
 // included.
 const ViaHeader = "X-Bookshop-Gateway"
 
-// keptHeaderPrefix selects the response headers stored in the results file:
-// the bookshop's attribution headers (pod, version, gateway). The others
-// (Date, Content-Type, Content-Length) would only grow the file.
-const keptHeaderPrefix = "X-Bookshop-"
-
 // Record is one request's outcome.
 type Record struct {
 	// Seq is vegeta's sequence number, unique within an attack, in order of
@@ -91,8 +86,8 @@ func (r Record) RequestID() string {
 // the client, but a failure it would have seen without the retry.
 func (r Record) Masked() bool { return r.Hidden != "" && !r.Class.Failed() }
 
-// newRecord classifies res.
-func newRecord(res *vegeta.Result) Record {
+// FromResult classifies res.
+func FromResult(res *vegeta.Result) Record {
 	rec := Record{
 		Seq:     res.Seq,
 		Time:    res.Timestamp,
@@ -109,41 +104,6 @@ func newRecord(res *vegeta.Result) Record {
 		rec.Hidden, rec.HiddenError, rec.Retries = Classify(0, hidden[0]), hidden[0], len(hidden)
 	}
 	return rec
-}
-
-// trim drops what the results file does not need before res is encoded:
-// response headers other than X-Bookshop-* and HiddenHeader, and the body
-// of a 2xx response
-// (the body of a failure, at most MaxBody bytes, is kept: a 502's body says
-// why). BytesIn still counts the body bytes that were read.
-func trim(res *vegeta.Result, class Class) {
-	if !class.Failed() {
-		res.Body = nil
-	}
-	for k := range res.Headers {
-		if !strings.HasPrefix(k, keptHeaderPrefix) && k != HiddenHeader {
-			delete(res.Headers, k)
-		}
-	}
-	if len(res.Headers) == 0 {
-		res.Headers = nil
-	}
-}
-
-// pipeline is what happens to every result: classify, trim, encode.
-type pipeline struct {
-	enc vegeta.Encoder
-}
-
-// process classifies res, trims it and encodes it. It returns the record
-// and the encoding error, if any; with a nil encoder nothing is written.
-func (p *pipeline) process(res *vegeta.Result) (Record, error) {
-	rec := newRecord(res)
-	trim(res, rec.Class)
-	if p.enc == nil {
-		return rec, nil
-	}
-	return rec, p.enc.Encode(res)
 }
 
 // ReadResults decodes a results file written by an Attack and calls fn for
@@ -176,7 +136,7 @@ func ReadResults(r io.Reader, fn func(Record) error) error {
 		} else if err != nil {
 			return fmt.Errorf("traffic: reading results: after %d results: %w", n, err)
 		}
-		if err := fn(newRecord(&res)); err != nil {
+		if err := fn(FromResult(&res)); err != nil {
 			return err
 		}
 	}
@@ -208,5 +168,5 @@ func (d *LineDecoder) Decode(line []byte) (Record, error) {
 	if err := d.dec(&res); err != nil {
 		return Record{}, fmt.Errorf("traffic: a JSON result: %w", err)
 	}
-	return newRecord(&res), nil
+	return FromResult(&res), nil
 }

@@ -1,8 +1,6 @@
 package traffic
 
 import (
-	"context"
-	"io"
 	"time"
 )
 
@@ -29,16 +27,3 @@ type Source interface {
 	// rate, classes, its own CPU, why it is suspect).
 	Stop() (Stats, error)
 }
-
-// StartHost starts the host client as a Source: cfg's load, every result
-// written to out, observe called for every request.
-func StartHost(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (Source, error) {
-	a, err := Start(ctx, cfg, out, observe)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-// Origin is HostOrigin: an Attack is the host client.
-func (a *Attack) Origin() string { return HostOrigin }

@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/droprun/droprun/harness/traffic"
 	"github.com/droprun/droprun/internal/citest"
 )
 
@@ -40,20 +41,20 @@ func wait(t testing.TB, ch <-chan struct{}, what string) {
 
 // attackUntil runs an attack until n results have been observed, stops it,
 // and returns every observed record, the stats and the results file.
-func attackUntil(t *testing.T, cfg Config, n int) ([]Record, Stats, []byte) {
+func attackUntil(t *testing.T, cfg traffic.Config, n int) ([]traffic.Record, traffic.Stats, []byte) {
 	t.Helper()
 	return attackWith(t, cfg, n, (&net.Dialer{}).DialContext)
 }
 
 // attackWith is attackUntil with the client's connections dialed by dial.
-func attackWith(t *testing.T, cfg Config, n int, dial dialFunc) ([]Record, Stats, []byte) {
+func attackWith(t *testing.T, cfg traffic.Config, n int, dial dialFunc) ([]traffic.Record, traffic.Stats, []byte) {
 	t.Helper()
 	var (
 		buf    bytes.Buffer
-		got    []Record
+		got    []traffic.Record
 		enough = make(chan struct{})
 	)
-	a, err := start(t.Context(), cfg, &buf, func(r Record) {
+	a, err := start(t.Context(), cfg, &buf, func(r traffic.Record) {
 		got = append(got, r)
 		if len(got) == n {
 			close(enough)
@@ -80,7 +81,7 @@ func attackWith(t *testing.T, cfg Config, n int, dial dialFunc) ([]Record, Stats
 
 // sameRecord compares records, times by instant (a decoded time has no
 // monotonic reading).
-func sameRecord(a, b Record) bool {
+func sameRecord(a, b traffic.Record) bool {
 	return a.Seq == b.Seq && a.Time.Equal(b.Time) && a.Latency == b.Latency && a.Code == b.Code &&
 		a.Class == b.Class && a.Error == b.Error && a.Pod == b.Pod && a.URL == b.URL &&
 		a.Hidden == b.Hidden && a.HiddenError == b.HiddenError && a.Retries == b.Retries
@@ -88,7 +89,7 @@ func sameRecord(a, b Record) bool {
 
 func TestAttackRecordsEveryResult(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(PodHeader, "pod-a")
+		w.Header().Set(traffic.PodHeader, "pod-a")
 		w.Header().Set("X-Bookshop-Version", "v1")
 		w.Header().Set("X-Other", "dropped")
 		io.WriteString(w, `{"pod":"pod-a","version":"v1"}`)
@@ -100,9 +101,9 @@ func TestAttackRecordsEveryResult(t *testing.T) {
 	defer cancel()
 	var (
 		buf      bytes.Buffer
-		observed []Record
+		observed []traffic.Record
 	)
-	a, err := Start(ctx, Config{URL: srv.URL + "/version", Rate: rate, Name: "records"}, &buf, func(r Record) {
+	a, err := Start(ctx, traffic.Config{URL: srv.URL + "/version", Rate: rate, Name: "records"}, &buf, func(r traffic.Record) {
 		observed = append(observed, r)
 	})
 	if err != nil {
@@ -122,17 +123,17 @@ func TestAttackRecordsEveryResult(t *testing.T) {
 		t.Fatalf("only %d requests in a 1s attack at %d/s", stats.Requests, rate)
 	}
 	var sum uint64
-	for _, c := range Classes() {
+	for _, c := range traffic.Classes() {
 		n, ok := stats.ByClass[c]
 		if !ok {
 			t.Errorf("ByClass lacks %s", c)
 		}
 		sum += n
 	}
-	if sum != stats.Requests || len(stats.ByClass) != len(Classes()) {
+	if sum != stats.Requests || len(stats.ByClass) != len(traffic.Classes()) {
 		t.Errorf("ByClass %v sums to %d, Requests = %d", stats.ByClass, sum, stats.Requests)
 	}
-	if stats.ByClass[Class2xx] != stats.Requests {
+	if stats.ByClass[traffic.Class2xx] != stats.Requests {
 		t.Errorf("ByClass = %v, want every request 2xx", stats.ByClass)
 	}
 	if stats.WorkersExhausted || stats.PeakInFlight >= stats.MaxWorkers {
@@ -143,8 +144,8 @@ func TestAttackRecordsEveryResult(t *testing.T) {
 	}
 
 	// The file holds exactly what was observed, in the same order.
-	var decoded []Record
-	if err := ReadResults(bytes.NewReader(buf.Bytes()), func(r Record) error {
+	var decoded []traffic.Record
+	if err := traffic.ReadResults(bytes.NewReader(buf.Bytes()), func(r traffic.Record) error {
 		decoded = append(decoded, r)
 		return nil
 	}); err != nil {
@@ -218,11 +219,11 @@ func TestWriteErrorStopsTheAttack(t *testing.T) {
 	// A failure keeps its body, so each result is ~1 KiB and the 64 KiB
 	// buffer overflows after ~60 results.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, strings.Repeat("x", MaxBody), http.StatusInternalServerError)
+		http.Error(w, strings.Repeat("x", traffic.MaxBody), http.StatusInternalServerError)
 	}))
 	defer srv.Close()
 	var observed atomic.Uint64
-	a, err := Start(t.Context(), Config{URL: srv.URL + "/", Rate: 500}, &failingWriter{limit: 1000}, func(Record) {
+	a, err := Start(t.Context(), traffic.Config{URL: srv.URL + "/", Rate: 500}, &failingWriter{limit: 1000}, func(traffic.Record) {
 		observed.Add(1)
 	})
 	if err != nil {
@@ -233,7 +234,7 @@ func TestWriteErrorStopsTheAttack(t *testing.T) {
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("Stop error = %v, want %v", err, errDiskFull)
 	}
-	if stats.Requests == 0 || observed.Load() != stats.Requests || stats.ByClass[Class5xxOther] != stats.Requests {
+	if stats.Requests == 0 || observed.Load() != stats.Requests || stats.ByClass[traffic.Class5xxOther] != stats.Requests {
 		t.Errorf("after a write error: %d requests, %d observed, by class %v", stats.Requests, observed.Load(), stats.ByClass)
 	}
 }
@@ -241,7 +242,7 @@ func TestWriteErrorStopsTheAttack(t *testing.T) {
 func TestKeepAliveAndMethod(t *testing.T) {
 	tests := []struct {
 		keepAlive bool
-		method    string // Config.Method
+		method    string // traffic.Config.Method
 		want      string // what the server sees
 	}{
 		{false, "", "GET"},
@@ -271,9 +272,9 @@ func TestKeepAliveAndMethod(t *testing.T) {
 			srv.Start()
 			defer srv.Close()
 
-			_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 100, Protocol: HTTP1(tt.keepAlive), Method: tt.method}, 20)
+			_, stats, _ := attackUntil(t, traffic.Config{URL: srv.URL + "/", Rate: 100, Protocol: traffic.HTTP1(tt.keepAlive), Method: tt.method}, 20)
 			n := stats.Requests
-			if stats.ByClass[Class2xx] != n {
+			if stats.ByClass[traffic.Class2xx] != n {
 				t.Fatalf("ByClass = %v", stats.ByClass)
 			}
 			mu.Lock()
@@ -324,7 +325,7 @@ func TestNetHTTPRetriesKeptAliveGET(t *testing.T) {
 			if errs[0] != nil || errs[1] == nil {
 				t.Fatalf("POST: %v, want the second to fail", errs)
 			}
-			if c := Classify(0, errs[1].Error()); c != ClassReset && c != ClassEOF && c != ClassIdleClosed {
+			if c := traffic.Classify(0, errs[1].Error()); c != traffic.ClassReset && c != traffic.ClassEOF && c != traffic.ClassIdleClosed {
 				t.Errorf("reset POST classified %s (%v)", c, errs[1])
 			}
 		}
@@ -336,7 +337,7 @@ func TestWorkersExhaustedIsReported(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // a slow target, not synchronisation
 	}))
 	defer srv.Close()
-	_, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 50, MaxWorkers: 2}, 4)
+	_, stats, _ := attackUntil(t, traffic.Config{URL: srv.URL + "/", Rate: 50, MaxWorkers: 2}, 4)
 	if !stats.WorkersExhausted || stats.PeakInFlight < 2 {
 		t.Errorf("2 workers at 50/s on 200ms requests: exhausted %v, peak %d", stats.WorkersExhausted, stats.PeakInFlight)
 	}
@@ -350,20 +351,20 @@ func TestWorkersExhaustedIsReported(t *testing.T) {
 }
 
 func TestSuspects(t *testing.T) {
-	ok := Stats{AskedRate: 1000, AchievedRate: 990, MaxWorkers: 4000, PeakInFlight: 3, MaxLag: time.Millisecond, ClientCPU: 0.5}
+	ok := traffic.Stats{AskedRate: 1000, AchievedRate: 990, MaxWorkers: 4000, PeakInFlight: 3, MaxLag: time.Millisecond, ClientCPU: 0.5}
 	tests := []struct {
 		name string
-		edit func(*Stats)
+		edit func(*traffic.Stats)
 		want []string // substrings, one per reason, in order
 	}{
-		{"clean", func(*Stats) {}, nil},
-		{"shortfall", func(s *Stats) { s.AchievedRate = 900 }, []string{"achieved 900 req/s of 1000 asked (10.0% short)"}},
-		{"4% short is fine", func(s *Stats) { s.AchievedRate = 960 }, nil},
-		{"workers", func(s *Stats) { s.WorkersExhausted = true; s.PeakInFlight = 4000 }, []string{"all 4000 workers were busy"}},
-		{"lag", func(s *Stats) { s.MaxLag = 300 * time.Millisecond }, []string{"up to 300ms behind schedule"}},
-		{"cpu", func(s *Stats) { s.ClientCPU = 1.9 }, []string{"used 1.90 of 2 cores"}},
-		{"cpu 1.7 of 2 is fine", func(s *Stats) { s.ClientCPU = 1.7 }, nil},
-		{"all", func(s *Stats) {
+		{"clean", func(*traffic.Stats) {}, nil},
+		{"shortfall", func(s *traffic.Stats) { s.AchievedRate = 900 }, []string{"achieved 900 req/s of 1000 asked (10.0% short)"}},
+		{"4% short is fine", func(s *traffic.Stats) { s.AchievedRate = 960 }, nil},
+		{"workers", func(s *traffic.Stats) { s.WorkersExhausted = true; s.PeakInFlight = 4000 }, []string{"all 4000 workers were busy"}},
+		{"lag", func(s *traffic.Stats) { s.MaxLag = 300 * time.Millisecond }, []string{"up to 300ms behind schedule"}},
+		{"cpu", func(s *traffic.Stats) { s.ClientCPU = 1.9 }, []string{"used 1.90 of 2 cores"}},
+		{"cpu 1.7 of 2 is fine", func(s *traffic.Stats) { s.ClientCPU = 1.7 }, nil},
+		{"all", func(s *traffic.Stats) {
 			s.AchievedRate, s.WorkersExhausted, s.MaxLag, s.ClientCPU = 500, true, time.Second, 2
 		}, []string{"short", "workers", "behind schedule", "cores"}},
 	}
@@ -388,69 +389,69 @@ func TestConfigValidate(t *testing.T) {
 	const refusal = "host must be 127.0.0.1: droprun only aims load at the loopback port mapping, never at private or public addresses"
 	tests := []struct {
 		name string
-		cfg  Config
+		cfg  traffic.Config
 		want string // "" = valid
 	}{
-		{"valid", Config{URL: "http://127.0.0.1:30080/version", Rate: 1000}, ""},
-		{"valid with query and timeout", Config{URL: "http://127.0.0.1:30081/version?delay=1s", Rate: 1, Timeout: time.Second}, ""},
-		{"private 10/8", Config{URL: "http://10.0.0.1:30080/", Rate: 1}, refusal},
-		{"private 192.168/16", Config{URL: "http://192.168.49.2:30080/", Rate: 1}, refusal},
-		{"docker network 172.18/16", Config{URL: "http://172.18.0.2:30080/", Rate: 1}, refusal},
-		{"public name", Config{URL: "http://example.com:80/", Rate: 1}, refusal},
-		{"localhost", Config{URL: "http://localhost:30080/", Rate: 1}, refusal},
-		{"other loopback address", Config{URL: "http://127.0.0.2:30080/", Rate: 1}, refusal},
-		{"ipv6 loopback", Config{URL: "http://[::1]:30080/", Rate: 1}, refusal},
-		{"https", Config{URL: "https://127.0.0.1:8443/", Rate: 1}, "scheme must be http"},
-		{"no scheme", Config{URL: "127.0.0.1:30080", Rate: 1}, "Config.URL"},
-		{"no scheme with path", Config{URL: "//127.0.0.1:30080/", Rate: 1}, "scheme must be http"},
-		{"empty", Config{Rate: 1}, "scheme must be http"},
-		{"no port", Config{URL: "http://127.0.0.1/", Rate: 1}, "explicit port"},
-		{"port 0", Config{URL: "http://127.0.0.1:0/", Rate: 1}, "explicit port"},
-		{"port 70000", Config{URL: "http://127.0.0.1:70000/", Rate: 1}, "explicit port"},
-		{"unparsable", Config{URL: "http://127.0.0.1:30080/%zz", Rate: 1}, "Config.URL"},
-		{"rate 0", Config{URL: "http://127.0.0.1:30080/"}, "Config.Rate 0: must be > 0"},
-		{"rate negative", Config{URL: "http://127.0.0.1:30080/", Rate: -5}, "Config.Rate -5"},
-		{"timeout negative", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Timeout: -time.Second}, "Config.Timeout -1s"},
-		{"method POST", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "POST"}, ""},
-		{"workers at the cap", Config{URL: "http://127.0.0.1:30080/", Rate: 1, MaxWorkers: WorkerCap}, ""},
-		{"workers beyond the cap", Config{URL: "http://127.0.0.1:30080/", Rate: 1, MaxWorkers: WorkerCap + 1}, "Config.MaxWorkers 10001: at most 10000"},
-		{"method lower case", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "get"}, `Config.Method "get": want one of GET, HEAD, POST`},
-		{"method unknown", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "BREW"}, `Config.Method "BREW"`},
-		{"h2c, default connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C}, ""},
-		{"h2c, 16 connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: 16}, ""},
-		{"h2c, too many connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: MaxConnections + 1}, "Config.Connections 257: want 1 to 256 per target"},
-		{"h2c, negative connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, Connections: -1}, "Config.Connections -1"},
-		{"connections kept alive", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, Connections: 4}, ""},
-		{"connections with a new one per request", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Connections: 4}, "opens a connection per request"},
-		{"idle timeout kept alive", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, IdleTimeout: time.Second}, ""},
-		{"idle timeout h2c", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolH2C, IdleTimeout: time.Second}, ""},
-		{"idle timeout gRPC", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolGRPC, IdleTimeout: time.Second}, "only http1-keep-alive and h2c keep idle connections"},
-		{"idle timeout, new connections", Config{URL: "http://127.0.0.1:30080/", Rate: 1, IdleTimeout: time.Second}, "Config.IdleTimeout 1s"},
-		{"negative idle timeout", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: ProtocolKeepAlive, IdleTimeout: -time.Second}, "must not be negative"},
-		{"poisson arrivals", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Arrivals: ArrivalsPoisson}, ""},
-		{"unknown arrivals", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Arrivals: "bursty"}, `Config.Arrivals "bursty": want constant or poisson`},
-		{"protocol unknown", Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: "h3"}, `Config.Protocol "h3"`},
-		{"targets", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/version"}, {"w", "http://127.0.0.1:30082/version"}}, Rate: 1}, ""},
-		{"targets, one port with two paths", Config{Targets: []Target{{"", "http://127.0.0.1:30080/a"}, {"", "http://127.0.0.1:30080/b"}}, Rate: 1}, ""},
-		{"targets, one private", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/"}, {"w", "http://172.18.0.3:30080/"}}, Rate: 1},
+		{"valid", traffic.Config{URL: "http://127.0.0.1:30080/version", Rate: 1000}, ""},
+		{"valid with query and timeout", traffic.Config{URL: "http://127.0.0.1:30081/version?delay=1s", Rate: 1, Timeout: time.Second}, ""},
+		{"private 10/8", traffic.Config{URL: "http://10.0.0.1:30080/", Rate: 1}, refusal},
+		{"private 192.168/16", traffic.Config{URL: "http://192.168.49.2:30080/", Rate: 1}, refusal},
+		{"docker network 172.18/16", traffic.Config{URL: "http://172.18.0.2:30080/", Rate: 1}, refusal},
+		{"public name", traffic.Config{URL: "http://example.com:80/", Rate: 1}, refusal},
+		{"localhost", traffic.Config{URL: "http://localhost:30080/", Rate: 1}, refusal},
+		{"other loopback address", traffic.Config{URL: "http://127.0.0.2:30080/", Rate: 1}, refusal},
+		{"ipv6 loopback", traffic.Config{URL: "http://[::1]:30080/", Rate: 1}, refusal},
+		{"https", traffic.Config{URL: "https://127.0.0.1:8443/", Rate: 1}, "scheme must be http"},
+		{"no scheme", traffic.Config{URL: "127.0.0.1:30080", Rate: 1}, "Config.URL"},
+		{"no scheme with path", traffic.Config{URL: "//127.0.0.1:30080/", Rate: 1}, "scheme must be http"},
+		{"empty", traffic.Config{Rate: 1}, "scheme must be http"},
+		{"no port", traffic.Config{URL: "http://127.0.0.1/", Rate: 1}, "explicit port"},
+		{"port 0", traffic.Config{URL: "http://127.0.0.1:0/", Rate: 1}, "explicit port"},
+		{"port 70000", traffic.Config{URL: "http://127.0.0.1:70000/", Rate: 1}, "explicit port"},
+		{"unparsable", traffic.Config{URL: "http://127.0.0.1:30080/%zz", Rate: 1}, "Config.URL"},
+		{"rate 0", traffic.Config{URL: "http://127.0.0.1:30080/"}, "Config.Rate 0: must be > 0"},
+		{"rate negative", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: -5}, "Config.Rate -5"},
+		{"timeout negative", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Timeout: -time.Second}, "Config.Timeout -1s"},
+		{"method POST", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "POST"}, ""},
+		{"workers at the cap", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, MaxWorkers: traffic.WorkerCap}, ""},
+		{"workers beyond the cap", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, MaxWorkers: traffic.WorkerCap + 1}, "Config.MaxWorkers 10001: at most 10000"},
+		{"method lower case", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "get"}, `Config.Method "get": want one of GET, HEAD, POST`},
+		{"method unknown", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Method: "BREW"}, `Config.Method "BREW"`},
+		{"h2c, default connections", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolH2C}, ""},
+		{"h2c, 16 connections", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolH2C, Connections: 16}, ""},
+		{"h2c, too many connections", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolH2C, Connections: traffic.MaxConnections + 1}, "Config.Connections 257: want 1 to 256 per target"},
+		{"h2c, negative connections", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolH2C, Connections: -1}, "Config.Connections -1"},
+		{"connections kept alive", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolKeepAlive, Connections: 4}, ""},
+		{"connections with a new one per request", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Connections: 4}, "opens a connection per request"},
+		{"idle timeout kept alive", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolKeepAlive, IdleTimeout: time.Second}, ""},
+		{"idle timeout h2c", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolH2C, IdleTimeout: time.Second}, ""},
+		{"idle timeout gRPC", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolGRPC, IdleTimeout: time.Second}, "only http1-keep-alive and h2c keep idle connections"},
+		{"idle timeout, new connections", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, IdleTimeout: time.Second}, "Config.IdleTimeout 1s"},
+		{"negative idle timeout", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: traffic.ProtocolKeepAlive, IdleTimeout: -time.Second}, "must not be negative"},
+		{"poisson arrivals", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Arrivals: traffic.ArrivalsPoisson}, ""},
+		{"unknown arrivals", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Arrivals: "bursty"}, `Config.Arrivals "bursty": want constant or poisson`},
+		{"protocol unknown", traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1, Protocol: "h3"}, `Config.Protocol "h3"`},
+		{"targets", traffic.Config{Targets: []traffic.Target{{Node: "cp", URL: "http://127.0.0.1:30080/version"}, {Node: "w", URL: "http://127.0.0.1:30082/version"}}, Rate: 1}, ""},
+		{"targets, one port with two paths", traffic.Config{Targets: []traffic.Target{{Node: "", URL: "http://127.0.0.1:30080/a"}, {Node: "", URL: "http://127.0.0.1:30080/b"}}, Rate: 1}, ""},
+		{"targets, one private", traffic.Config{Targets: []traffic.Target{{Node: "cp", URL: "http://127.0.0.1:30080/"}, {Node: "w", URL: "http://172.18.0.3:30080/"}}, Rate: 1},
 			`Config.Targets[1].URL "http://172.18.0.3:30080/": ` + refusal},
-		{"targets, one localhost", Config{Targets: []Target{{"cp", "http://localhost:30080/"}}, Rate: 1}, "Config.Targets[0].URL"},
-		{"targets, one https", Config{Targets: []Target{{"cp", "http://127.0.0.1:30080/"}, {"w", "https://127.0.0.1:30082/"}}, Rate: 1}, "Config.Targets[1].URL \"https://127.0.0.1:30082/\": scheme must be http"},
-		{"targets, one without a port", Config{Targets: []Target{{"cp", "http://127.0.0.1/"}}, Rate: 1}, "explicit port"},
-		{"targets, duplicate", Config{Targets: []Target{{"a", "http://127.0.0.1:30080/"}, {"b", "http://127.0.0.1:30082/"}, {"c", "http://127.0.0.1:30080/"}}, Rate: 1},
+		{"targets, one localhost", traffic.Config{Targets: []traffic.Target{{Node: "cp", URL: "http://localhost:30080/"}}, Rate: 1}, "Config.Targets[0].URL"},
+		{"targets, one https", traffic.Config{Targets: []traffic.Target{{Node: "cp", URL: "http://127.0.0.1:30080/"}, {Node: "w", URL: "https://127.0.0.1:30082/"}}, Rate: 1}, "Config.Targets[1].URL \"https://127.0.0.1:30082/\": scheme must be http"},
+		{"targets, one without a port", traffic.Config{Targets: []traffic.Target{{Node: "cp", URL: "http://127.0.0.1/"}}, Rate: 1}, "explicit port"},
+		{"targets, duplicate", traffic.Config{Targets: []traffic.Target{{Node: "a", URL: "http://127.0.0.1:30080/"}, {Node: "b", URL: "http://127.0.0.1:30082/"}, {Node: "c", URL: "http://127.0.0.1:30080/"}}, Rate: 1},
 			"Config.Targets[2].URL \"http://127.0.0.1:30080/\" is also Targets[0]'s"},
-		{"URL and targets", Config{URL: "http://127.0.0.1:30080/", Targets: []Target{{"cp", "http://127.0.0.1:30082/"}}, Rate: 1}, "both set: set one"},
+		{"URL and targets", traffic.Config{URL: "http://127.0.0.1:30080/", Targets: []traffic.Target{{Node: "cp", URL: "http://127.0.0.1:30082/"}}, Rate: 1}, "both set: set one"},
 		// --allow-target: validation only, nothing is sent to these hosts.
-		{"allowed host, any port", Config{URL: "http://shop.example.com:8080/version", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, ""},
-		{"allowed host and port", Config{URL: "http://Shop.Example.com/version", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com", Port: "80"}}}, ""},
-		{"allowed https, default port", Config{URL: "https://shop.example.com/version", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com", Port: "443"}}}, ""},
-		{"allowed host, another port", Config{URL: "http://shop.example.com:8080/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com", Port: "80"}}},
+		{"allowed host, any port", traffic.Config{URL: "http://shop.example.com:8080/version", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com"}}}, ""},
+		{"allowed host and port", traffic.Config{URL: "http://Shop.Example.com/version", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com", Port: "80"}}}, ""},
+		{"allowed https, default port", traffic.Config{URL: "https://shop.example.com/version", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com", Port: "443"}}}, ""},
+		{"allowed host, another port", traffic.Config{URL: "http://shop.example.com:8080/", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com", Port: "80"}}},
 			refusal + "; to send load to shop.example.com, name it: --allow-target shop.example.com:8080"},
-		{"allowed host, another host", Config{URL: "http://10.0.0.1:30080/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, "--allow-target 10.0.0.1:30080"},
-		{"unnamed public host says what to pass", Config{URL: "https://shop.example.com/", Rate: 1}, "--allow-target shop.example.com:443"},
-		{"allow does not open localhost", Config{URL: "http://localhost:30080/", Rate: 1, Allow: []AllowTarget{{Host: "localhost"}}}, refusal},
-		{"allowed host with credentials", Config{URL: "http://u:p@shop.example.com/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, "has credentials in it"},
-		{"allowed host, ftp", Config{URL: "ftp://shop.example.com/", Rate: 1, Allow: []AllowTarget{{Host: "shop.example.com"}}}, "scheme must be http"},
+		{"allowed host, another host", traffic.Config{URL: "http://10.0.0.1:30080/", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com"}}}, "--allow-target 10.0.0.1:30080"},
+		{"unnamed public host says what to pass", traffic.Config{URL: "https://shop.example.com/", Rate: 1}, "--allow-target shop.example.com:443"},
+		{"allow does not open localhost", traffic.Config{URL: "http://localhost:30080/", Rate: 1, Allow: []traffic.AllowTarget{{Host: "localhost"}}}, refusal},
+		{"allowed host with credentials", traffic.Config{URL: "http://u:p@shop.example.com/", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com"}}}, "has credentials in it"},
+		{"allowed host, ftp", traffic.Config{URL: "ftp://shop.example.com/", Rate: 1, Allow: []traffic.AllowTarget{{Host: "shop.example.com"}}}, "scheme must be http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -474,21 +475,21 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	tests := []struct {
-		in      Config
+		in      traffic.Config
 		timeout time.Duration
 		workers uint64
 		method  string
 	}{
-		{Config{Rate: 1000}, 2 * time.Second, 4000, "GET"},
-		{Config{Rate: 10}, 2 * time.Second, MinMaxWorkers, "GET"},
-		{Config{Rate: 1000, Timeout: 500 * time.Millisecond, Protocol: ProtocolKeepAlive}, 500 * time.Millisecond, 1000, "GET"},
-		{Config{Rate: 1000, Protocol: ProtocolKeepAlive, Method: "POST"}, 2 * time.Second, 4000, "POST"},
-		{Config{Rate: 1000, MaxWorkers: 7}, 2 * time.Second, 7, "GET"},
+		{traffic.Config{Rate: 1000}, 2 * time.Second, 4000, "GET"},
+		{traffic.Config{Rate: 10}, 2 * time.Second, traffic.MinMaxWorkers, "GET"},
+		{traffic.Config{Rate: 1000, Timeout: 500 * time.Millisecond, Protocol: traffic.ProtocolKeepAlive}, 500 * time.Millisecond, 1000, "GET"},
+		{traffic.Config{Rate: 1000, Protocol: traffic.ProtocolKeepAlive, Method: "POST"}, 2 * time.Second, 4000, "POST"},
+		{traffic.Config{Rate: 1000, MaxWorkers: 7}, 2 * time.Second, 7, "GET"},
 		// 2 × 5,000/s × 30 s would be 300,000 connections in flight.
-		{Config{Rate: 5000, Timeout: 30 * time.Second}, 30 * time.Second, WorkerCap, "GET"},
+		{traffic.Config{Rate: 5000, Timeout: 30 * time.Second}, 30 * time.Second, traffic.WorkerCap, "GET"},
 	}
 	for _, tt := range tests {
-		got := tt.in.withDefaults()
+		got := tt.in.WithDefaults()
 		if got.Timeout != tt.timeout || got.MaxWorkers != tt.workers || got.RequestMethod() != tt.method {
 			t.Errorf("%+v with defaults: timeout %s, workers %d, method %s; want %s, %d, %s",
 				tt.in, got.Timeout, got.MaxWorkers, got.RequestMethod(), tt.timeout, tt.workers, tt.method)
@@ -497,7 +498,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestStartRefusesNilOutAndDoneContext(t *testing.T) {
-	cfg := Config{URL: "http://127.0.0.1:30080/", Rate: 1}
+	cfg := traffic.Config{URL: "http://127.0.0.1:30080/", Rate: 1}
 	if _, err := Start(t.Context(), cfg, nil, nil); err == nil {
 		t.Error("Start with a nil writer succeeded")
 	}
@@ -524,18 +525,18 @@ func encodeResults(t testing.TB, results ...vegeta.Result) []byte {
 func sampleResults() []vegeta.Result {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	return []vegeta.Result{
-		{Seq: 0, Code: 200, Timestamp: t0, Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-a"}, "Date": {"x"}}, Body: []byte("ok"), URL: "http://127.0.0.1:30080/version"},
+		{Seq: 0, Code: 200, Timestamp: t0, Latency: time.Millisecond, Headers: http.Header{traffic.PodHeader: {"pod-a"}, "Date": {"x"}}, Body: []byte("ok"), URL: "http://127.0.0.1:30080/version"},
 		{Seq: 1, Code: 0, Timestamp: t0.Add(time.Millisecond), Latency: 2 * time.Millisecond, Error: "dial tcp 127.0.0.1:30082: connect: connection refused", URL: "http://127.0.0.1:30082/version"},
-		{Seq: 2, Code: 502, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, Error: "502 Bad Gateway", Headers: http.Header{PodHeader: {"gw"}}, Body: []byte("upstream dead"), URL: "http://127.0.0.1:30085/version"},
-		{Seq: 3, Code: 200, Timestamp: t0.Add(3 * time.Millisecond), Latency: time.Millisecond, Headers: http.Header{PodHeader: {"pod-b"}}},
+		{Seq: 2, Code: 502, Timestamp: t0.Add(2 * time.Millisecond), Latency: time.Millisecond, Error: "502 Bad Gateway", Headers: http.Header{traffic.PodHeader: {"gw"}}, Body: []byte("upstream dead"), URL: "http://127.0.0.1:30085/version"},
+		{Seq: 3, Code: 200, Timestamp: t0.Add(3 * time.Millisecond), Latency: time.Millisecond, Headers: http.Header{traffic.PodHeader: {"pod-b"}}},
 	}
 }
 
 func TestReadResults(t *testing.T) {
 	file := encodeResults(t, sampleResults()...)
-	read := func(in []byte) ([]Record, error) {
-		var got []Record
-		err := ReadResults(bytes.NewReader(in), func(r Record) error { got = append(got, r); return nil })
+	read := func(in []byte) ([]traffic.Record, error) {
+		var got []traffic.Record
+		err := traffic.ReadResults(bytes.NewReader(in), func(r traffic.Record) error { got = append(got, r); return nil })
 		return got, err
 	}
 
@@ -544,15 +545,15 @@ func TestReadResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct {
-		class Class
+		class traffic.Class
 		pod   string
 		err   string
 		url   string
 	}{
-		{Class2xx, "pod-a", "", "http://127.0.0.1:30080/version"},
-		{ClassRefused, "", "dial tcp 127.0.0.1:30082: connect: connection refused", "http://127.0.0.1:30082/version"},
-		{Class502, "gw", "502 Bad Gateway", "http://127.0.0.1:30085/version"},
-		{Class2xx, "pod-b", "", ""},
+		{traffic.Class2xx, "pod-a", "", "http://127.0.0.1:30080/version"},
+		{traffic.ClassRefused, "", "dial tcp 127.0.0.1:30082: connect: connection refused", "http://127.0.0.1:30082/version"},
+		{traffic.Class502, "gw", "502 Bad Gateway", "http://127.0.0.1:30085/version"},
+		{traffic.Class2xx, "pod-b", "", ""},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d records, want %d", len(got), len(want))
@@ -584,7 +585,7 @@ func TestReadResults(t *testing.T) {
 	t.Run("an error from fn stops reading", func(t *testing.T) {
 		stop := errors.New("stop")
 		calls := 0
-		err := ReadResults(bytes.NewReader(file), func(Record) error { calls++; return stop })
+		err := traffic.ReadResults(bytes.NewReader(file), func(traffic.Record) error { calls++; return stop })
 		if err != stop || calls != 1 {
 			t.Errorf("err %v after %d calls", err, calls)
 		}
@@ -598,7 +599,7 @@ func TestReadResults(t *testing.T) {
 			}
 		}
 		got, err := read(buf.Bytes())
-		if err != nil || len(got) != len(want) || got[2].Class != Class502 || got[0].Pod != "pod-a" || got[2].URL != want[2].url {
+		if err != nil || len(got) != len(want) || got[2].Class != traffic.Class502 || got[0].Pod != "pod-a" || got[2].URL != want[2].url {
 			t.Errorf("got %+v, %v", got, err)
 		}
 	})
@@ -622,25 +623,25 @@ func TestReadResults(t *testing.T) {
 func TestRoundRobinTargets(t *testing.T) {
 	const n = 3
 	var (
-		targets []Target
+		targets []traffic.Target
 		hits    [n]atomic.Uint64
 	)
 	for i := range n {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hits[i].Add(1)
-			w.Header().Set(PodHeader, "pod")
+			w.Header().Set(traffic.PodHeader, "pod")
 		}))
 		defer srv.Close()
 		if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
 			t.Fatalf("test server on %s, not 127.0.0.1", srv.URL)
 		}
-		targets = append(targets, Target{Node: fmt.Sprintf("node-%d", i), URL: srv.URL + "/version"})
+		targets = append(targets, traffic.Target{Node: fmt.Sprintf("node-%d", i), URL: srv.URL + "/version"})
 	}
-	recs, stats, file := attackUntil(t, Config{Targets: targets, Rate: 300, Name: "rr"}, 100)
+	recs, stats, file := attackUntil(t, traffic.Config{Targets: targets, Rate: 300, Name: "rr"}, 100)
 
 	byURL := map[string]uint64{}
 	for _, r := range recs {
-		if r.Class != Class2xx {
+		if r.Class != traffic.Class2xx {
 			t.Fatalf("seq %d: %s %q", r.Seq, r.Class, r.Error)
 		}
 		byURL[r.URL]++
@@ -661,7 +662,7 @@ func TestRoundRobinTargets(t *testing.T) {
 
 	// The results file holds each result's URL.
 	var i int
-	if err := ReadResults(bytes.NewReader(file), func(r Record) error {
+	if err := traffic.ReadResults(bytes.NewReader(file), func(r traffic.Record) error {
 		if !sameRecord(r, recs[i]) {
 			t.Fatalf("result %d: file %+v, observed %+v", i, r, recs[i])
 		}
@@ -678,7 +679,7 @@ func TestRoundRobinTargets(t *testing.T) {
 // TestRoundRobinIsSafeConcurrently: vegeta's workers call the targeter at
 // once; every target still comes out its share within one.
 func TestRoundRobinIsSafeConcurrently(t *testing.T) {
-	tr := roundRobin("GET", []Target{{"a", "http://127.0.0.1:1/"}, {"b", "http://127.0.0.1:2/"}, {"c", "http://127.0.0.1:3/"}})
+	tr := roundRobin("GET", []traffic.Target{{Node: "a", URL: "http://127.0.0.1:1/"}, {Node: "b", URL: "http://127.0.0.1:2/"}, {Node: "c", URL: "http://127.0.0.1:3/"}})
 	const workers, each = 8, 3000
 	var counts [workers]map[string]int
 	var wg sync.WaitGroup
@@ -719,8 +720,8 @@ func TestNonLoopbackTargetIsRefused(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	for _, bad := range []string{"http://10.0.0.1:30080/", "http://172.18.0.2:30082/", "http://localhost:30084/", "http://[::1]:30086/"} {
-		a, err := Start(t.Context(), Config{Targets: []Target{{"cp", srv.URL + "/"}, {"w", bad}}, Rate: 100}, io.Discard, nil)
-		if err == nil || a != nil || !strings.Contains(err.Error(), "Config.Targets[1].URL") || !errors.Is(err, errNotLoopback) {
+		a, err := Start(t.Context(), traffic.Config{Targets: []traffic.Target{{Node: "cp", URL: srv.URL + "/"}, {Node: "w", URL: bad}}, Rate: 100}, io.Discard, nil)
+		if err == nil || a != nil || !strings.Contains(err.Error(), "Config.Targets[1].URL") || !errors.Is(err, traffic.ErrNotLoopback) {
 			t.Errorf("target %s: Start = %v, want a loopback refusal", bad, err)
 		}
 	}
@@ -736,7 +737,7 @@ func TestTrimKeepsFailureBodiesAndBookshopHeaders(t *testing.T) {
 	for i := range rs {
 		p.process(&rs[i])
 	}
-	if rs[0].Body != nil || rs[0].Headers.Get("Date") != "" || rs[0].Headers.Get(PodHeader) != "pod-a" {
+	if rs[0].Body != nil || rs[0].Headers.Get("Date") != "" || rs[0].Headers.Get(traffic.PodHeader) != "pod-a" {
 		t.Errorf("2xx after trim: body %q headers %v", rs[0].Body, rs[0].Headers)
 	}
 	if string(rs[2].Body) != "upstream dead" {
@@ -754,7 +755,7 @@ func TestVegetaCLIReadsResults(t *testing.T) {
 		citest.Missing(t, "no vegeta binary on PATH: go install github.com/tsenart/vegeta/v12@v12.13.0")
 	}
 	url := statusServer(t, 200)
-	_, stats, file := attackUntil(t, Config{URL: url, Rate: 100}, 10)
+	_, stats, file := attackUntil(t, traffic.Config{URL: url, Rate: 100}, 10)
 	path := filepath.Join(t.TempDir(), "results.gob")
 	if err := os.WriteFile(path, file, 0o644); err != nil {
 		t.Fatal(err)
@@ -779,19 +780,19 @@ func TestVegetaCLIReadsResults(t *testing.T) {
 	}
 }
 
-// TestRequestIDs: with Config.RequestIDs every request carries its own ID
+// TestRequestIDs: with traffic.Config.RequestIDs every request carries its own ID
 // in the X-Request-Id header and the URL, the record reads it back, and
 // concurrent workers never share one.
 func TestRequestIDs(t *testing.T) {
 	ids := make(chan string, 1000)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := r.Header.Get(RequestIDHeader); h != r.URL.Query().Get(RequestIDParam) || h == "" {
+		if h := r.Header.Get(traffic.RequestIDHeader); h != r.URL.Query().Get(traffic.RequestIDParam) || h == "" {
 			t.Errorf("header %q, query %q: want the same ID in both", h, r.URL.RawQuery)
 		}
-		ids <- r.Header.Get(RequestIDHeader)
+		ids <- r.Header.Get(traffic.RequestIDHeader)
 	}))
 	defer srv.Close()
-	tr := withRequestIDs(roundRobin("GET", []Target{{"a", srv.URL + "/version"}, {"b", srv.URL + "/version?x=1"}}), "run7")
+	tr := withRequestIDs(roundRobin("GET", []traffic.Target{{Node: "a", URL: srv.URL + "/version"}, {Node: "b", URL: srv.URL + "/version?x=1"}}), "run7")
 	seen := map[string]bool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -803,9 +804,9 @@ func TestRequestIDs(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				id := Record{URL: tgt.URL}.RequestID()
+				id := traffic.Record{URL: tgt.URL}.RequestID()
 				mu.Lock()
-				if seen[id] || !strings.HasPrefix(id, "run7-") || tgt.Header.Get(RequestIDHeader) != id {
+				if seen[id] || !strings.HasPrefix(id, "run7-") || tgt.Header.Get(traffic.RequestIDHeader) != id {
 					t.Errorf("target %s, header %v: ID %q repeated, unprefixed or not in the header", tgt.URL, tgt.Header, id)
 				}
 				seen[id] = true
@@ -826,15 +827,15 @@ func TestRequestIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got, want := <-ids, (Record{URL: tgt.URL}).RequestID(); got != want {
+	if got, want := <-ids, (traffic.Record{URL: tgt.URL}).RequestID(); got != want {
 		t.Errorf("server saw %q, record keeps %q", got, want)
 	}
-	if id := (Record{URL: "http://127.0.0.1:1/version"}).RequestID(); id != "" {
+	if id := (traffic.Record{URL: "http://127.0.0.1:1/version"}).RequestID(); id != "" {
 		t.Errorf("a URL without an ID gave %q", id)
 	}
 }
 
-// TestPoissonArrivals: ArrivalsPoisson's gaps are exponential with mean
+// TestPoissonArrivals: traffic.ArrivalsPoisson's gaps are exponential with mean
 // 1/rate: their mean and standard deviation both 1/rate (within 3% over
 // 20,000 draws), and due times only grow.
 func TestPoissonArrivals(t *testing.T) {
@@ -869,15 +870,15 @@ func TestPoissonArrivals(t *testing.T) {
 // so every request then opens one.
 func TestKeepAliveFleet(t *testing.T) {
 	url, conns, _ := h2cServer(t, nil)
-	_, stats, _ := attackUntil(t, Config{URL: url + "/", Rate: 100, Protocol: ProtocolKeepAlive, Connections: 3}, 30)
-	if stats.ByClass[Class2xx] != stats.Requests {
+	_, stats, _ := attackUntil(t, traffic.Config{URL: url + "/", Rate: 100, Protocol: traffic.ProtocolKeepAlive, Connections: 3}, 30)
+	if stats.ByClass[traffic.Class2xx] != stats.Requests {
 		t.Fatalf("ByClass = %v", stats.ByClass)
 	}
 	if got := conns.Load(); got != 3 {
 		t.Errorf("%d connections for 3 clients taking turns, want 3", got)
 	}
 	url, conns, _ = h2cServer(t, nil)
-	_, stats, _ = attackUntil(t, Config{URL: url + "/", Rate: 20, Protocol: ProtocolKeepAlive, IdleTimeout: 10 * time.Millisecond}, 6)
+	_, stats, _ = attackUntil(t, traffic.Config{URL: url + "/", Rate: 20, Protocol: traffic.ProtocolKeepAlive, IdleTimeout: 10 * time.Millisecond}, 6)
 	if got := conns.Load(); got < stats.Requests-1 {
 		t.Errorf("%d connections for %d requests 50 ms apart with a 10ms idle timeout, want a new one (nearly) every time", got, stats.Requests)
 	}
@@ -903,16 +904,16 @@ func TestAcceptedTimeout(t *testing.T) {
 	defer srv.Close()
 	for _, keepAlive := range []bool{false, true} {
 		served.Store(0)
-		cfg := Config{URL: srv.URL + "/", Rate: 20, Timeout: 200 * time.Millisecond, Protocol: HTTP1(keepAlive)}
+		cfg := traffic.Config{URL: srv.URL + "/", Rate: 20, Timeout: 200 * time.Millisecond, Protocol: traffic.HTTP1(keepAlive)}
 		if keepAlive {
 			cfg.Connections = 1
 		}
 		recs, _, _ := attackUntil(t, cfg, 4)
 		var timeouts, accepted int
 		for _, r := range recs {
-			if r.Class == ClassTimeout {
+			if r.Class == traffic.ClassTimeout {
 				timeouts++
-				if Accepted(r) {
+				if traffic.Accepted(r) {
 					accepted++
 				}
 			}
@@ -926,8 +927,8 @@ func TestAcceptedTimeout(t *testing.T) {
 			t.Errorf("keep-alive: every one of %d timeouts on a new accepted connection; the second request reuses the first's: %+v", timeouts, recs)
 		}
 	}
-	refused := Record{Class: ClassRefused, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
-	if Accepted(refused) {
+	refused := traffic.Record{Class: traffic.ClassRefused, Error: "dial tcp 127.0.0.1:1: connect: connection refused"}
+	if traffic.Accepted(refused) {
 		t.Error("a refusal reads as accepted")
 	}
 }

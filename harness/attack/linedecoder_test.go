@@ -1,9 +1,10 @@
-package traffic
+package attack
 
 import (
 	"bytes"
 	"testing"
 
+	"github.com/droprun/droprun/harness/traffic"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -19,11 +20,11 @@ func TestLineDecoder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var want []Record
-	if err := ReadResults(bytes.NewReader(lines.Bytes()), func(r Record) error { want = append(want, r); return nil }); err != nil {
+	var want []traffic.Record
+	if err := traffic.ReadResults(bytes.NewReader(lines.Bytes()), func(r traffic.Record) error { want = append(want, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	d := NewLineDecoder()
+	d := traffic.NewLineDecoder()
 	for i, line := range bytes.SplitAfter(lines.Bytes(), []byte("\n")) {
 		if len(line) == 0 {
 			continue

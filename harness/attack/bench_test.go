@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/droprun/droprun/harness/traffic"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -28,9 +29,9 @@ import (
 
 // Flags of BenchmarkAttackLoopback (for `make bench`).
 var (
-	benchRate      = flag.Int("traffic.rate", 3000, "BenchmarkAttackLoopback: asked rate, requests/s")
-	benchDuration  = flag.Duration("traffic.duration", 3*time.Second, "BenchmarkAttackLoopback: length of each attack")
-	benchKeepAlive = flag.Bool("traffic.keepalive", false, "BenchmarkAttackLoopback: reuse connections")
+	benchRate      = flag.Int("attack.rate", 3000, "BenchmarkAttackLoopback: asked rate, requests/s")
+	benchDuration  = flag.Duration("attack.duration", 3*time.Second, "BenchmarkAttackLoopback: length of each attack")
+	benchKeepAlive = flag.Bool("attack.keepalive", false, "BenchmarkAttackLoopback: reuse connections")
 )
 
 // serverEnv makes the test binary a plain HTTP server (see TestMain), so the
@@ -72,7 +73,7 @@ func benchServer() int {
 		gs.Stop()
 	}()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(PodHeader, "bench")
+		w.Header().Set(traffic.PodHeader, "bench")
 		io.WriteString(w, `{"pod":"bench","version":"v1"}`)
 	})}
 	srv.Protocols = new(http.Protocols)
@@ -119,7 +120,7 @@ func startBenchServer(b *testing.B) (httpURL, grpcURL string) {
 	if len(addrs) != 2 {
 		b.Fatalf("bench server said %q, want two addresses", line)
 	}
-	return "http://" + addrs[0] + "/version", "http://" + addrs[1] + GRPCPath
+	return "http://" + addrs[0] + "/version", "http://" + addrs[1] + traffic.GRPCPath
 }
 
 func BenchmarkClassify(b *testing.B) {
@@ -137,7 +138,7 @@ func BenchmarkClassify(b *testing.B) {
 	var n int
 	for b.Loop() {
 		in := inputs[n%len(inputs)]
-		if Classify(in.code, in.err) == "" {
+		if traffic.Classify(in.code, in.err) == "" {
 			b.Fatal("no class")
 		}
 		n++
@@ -158,7 +159,7 @@ func BenchmarkPipeline(b *testing.B) {
 		res  vegeta.Result
 	}{
 		{"2xx", vegeta.Result{Code: 200, Method: "GET", URL: "http://127.0.0.1:30080/version", Attack: "bench",
-			BytesIn: 31, Headers: http.Header{PodHeader: {"bookshop-web-7d4b9c6f5-x2x9q"}, "X-Bookshop-Version": {"v1"}}}},
+			BytesIn: 31, Headers: http.Header{traffic.PodHeader: {"bookshop-web-7d4b9c6f5-x2x9q"}, "X-Bookshop-Version": {"v1"}}}},
 		{"refused", vegeta.Result{Code: 0, Method: "GET", URL: "http://127.0.0.1:30080/version", Attack: "bench",
 			Error: `Get "http://127.0.0.1:30080/version": dial tcp 127.0.0.1:30080: connect: connection refused`}},
 	} {
@@ -227,8 +228,8 @@ func liveHeap() (alloc, inuse uint64) {
 //   - failed, exhausted (1 = workers exhausted), file-B/result.
 func BenchmarkAttackLoopback(b *testing.B) {
 	url, _ := startBenchServer(b)
-	cfg := Config{URL: url, Rate: *benchRate, Protocol: HTTP1(*benchKeepAlive), Name: "bench"}
-	var last Stats
+	cfg := traffic.Config{URL: url, Rate: *benchRate, Protocol: traffic.HTTP1(*benchKeepAlive), Name: "bench"}
+	var last traffic.Stats
 	var retainedPerM, inusePerM, peakHeap, peakGoroutines, fileB float64
 	for i := 0; i < b.N; i++ {
 		f, err := os.CreateTemp(b.TempDir(), "results-*.gob")
@@ -253,7 +254,7 @@ func BenchmarkAttackLoopback(b *testing.B) {
 		var results atomic.Uint64
 		ctx, cancel := context.WithTimeout(context.Background(), *benchDuration)
 		beforeAlloc, beforeInuse := liveHeap()
-		a, err := Start(ctx, cfg, f, func(Record) { results.Add(1) })
+		a, err := Start(ctx, cfg, f, func(traffic.Record) { results.Add(1) })
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -327,7 +328,7 @@ const (
 	grpcLoopEnv  = "DROPRUN_TRAFFIC_BENCH_GRPC_LOOP"
 )
 
-var benchPairs = flag.Int("traffic.pairs", 5, "BenchmarkClientCost: alternating pairs per protocol")
+var benchPairs = flag.Int("attack.pairs", 5, "BenchmarkClientCost: alternating pairs per protocol")
 
 // BenchmarkClientCost runs, for each protocol, droprun's client and a
 // well-known one on the same target (a child process serving HTTP/1.1,
@@ -335,7 +336,7 @@ var benchPairs = flag.Int("traffic.pairs", 5, "BenchmarkClientCost: alternating 
 // which goes first, for -traffic.duration at -traffic.rate, and reports
 // the medians of each side's CPU in cores per 1,000 requests/s achieved
 // and of the pairs' ratios (droprun over the reference: above 1 costs
-// more). droprun's side is its own measure (Stats.ClientCPU, this
+// more). droprun's side is its own measure (traffic.Stats.ClientCPU, this
 // process); the reference's is its child process's user + system CPU over
 // the attack's length, start-up included. droprun writes its results to a
 // file, as the vegeta CLI does; the gRPC loop records nothing.
@@ -346,7 +347,7 @@ func BenchmarkClientCost(b *testing.B) {
 	vegetaRef := func(url string, flags ...string) func() (float64, error) {
 		return func() (float64, error) {
 			out := filepath.Join(b.TempDir(), "vegeta.bin")
-			args := append([]string{"attack", "-rate", strconv.Itoa(rate) + "/s", "-duration", d.String(), "-timeout", DefaultTimeout.String(), "-output", out}, flags...)
+			args := append([]string{"attack", "-rate", strconv.Itoa(rate) + "/s", "-duration", d.String(), "-timeout", traffic.DefaultTimeout.String(), "-output", out}, flags...)
 			cmd := exec.Command(vegetaBin, args...)
 			cmd.Stdin = strings.NewReader("GET " + url + "\n")
 			cpu, err := childCPU(cmd, d)
@@ -372,7 +373,7 @@ func BenchmarkClientCost(b *testing.B) {
 	}
 	grpcRef := func() (float64, error) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", grpcLoopEnv, strings.TrimPrefix(strings.TrimSuffix(grpcURL, GRPCPath), "http://"), rate, d.Milliseconds(), DefaultConnections))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", grpcLoopEnv, strings.TrimPrefix(strings.TrimSuffix(grpcURL, traffic.GRPCPath), "http://"), rate, d.Milliseconds(), traffic.DefaultConnections))
 		var stdout strings.Builder
 		cmd.Stdout = &stdout
 		cpu, err := childCPU(cmd, d)
@@ -387,14 +388,14 @@ func BenchmarkClientCost(b *testing.B) {
 	}
 	for _, m := range []struct {
 		name  string
-		proto Protocol
+		proto traffic.Protocol
 		url   string
 		ref   func() (float64, error)
 	}{
-		{"http1-new-connection", ProtocolNewConnection, httpURL, vegetaRef(httpURL, "-keepalive=false")},
-		{"http1-keep-alive", ProtocolKeepAlive, httpURL, vegetaRef(httpURL, "-keepalive=true")},
-		{"h2c", ProtocolH2C, httpURL, vegetaRef(httpURL, "-h2c")},
-		{"grpc", ProtocolGRPC, grpcURL, grpcRef},
+		{"http1-new-connection", traffic.ProtocolNewConnection, httpURL, vegetaRef(httpURL, "-keepalive=false")},
+		{"http1-keep-alive", traffic.ProtocolKeepAlive, httpURL, vegetaRef(httpURL, "-keepalive=true")},
+		{"h2c", traffic.ProtocolH2C, httpURL, vegetaRef(httpURL, "-h2c")},
+		{"grpc", traffic.ProtocolGRPC, grpcURL, grpcRef},
 	} {
 		b.Run(m.name, func(b *testing.B) {
 			ours := func() (float64, error) {
@@ -405,7 +406,7 @@ func BenchmarkClientCost(b *testing.B) {
 				defer f.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), d)
 				defer cancel()
-				a, err := Start(ctx, Config{URL: m.url, Rate: rate, Protocol: m.proto, Name: "bench"}, f, nil)
+				a, err := Start(ctx, traffic.Config{URL: m.url, Rate: rate, Protocol: m.proto, Name: "bench"}, f, nil)
 				if err != nil {
 					return 0, err
 				}
@@ -485,7 +486,7 @@ func median(xs []float64) float64 {
 
 // grpcLoop is the plain grpc-go client (spec "ADDR RATE MILLISECONDS CONNS"):
 // CONNS channels, a Check call every 1/RATE s round robin over them, each
-// in its own goroutine with DefaultTimeout, for MILLISECONDS; it prints the
+// in its own goroutine with traffic.DefaultTimeout, for MILLISECONDS; it prints the
 // number of calls that succeeded.
 func grpcLoop(spec string) int {
 	var addr string
@@ -520,7 +521,7 @@ func grpcLoop(spec string) int {
 			wg.Add(1)
 			go func(c healthpb.HealthClient) {
 				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), traffic.DefaultTimeout)
 				defer cancel()
 				if _, err := c.Check(ctx, &healthpb.HealthCheckRequest{}); err == nil {
 					ok.Add(1)

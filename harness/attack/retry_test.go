@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // connRequests is the per-connection request counter resettingServer keeps
@@ -92,26 +94,26 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 		keepAlive bool
 		method    string
 		server    func(*testing.T) string
-		dial      dialFunc // nil: net.Dialer
-		masked    bool     // want masked requests and no drop
-		visible   Class    // want drops, all of this class ("": none)
+		dial      dialFunc      // nil: net.Dialer
+		masked    bool          // want masked requests and no drop
+		visible   traffic.Class // want drops, all of this class ("": none)
 		// or a few of this one: a request net/http hands a connection
 		// straight from the one before (GotConnInfo.WasIdle false, on a
 		// busy machine) took none from the idle pool, so its reset is
 		// plain (a CI-like run: 1 of 10).
-		orVisible Class
+		orVisible traffic.Class
 	}{
 		{"keep-alive GET, server resets each connection's second request", true, "GET", resetSecond, nil, true, "", ""},
 		// The second request rides a connection taken from the idle pool:
-		// its reset is a reused idle connection closed (ClassIdleClosed).
-		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, ClassIdleClosed, ClassReset},
+		// its reset is a reused idle connection closed (traffic.ClassIdleClosed).
+		{"keep-alive POST, server resets each connection's second request", true, "POST", resetSecond, nil, false, traffic.ClassIdleClosed, traffic.ClassReset},
 		{"keep-alive GET, second write fails with nothing written", true, "GET", healthyServer, failSecondWrite, true, "", ""},
 		{"keep-alive POST, second write fails with nothing written", true, "POST", healthyServer, failSecondWrite, true, "", ""},
-		{"keep-alive GET, server resets every request", true, "GET", resetEvery, nil, false, ClassReset, ""},
+		{"keep-alive GET, server resets every request", true, "GET", resetEvery, nil, false, traffic.ClassReset, ""},
 		{"new connections GET, server resets each connection's second request", false, "GET", resetSecond, nil, false, "", ""},
 		{"new connections POST, second write fails with nothing written", false, "POST", healthyServer, failSecondWrite, false, "", ""},
-		{"new connections GET, server resets every request", false, "GET", resetEvery, nil, false, ClassReset, ""},
-		{"new connections POST, server resets every request", false, "POST", resetEvery, nil, false, ClassReset, ""},
+		{"new connections GET, server resets every request", false, "GET", resetEvery, nil, false, traffic.ClassReset, ""},
+		{"new connections POST, server resets every request", false, "POST", resetEvery, nil, false, traffic.ClassReset, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,14 +121,14 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 			if dial == nil {
 				dial = (&net.Dialer{}).DialContext
 			}
-			cfg := Config{URL: tt.server(t), Rate: 100, Protocol: HTTP1(tt.keepAlive), Method: tt.method, Name: "hidden"}
+			cfg := traffic.Config{URL: tt.server(t), Rate: 100, Protocol: traffic.HTTP1(tt.keepAlive), Method: tt.method, Name: "hidden"}
 			recs, stats, file := attackWith(t, cfg, 20, dial)
 
 			var masked, drops, or uint64
 			for _, r := range recs {
 				if r.Class.Failed() {
 					drops++
-					if r.Class == tt.orVisible && tt.orVisible != "" && !strings.Contains(r.Error, idleReuseText) {
+					if r.Class == tt.orVisible && tt.orVisible != "" && !strings.Contains(r.Error, traffic.IdleReuseText) {
 						or++
 					} else if r.Class != tt.visible {
 						t.Errorf("seq %d: a drop of class %s (%q), want %q", r.Seq, r.Class, r.Error, tt.visible)
@@ -140,9 +142,9 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 				}
 				// Only a kept-alive connection is retried, and it was
 				// taken from the idle pool.
-				if !r.Masked() || r.Hidden != ClassIdleClosed || r.Retries < 1 || !strings.Contains(r.HiddenError, "connection reset") || !strings.Contains(r.HiddenError, idleReuseText) {
+				if !r.Masked() || r.Hidden != traffic.ClassIdleClosed || r.Retries < 1 || !strings.Contains(r.HiddenError, "connection reset") || !strings.Contains(r.HiddenError, traffic.IdleReuseText) {
 					t.Errorf("seq %d: %s, masked %v, hidden %s %q after %d retries; want a 2xx masking a %s",
-						r.Seq, r.Class, r.Masked(), r.Hidden, r.HiddenError, r.Retries, ClassIdleClosed)
+						r.Seq, r.Class, r.Masked(), r.Hidden, r.HiddenError, r.Retries, traffic.ClassIdleClosed)
 				}
 				masked++
 			}
@@ -164,8 +166,8 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 				t.Errorf("Stats: Masked %d, Retried %d; the records show %d masked", stats.Masked, stats.Retried, masked)
 			}
 			// The results file keeps what was hidden.
-			var read []Record
-			if err := ReadResults(bytes.NewReader(file), func(r Record) error { read = append(read, r); return nil }); err != nil {
+			var read []traffic.Record
+			if err := traffic.ReadResults(bytes.NewReader(file), func(r traffic.Record) error { read = append(read, r); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if len(read) != len(recs) {
@@ -180,14 +182,14 @@ func TestHiddenRetriesAreMasked(t *testing.T) {
 	}
 }
 
-// TestHiddenHeaderFromServerIsIgnored: only the client sets HiddenHeader,
+// TestHiddenHeaderFromServerIsIgnored: only the client sets traffic.HiddenHeader,
 // so a server sending it masks nothing.
 func TestHiddenHeaderFromServerIsIgnored(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(HiddenHeader, "EOF")
+		w.Header().Set(traffic.HiddenHeader, "EOF")
 	}))
 	defer srv.Close()
-	recs, stats, _ := attackUntil(t, Config{URL: srv.URL + "/", Rate: 50, Protocol: ProtocolKeepAlive}, 3)
+	recs, stats, _ := attackUntil(t, traffic.Config{URL: srv.URL + "/", Rate: 50, Protocol: traffic.ProtocolKeepAlive}, 3)
 	for _, r := range recs {
 		if r.Hidden != "" || r.Masked() {
 			t.Errorf("seq %d: hidden %q from the server's header", r.Seq, r.Hidden)
@@ -238,11 +240,11 @@ func TestHiddenFailureIgnoresOwnClose(t *testing.T) {
 	if _, err := ec.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("read on a closed connection: %v, want net.ErrClosed", err)
 	}
-	if got := failureOf(ec, refusedStream); got != refusedStream {
-		t.Errorf("failureOf(own close) = %q, want %q", got, refusedStream)
+	if got := failureOf(ec, traffic.RefusedStream); got != traffic.RefusedStream {
+		t.Errorf("failureOf(own close) = %q, want %q", got, traffic.RefusedStream)
 	}
-	if c := Classify(0, refusedStream); c != ClassGoAway {
-		t.Errorf("the refused stream's text is classified %s, want %s", c, ClassGoAway)
+	if c := traffic.Classify(0, traffic.RefusedStream); c != traffic.ClassGoAway {
+		t.Errorf("the refused stream's text is classified %s, want %s", c, traffic.ClassGoAway)
 	}
 }
 
@@ -258,22 +260,22 @@ func TestIdleReuseNamed(t *testing.T) {
 		idleReuse bool
 		info      httptrace.GotConnInfo
 		err       string
-		want      Class
+		want      traffic.Class
 	}{
-		{"EOF on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true, IdleTime: 4 * time.Second}, `Get "http://127.0.0.1:31080/": EOF`, ClassIdleClosed},
-		{"reset on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "read: connection reset by peer", ClassIdleClosed},
-		{"timeout on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "context deadline exceeded", ClassTimeout},
-		{"EOF on a new connection", true, httptrace.GotConnInfo{Conn: conn}, "EOF", ClassEOF},
-		{"EOF on a multiplexed connection", false, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "EOF", ClassEOF},
+		{"EOF on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true, IdleTime: 4 * time.Second}, `Get "http://127.0.0.1:31080/": EOF`, traffic.ClassIdleClosed},
+		{"reset on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "read: connection reset by peer", traffic.ClassIdleClosed},
+		{"timeout on an idle connection", true, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "context deadline exceeded", traffic.ClassTimeout},
+		{"EOF on a new connection", true, httptrace.GotConnInfo{Conn: conn}, "EOF", traffic.ClassEOF},
+		{"EOF on a multiplexed connection", false, httptrace.GotConnInfo{Conn: conn, Reused: true, WasIdle: true}, "EOF", traffic.ClassEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &attempts{idleReuse: tc.idleReuse}
 			a.gotConn(tc.info)
 			err := a.named(errors.New(tc.err))
-			if c := Classify(0, err.Error()); c != tc.want || !strings.HasPrefix(err.Error(), tc.err) {
+			if c := traffic.Classify(0, err.Error()); c != tc.want || !strings.HasPrefix(err.Error(), tc.err) {
 				t.Errorf("%q: %s, want %s with the text kept", err, c, tc.want)
 			}
-			if tc.want == ClassIdleClosed && !strings.Contains(err.Error(), idleReuseText+" "+tc.info.IdleTime.String()+" idle") {
+			if tc.want == traffic.ClassIdleClosed && !strings.Contains(err.Error(), traffic.IdleReuseText+" "+tc.info.IdleTime.String()+" idle") {
 				t.Errorf("%q does not say how long the connection was idle (%s)", err, tc.info.IdleTime)
 			}
 		})

@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"context"
@@ -8,35 +8,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// HiddenHeader is the header, in a result, that names the failures net/http
-// hid from the client: one value per connection the request failed on
-// before net/http retried it on another, the error text of that connection
-// (see Record.Hidden). The attack's client adds it to the response it got;
-// a header of this name sent by the server is removed first, so only the
-// client ever sets it. It is kept in the results file.
-const HiddenHeader = "X-Droprun-Hidden-Failure"
+	"github.com/droprun/droprun/harness/traffic"
+)
 
 // unseenFailure is a hidden failure's text when the connection it failed
 // on returned no error the client saw (every retry follows a read or write
 // error, so this should not happen).
 const unseenFailure = "net/http retried the request on another connection without a read or write error on the first"
-
-// refusedStream is a hidden failure's text over HTTP/2 when the connection
-// returned no error: net/http retries a stream on a new connection without
-// one only when the server refused it before it started (a GOAWAY below
-// its ID, or REFUSED_STREAM). It is classified ClassGoAway.
-const refusedStream = "http2: stream refused before it started (the server's GOAWAY or REFUSED_STREAM); net/http retried it on a new connection"
-
-// idleReuseText marks a failure on a kept-alive connection the client
-// took from its idle pool (ClassIdleClosed): the client appends it, with
-// how long the connection had been idle, to an EOF or reset there.
-const idleReuseText = "on a kept-alive connection reused after"
 
 // watch is the attack's RoundTripper around its http.Transport. It bounds
 // each request by the attack's timeout and records, per request, every
@@ -51,12 +33,12 @@ const idleReuseText = "on a kept-alive connection reused after"
 // request cancellation by two extra goroutines per request, a cost at
 // thousands of requests per second. The deadline covers the connection,
 // the headers and the body, as Client.Timeout does; a request past it
-// fails with "context deadline exceeded" (ClassTimeout).
+// fails with "context deadline exceeded" (traffic.ClassTimeout).
 type watch struct {
 	next    http.RoundTripper
 	timeout time.Duration
 	// unseen is a hidden failure's text when its connection returned no
-	// error: unseenFailure, or refusedStream over HTTP/2.
+	// error: unseenFailure, or traffic.RefusedStream over HTTP/2.
 	unseen string
 	// retried counts the requests net/http retried at least once.
 	retried atomic.Uint64
@@ -85,9 +67,9 @@ func (w *watch) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.Header == nil {
 		resp.Header = http.Header{}
 	}
-	resp.Header.Del(HiddenHeader)
+	resp.Header.Del(traffic.HiddenHeader)
 	for _, h := range hidden {
-		resp.Header.Add(HiddenHeader, h)
+		resp.Header.Add(traffic.HiddenHeader, h)
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
@@ -132,15 +114,15 @@ func (a *attempts) gotConn(info httptrace.GotConnInfo) {
 }
 
 // idleText is the text of a failure on the current attempt's connection:
-// an EOF or reset on one taken from the idle pool says so (idleReuseText).
+// an EOF or reset on one taken from the idle pool says so (traffic.IdleReuseText).
 func (a *attempts) idleText(text string) string {
 	if a.idle < 0 || a.conn == nil {
 		return text
 	}
-	if c := Classify(0, text); c != ClassEOF && c != ClassReset {
+	if c := traffic.Classify(0, text); c != traffic.ClassEOF && c != traffic.ClassReset {
 		return text
 	}
-	return fmt.Sprintf("%s (%s %s idle)", text, idleReuseText, a.idle.Round(time.Millisecond))
+	return fmt.Sprintf("%s (%s %s idle)", text, traffic.IdleReuseText, a.idle.Round(time.Millisecond))
 }
 
 // named is err, the request's error, naming an EOF or reset on a
@@ -151,27 +133,10 @@ func (a *attempts) named(err error) error {
 	if text := a.idleText(err.Error()); text != err.Error() {
 		return &idleClosedError{err: err, text: text}
 	}
-	if a.conn != nil && a.fresh && Classify(0, err.Error()) == ClassTimeout {
-		return &idleClosedError{err: err, text: err.Error() + " " + acceptedText}
+	if a.conn != nil && a.fresh && traffic.Classify(0, err.Error()) == traffic.ClassTimeout {
+		return &idleClosedError{err: err, text: err.Error() + " " + traffic.AcceptedText}
 	}
 	return err
-}
-
-// acceptedText marks a timeout on a connection dialled for the request
-// that the server had accepted (httptrace's GotConn, not reused). On a
-// direct path the server is the pod: it was listening and did not answer
-// in time. A pod that had closed its listener refuses the connection, and
-// one that is gone never accepts it; so such a timeout is the pod being
-// slow, not a request routed to it after its listener closed (Accepted).
-// Through a proxy or a front the server is that hop, which says nothing
-// of the pod behind it.
-const acceptedText = "(on a new connection the server had accepted)"
-
-// Accepted reports whether rec timed out on a new connection the server
-// had accepted (acceptedText): on a direct path, the pod was slow, not
-// gone. False for records of protocols or runs that do not say.
-func Accepted(rec Record) bool {
-	return rec.Class == ClassTimeout && strings.HasSuffix(rec.Error, acceptedText)
 }
 
 // idleClosedError is a request's error with the text that says more of

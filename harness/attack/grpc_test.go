@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/droprun/droprun/harness/traffic"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -61,17 +62,17 @@ func grpcServer(t *testing.T, h health, opts ...grpc.ServerOption) (string, *con
 	healthpb.RegisterHealthServer(s, h)
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
-	return "http://" + l.Addr().String() + GRPCPath, conns
+	return "http://" + l.Addr().String() + traffic.GRPCPath, conns
 }
 
-// TestGRPCFleet: with ProtocolGRPC every request is a Check call, the
-// client holds Config.Connections connections per target, and each result
+// TestGRPCFleet: with traffic.ProtocolGRPC every request is a Check call, the
+// client holds traffic.Config.Connections connections per target, and each result
 // names the pod from the response metadata.
 func TestGRPCFleet(t *testing.T) {
 	url1, conns1 := grpcServer(t, health{pod: "pod-a", status: healthpb.HealthCheckResponse_SERVING})
 	url2, conns2 := grpcServer(t, health{pod: "pod-b", status: healthpb.HealthCheckResponse_SERVING})
-	recs, stats, _ := attackUntil(t, Config{Targets: []Target{{URL: url1}, {URL: url2}}, Rate: 200, Protocol: ProtocolGRPC, Connections: 3}, 60)
-	if stats.ByClass[Class2xx] != stats.Requests {
+	recs, stats, _ := attackUntil(t, traffic.Config{Targets: []traffic.Target{{URL: url1}, {URL: url2}}, Rate: 200, Protocol: traffic.ProtocolGRPC, Connections: 3}, 60)
+	if stats.ByClass[traffic.Class2xx] != stats.Requests {
 		t.Fatalf("ByClass = %v, want every call served", stats.ByClass)
 	}
 	for _, r := range recs {
@@ -97,8 +98,8 @@ func TestGRPCFleet(t *testing.T) {
 // saying it could not serve.
 func TestGRPCNotServing(t *testing.T) {
 	u, _ := grpcServer(t, health{pod: "p", status: healthpb.HealthCheckResponse_NOT_SERVING})
-	_, stats, _ := attackUntil(t, Config{URL: u, Rate: 100, Protocol: ProtocolGRPC}, 10)
-	if stats.ByClass[Class503] != stats.Requests {
+	_, stats, _ := attackUntil(t, traffic.Config{URL: u, Rate: 100, Protocol: traffic.ProtocolGRPC}, 10)
+	if stats.ByClass[traffic.Class503] != stats.Requests {
 		t.Errorf("ByClass = %v, want every call a 503", stats.ByClass)
 	}
 }
@@ -119,8 +120,8 @@ func refusedAddr(t *testing.T) string {
 // UNAVAILABLE, whose wire cause is a refused connection.
 func TestGRPCRefused(t *testing.T) {
 	addr := refusedAddr(t)
-	recs, stats, _ := attackUntil(t, Config{URL: "http://" + addr + GRPCPath, Rate: 100, Protocol: ProtocolGRPC, Connections: 1}, 10)
-	if stats.ByClass[ClassRefused] != stats.Requests {
+	recs, stats, _ := attackUntil(t, traffic.Config{URL: "http://" + addr + traffic.GRPCPath, Rate: 100, Protocol: traffic.ProtocolGRPC, Connections: 1}, 10)
+	if stats.ByClass[traffic.ClassRefused] != stats.Requests {
 		t.Errorf("ByClass = %v, want every call refused; first error %q", stats.ByClass, recs[0].Error)
 	}
 	if !strings.Contains(recs[0].Error, "code = Unavailable") {
@@ -134,8 +135,8 @@ func TestGRPCRefused(t *testing.T) {
 func TestGRPCMaxConnectionAge(t *testing.T) {
 	u, conns := grpcServer(t, health{pod: "p", status: healthpb.HealthCheckResponse_SERVING},
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: 100 * time.Millisecond, MaxConnectionAgeGrace: 5 * time.Second}))
-	_, stats, _ := attackUntil(t, Config{URL: u, Rate: 200, Protocol: ProtocolGRPC, Connections: 2}, 120)
-	if stats.ByClass[Class2xx] != stats.Requests {
+	_, stats, _ := attackUntil(t, traffic.Config{URL: u, Rate: 200, Protocol: traffic.ProtocolGRPC, Connections: 2}, 120)
+	if stats.ByClass[traffic.Class2xx] != stats.Requests {
 		t.Errorf("ByClass = %v, want every call served across the reconnections", stats.ByClass)
 	}
 	if got := conns.n.Load(); got < 4 {
@@ -158,12 +159,12 @@ func TestGRPCHiddenRetry(t *testing.T) {
 	h.HandleRPC(ctx, &stats.Begin{IsTransparentRetryAttempt: true})
 	h.HandleRPC(ctx, &stats.End{})
 	got := at.failures()
-	if len(got) != 2 || !strings.Contains(got[0], "the connection is draining") || got[1] != refusedGRPCStream {
+	if len(got) != 2 || !strings.Contains(got[0], "the connection is draining") || got[1] != traffic.RefusedGRPCStream {
 		t.Fatalf("hidden failures %q, want the draining error, then the refused stream's text", got)
 	}
 	for _, f := range got {
-		if c := Classify(0, f); c != ClassGoAway {
-			t.Errorf("hidden failure %q is %s, want %s", f, c, ClassGoAway)
+		if c := traffic.Classify(0, f); c != traffic.ClassGoAway {
+			t.Errorf("hidden failure %q is %s, want %s", f, c, traffic.ClassGoAway)
 		}
 	}
 	// Through the watch: the response carries them, and the record is masked.
@@ -171,7 +172,7 @@ func TestGRPCHiddenRetry(t *testing.T) {
 		hiddenRetries{}.HandleRPC(r.Context(), &stats.Begin{IsTransparentRetryAttempt: true})
 		return grpcResponse(r, &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil, nil)
 	}), timeout: time.Second}
-	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://127.0.0.1:1"+GRPCPath, nil)
+	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://127.0.0.1:1"+traffic.GRPCPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestGRPCHiddenRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := resp.Header.Values(HiddenHeader); len(h) != 1 || h[0] != refusedGRPCStream || w.retried.Load() != 1 {
+	if h := resp.Header.Values(traffic.HiddenHeader); len(h) != 1 || h[0] != traffic.RefusedGRPCStream || w.retried.Load() != 1 {
 		t.Errorf("hidden header %q, retried %d; want the refused stream once", h, w.retried.Load())
 	}
 }
@@ -195,11 +196,11 @@ func TestGRPCResponseError(t *testing.T) {
 	}
 }
 
-// TestGRPCProbeClient: under ProtocolGRPC the probe client's GET is a
+// TestGRPCProbeClient: under traffic.ProtocolGRPC the probe client's GET is a
 // Check call, answered 200 with the pod in its headers.
 func TestGRPCProbeClient(t *testing.T) {
 	u, _ := grpcServer(t, health{pod: "pod-a", status: healthpb.HealthCheckResponse_SERVING})
-	c, done, err := ProbeClient([]Target{{URL: u}}, nil, time.Second, ProtocolGRPC)
+	c, done, err := ProbeClient([]traffic.Target{{URL: u}}, nil, time.Second, traffic.ProtocolGRPC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestGRPCProbeClient(t *testing.T) {
 	}
 }
 
-// TestGRPCChannelStates: with Config.OnChannel every channel reports its
+// TestGRPCChannelStates: with traffic.Config.OnChannel every channel reports its
 // states and attempts, a refused one CONNECTING, a failed dial (with its
 // error) and TRANSIENT_FAILURE, a served one a dial and READY; every
 // failed call names its channel, which was in TRANSIENT_FAILURE when the
@@ -224,12 +225,12 @@ func TestGRPCChannelStates(t *testing.T) {
 	served, _ := grpcServer(t, health{pod: "p", status: healthpb.HealthCheckResponse_SERVING})
 	var (
 		mu      sync.Mutex
-		states  = map[string][]ChannelState{} // "target/channel" → its states, in order
+		states  = map[string][]traffic.ChannelState{} // "target/channel" → its states, in order
 		stopped bool
 	)
 	key := func(target string, ch int) string { return fmt.Sprintf("%s/%d", target, ch) }
-	cfg := Config{Targets: []Target{{URL: "http://" + refused + GRPCPath}, {URL: served}}, Rate: 100, Protocol: ProtocolGRPC, Connections: 2,
-		OnChannel: func(s ChannelState) {
+	cfg := traffic.Config{Targets: []traffic.Target{{URL: "http://" + refused + traffic.GRPCPath}, {URL: served}}, Rate: 100, Protocol: traffic.ProtocolGRPC, Connections: 2,
+		OnChannel: func(s traffic.ChannelState) {
 			mu.Lock()
 			defer mu.Unlock()
 			if stopped {
@@ -243,7 +244,7 @@ func TestGRPCChannelStates(t *testing.T) {
 	defer mu.Unlock()
 
 	inState := func(k string, at time.Time, want string) bool {
-		var last ChannelState
+		var last traffic.ChannelState
 		for _, s := range states[k] {
 			if s.Time.After(at) {
 				break
@@ -262,7 +263,7 @@ func TestGRPCChannelStates(t *testing.T) {
 			continue
 		}
 		failed++
-		if !ok || ch > 1 || r.Class != ClassRefused {
+		if !ok || ch > 1 || r.Class != traffic.ClassRefused {
 			t.Fatalf("failed call: channel %d, %v, class %s, error %q; want a refusal on channel 0 or 1", ch, ok, r.Class, r.Error)
 		}
 		// The watch stamps a change a scheduling delay after the call
@@ -270,13 +271,13 @@ func TestGRPCChannelStates(t *testing.T) {
 		if k := key(refused, ch); !inState(k, r.End().Add(100*time.Millisecond), "TRANSIENT_FAILURE") {
 			t.Errorf("call ended %s on %s, which was not in TRANSIENT_FAILURE; its states %+v", r.End().Format(time.StampMicro), k, states[k])
 		}
-		var lastDial ChannelState
+		var lastDial traffic.ChannelState
 		for _, s := range states[key(refused, ch)] {
 			if !s.Time.After(r.End()) && strings.HasPrefix(s.State, "dial") {
 				lastDial = s
 			}
 		}
-		if lastDial.State != StateDialFailed || !strings.Contains(lastDial.Error, "connection refused") {
+		if lastDial.State != traffic.StateDialFailed || !strings.Contains(lastDial.Error, "connection refused") {
 			t.Errorf("call ended %s on channel %d, whose last attempt before was %+v; want a refused dial", r.End().Format(time.StampMicro), ch, lastDial)
 		}
 	}
@@ -287,8 +288,8 @@ func TestGRPCChannelStates(t *testing.T) {
 		// The states and the attempts each in order (a state is stamped
 		// a scheduling delay late, an attempt at once).
 		for target, wants := range map[string][][]string{
-			refused: {{"CONNECTING", "TRANSIENT_FAILURE"}, {StateDialing, StateDialFailed}},
-			strings.TrimPrefix(strings.TrimSuffix(served, GRPCPath), "http://"): {{"CONNECTING", "READY"}, {StateDialing, StateDialed}},
+			refused: {{"CONNECTING", "TRANSIENT_FAILURE"}, {traffic.StateDialing, traffic.StateDialFailed}},
+			strings.TrimPrefix(strings.TrimSuffix(served, traffic.GRPCPath), "http://"): {{"CONNECTING", "READY"}, {traffic.StateDialing, traffic.StateDialed}},
 		} {
 			var seen []string
 			for _, s := range states[key(target, ch)] {
@@ -306,5 +307,13 @@ func TestGRPCChannelStates(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestGRPCPath: the path the records name a gRPC call by is grpc-go's own
+// name of the health service's Check, which the client calls.
+func TestGRPCPath(t *testing.T) {
+	if traffic.GRPCPath != healthpb.Health_Check_FullMethodName {
+		t.Errorf("traffic.GRPCPath %q, grpc-go's %q", traffic.GRPCPath, healthpb.Health_Check_FullMethodName)
 	}
 }

@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/droprun/droprun/harness/traffic"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,14 +20,9 @@ import (
 	"google.golang.org/grpc/stats"
 )
 
-// GRPCPath is the URL path of a gRPC target: the one method the client
-// calls, the standard health service's Check, which grpc-go ships
-// generated (no code generation, and any gRPC server can register it).
-const GRPCPath = healthpb.Health_Check_FullMethodName
-
-// grpcFleet is ProtocolGRPC's RoundTripper, under the attack's watch like
+// grpcFleet is traffic.ProtocolGRPC's RoundTripper, under the attack's watch like
 // every protocol's: each request vegeta hands out becomes one unary Check
-// call, on one of Config.Connections channels to the request's target
+// call, on one of traffic.Config.Connections channels to the request's target
 // (round robin), with the request's context (the watch's deadline). So the
 // pacing, the workers, the timeout, the results file and the classes are
 // the HTTP client's.
@@ -34,18 +30,18 @@ const GRPCPath = healthpb.Health_Check_FullMethodName
 // A call's outcome becomes the response (grpcResponse): OK with SERVING is
 // a 200, OK with any other serving status a 503 (the server said it could
 // not serve), and a non-OK status the transport error the client saw,
-// "rpc error: code = Unavailable desc = …", which Classify reads by its
+// "rpc error: code = Unavailable desc = …", which traffic.Classify reads by its
 // wire cause (refused, reset, EOF, GOAWAY, stream reset, deadline) and
-// otherwise as ClassUnavailable. Response metadata x-bookshop-* becomes
+// otherwise as traffic.ClassUnavailable. Response metadata x-bookshop-* becomes
 // X-Bookshop-* headers, so the results name the pod that answered. A
-// failed call's error ends with the channel it went on (channelTag,
-// Record.Channel), and with Config.OnChannel every channel's state
-// changes and connection attempts are reported (ChannelState): together
+// failed call's error ends with the channel it went on (traffic.ChannelTag,
+// traffic.Record.Channel), and with traffic.Config.OnChannel every channel's state
+// changes and connection attempts are reported (traffic.ChannelState): together
 // they say whether a call failed because its channel was waiting out a
 // reconnect backoff, and after which attempt.
 type grpcFleet struct {
 	byHost  map[string]*channels
-	onState func(ChannelState) // nil: nothing reported
+	onState func(traffic.ChannelState) // nil: nothing reported
 	// stop ends the state watches; watching waits for them. closed
 	// (under mu) drops what a dial reports after the fleet closed.
 	stop     context.CancelFunc
@@ -63,38 +59,6 @@ type channels struct {
 	n   atomic.Uint64
 }
 
-// ChannelState is one change of a gRPC channel (Config.OnChannel): its
-// connectivity state, IDLE, CONNECTING, READY or TRANSIENT_FAILURE (a
-// connection attempt failed: the channel fails its calls at once with
-// that attempt's error), or one of its connection attempts, StateDialing
-// then StateDialed or StateDialFailed. The attempts are what says when a
-// backoff ended: grpc-go's channel stays in TRANSIENT_FAILURE until it is
-// READY again, through the attempts after the first failed.
-type ChannelState struct {
-	// Time is when the client saw the change: a state within a
-	// scheduling delay of it (a state undone faster than the watch reads
-	// the channel is not seen), an attempt exactly.
-	Time time.Time
-	// Target is the channel's host:port; Channel its index among the
-	// target's channels (Record.Channel), from 0.
-	Target  string
-	Channel int
-	State   string
-	// Error is a failed attempt's error.
-	Error string
-}
-
-// The connection attempts' ChannelState.State.
-const (
-	StateDialing    = "dialing"
-	StateDialed     = "dialed"
-	StateDialFailed = "dial failed"
-)
-
-// channelTag opens the suffix a failed call's error gets: " [gRPC channel
-// N]". No classification rule reads it.
-const channelTag = " [gRPC channel "
-
 // channelError is a failed call's error, naming its channel.
 type channelError struct {
 	err     error
@@ -102,27 +66,15 @@ type channelError struct {
 }
 
 func (e *channelError) Error() string {
-	return e.err.Error() + channelTag + strconv.Itoa(e.channel) + "]"
+	return e.err.Error() + traffic.ChannelTag + strconv.Itoa(e.channel) + "]"
 }
 func (e *channelError) Unwrap() error { return e.err }
-
-// Channel returns the gRPC channel a failed call went on (its index among
-// its target's channels, see ChannelState), read from the end of its
-// error; false for any other request.
-func (r Record) Channel() (int, bool) {
-	i := strings.LastIndex(r.Error, channelTag)
-	if i < 0 || !strings.HasSuffix(r.Error, "]") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(r.Error[i+len(channelTag) : len(r.Error)-1])
-	return n, err == nil && n >= 0
-}
 
 // newGRPCFleet opens n channels to each of addrs (host:port), connecting
 // through dial only. grpc.NewClient connects lazily, at the first call.
 // With onState, each channel's state changes are reported to it until
 // the fleet closes.
-func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelState)) (*grpcFleet, error) {
+func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(traffic.ChannelState)) (*grpcFleet, error) {
 	f := &grpcFleet{byHost: make(map[string]*channels, len(addrs)), onState: onState}
 	ctx, stop := context.WithCancel(context.Background())
 	f.stop = stop
@@ -130,13 +82,13 @@ func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelStat
 		chs := &channels{}
 		f.byHost[addr] = chs
 		for i := range n {
-			id := ChannelState{Target: addr, Channel: i}
+			id := traffic.ChannelState{Target: addr, Channel: i}
 			cc, err := grpc.NewClient("passthrough:///"+addr,
 				grpc.WithTransportCredentials(insecure.NewCredentials()),
 				grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-					f.report(id, StateDialing, nil)
+					f.report(id, traffic.StateDialing, nil)
 					c, err := dial(ctx, "tcp", a)
-					f.report(id, StateDialed, err)
+					f.report(id, traffic.StateDialed, err)
 					return c, err
 				}),
 				// No service config from anywhere: no retry policy, so
@@ -161,7 +113,7 @@ func newGRPCFleet(addrs []string, n int, dial dialFunc, onState func(ChannelStat
 
 // watch reports cc's state, then each change, until ctx ends or cc
 // shuts down (the fleet's close).
-func (f *grpcFleet) watch(ctx context.Context, cc *grpc.ClientConn, id ChannelState) {
+func (f *grpcFleet) watch(ctx context.Context, cc *grpc.ClientConn, id traffic.ChannelState) {
 	defer f.watching.Done()
 	for {
 		s := cc.GetState()
@@ -175,15 +127,15 @@ func (f *grpcFleet) watch(ctx context.Context, cc *grpc.ClientConn, id ChannelSt
 	}
 }
 
-// report tells onState that channel id entered state (StateDialed with
-// err is StateDialFailed), unless the fleet closed.
-func (f *grpcFleet) report(id ChannelState, state string, err error) {
+// report tells onState that channel id entered state (traffic.StateDialed with
+// err is traffic.StateDialFailed), unless the fleet closed.
+func (f *grpcFleet) report(id traffic.ChannelState, state string, err error) {
 	if f.onState == nil {
 		return
 	}
 	id.Time, id.State = time.Now(), state
 	if err != nil {
-		id.State, id.Error = StateDialFailed, err.Error()
+		id.State, id.Error = traffic.StateDialFailed, err.Error()
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -262,11 +214,6 @@ func (hiddenRetries) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.
 }
 func (hiddenRetries) HandleConn(context.Context, stats.ConnStats) {}
 
-// refusedGRPCStream is a hidden failure's text when the replaced attempt
-// reported no error (grpc-go retries transparently only a stream the
-// server never saw); it is classified ClassGoAway.
-const refusedGRPCStream = "grpc: stream refused before it started (the server's GOAWAY or REFUSED_STREAM); grpc-go retried it transparently"
-
 func (hiddenRetries) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	at, _ := ctx.Value(attemptsKey{}).(*attempts)
 	if at == nil {
@@ -279,7 +226,7 @@ func (hiddenRetries) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		}
 	case *stats.Begin:
 		if s.IsTransparentRetryAttempt {
-			at.retried(refusedGRPCStream)
+			at.retried(traffic.RefusedGRPCStream)
 		}
 	}
 }

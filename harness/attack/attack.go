@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/droprun/droprun/harness/traffic"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -24,67 +25,16 @@ import (
 // runs: a crash loses at most this much of the stream.
 const flushEvery = time.Second
 
-// MaxLagTolerance is how far behind schedule the pacer may fall before the
-// attack is called suspect.
-const MaxLagTolerance = 250 * time.Millisecond
-
-// Stats summarises an attack.
-type Stats struct {
-	// Requests is the number of requests sent, each with exactly one result.
-	Requests uint64
-	// ByClass counts the requests of each class; every class of Classes is
-	// present, zero or not, and the counts sum to Requests.
-	ByClass map[Class]uint64
-	// Start is when the attack began; End is when it was told to stop (by
-	// Stop, by its context or by a write error). Requests in flight at End
-	// finished later and are counted.
-	Start, End time.Time
-	// AskedRate is Config.Rate; AchievedRate is Requests / (End − Start).
-	AskedRate, AchievedRate float64
-	// MaxWorkers is the worker bound the attack ran with (after defaults).
-	MaxWorkers uint64
-	// Retried counts the requests net/http retried on another connection
-	// after they failed on a reused one, without telling the client (see
-	// Record.Hidden); Masked counts those of them that then got a 2xx:
-	// failures the client would have seen without the retry. A retried
-	// request that failed anyway is in ByClass as its last failure. Both
-	// are 0 without ProtocolKeepAlive: net/http never retries on a new connection.
-	Retried, Masked uint64
-	// PeakInFlight is the most requests in flight at once, sampled each time
-	// a request was sent (exact to within one).
-	PeakInFlight uint64
-	// WorkersExhausted reports that at some moment every one of MaxWorkers
-	// workers was busy while the next request was already due, so requests
-	// went out late. vegeta itself does not report this (its pacing loop
-	// just blocks handing out the next request), so the attack watches from
-	// its pacer: requests handed out minus results received is the number
-	// of busy workers.
-	WorkersExhausted bool
-	// MaxLag is the furthest behind schedule a request was sent: how late
-	// the pacer handed out a request that was due.
-	MaxLag time.Duration
-	// ClientCPU is the CPU this whole process used from Start to End (user +
-	// system, from getrusage RUSAGE_SELF) divided by the wall time: 1.0 is
-	// one core busy. It includes every goroutine of the process, not only
-	// the attack's. Zero where it cannot be measured.
-	ClientCPU float64
-	// Suspect lists, in words, why the client may not have held its rate:
-	// a rate shortfall over 5%, exhausted workers, a lag over 250ms, or a
-	// client using more than 90% of the machine's cores. Empty when none.
-	// Numbers from a suspect attack measure the client, not the target.
-	Suspect []string
-}
-
 // Attack is a running constant-rate attack. Create it with Start, end it
 // with Stop.
 type Attack struct {
-	cfg     Config
+	cfg     traffic.Config
 	atk     *vegeta.Attacker
 	watch   *watch
 	pacer   *pacer
 	buf     *bufio.Writer
 	pipe    pipeline
-	observe func(Record)
+	observe func(traffic.Record)
 	stopCtx func() bool
 
 	start time.Time
@@ -102,12 +52,12 @@ type Attack struct {
 	// until then.
 	done     chan struct{}
 	requests uint64
-	byClass  map[Class]uint64
+	byClass  map[traffic.Class]uint64
 	masked   uint64
 	err      error
 
 	stopOnce sync.Once
-	stats    Stats
+	stats    traffic.Stats
 }
 
 // Start begins a constant-rate attack on cfg.URL, or round robin on
@@ -116,12 +66,12 @@ type Attack struct {
 //
 // Every result is (1) encoded to out with vegeta's own gob encoder
 // (vegeta.NewEncoder), so `vegeta report` and `vegeta plot` read the file
-// and ReadResults rebuilds every Record from it, and (2) classified and
+// and traffic.ReadResults rebuilds every traffic.Record from it, and (2) classified and
 // passed to observe (which may be nil), called from one goroutine in arrival
 // order. observe must be quick: while it runs, results queue up in busy
 // workers. Before encoding, a result is trimmed: response headers other than
 // X-Bookshop-* are dropped, and so is the body of a 2xx response (failures
-// keep up to MaxBody bytes of body).
+// keep up to traffic.MaxBody bytes of body).
 //
 // out is written through a bufio.Writer, flushed every second and when the
 // attack ends; nothing is kept in memory per result, so memory stays flat
@@ -129,17 +79,17 @@ type Attack struct {
 // measurement that is not on disk is lost) and Stop returns the error.
 //
 // The client sends only to the target URLs: redirects are not followed (a
-// 3xx is a result of class ClassOther), no proxy is used, and its dialer
+// 3xx is a result of class traffic.ClassOther), no proxy is used, and its dialer
 // refuses any address but theirs. Each result keeps the URL it was sent to
-// (vegeta's Result.URL, Record.URL). A request that net/http retried
-// behind the client's back carries the failures it hid (Record.Hidden,
-// HiddenHeader in the file).
-func Start(ctx context.Context, cfg Config, out io.Writer, observe func(Record)) (*Attack, error) {
+// (vegeta's Result.URL, traffic.Record.URL). A request that net/http retried
+// behind the client's back carries the failures it hid (traffic.Record.Hidden,
+// traffic.HiddenHeader in the file).
+func Start(ctx context.Context, cfg traffic.Config, out io.Writer, observe func(traffic.Record)) (*Attack, error) {
 	return start(ctx, cfg, out, observe, (&net.Dialer{}).DialContext)
 }
 
 // start is Start with the dialer the client's connections come from.
-func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record), dial dialFunc) (*Attack, error) {
+func start(ctx context.Context, cfg traffic.Config, out io.Writer, observe func(traffic.Record), dial dialFunc) (*Attack, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -149,8 +99,8 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("traffic: Start: %w", err)
 	}
-	cfg = cfg.withDefaults()
-	addrs, err := cfg.addrs()
+	cfg = cfg.WithDefaults()
+	addrs, err := cfg.Addrs()
 	if err != nil {
 		return nil, err
 	}
@@ -160,10 +110,10 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 		buf:     bufio.NewWriterSize(out, 64<<10),
 		observe: observe,
 		done:    make(chan struct{}),
-		byClass: make(map[Class]uint64, len(classes)),
+		byClass: make(map[traffic.Class]uint64, traffic.NClasses),
 	}
 	a.pipe.enc = vegeta.NewEncoder(a.buf)
-	if cfg.Encoding == EncodingJSON {
+	if cfg.Encoding == traffic.EncodingJSON {
 		a.pipe.enc = vegeta.NewJSONEncoder(a.buf)
 	}
 	a.pacer = newPacer(cfg.Rate, cfg.Arrivals, cfg.MaxWorkers, &a.received)
@@ -177,9 +127,9 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 		vegeta.Client(client),
 		vegeta.Redirects(vegeta.NoFollow),
 		vegeta.MaxWorkers(cfg.MaxWorkers),
-		vegeta.MaxBody(MaxBody),
+		vegeta.MaxBody(traffic.MaxBody),
 	)
-	targeter := roundRobin(cfg.RequestMethod(), cfg.targetList())
+	targeter := roundRobin(cfg.RequestMethod(), cfg.TargetList())
 	if cfg.RequestIDs {
 		prefix := cfg.RequestIDPrefix
 		if prefix == "" {
@@ -199,7 +149,7 @@ func start(ctx context.Context, cfg Config, out io.Writer, observe func(Record),
 // roundRobin returns a targeter that hands out targets in turn, safe for
 // vegeta's concurrent workers: vegeta's static targeter, which cycles
 // with one atomic counter and never allocates.
-func roundRobin(method string, targets []Target) vegeta.Targeter {
+func roundRobin(method string, targets []traffic.Target) vegeta.Targeter {
 	tgts := make([]vegeta.Target, len(targets))
 	for i, t := range targets {
 		tgts[i] = vegeta.Target{Method: method, URL: t.URL}
@@ -207,15 +157,9 @@ func roundRobin(method string, targets []Target) vegeta.Targeter {
 	return vegeta.NewStaticTargeter(tgts...)
 }
 
-// The request ID's header and query parameter (Config.RequestIDs).
-const (
-	RequestIDHeader = "X-Request-Id"
-	RequestIDParam  = "droprun-id"
-)
-
 // withRequestIDs gives every target tr hands out a unique ID, prefix-N
-// (N counting from 1 in base 36), in its RequestIDHeader header and its
-// URL's RequestIDParam query parameter.
+// (N counting from 1 in base 36), in its traffic.RequestIDHeader header and its
+// URL's traffic.RequestIDParam query parameter.
 func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
 	var n atomic.Uint64
 	return func(t *vegeta.Target) error {
@@ -227,10 +171,10 @@ func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
 		if strings.Contains(t.URL, "?") {
 			sep = "&"
 		}
-		t.URL += sep + RequestIDParam + "=" + id
+		t.URL += sep + traffic.RequestIDParam + "=" + id
 		h := make(http.Header, len(t.Header)+1)
 		maps.Copy(h, t.Header) // the static targeter's header is shared
-		h.Set(RequestIDHeader, id)
+		h.Set(traffic.RequestIDHeader, id)
 		t.Header = h
 		return nil
 	}
@@ -246,7 +190,7 @@ func withRequestIDs(tr vegeta.Targeter, prefix string) vegeta.Targeter {
 // target; for kept-alive HTTP/1.1 with cfg.Connections as many
 // transports, each with its own pool; for gRPC a fleet of as many
 // grpc-go channels (grpcFleet).
-func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch, error) {
+func newClient(cfg traffic.Config, addrs []string, dial dialFunc) (*http.Client, *watch, error) {
 	workers := int(min(cfg.MaxWorkers, 1<<20))
 	newTransport := func() *http.Transport {
 		return &http.Transport{
@@ -263,7 +207,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 	}
 	var next http.RoundTripper = newTransport()
 	switch {
-	case cfg.Protocol == ProtocolGRPC:
+	case cfg.Protocol == traffic.ProtocolGRPC:
 		f, err := newGRPCFleet(addrs, cfg.Connections, guardDial(dial, addrs), cfg.OnChannel)
 		if err != nil {
 			return nil, nil, err
@@ -274,7 +218,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 		f := &fleet{}
 		for range cfg.Connections {
 			tr := newTransport()
-			if cfg.Protocol == ProtocolH2C {
+			if cfg.Protocol == traffic.ProtocolH2C {
 				tr.Protocols = new(http.Protocols)
 				// Prior knowledge: http:// URLs speak HTTP/2 at once.
 				// net/http opens a second connection to a target only
@@ -288,7 +232,7 @@ func newClient(cfg Config, addrs []string, dial dialFunc) (*http.Client, *watch,
 	}
 	w := &watch{next: next, timeout: cfg.Timeout, idleReuse: cfg.Protocol.ReusesConnections() && !cfg.Protocol.Multiplexed()}
 	if cfg.Protocol.Multiplexed() {
-		w.unseen = refusedStream
+		w.unseen = traffic.RefusedStream
 	}
 	return &http.Client{Transport: w}, w, nil
 }
@@ -312,10 +256,10 @@ func (f *fleet) RoundTrip(req *http.Request) (*http.Response, error) {
 func (a *Attack) Done() <-chan struct{} { return a.done }
 
 // Stop ends the attack, waits for the requests in flight (at most one
-// Config.Timeout), flushes out and returns the stats. The error is the first
+// traffic.Config.Timeout), flushes out and returns the stats. The error is the first
 // failure to write the results; the stats are complete even then. Calling
 // Stop again returns the same stats.
-func (a *Attack) Stop() (Stats, error) {
+func (a *Attack) Stop() (traffic.Stats, error) {
 	a.halt()
 	<-a.done
 	a.stopOnce.Do(func() {
@@ -364,7 +308,7 @@ func (a *Attack) consume(results <-chan *vegeta.Result) {
 				a.masked++
 			}
 			if a.observe != nil {
-				rec.Origin = HostOrigin
+				rec.Origin = traffic.HostOrigin
 				a.observe(rec)
 			}
 		case <-tick.C:
@@ -385,10 +329,10 @@ func (a *Attack) fail(err error) {
 }
 
 // summarise builds the stats once the attack has ended.
-func (a *Attack) summarise(numCPU int) Stats {
-	s := Stats{
+func (a *Attack) summarise(numCPU int) traffic.Stats {
+	s := traffic.Stats{
 		Requests:         a.requests,
-		ByClass:          make(map[Class]uint64, len(classes)),
+		ByClass:          make(map[traffic.Class]uint64, traffic.NClasses),
 		Start:            a.start,
 		End:              a.end,
 		AskedRate:        float64(a.cfg.Rate),
@@ -399,7 +343,7 @@ func (a *Attack) summarise(numCPU int) Stats {
 		Retried:          a.watch.retried.Load(),
 		Masked:           a.masked,
 	}
-	for _, c := range classes {
+	for _, c := range traffic.Classes() {
 		s.ByClass[c] = a.byClass[c]
 	}
 	if wall := a.end.Sub(a.start); wall > 0 {
@@ -412,13 +356,9 @@ func (a *Attack) summarise(numCPU int) Stats {
 	return s
 }
 
-// LagSuspect starts the Suspect reason about requests sent late, so that a
-// caller with a finer view of when the client lagged can replace it.
-const LagSuspect = "requests went out up to"
-
 // suspects explains, in words, why s may measure the client rather than the
 // target.
-func suspects(s Stats, numCPU int) []string {
+func suspects(s traffic.Stats, numCPU int) []string {
 	var why []string
 	if s.AchievedRate < 0.95*s.AskedRate {
 		why = append(why, fmt.Sprintf("achieved %.0f req/s of %.0f asked (%.1f%% short): the client could not hold its rate",
@@ -426,15 +366,15 @@ func suspects(s Stats, numCPU int) []string {
 	}
 	if s.WorkersExhausted {
 		fix := "raise MaxWorkers or lower the rate"
-		if s.MaxWorkers >= WorkerCap {
+		if s.MaxWorkers >= traffic.WorkerCap {
 			fix = "that is droprun's cap (traffic.WorkerCap): lower the rate or the timeout"
 		}
 		why = append(why, fmt.Sprintf("all %d workers were busy while requests were due (peak %d in flight): requests went out late; %s",
 			s.MaxWorkers, s.PeakInFlight, fix))
 	}
-	if s.MaxLag > MaxLagTolerance {
-		why = append(why, fmt.Sprintf(LagSuspect+" %s behind schedule (tolerance %s)",
-			s.MaxLag.Round(time.Millisecond), MaxLagTolerance))
+	if s.MaxLag > traffic.MaxLagTolerance {
+		why = append(why, fmt.Sprintf(traffic.LagSuspect+" %s behind schedule (tolerance %s)",
+			s.MaxLag.Round(time.Millisecond), traffic.MaxLagTolerance))
 	}
 	if numCPU > 0 && s.ClientCPU > 0.9*float64(numCPU) {
 		why = append(why, fmt.Sprintf("the client process used %.2f of %d cores: a saturated client is not a measurement",
@@ -458,7 +398,7 @@ func (a *Attack) Pacing() (lag time.Duration, inFlight uint64) {
 type pacer struct {
 	vegeta.ConstantPacer
 	interval time.Duration
-	// poisson, when set, spaces the requests instead (ArrivalsPoisson).
+	// poisson, when set, spaces the requests instead (traffic.ArrivalsPoisson).
 	poisson    *poissonArrivals
 	maxWorkers uint64
 	received   *atomic.Uint64
@@ -473,14 +413,14 @@ type pacer struct {
 	busy atomic.Uint64
 }
 
-func newPacer(rate int, arrivals Arrivals, maxWorkers uint64, received *atomic.Uint64) *pacer {
+func newPacer(rate int, arrivals traffic.Arrivals, maxWorkers uint64, received *atomic.Uint64) *pacer {
 	p := &pacer{
 		ConstantPacer: vegeta.ConstantPacer{Freq: rate, Per: time.Second},
 		interval:      time.Second / time.Duration(rate),
 		maxWorkers:    maxWorkers,
 		received:      received,
 	}
-	if arrivals == ArrivalsPoisson {
+	if arrivals == traffic.ArrivalsPoisson {
 		p.poisson = newPoissonArrivals(float64(rate))
 	}
 	return p

@@ -1,4 +1,4 @@
-package traffic
+package attack
 
 import (
 	"net"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/droprun/droprun/harness/traffic"
 )
 
 // h2cServer is an httptest server that speaks HTTP/1.1 and HTTP/2 over
@@ -43,14 +45,14 @@ func h2cServer(t *testing.T, h func(w http.ResponseWriter, n uint64)) (url strin
 	}
 }
 
-// TestH2CFleet: with ProtocolH2C every request is an HTTP/2 stream, and the
-// client holds Config.Connections connections per target, no more, spread
+// TestH2CFleet: with traffic.ProtocolH2C every request is an HTTP/2 stream, and the
+// client holds traffic.Config.Connections connections per target, no more, spread
 // round robin.
 func TestH2CFleet(t *testing.T) {
 	url1, conns1, protos1 := h2cServer(t, nil)
 	url2, conns2, protos2 := h2cServer(t, nil)
-	_, stats, _ := attackUntil(t, Config{Targets: []Target{{URL: url1 + "/"}, {URL: url2 + "/"}}, Rate: 200, Protocol: ProtocolH2C, Connections: 3}, 60)
-	if stats.ByClass[Class2xx] != stats.Requests {
+	_, stats, _ := attackUntil(t, traffic.Config{Targets: []traffic.Target{{URL: url1 + "/"}, {URL: url2 + "/"}}, Rate: 200, Protocol: traffic.ProtocolH2C, Connections: 3}, 60)
+	if stats.ByClass[traffic.Class2xx] != stats.Requests {
 		t.Fatalf("ByClass = %v", stats.ByClass)
 	}
 	for i, s := range []struct {
@@ -79,8 +81,8 @@ func TestH2CGoAwayNewConnection(t *testing.T) {
 			w.Header().Set("Connection", "close") // net/http: GOAWAY, then close when idle
 		}
 	})
-	_, stats, _ := attackUntil(t, Config{URL: url + "/", Rate: 200, Protocol: ProtocolH2C, Connections: 2}, 60)
-	if stats.ByClass[Class2xx] != stats.Requests {
+	_, stats, _ := attackUntil(t, traffic.Config{URL: url + "/", Rate: 200, Protocol: traffic.ProtocolH2C, Connections: 2}, 60)
+	if stats.ByClass[traffic.Class2xx] != stats.Requests {
 		t.Errorf("ByClass = %v, want every request served despite the GOAWAYs", stats.ByClass)
 	}
 	if got := conns.Load(); got < 4 {
@@ -108,10 +110,10 @@ func TestH2CClosedAtOnce(t *testing.T) {
 			c.Close()
 		}
 	}()
-	_, stats, _ := attackUntil(t, Config{URL: "http://" + l.Addr().String() + "/", Rate: 200, Protocol: ProtocolH2C, Connections: 2}, 100)
+	_, stats, _ := attackUntil(t, traffic.Config{URL: "http://" + l.Addr().String() + "/", Rate: 200, Protocol: traffic.ProtocolH2C, Connections: 2}, 100)
 	for c, n := range stats.ByClass {
-		if n > 0 && c != ClassEOF && c != ClassReset {
-			t.Errorf("%d requests of class %s, want only %s and %s (ByClass %v)", n, c, ClassEOF, ClassReset, stats.ByClass)
+		if n > 0 && c != traffic.ClassEOF && c != traffic.ClassReset {
+			t.Errorf("%d requests of class %s, want only %s and %s (ByClass %v)", n, c, traffic.ClassEOF, traffic.ClassReset, stats.ByClass)
 		}
 	}
 }

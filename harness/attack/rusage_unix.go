@@ -1,6 +1,6 @@
 //go:build unix
 
-package traffic
+package attack
 
 import (
 	"syscall"
