@@ -426,9 +426,12 @@ const (
 // the pod may have answered as the client gave up, or the answer was cut.
 var answerable = []traffic.Class{traffic.ClassTimeout, traffic.ClassReset, traffic.ClassEOF, traffic.ClassIdleClosed}
 
-// cutClasses are the classes of a request a close cuts in flight: the
-// connection reset or closed under it, or closed as it was reused.
-var cutClasses = []traffic.Class{traffic.ClassReset, traffic.ClassEOF, traffic.ClassIdleClosed}
+// CutClass reports whether c is the class of a request a close cuts in
+// flight: the connection reset or closed under it, or closed as it was
+// reused (the report words a front's logged errors by it too).
+func CutClass(c traffic.Class) bool {
+	return c == traffic.ClassReset || c == traffic.ClassEOF || c == traffic.ClassIdleClosed
+}
 
 // explain attributes one failed request of rollout n whose web pod node's
 // rules chose (the entry node on a direct path, the proxy pod's node
@@ -602,7 +605,7 @@ func (ex *explainer) match(n int, a attempt) (best int, cut, noClose, noUnroute 
 	if a.upstream != "" {
 		class = a.upstream
 	}
-	cut = best >= 0 && !bestOpen && slices.Contains(cutClasses, class)
+	cut = best >= 0 && !bestOpen && CutClass(class)
 	return best, cut, anyPod && !anyClose, anyClose && !anyUnrouted
 }
 

@@ -42,19 +42,11 @@ type caddyLine struct {
 	IP             string  `json:"ip"`
 }
 
-// ParseCaddy reads one line of Caddy's JSON access log, logged by pod;
-// false for a line that is not an access-log entry. Caddy logs a request
-// when it is done, so its start is the line's time less its duration.
-// The resends are those its config appends as CaddyRetriesKey (0 when
-// it sets no retries). The line holds no error: CaddyAccess joins it.
-func ParseCaddy(pod string, b []byte) (Line, bool) {
-	var c caddyLine
-	if json.Unmarshal(b, &c) != nil {
-		return Line{}, false
-	}
-	return c.access(pod)
-}
-
+// access is c as the request Caddy handled, logged by pod; false for a
+// line that is not an access-log entry. Caddy logs a request when it is
+// done, so its start is the line's time less its duration. The resends
+// are those its config appends as CaddyRetriesKey (0 when it sets no
+// retries). The line holds no error: CaddyAccess joins it.
 func (c *caddyLine) access(pod string) (Line, bool) {
 	if c.Logger != CaddyAccessLogger || c.Time.IsZero() || c.Status == 0 {
 		return Line{}, false
@@ -72,7 +64,7 @@ func (c *caddyLine) requestID() string {
 }
 
 // CaddyAccess reads one Caddy pod's log for the requests it handled: its
-// access-log lines (ParseCaddy), each with the error Caddy logged for
+// access-log lines, each with the error Caddy logged for
 // the request, if any (Line.UpstreamError). Caddy logs a request it
 // failed on CaddyErrorLogger just before its access-log line, from the
 // request's own goroutine, both with its headers (so its X-Request-Id);

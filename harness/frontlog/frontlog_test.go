@@ -93,11 +93,13 @@ func caddyLog(t *testing.T) [][]byte {
 
 // TestParseCaddy reads Caddy's access-log lines (a 200, a 502 from a pod
 // that refused after two resends, a 503 with no upstream) and nothing
-// else.
+// else, each line alone (a reader per line: no error joined, as
+// TestCaddyAccess joins them).
 func TestParseCaddy(t *testing.T) {
+	parse := func(pod string, b []byte) (Line, bool) { return (&CaddyAccess{}).Line(pod, b) }
 	var got []Line
 	for _, l := range caddyLog(t) {
-		if line, ok := ParseCaddy("caddy-1", l); ok {
+		if line, ok := parse("caddy-1", l); ok {
 			got = append(got, line)
 		}
 	}
@@ -128,7 +130,7 @@ func TestParseCaddy(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "not json", `{"logger":"http.log.access"}`, `{"logger":"http.log.error","ts":"2026-12-03T10:00:00Z","status":502}`} {
-		if l, ok := ParseCaddy("p", []byte(bad)); ok {
+		if l, ok := parse("p", []byte(bad)); ok {
 			t.Errorf("%q read as %+v", bad, l)
 		}
 	}

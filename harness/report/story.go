@@ -244,7 +244,7 @@ func frontErrorsText(errs map[traffic.Class]uint64) string {
 		switch {
 		case c == traffic.ClassRefused:
 			parts[i] += " (the front's connection to the pod was refused: nothing listened)"
-		case slices.Contains([]traffic.Class{traffic.ClassReset, traffic.ClassEOF, traffic.ClassIdleClosed}, c):
+		case analysis.CutClass(c):
 			parts[i] += " (a connection the pod had accepted, closed under the request)"
 		}
 	}
