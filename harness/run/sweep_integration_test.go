@@ -77,9 +77,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 		t.Errorf("a 0 s sleep dropped in %d of %d rollouts: the race was not reproduced", zero.RolloutsWithDrops, len(zero.Rollouts))
 	}
 	checkExplained(t, dir, zero)
-	if three.Drops != 0 {
-		t.Errorf("a 3 s sleep dropped %d (%v)", three.Drops, three.Classes)
-	}
+	checkClean(t, three)
 	for _, g := range three.Routes {
 		if g.Known() && g.Window >= 0 {
 			t.Errorf("3 s sleep: %s", g.RaceText())
@@ -102,6 +100,31 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 	// The sweep must settle it: clean at the recommendation or below.
 	if len(adv.Sweeps) != 1 || adv.Sweeps[0].Verdict != advise.Agrees && adv.Sweeps[0].Verdict != advise.Conservative {
 		t.Errorf("sweep check %+v: want one sweep that agrees with the advice", adv.Sweeps)
+	}
+}
+
+// checkClean holds a row that should drop nothing to the tally the sweep
+// verdict decides with (VariantSummary.Measurable): no drop at all, except
+// timeouts excused by the rig's own stall, and each of those must carry
+// its evidence and make the row suspect. A CI run on a loaded 2-core
+// machine saw 2 such timeouts at 3 s (of 21,118), in a rollout that took
+// 23.9 s instead of about 10.
+func checkClean(t testing.TB, v analysis.VariantSummary) {
+	t.Helper()
+	if v.Measurable.Failures != 0 || v.Drops != v.Excused {
+		t.Errorf("%s dropped %d (%v), %d of them excused: the sweep's clean point is not clean", v.Variant, v.Drops, v.Classes, v.Excused)
+	}
+	if v.Excused == 0 {
+		return
+	}
+	t.Logf("%s: %d timeouts excused by the rig's stall", v.Variant, v.Excused)
+	for _, r := range v.Rollouts {
+		if r.Excused > 0 && r.ExcusedWhy == "" {
+			t.Errorf("%s rollout %d: %d timeouts excused without saying why", v.Variant, r.N, r.Excused)
+		}
+	}
+	if len(v.Suspect) == 0 {
+		t.Errorf("%s: %d excused timeouts and the row is not suspect", v.Variant, v.Excused)
 	}
 }
 
