@@ -21,6 +21,7 @@ import (
 	"github.com/droprun/droprun/harness/closeprobe"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/dataplane"
+	"github.com/droprun/droprun/harness/disrupt"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
@@ -611,19 +612,18 @@ func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *a
 		return err
 	}
 
-	version := 0
+	// Rounds of the one disruption there is (disrupt.Disruption).
+	var dis disrupt.Disruption = disrupt.Rollout{Run: sc.Metadata.Name, Variant: rv, Apply: tb, Timeout: r.o.RolloutTimeout}
 	for n := 1; n <= *sc.Rollouts; n++ {
-		from, to := scenario.Versions[version], scenario.Versions[1-version]
-		cause := fmt.Sprintf("droprun %s: rollout %d of %s, %s→%s", sc.Metadata.Name, n, v.Name, from, to)
-		objs, err := rv.Objects(1-version, false, cause)
+		round, err := dis.Round(n)
 		if err != nil {
 			return err
 		}
-		measured, found, facts, err := r.liveVariant(ctx, *objs.Deployment.Name)
+		from, to := round.From, round.To
+		measured, found, facts, err := r.liveVariant(ctx, round.Deployment)
 		if err != nil {
 			return err
 		}
-		version = 1 - version
 		mark := func(kind timeline.Kind, detail map[string]string) {
 			detail["variant"], detail["rollout"] = v.Name, strconv.Itoa(n)
 			r.rec.Mark(kind, detail)
@@ -639,7 +639,7 @@ func (r *runner) rollouts(ctx context.Context, rv render.Variant, lastFailure *a
 			"variant": v.Name, "rollout": strconv.Itoa(n), "from": from, "to": to, "measured": measured, "live": found}})
 		// The window lasts until the replaced pods are gone, not until
 		// the Deployment says it rolled out.
-		if err := tb.Rollout(ctx, r.o.RolloutTimeout, objs.Deployment); err != nil {
+		if err := round.Take(ctx); err != nil {
 			return fmt.Errorf("rollout %d: %w", n, err)
 		}
 		mark(timeline.KindRolloutComplete, map[string]string{})
