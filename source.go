@@ -32,7 +32,7 @@ import (
 // module files and the in-cluster main packages. Test files are embedded
 // too (a pattern cannot exclude them) and filtered out by Source.
 //
-//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/schedlat/*.go harness/traffic/*.go harness/attack/*.go
+//go:embed go.mod go.sum apps/bookshop/*.go apps/bookshop/sleep/*.go apps/cni/*.go apps/closeprobe/*.go apps/generator/*.go harness/generators/*.go harness/schedlat/*.go harness/traffic/*.go harness/attack/*.go harness/runfile/*.go harness/atomicfile/*.go
 var source embed.FS
 
 // scenarios are the shipped scenario files with their README and the

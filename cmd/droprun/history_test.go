@@ -12,6 +12,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
 	"github.com/droprun/droprun/harness/history"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -46,7 +47,7 @@ func writeHistory(t *testing.T, run string, n int, drops func(i int) uint64) str
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, analysis.SummaryFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, runfile.SummaryFile), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

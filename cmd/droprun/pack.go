@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/runfile"
 )
 
@@ -28,10 +27,10 @@ Examples:
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, dirs []string) error {
 			for _, dir := range dirs {
-				if !runfile.Exists(dir, analysis.RunFile) {
-					return usageError("%s holds no %s: not a run directory", dir, analysis.RunFile)
+				if !runfile.Exists(dir, runfile.RunFile) {
+					return usageError("%s holds no %s: not a run directory", dir, runfile.RunFile)
 				}
-				names, err := analysis.RawFiles(dir)
+				names, err := runfile.RawFiles(dir)
 				if err != nil {
 					return err
 				}

@@ -46,8 +46,8 @@ func analyzeRun(dir string, log io.Writer) (*analysis.Analysis, error) {
 // scenario.yaml without events.jsonl, as a history keeps runs), the
 // summary its run wrote, which it says on log.
 func checkableRun(dir string, log io.Writer) (*analysis.Analysis, error) {
-	_, noSummary := os.Stat(filepath.Join(dir, analysis.SummaryFile))
-	if runfile.Exists(dir, analysis.EventsFile) || noSummary != nil {
+	_, noSummary := os.Stat(filepath.Join(dir, runfile.SummaryFile))
+	if runfile.Exists(dir, runfile.EventsFile) || noSummary != nil {
 		return analyzeRun(dir, log)
 	}
 	sum, err := analysis.ReadSummary(dir)
@@ -57,11 +57,11 @@ func checkableRun(dir string, log io.Writer) (*analysis.Analysis, error) {
 	if sum.Format != analysis.SummaryVersion {
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds no raw data and its summary.json is of format %q; this droprun checks %q", dir, sum.Format, analysis.SummaryVersion)}
 	}
-	scYAML, err := runfile.Read(dir, analysis.ScenarioFile, 0)
+	scYAML, err := runfile.Read(dir, runfile.ScenarioFile, 0)
 	if err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s holds summary.json but no scenario.yaml, which check needs to know the variants asked for: keep the run's scenario.yaml beside its summary: %w", dir, err)}
 	}
-	sc, err := scenario.Parse(filepath.Join(dir, analysis.ScenarioFile), scYAML)
+	sc, err := scenario.Parse(filepath.Join(dir, runfile.ScenarioFile), scYAML)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}

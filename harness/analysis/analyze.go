@@ -106,18 +106,18 @@ var MarkerKinds = []timeline.Kind{
 const introducingSuffix = "/introducing"
 
 // RowVariant returns the scenario variant a summary row was built from:
-// the one whose results file (ResultsFile) holds the row's requests.
+// the one whose results file (runfile.ResultsFile) holds the row's requests.
 func RowVariant(row string) string { return strings.TrimSuffix(row, introducingSuffix) }
 
 // Analyze reads the run directory dir once and derives its Analysis. A
 // directory without scenario.yaml or events.jsonl is not a run (the error
 // wraps os.ErrNotExist). Variants whose traffic never started are left out.
 func Analyze(dir string, o Options) (*Analysis, error) {
-	scYAML, err := runfile.Read(dir, ScenarioFile, 0)
+	scYAML, err := runfile.Read(dir, runfile.ScenarioFile, 0)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := scenario.Parse(filepath.Join(dir, ScenarioFile), scYAML)
+	sc, err := scenario.Parse(filepath.Join(dir, runfile.ScenarioFile), scYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	}
 	via, ok := path.Lookup(target)
 	if !ok {
-		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", RunFile, target, strings.Join(path.Names(), ", "))
+		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", runfile.RunFile, target, strings.Join(path.Names(), ", "))
 	}
 	if ri.Traffic.Generators == 0 { // generator pods send from inside: to a Service or a node, no hop droprun did not deploy
 		sum.Unseen = unseenHop(ri.Traffic.URL)
@@ -176,9 +176,13 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
 		}
-		files, err := resultsFiles(dir, v.Name)
+		found, err := runfile.ResultsFiles(dir, v.Name)
 		if err != nil {
 			return nil, err
+		}
+		files := make([]resultsFile, len(found))
+		for i, f := range found {
+			files[i] = resultsFile{dir, f}
 		}
 		if len(files) == 0 {
 			continue // its traffic never started
@@ -204,7 +208,7 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 
 // readEvents reads events.jsonl, up to its last whole line.
 func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
-	f, err := runfile.OpenRaw(dir, EventsFile)
+	f, err := runfile.OpenRaw(dir, runfile.EventsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +222,7 @@ func readEvents(dir string, sum *Summary) ([]timeline.Event, error) {
 
 // readApp reads the pods' own counters; none for a run without them.
 func readApp(dir string, sum *Summary) ([]appmetrics.Record, error) {
-	f, err := runfile.OpenRaw(dir, AppFile)
+	f, err := runfile.OpenRaw(dir, runfile.AppFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -375,22 +379,28 @@ func (in *input) newPass(v scenario.Variant, p *plan) *pass {
 	return ps
 }
 
+// resultsFile is one results file of a variant in dir.
+type resultsFile struct {
+	dir string
+	runfile.Results
+}
+
 // read streams one results file through the pass; a file cut off by a
 // killed run is read up to its last whole result, with a warning.
 func (ps *pass) read(f resultsFile, sum *Summary) error {
-	r, err := runfile.OpenRaw(f.dir, f.name)
+	r, err := runfile.OpenRaw(f.dir, f.Name)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	err = traffic.ReadResults(r, func(rec traffic.Record) error {
-		rec.Origin = f.origin
-		if f.origin != traffic.HostOrigin {
+		rec.Origin = f.Origin
+		if f.Origin != traffic.HostOrigin {
 			rec.Time = rec.Time.Add(-ps.gens.correction(rec.Origin, rec.Time)) // a generator's clock to droprun's
 		}
 		return ps.record(rec)
 	})
-	name := f.name
+	name := f.Name
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s was cut off (the run was killed while writing it?): read up to its last whole result", name))
 		err = nil

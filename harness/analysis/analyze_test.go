@@ -15,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -133,7 +134,7 @@ func TestAccounting(t *testing.T) {
 	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON})
 	a := analyze(t, dir, analysis.Options{})
 	for _, v := range []string{"alpha", "beta"} {
-		f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v)))
+		f, err := os.Open(filepath.Join(dir, runfile.ResultsFile(v)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,10 +339,10 @@ func TestEntryNodes(t *testing.T) {
 // warning each.
 func TestTruncated(t *testing.T) {
 	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Extra: func(dir string) {
-		p := filepath.Join(dir, analysis.ResultsFile("beta"))
+		p := filepath.Join(dir, runfile.ResultsFile("beta"))
 		b, _ := os.ReadFile(p)
 		os.WriteFile(p, b[:len(b)-7], 0o644)
-		f, _ := os.OpenFile(filepath.Join(dir, analysis.EventsFile), os.O_APPEND|os.O_WRONLY, 0)
+		f, _ := os.OpenFile(filepath.Join(dir, runfile.EventsFile), os.O_APPEND|os.O_WRONLY, 0)
 		f.WriteString(`{"t":"2026-01-02T03:05:00Z","kind":"pod.rea`)
 		f.Close()
 	}})

@@ -6,97 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/traffic"
 )
-
-// The files of a run directory.
-const (
-	ScenarioFile = "scenario.yaml"     // the scenario as run, every default filled in
-	RunFile      = "run.json"          // RunInfo: what only the live run knew
-	EventsFile   = "events.jsonl"      // the timeline: one JSON event per line
-	AppFile      = "app-metrics.jsonl" // the pods' own request counters
-	FailuresFile = "failures.jsonl"    // every failed request, attributed (derived)
-	SummaryFile  = "summary.json"      // the Summary (derived)
-	LogFile      = "run.log"           // the progress output
-	MetricsFile  = "metrics.prom"      // the live metrics' final values
-)
-
-// ResultsFile is the raw results of one variant from the host client, in
-// vegeta's own encoding: `vegeta report < results-no-prestop.bin` works on
-// it. Another load source writes ResultsFileOf(variant, origin) beside it.
-func ResultsFile(variant string) string { return "results-" + variant + ".bin" }
-
-// ResultsFileOf is the raw results of one variant from the load source
-// named origin: results-VARIANT+ORIGIN.bin, or ResultsFile for the host
-// client. Origins are droprun's own names (host, pod-N), so a variant whose
-// name holds a '+' (a sweep value such as +5s) cannot be taken for another
-// variant's source: no valid sweep value is another one plus "+pod-N".
-func ResultsFileOf(variant, origin string) string {
-	if origin == traffic.HostOrigin {
-		return ResultsFile(variant)
-	}
-	return "results-" + variant + "+" + origin + ".bin"
-}
-
-// resultsFile is one results file of a variant and the source that wrote it.
-type resultsFile struct{ dir, name, origin string }
-
-// RawFiles lists the raw files of the run in dir that are there
-// unpacked: what runfile.Pack packs for shipping (results, events,
-// failures, the pods' and a front's records). run.json, summary.json and
-// scenario.yaml are kept as they are: a history reads them.
-func RawFiles(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		name := e.Name()
-		switch {
-		case !e.Type().IsRegular():
-		case name == EventsFile, name == AppFile, name == FailuresFile, name == frontlog.File,
-			strings.HasPrefix(name, "results-") && strings.HasSuffix(name, ".bin"):
-			out = append(out, name)
-		}
-	}
-	return out, nil
-}
-
-// resultsFiles lists every results file of variant in dir, the host
-// client's first, then the other sources' by name; none when the
-// variant's traffic never started.
-func resultsFiles(dir, variant string) ([]resultsFile, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []resultsFile
-	prefix := "results-" + variant + "+"
-	seen := map[string]bool{}
-	for _, e := range entries {
-		// A packed file is read by its plain name (runfile.OpenRaw);
-		// a file in both forms once.
-		name := strings.TrimSuffix(e.Name(), runfile.Packed)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		switch {
-		case name == ResultsFile(variant):
-			out = slices.Insert(out, 0, resultsFile{dir, name, traffic.HostOrigin})
-		case strings.HasPrefix(name, prefix) && strings.HasSuffix(name, ".bin") && len(name) > len(prefix)+len(".bin"):
-			out = append(out, resultsFile{dir, name, strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".bin")})
-		}
-	}
-	return out, nil
-}
 
 // RunVersion is the version of run.json's format.
 const RunVersion = "droprun.run/v1"
@@ -207,8 +121,8 @@ type RigSettings struct {
 
 // ReadRunInfo reads dir's run.json.
 func ReadRunInfo(dir string) (*RunInfo, error) {
-	path := filepath.Join(dir, RunFile)
-	b, err := runfile.Read(dir, RunFile, 0)
+	path := filepath.Join(dir, runfile.RunFile)
+	b, err := runfile.Read(dir, runfile.RunFile, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +140,7 @@ func ReadRunInfo(dir string) (*RunInfo, error) {
 // shipped without its raw data left it, with its intervals set.
 func ReadSummary(dir string) (*Summary, error) {
 	var sum Summary
-	if err := readJSON(dir, SummaryFile, &sum); err != nil {
+	if err := readJSON(dir, runfile.SummaryFile, &sum); err != nil {
 		return nil, err
 	}
 	SetIntervals(&sum)
@@ -237,7 +151,7 @@ func ReadSummary(dir string) (*Summary, error) {
 // before run.json existed; it is never used when run.json is there.
 func legacyRunInfo(dir string) (*RunInfo, error) {
 	var s RunInfo
-	if err := readJSON(dir, SummaryFile, &s); err != nil {
+	if err := readJSON(dir, runfile.SummaryFile, &s); err != nil {
 		return nil, err
 	}
 	s.Format = RunVersion
@@ -268,7 +182,7 @@ func runInfo(dir string) (*RunInfo, string, error) {
 		return nil, "", err
 	}
 	if ri, lerr := legacyRunInfo(dir); lerr == nil {
-		return ri, fmt.Sprintf("%s is missing (a run recorded by an older droprun): its cluster and traffic facts come from %s", RunFile, SummaryFile), nil
+		return ri, fmt.Sprintf("%s is missing (a run recorded by an older droprun): its cluster and traffic facts come from %s", runfile.RunFile, runfile.SummaryFile), nil
 	}
-	return &RunInfo{Format: RunVersion}, fmt.Sprintf("%s is missing: where and how the run ran is unknown", RunFile), nil
+	return &RunInfo{Format: RunVersion}, fmt.Sprintf("%s is missing: where and how the run ran is unknown", runfile.RunFile), nil
 }

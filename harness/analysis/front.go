@@ -142,7 +142,7 @@ func (f *frontLog) answeredAt(id string) (time.Time, bool) {
 // rotation set (path.Proxy.RoundRobin), the front's picks of its other
 // pods place the stop's late end too (roundRobin).
 func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation time.Duration) (*frontLog, error) {
-	f, err := runfile.OpenRaw(dir, frontlog.File)
+	f, err := runfile.OpenRaw(dir, runfile.FrontLogFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -161,7 +161,7 @@ func readFrontLog(dir string, sum *Summary, events []timeline.Event, rotation ti
 	if rotation > 0 {
 		rr = newRoundRobin(events, rotation)
 	}
-	err = jsonl.Read(f, frontlog.File, func(l frontlog.Line) error {
+	err = jsonl.Read(f, runfile.FrontLogFile, func(l frontlog.Line) error {
 		host, _, _ := net.SplitHostPort(l.Upstream)
 		for _, b := range brackets[l.Pod] {
 			if !l.Start.After(b.from) || l.Start.After(b.to) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -61,7 +62,7 @@ func TestGeneratorStallExcusesItsOwn(t *testing.T) {
 	dir := analysistest.Write(t, analysistest.Run{Events: events, Failures: []analysistest.Failure{}, Traffic: map[string][2]float64{"beta": {30, 48}},
 		Extra: func(dir string) {
 			for _, origin := range []string{"pod-0", "pod-1"} {
-				analysistest.WriteResults(t, filepath.Join(dir, ResultsFileOf("alpha", origin)), 0, 19, timeout, nil)
+				analysistest.WriteResults(t, filepath.Join(dir, runfile.ResultsFileOf("alpha", origin)), 0, 19, timeout, nil)
 			}
 		}})
 	a, err := Analyze(dir, Options{})
@@ -158,7 +159,7 @@ func TestGeneratorTimesCorrected(t *testing.T) {
 			analysistest.Mark(0, timeline.KindGeneratorPlaced, "alpha", 0, "origin", "pod-0", "node", "a", "offset", offset, "bound", "5ms"))
 		dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON(kind), Events: events, Failures: []analysistest.Failure{}, Traffic: map[string][2]float64{"beta": {30, 48}},
 			Extra: func(dir string) {
-				analysistest.WriteResults(t, filepath.Join(dir, ResultsFileOf("alpha", "pod-0")), by, 19+by, shift(analysistest.Failures, by), nil)
+				analysistest.WriteResults(t, filepath.Join(dir, runfile.ResultsFileOf("alpha", "pod-0")), by, 19+by, shift(analysistest.Failures, by), nil)
 			}})
 		a, err := Analyze(dir, Options{})
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis/analysistest"
 	"github.com/droprun/droprun/harness/appmetrics"
 	"github.com/droprun/droprun/harness/frontlog"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -138,7 +139,7 @@ variants:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, analysis.AppFile), append(b, '\n'), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, runfile.AppFile), append(b, '\n'), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			if lines == nil {
@@ -149,7 +150,7 @@ variants:
 				b, _ := json.Marshal(l)
 				fl = append(append(fl, b...), '\n')
 			}
-			if err := os.WriteFile(filepath.Join(dir, frontlog.File), fl, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, runfile.FrontLogFile), fl, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}})
@@ -365,7 +366,7 @@ func TestFrontAttribution(t *testing.T) {
 func TestFrontUpstreamErrors(t *testing.T) {
 	withErrors := func(errs map[string]string) string {
 		dir := proxyRun(t, 7, "caddy", true)
-		f := filepath.Join(dir, frontlog.File)
+		f := filepath.Join(dir, runfile.FrontLogFile)
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

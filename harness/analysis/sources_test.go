@@ -7,6 +7,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/analysis/analysistest"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/traffic"
 )
 
@@ -19,12 +20,12 @@ func TestEveryResultsFile(t *testing.T) {
 	one := analyze(t, analysistest.Write(t, analysistest.Run{RunJSON: runJSON}), analysis.Options{})
 	var origins = map[string]int{}
 	dir := analysistest.Write(t, analysistest.Run{RunJSON: runJSON, Extra: func(dir string) {
-		host := filepath.Join(dir, analysis.ResultsFile("alpha"))
+		host := filepath.Join(dir, runfile.ResultsFile("alpha"))
 		b, err := os.ReadFile(host)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{analysis.ResultsFileOf("alpha", "pod-0"), "results-alphabet.bin", "results-alpha+.bin"} {
+		for _, name := range []string{runfile.ResultsFileOf("alpha", "pod-0"), "results-alphabet.bin", "results-alpha+.bin"} {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/history"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/traffic"
@@ -48,7 +49,7 @@ func run(rows ...analysis.VariantSummary) *analysis.Analysis {
 	sum.Finished = time.Unix(1, 0)
 	sum.Traffic.Rollouts = len(rows[0].Rollouts)
 	yaml := strings.Replace(twoVariants, "rollouts: 2", "rollouts: "+strconv.Itoa(sum.Traffic.Rollouts), 1)
-	sc, err := scenario.Parse(analysis.ScenarioFile, []byte(yaml))
+	sc, err := scenario.Parse(runfile.ScenarioFile, []byte(yaml))
 	if err != nil {
 		panic(err)
 	}

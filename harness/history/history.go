@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/stats"
 )
 
@@ -180,8 +181,8 @@ func Read(paths []string, o Options) (*History, error) {
 			if depth(root, dir) > o.MaxDepth {
 				return fs.SkipDir
 			}
-			if _, err := os.Stat(filepath.Join(dir, analysis.SummaryFile)); err != nil {
-				if _, rerr := os.Stat(filepath.Join(dir, analysis.RunFile)); rerr == nil {
+			if _, err := os.Stat(filepath.Join(dir, runfile.SummaryFile)); err != nil {
+				if _, rerr := os.Stat(filepath.Join(dir, runfile.RunFile)); rerr == nil {
 					h.Skipped = append(h.Skipped, Skip{Dir: dir, Why: "a run without summary.json (killed before its analysis): `droprun report " + dir + "` writes it"})
 					return fs.SkipDir
 				}
@@ -252,7 +253,7 @@ func depth(root, dir string) int {
 // readSummary reads dir's summary.json, or says why it is not a run the
 // history can use.
 func readSummary(dir string) (*analysis.Summary, string) {
-	fi, err := os.Stat(filepath.Join(dir, analysis.SummaryFile))
+	fi, err := os.Stat(filepath.Join(dir, runfile.SummaryFile))
 	if err != nil {
 		return nil, err.Error()
 	}

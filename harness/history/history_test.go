@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/stats"
 	"github.com/droprun/droprun/harness/variant"
 )
@@ -64,7 +65,7 @@ func (r fakeRun) write(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, analysis.SummaryFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runfile.SummaryFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -77,7 +78,7 @@ func TestReadKeysOrdersAndSkips(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "raw"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "raw", analysis.RunFile), []byte("{}"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "raw", runfile.RunFile), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(root, "notes"), 0o755); err != nil {
@@ -363,10 +364,10 @@ func TestReadRefusesPlantedSummaries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("/dev/zero", filepath.Join(root, "zero", analysis.SummaryFile)); err != nil {
+	if err := os.Symlink("/dev/zero", filepath.Join(root, "zero", runfile.SummaryFile)); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo", analysis.SummaryFile), 0o644); err != nil {
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo", runfile.SummaryFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h, err := Read([]string{root}, Options{})

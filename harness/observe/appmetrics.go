@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/variant"
 
 	"github.com/droprun/droprun/harness/appmetrics"
@@ -136,7 +137,7 @@ func StartAppMetrics(ctx context.Context, client kubernetes.Interface, namespace
 	runCtx, cancel := context.WithCancel(ctx)
 	c := &AppMetrics{
 		opts: opts, selector: sel, now: func() time.Time { return now().UTC() },
-		w:    jsonl.NewWriter(out, appmetrics.File),
+		w:    jsonl.NewWriter(out, runfile.AppFile),
 		pods: map[string]*target{}, failing: map[string]*failures{}, finals: map[string]bool{},
 		cancel: cancel,
 	}

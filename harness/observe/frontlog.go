@@ -17,6 +17,7 @@ import (
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -69,7 +70,7 @@ type FrontLogs struct {
 func StartFrontLogs(ctx context.Context, client kubernetes.Interface, namespace, selector string, fl FrontLog, out io.Writer) (*FrontLogs, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	f := &FrontLogs{client: client, namespace: namespace, FrontLog: fl,
-		w: jsonl.NewWriter(out, frontlog.File), ctx: runCtx, cancel: cancel, seen: map[types.UID]bool{}}
+		w: jsonl.NewWriter(out, runfile.FrontLogFile), ctx: runCtx, cancel: cancel, seen: map[types.UID]bool{}}
 	f.factory = podInformers(client, namespace, selector)
 	inf := f.factory.Core().V1().Pods().Informer()
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

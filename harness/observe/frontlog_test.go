@@ -13,6 +13,7 @@ import (
 
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 )
 
@@ -60,14 +61,14 @@ func testFrontLogCaddy(t *testing.T, log []byte, unwrap func([]byte) ([]byte, bo
 			events = append(events, s)
 		}}
 	var out bytes.Buffer
-	w := jsonl.NewWriter(&out, frontlog.File)
+	w := jsonl.NewWriter(&out, runfile.FrontLogFile)
 	if err := copyLines("caddy-1", bytes.NewReader(log), unwrap, fl.AccessLog(), w, fl.servers("caddy-1", "n1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	lines, err := jsonl.ReadAll[frontlog.Line](&out, frontlog.File)
+	lines, err := jsonl.ReadAll[frontlog.Line](&out, runfile.FrontLogFile)
 	var ids []string
 	for _, l := range lines {
 		ids = append(ids, l.RequestID)

@@ -45,7 +45,7 @@ func TestShippedExamplesRecorded(t *testing.T) {
 	history := err == nil && strings.TrimSpace(string(out)) == "false"
 	n := 0
 	err = filepath.WalkDir(examplesDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != analysis.RunFile {
+		if err != nil || d.IsDir() || d.Name() != runfile.RunFile {
 			return err
 		}
 		n++
@@ -81,12 +81,12 @@ func TestShippedExamplesRecorded(t *testing.T) {
 func TestShippedExamplesRederive(t *testing.T) {
 	var raw, summaryOnly []string
 	err := filepath.WalkDir(examplesDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != analysis.SummaryFile {
+		if err != nil || d.IsDir() || d.Name() != runfile.SummaryFile {
 			return err
 		}
 		dir := filepath.Dir(p)
 		name, _ := filepath.Rel(examplesDir, dir)
-		if runfile.Exists(dir, analysis.EventsFile) {
+		if runfile.Exists(dir, runfile.EventsFile) {
 			raw = append(raw, name)
 		} else {
 			summaryOnly = append(summaryOnly, name)
@@ -121,7 +121,7 @@ func TestShippedExamplesRederive(t *testing.T) {
 			if err := Markdown(&md, a.Summary); err != nil {
 				t.Fatal(err)
 			}
-			files := map[string][]byte{analysis.SummaryFile: got}
+			files := map[string][]byte{runfile.SummaryFile: got}
 			if runfile.Exists(dir, "report.md") {
 				files["report.md"] = md.Bytes()
 			}
@@ -178,17 +178,17 @@ func TestPackedRunReadsTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, err := analysis.RawFiles(dir)
+	names, err := runfile.RawFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(names, analysis.EventsFile) || !slices.ContainsFunc(names, func(n string) bool { return filepath.Ext(n) == ".bin" }) {
+	if !slices.Contains(names, runfile.EventsFile) || !slices.ContainsFunc(names, func(n string) bool { return filepath.Ext(n) == ".bin" }) {
 		t.Fatalf("raw files %v: want events and results among them", names)
 	}
 	if _, _, err := runfile.Pack(dir, names); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := analysis.RawFiles(dir); err != nil || len(left) != 0 {
+	if left, err := runfile.RawFiles(dir); err != nil || len(left) != 0 {
 		t.Fatalf("raw files left unpacked: %v, %v", left, err)
 	}
 	packed, err := analysis.Analyze(dir, analysis.Options{})

@@ -15,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/generators/pods"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -56,7 +57,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, target: caddy, frontR
 			}
 			masked += ro.Window.FrontMasked + ro.Tail.FrontMasked
 		}
-		rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, traffic.HostOrigin)))
+		rf, err := os.Open(filepath.Join(dir, runfile.ResultsFileOf(v.Variant, traffic.HostOrigin)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ traffic: {rate: 150, control: 5s, between: 3s, settle: 3s, balance: 10s, target:
 			if v.Control.Failures > 0 || v.Control.Requests == 0 {
 				t.Errorf("%s through %s: control %d failures in %d requests, want a clean control window", v.Variant, target, v.Control.Failures, v.Control.Requests)
 			}
-			rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, traffic.HostOrigin)))
+			rf, err := os.Open(filepath.Join(dir, runfile.ResultsFileOf(v.Variant, traffic.HostOrigin)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -366,7 +367,7 @@ func checkPausedStops(t testing.TB, a *analysis.Analysis, lines map[string]front
 // API server, whose kubelet would cost the machine as much as the front.
 func checkFrontLogFromNode(t testing.TB, dir string) {
 	t.Helper()
-	log, err := os.ReadFile(filepath.Join(dir, analysis.LogFile))
+	log, err := os.ReadFile(filepath.Join(dir, runfile.LogFile))
 	if err != nil || !strings.Contains(string(log), "in frontlog.jsonl, read from its file inside the pod's node") {
 		t.Errorf("the run did not read the front's access log from its file inside the node (%v): on kind it must not go through the API server", err)
 	}
@@ -413,7 +414,7 @@ func checkJoined(t testing.TB, dir string, v analysis.VariantSummary, lines map[
 	var n, joined, bad502 int
 	badIDs := map[string]int{}
 	for i := range 3 {
-		rf, err := os.Open(filepath.Join(dir, analysis.ResultsFileOf(v.Variant, pods.OriginOf(i))))
+		rf, err := os.Open(filepath.Join(dir, runfile.ResultsFileOf(v.Variant, pods.OriginOf(i))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,12 +484,12 @@ const drainFloor = 5
 func readFrontLog(t testing.TB, dir string) map[string]frontlog.Line {
 	t.Helper()
 	lines := map[string]frontlog.Line{}
-	f, err := os.Open(filepath.Join(dir, frontlog.File))
+	f, err := os.Open(filepath.Join(dir, runfile.FrontLogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := jsonl.Read(f, frontlog.File, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
+	if err := jsonl.Read(f, runfile.FrontLogFile, func(l frontlog.Line) error { lines[l.RequestID] = l; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return lines

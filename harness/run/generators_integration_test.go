@@ -15,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/generators/pods"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -115,7 +116,7 @@ func checkGeneratorsAccount(t testing.TB, dir string, events []timeline.Event, v
 	}
 	var lines uint64
 	for i := range generators {
-		lines += countLines(t, filepath.Join(dir, analysis.ResultsFileOf(v.Variant, pods.OriginOf(i))))
+		lines += countLines(t, filepath.Join(dir, runfile.ResultsFileOf(v.Variant, pods.OriginOf(i))))
 	}
 	var classes uint64
 	for _, n := range stats.ByClass {

@@ -31,6 +31,7 @@ import (
 	"github.com/droprun/droprun/harness/nodeimage"
 	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/testbed/render"
@@ -567,7 +568,7 @@ func checkRun(t testing.TB, sc *scenario.Scenario, a *analysis.Analysis, dir str
 		if strings.HasSuffix(v.Variant, "/introducing") {
 			continue // the same results file as its variant's row
 		}
-		f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v.Variant)))
+		f, err := os.Open(filepath.Join(dir, runfile.ResultsFile(v.Variant)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -589,7 +590,7 @@ func checkRun(t testing.TB, sc *scenario.Scenario, a *analysis.Analysis, dir str
 			t.Errorf("%s: %d results, %d in windows, %d by class", v.Variant, n, inWindows, classes)
 		}
 	}
-	failures, err := os.ReadFile(filepath.Join(dir, analysis.FailuresFile))
+	failures, err := os.ReadFile(filepath.Join(dir, runfile.FailuresFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,12 +696,12 @@ func checkMetrics(t *testing.T, dir string, sawRollout <-chan bool, pushed <-cha
 	if !<-sawRollout {
 		t.Error("/metrics never showed a variant in its rollout phase")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, analysis.MetricsFile))
+	b, err := os.ReadFile(filepath.Join(dir, runfile.MetricsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`droprun_requests_total\{class="2xx",variant="no-prestop"\} [1-9]`).Match(b) {
-		t.Errorf("%s lacks no-prestop's 2xx count:\n%.2000s", analysis.MetricsFile, b)
+		t.Errorf("%s lacks no-prestop's 2xx count:\n%.2000s", runfile.MetricsFile, b)
 	}
 	select {
 	case p := <-pushed:
@@ -776,14 +777,14 @@ func logOutside(t testing.TB, dir string, v analysis.VariantSummary) {
 	for _, g := range v.Routes {
 		t.Logf("window: pod %s on %s, deleted %s, listener closed +%.3f s, unrouted +%.3f s, drops %v", g.Pod, g.Node, g.Deleted.Format("15:04:05.000"), g.ListenerClosed, g.Unrouted, g.Drops)
 	}
-	f, err := os.Open(filepath.Join(dir, analysis.FailuresFile))
+	f, err := os.Open(filepath.Join(dir, runfile.FailuresFile))
 	if err != nil {
 		t.Logf("no failures to show: %v", err)
 		return
 	}
 	defer f.Close()
 	shown := 0
-	err = jsonl.Read(f, analysis.FailuresFile, func(x analysis.Failure) error {
+	err = jsonl.Read(f, runfile.FailuresFile, func(x analysis.Failure) error {
 		if x.Explained != analysis.WhyOutside && x.Explained != analysis.WhyProxyOwn || shown >= 20 {
 			return nil
 		}
@@ -792,7 +793,7 @@ func logOutside(t testing.TB, dir string, v analysis.VariantSummary) {
 		return nil
 	})
 	if err != nil {
-		t.Logf("reading %s: %v", analysis.FailuresFile, err)
+		t.Logf("reading %s: %v", runfile.FailuresFile, err)
 	}
 }
 
@@ -935,7 +936,7 @@ func windowsOf(v analysis.VariantSummary) []analysis.Tally {
 // readEvents reads a run directory's events.jsonl.
 func readEvents(t testing.TB, dir string) []timeline.Event {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, analysis.EventsFile))
+	f, err := os.Open(filepath.Join(dir, runfile.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/atomicfile"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 )
 
@@ -20,7 +21,7 @@ type Output struct {
 	Dir    string
 	Events *os.File
 	Log    *os.File
-	// App receives the pods' own counters (analysis.AppFile).
+	// App receives the pods' own counters (runfile.AppFile).
 	App *os.File
 
 	failures *os.File
@@ -54,7 +55,7 @@ func CreateOutput(dir string, sc *scenario.Scenario) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	claim, err := createNew(dir, analysis.ScenarioFile)
+	claim, err := createNew(dir, runfile.ScenarioFile)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("output directory %s was just claimed by another run (started at the same moment): choose another --output-dir, or start again", dir)
 	} else if err != nil {
@@ -68,19 +69,19 @@ func CreateOutput(dir string, sc *scenario.Scenario) (*Output, error) {
 		return nil, err
 	}
 	o := &Output{Dir: dir}
-	if o.Events, err = createNew(dir, analysis.EventsFile); err != nil {
+	if o.Events, err = createNew(dir, runfile.EventsFile); err != nil {
 		return nil, err
 	}
-	if o.Log, err = createNew(dir, analysis.LogFile); err != nil {
+	if o.Log, err = createNew(dir, runfile.LogFile); err != nil {
 		return nil, err
 	}
-	if o.App, err = createNew(dir, analysis.AppFile); err != nil {
+	if o.App, err = createNew(dir, runfile.AppFile); err != nil {
 		return nil, err
 	}
-	if o.failures, err = createNew(dir, analysis.FailuresFile); err != nil {
+	if o.failures, err = createNew(dir, runfile.FailuresFile); err != nil {
 		return nil, err
 	}
-	o.fw = jsonl.NewWriter(o.failures, analysis.FailuresFile)
+	o.fw = jsonl.NewWriter(o.failures, runfile.FailuresFile)
 	return o, nil
 }
 
@@ -97,9 +98,9 @@ func (o *Output) Create(name string) (*os.File, error) {
 }
 
 // Results creates the raw results file of a variant's load from the
-// source named origin (analysis.ResultsFileOf).
+// source named origin (runfile.ResultsFileOf).
 func (o *Output) Results(variant, origin string) (*os.File, error) {
-	return createNew(o.Dir, analysis.ResultsFileOf(variant, origin))
+	return createNew(o.Dir, runfile.ResultsFileOf(variant, origin))
 }
 
 // WriteFailure appends one failed request to failures.jsonl.
@@ -111,12 +112,12 @@ func (o *Output) WriteFailure(f analysis.Failure) error {
 // WriteSummary writes summary.json whole, so a reader never sees half a
 // summary.
 func (o *Output) WriteSummary(s *analysis.Summary) error {
-	return atomicfile.WriteJSON(filepath.Join(o.Dir, analysis.SummaryFile), s)
+	return atomicfile.WriteJSON(filepath.Join(o.Dir, runfile.SummaryFile), s)
 }
 
 // WriteRunInfo writes run.json whole.
 func (o *Output) WriteRunInfo(ri *analysis.RunInfo) error {
-	return atomicfile.WriteJSON(filepath.Join(o.Dir, analysis.RunFile), ri)
+	return atomicfile.WriteJSON(filepath.Join(o.Dir, runfile.RunFile), ri)
 }
 
 // Close flushes and closes every file.

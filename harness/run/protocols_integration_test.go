@@ -15,6 +15,7 @@ import (
 
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/report"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -135,7 +136,7 @@ func checkChannels(t testing.TB, dir string, v analysis.VariantSummary) {
 	if len(ready) != 3*4 {
 		t.Errorf("grpc %s: channels seen READY %v, want 4 for each of 3 nodes' ports", v.Variant, slices.Sorted(maps.Keys(ready)))
 	}
-	f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v.Variant)))
+	f, err := os.Open(filepath.Join(dir, runfile.ResultsFile(v.Variant)))
 	if err != nil {
 		t.Fatalf("reading %s's results: %v", v.Variant, err)
 	}
@@ -226,7 +227,7 @@ func balanced(t testing.TB, dir, wire string, v analysis.VariantSummary, rate fl
 		spans[n] = sp
 	}
 	got := map[int]int{} // rollout → the client's 2xx sent in its span
-	f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(v.Variant)))
+	f, err := os.Open(filepath.Join(dir, runfile.ResultsFile(v.Variant)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func balanced(t testing.TB, dir, wire string, v analysis.VariantSummary, rate fl
 // results under dir: what a test names when a class is unexpected.
 func errorsOf(t testing.TB, dir, variant string, c traffic.Class, n int) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, analysis.ResultsFile(variant)))
+	f, err := os.Open(filepath.Join(dir, runfile.ResultsFile(variant)))
 	if err != nil {
 		t.Errorf("reading %s's results: %v", variant, err)
 		return nil

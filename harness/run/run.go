@@ -22,12 +22,12 @@ import (
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/dataplane"
 	"github.com/droprun/droprun/harness/disrupt"
-	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/metrics"
 	"github.com/droprun/droprun/harness/observe"
 	"github.com/droprun/droprun/harness/report"
 	"github.com/droprun/droprun/harness/rig"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/testbed/render"
@@ -270,9 +270,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*analysis.Analy
 		if err := out.WriteSummary(a.Summary); err != nil && runErr == nil {
 			runErr = err
 		}
-		fmt.Fprintf(r.log, "summary written to %s\n", filepath.Join(out.Dir, analysis.SummaryFile))
+		fmt.Fprintf(r.log, "summary written to %s\n", filepath.Join(out.Dir, runfile.SummaryFile))
 	}
-	if err := r.metrics.WriteFile(filepath.Join(out.Dir, analysis.MetricsFile)); err != nil && runErr == nil {
+	if err := r.metrics.WriteFile(filepath.Join(out.Dir, runfile.MetricsFile)); err != nil && runErr == nil {
 		runErr = err
 	}
 	if o.Pushgateway != "" {
@@ -385,7 +385,7 @@ func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 	if p.Proxy == nil || p.Proxy.AccessLog == nil {
 		return func() error { return nil }, nil
 	}
-	file, err := r.out.Create(frontlog.File)
+	file, err := r.out.Create(runfile.FrontLogFile)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +406,7 @@ func (r *runner) startFrontLogs(ctx context.Context) (func() error, error) {
 		file.Close()
 		return nil, err
 	}
-	fmt.Fprintf(r.log, "front: recording %s's access log (every request's ID, the pod it chose, its status) in %s, %s\n", p.Name, frontlog.File, how)
+	fmt.Fprintf(r.log, "front: recording %s's access log (every request's ID, the pod it chose, its status) in %s, %s\n", p.Name, runfile.FrontLogFile, how)
 	return func() error { return errors.Join(logs.Stop(), file.Close()) }, nil
 }
 

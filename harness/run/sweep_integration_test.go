@@ -12,6 +12,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/jsonl"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 )
@@ -193,13 +194,13 @@ func checkExplained(t testing.TB, dir string, v analysis.VariantSummary) {
 // stopped routing to it.
 func logUnexplained(t testing.TB, dir string, v analysis.VariantSummary) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, analysis.FailuresFile))
+	f, err := os.Open(filepath.Join(dir, runfile.FailuresFile))
 	if err != nil {
 		t.Logf("unexplained drops: %v", err)
 		return
 	}
 	defer f.Close()
-	fails, err := jsonl.ReadAll[analysis.Failure](f, analysis.FailuresFile)
+	fails, err := jsonl.ReadAll[analysis.Failure](f, runfile.FailuresFile)
 	if err != nil {
 		t.Logf("unexplained drops: %v", err)
 		return

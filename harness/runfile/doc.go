@@ -1,4 +1,5 @@
-// Package runfile is the one way droprun opens a file it reads back from a
+// Package runfile is the run directory's contract: the names of its files
+// (names.go) and the one way droprun opens a file it reads back from a
 // run directory or a history: a regular file inside the directory, never a
 // FIFO or a device (which would hang a reader or feed it without end), never
 // through a link that leads out of the directory; and a file read whole is

@@ -2,11 +2,13 @@ package traffic
 
 import (
 	"time"
+
+	"github.com/droprun/droprun/harness/runfile"
 )
 
-// HostOrigin is the origin of the host client's load, the one Source
-// droprun has today.
-const HostOrigin = "host"
+// HostOrigin is the origin of the host client's load, whose results file
+// names no origin (runfile.ResultsFile).
+const HostOrigin = runfile.HostOrigin
 
 // Source is one origin of a variant's load: it sends at its share of the
 // rate from Start until Stop, streams every request to its observer as a

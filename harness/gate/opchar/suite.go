@@ -15,6 +15,7 @@ import (
 	"github.com/droprun/droprun/harness/analysis"
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/history"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/stats"
 )
@@ -182,7 +183,7 @@ func analysisOf(v analysis.VariantSummary) *analysis.Analysis {
 	tmpl, ok := scenarios[r]
 	if !ok {
 		yaml := fmt.Sprintf("apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata:\n  name: opchar\nvariants:\n  - variant: %s\nrollouts: %d\ntraffic:\n  rate: 500\n", Variant, r)
-		sc, err := scenario.Parse(analysis.ScenarioFile, []byte(yaml))
+		sc, err := scenario.Parse(runfile.ScenarioFile, []byte(yaml))
 		if err != nil {
 			panic(err)
 		}
