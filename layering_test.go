@@ -55,3 +55,24 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterKnowsNoScenario: harness/cluster gives a run its cluster
+// knowing neither scenarios nor the container engine (issue 38, item 3):
+// testbed turns a scenario into a cluster.Config and hands kind the
+// engine's checks, so a new provider (a node agent's cluster) needs
+// neither.
+func TestClusterKnowsNoScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "./harness/cluster").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./harness/cluster: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch dep {
+		case "github.com/droprun/droprun/harness/scenario", "github.com/droprun/droprun/harness/engine":
+			t.Errorf("harness/cluster imports %s (go list -deps ./harness/cluster)", dep)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/imageref"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
 )
 
 func newClusterCmd(s streams) *cobra.Command {
@@ -87,7 +88,7 @@ func (f *clusterFlags) config() (cluster.Config, error) {
 	for _, fe := range sc.Validate() {
 		return cluster.Config{}, usageError("%s", fe.String())
 	}
-	return cluster.FromScenario(sc.Cluster.Kind), nil
+	return testbed.KindConfig(sc.Cluster.Kind), nil
 }
 
 // withKind makes a command's RunE: it resolves the cluster config from the
@@ -98,7 +99,7 @@ func (f *clusterFlags) withKind(s streams, fn func(*cobra.Command, *cluster.Kind
 		if err != nil {
 			return err
 		}
-		k, err := cluster.NewKind(s.Err)
+		k, err := testbed.NewKind(s.Err)
 		if err != nil {
 			return err
 		}

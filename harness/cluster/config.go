@@ -10,7 +10,6 @@ import (
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 
-	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/variant"
 )
 
@@ -84,19 +83,6 @@ func (c Config) Entries() []Entry {
 		out[k] = Entry{Node: NodeName(c.Name, k), WebPort: c.HostPort + 2*k, GatewayPort: c.GatewayHostPort + 2*k}
 	}
 	return out
-}
-
-// FromScenario returns the cluster config of a defaulted scenario's kind
-// block.
-func FromScenario(k *scenario.KindCluster) Config {
-	return Config{
-		Name:            k.Name,
-		Nodes:           k.Nodes,
-		KubeProxyMode:   k.KubeProxyMode,
-		NodeImage:       k.NodeImage,
-		HostPort:        k.HostPort,
-		GatewayHostPort: k.GatewayHostPort,
-	}
 }
 
 // LabelConfig is a node label on the control plane holding the hash of the

@@ -23,9 +23,13 @@
 // A context's name proves nothing (a kind-* context can tunnel to a real
 // cluster); any other cluster needs --allow-context NAME.
 //
-// Either way the caller gets a Cluster: its API client, and its Nodes when
-// droprun can reach inside them (a kind cluster: conntrack, docker exec
-// for the rule watch, container IDs for the rig), nil otherwise. Only a
-// kind cluster can be deleted (Cluster.Down); harness/testbed, which asked
-// for it, is the one that does.
+// Either way a Provider, chosen once (KindProvider, ExistingProvider),
+// opens a Cluster: its API client, and what droprun can do inside its
+// nodes as capabilities the provider offers or not (nodes.go: conntrack,
+// exec for the rule watch and the listener probe, the nodes' containers
+// for the rig, image loading): a kind cluster offers all, an existing one
+// none. Only a kind cluster can be deleted (Cluster.Down); harness/testbed,
+// which asked for it, is the one that does. The package knows neither
+// scenarios nor the container engine: testbed turns a scenario into a
+// Config and hands Kind the engine's checks (Host).
 package cluster

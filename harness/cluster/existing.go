@@ -10,14 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/droprun/droprun/harness/runfile"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/droprun/droprun/harness/scenario"
 )
 
 // ReachTimeout bounds the first request to an existing cluster's API
@@ -94,7 +93,7 @@ func connectExisting(kubeconfig, kubeContext string, trusted bool) (*Cluster, st
 	if err != nil {
 		return nil, "", err
 	}
-	return &Cluster{Name: kubeContext, Kubeconfig: kubeconfig, Client: client}, server, nil
+	return &Cluster{Name: kubeContext, Kubeconfig: kubeconfig, Client: client, Provider: ProviderExisting}, server, nil
 }
 
 // checkExisting lists cl's nodes (within ReachTimeout) and refuses the
@@ -209,11 +208,11 @@ func inside(dir, file string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// loadKubeconfig reads a user's kubeconfig, at most scenario.MaxFileSize
+// loadKubeconfig reads a user's kubeconfig, at most runfile.MaxUserFile
 // bytes, as clientcmd.LoadFromFile does: paths inside it (certificate
 // files) are relative to the file.
 func loadKubeconfig(path string) (*clientcmdapi.Config, error) {
-	data, err := scenario.ReadFile(path, "kubeconfig")
+	data, err := runfile.ReadUser(path, "kubeconfig")
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
 	}

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/kind/pkg/exec"
 
-	"github.com/droprun/droprun/harness/engine"
 	"github.com/droprun/droprun/harness/nodeimage"
 )
 
@@ -38,13 +37,26 @@ type Kind struct {
 	// NodeImages chooses the node image of a new cluster and makes it
 	// present (pull or offline build); NewKind sends its progress to log.
 	NodeImages nodeimage.Selector
-	// lacksSysResource reports a host whose capability bounding set lacks
-	// CAP_SYS_RESOURCE. Default engine.LacksCapSysResource.
-	lacksSysResource func() (bool, error)
+	host       Host
 }
 
-// NewKind returns a Kind that prints progress to log.
-func NewKind(log io.Writer) (*Kind, error) {
+// Host is what a kind cluster needs of this machine's container engine
+// (harness/engine gives both: testbed.NewKind).
+type Host struct {
+	// Ready checks that the engine answers, before kind is asked to use
+	// it, with an error that says what to do.
+	Ready func(ctx context.Context) error
+	// LacksSysResource reports a host whose capability bounding set lacks
+	// CAP_SYS_RESOURCE (a node image that is not droprun's then needs
+	// containerd's restrict_oom_score_adj).
+	LacksSysResource func() (bool, error)
+}
+
+// NewKind returns a Kind that prints progress to log, on host's engine.
+func NewKind(log io.Writer, host Host) (*Kind, error) {
+	if host.Ready == nil || host.LacksSysResource == nil {
+		return nil, errors.New("cluster.NewKind: the host's engine checks are missing (testbed.NewKind gives them)")
+	}
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return nil, fmt.Errorf("finding a directory for kubeconfigs: %w", err)
@@ -55,6 +67,7 @@ func NewKind(log io.Writer) (*Kind, error) {
 		StateDir:     filepath.Join(dir, "droprun"),
 		ReadyTimeout: 3 * time.Minute,
 		NodeImages:   nodeimage.Selector{Out: log},
+		host:         host,
 	}, nil
 }
 
@@ -69,9 +82,15 @@ type Cluster struct {
 	// NodeImage is the image the nodes run, and where it came from (its
 	// Source is empty for a cluster that was already running).
 	NodeImage nodeimage.Choice
-	// Nodes reach inside the nodes; nil when droprun cannot (an existing
-	// cluster).
-	Nodes Nodes
+	// Provider names the provider that opened it (ProviderKind,
+	// ProviderExisting).
+	Provider string
+	// Entries are a kind cluster's host ports, one per node
+	// (Config.Entries); nil for an existing cluster.
+	Entries []Entry
+	// nodes offer what droprun can do inside the nodes (nodes.go); nil
+	// when nothing (an existing cluster).
+	nodes any
 	// down deletes the cluster; nil for one droprun may not delete.
 	down func(ctx context.Context) error
 }
@@ -181,11 +200,7 @@ func (k *Kind) oomPatch(droprunImage bool) (bool, error) {
 	if droprunImage {
 		return false, nil
 	}
-	lacks := k.lacksSysResource
-	if lacks == nil {
-		lacks = engine.LacksCapSysResource
-	}
-	need, err := lacks()
+	need, err := k.host.LacksSysResource()
 	if err != nil {
 		return false, fmt.Errorf("checking the host's capabilities for the node's containerd: %w", err)
 	}
@@ -194,7 +209,7 @@ func (k *Kind) oomPatch(droprunImage bool) (bool, error) {
 
 // exists checks the engine and reports whether cluster name exists.
 func (k *Kind) exists(ctx context.Context, name string) (bool, error) {
-	if _, err := engine.DockerInfo(ctx); err != nil {
+	if err := k.host.Ready(ctx); err != nil {
 		return false, err
 	}
 	names, err := k.provider.List()
@@ -302,7 +317,7 @@ func (k *Kind) connect(name string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{Name: name, Kubeconfig: path, Client: client, Nodes: kindNodes{k, name},
+	return &Cluster{Name: name, Kubeconfig: path, Client: client, Provider: ProviderKind, nodes: kindNodes{k, name},
 		down: func(ctx context.Context) error { return k.Down(ctx, name) }}, nil
 }
 
@@ -387,7 +402,7 @@ func checkOwned(ctx context.Context, client kubernetes.Interface, name string) e
 // Down deletes the cluster and its kubeconfig. Deleting a cluster that does
 // not exist is not an error.
 func (k *Kind) Down(ctx context.Context, name string) error {
-	if _, err := engine.DockerInfo(ctx); err != nil {
+	if err := k.host.Ready(ctx); err != nil {
 		return err
 	}
 	start := time.Now()

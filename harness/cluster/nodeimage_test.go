@@ -40,13 +40,13 @@ func TestOOMPatchFollowsImageAndHost(t *testing.T) {
 		{droprun: false, lacks: true, want: true}, // kind's published image on a host without CAP_SYS_RESOURCE
 		{droprun: false, lacks: false, want: false},
 	} {
-		k := &Kind{lacksSysResource: func() (bool, error) { return tc.lacks, nil }}
+		k := &Kind{host: Host{LacksSysResource: func() (bool, error) { return tc.lacks, nil }}}
 		got, err := k.oomPatch(tc.droprun)
 		if err != nil || got != tc.want {
 			t.Errorf("droprun image %v, host lacks CAP_SYS_RESOURCE %v: patch %v, %v; want %v", tc.droprun, tc.lacks, got, err, tc.want)
 		}
 	}
-	k := &Kind{lacksSysResource: func() (bool, error) { return false, errors.New("no /proc") }}
+	k := &Kind{host: Host{LacksSysResource: func() (bool, error) { return false, errors.New("no /proc") }}}
 	if _, err := k.oomPatch(false); err == nil || !strings.Contains(err.Error(), "no /proc") {
 		t.Errorf("capability check error: %v", err)
 	}

@@ -55,7 +55,11 @@ func TestIntegrationNodeImageFromRegistry(t *testing.T) {
 		t.Fatalf("%s still in the local engine after docker image rm (%v, %v)", mirror, ok, err)
 	}
 
-	k, err := NewKind(testLog{t})
+	// testbed.NewKind's host, which a test inside this package cannot import.
+	k, err := NewKind(testLog{t}, Host{
+		Ready:            func(ctx context.Context) error { _, err := engine.DockerInfo(ctx); return err },
+		LacksSysResource: engine.LacksCapSysResource,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,12 @@ import (
 // without the Go toolchain to build it, it says so and does nothing: the
 // analysis then says the listener close is unknown.
 func (r *runner) startCloseProbe(ctx context.Context) (func() error, error) {
-	if r.tb.Cluster.Nodes == nil {
+	nodeExec := r.tb.Cluster.Exec()
+	if nodeExec == nil {
 		fmt.Fprintf(r.log, "listener close: not a kind cluster, so droprun cannot probe from a node; only an app's own record gives it\n")
 		return noStop, nil
 	}
-	nodes, exec, err := r.tb.Cluster.Nodes.Exec()
+	nodes, exec, err := nodeExec.Exec()
 	if err != nil || len(nodes) == 0 {
 		fmt.Fprintf(r.log, "warning: not probing listener closes: no node to run in (%v)\n", err)
 		return noStop, nil

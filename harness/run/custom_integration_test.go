@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/frontlog"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/scenario"
+	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
 )
@@ -99,7 +99,7 @@ traffic: {rate: 150, target: %s, generators: {from: pods}, control: 5s, between:
 			}
 			// East-west, one generator's pod is killed during exits's
 			// first rollout (a run measured again would not repeat it).
-			cfg := cluster.FromScenario(sc.Cluster.Kind)
+			cfg := testbed.KindConfig(sc.Cluster.Kind)
 			killed := make(chan string, 1)
 			go killGeneratorInRollout(ctx, cfg, sc.Namespace, "shop", killed)
 			dir := runDir(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/droprun/droprun/harness/gate"
 	"github.com/droprun/droprun/harness/generators/pods"
 	"github.com/droprun/droprun/harness/runfile"
+	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/testbed/render"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -86,7 +87,7 @@ func checkEastWest(ctx context.Context, t testing.TB, a *analysis.Analysis, even
 	if r.Verdict() != gate.Inconclusive {
 		t.Errorf("check with no limit the drops break: %v; want inconclusive on an incomplete rollout", r.Verdict())
 	}
-	k, err := cluster.NewKind(testWriter{t})
+	k, err := testbed.NewKind(testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func checkGeneratorsAccount(t testing.TB, dir string, events []timeline.Event, v
 // killGeneratorInRollout deletes generator 1's pod once Deployment
 // deployment's first rollout has begun, and says which pod it killed.
 func killGeneratorInRollout(ctx context.Context, cfg cluster.Config, ns, deployment string, killed chan<- string) {
-	k, err := cluster.NewKind(io.Discard)
+	k, err := testbed.NewKind(io.Discard)
 	if err != nil {
 		return
 	}

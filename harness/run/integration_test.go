@@ -56,7 +56,7 @@ var itCreated bool
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if itCreated && os.Getenv("DROPRUN_KEEP_CLUSTER") != "1" {
-		if k, err := cluster.NewKind(os.Stderr); err == nil {
+		if k, err := testbed.NewKind(os.Stderr); err == nil {
 			if err := k.Down(context.Background(), "droprun-it"); err != nil {
 				fmt.Fprintln(os.Stderr, "deleting the integration cluster:", err)
 				code = 1
@@ -135,7 +135,7 @@ func TestIntegrationClusterBookshop(t *testing.T) {
 	itCreated = itCreated || tb.Cluster.Created
 	t.Logf("cluster up and images loaded in %s", time.Since(start).Round(time.Second))
 
-	k, err := cluster.NewKind(log)
+	k, err := testbed.NewKind(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestIntegrationConnectMissingCluster(t *testing.T) {
 	if _, err := engine.DockerInfo(ctx); err != nil {
 		citest.Missing(t, "no container engine here (%v): run `droprun engine setup` to run this test", err)
 	}
-	k, err := cluster.NewKind(testWriter{t})
+	k, err := testbed.NewKind(testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}

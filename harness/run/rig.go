@@ -27,7 +27,7 @@ func (r *runner) startRigSampler(ctx context.Context) (stop func() error, err er
 		lag, n := a.Pacing()
 		return rig.ClientState{Lag: lag, InFlight: n}
 	}}
-	if nodes := r.tb.Cluster.Nodes; nodes != nil {
+	if nodes := r.tb.Cluster.Containers(); nodes != nil {
 		ids, err := nodes.ContainerIDs(ctx)
 		if err != nil {
 			fmt.Fprintf(r.log, "warning: node CPU will not be sampled: %v\n", err)

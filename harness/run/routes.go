@@ -22,7 +22,8 @@ import (
 // says so and does nothing; the analysis then falls back to kube-proxy's
 // sync metrics where the run polled them (kind clusters only).
 func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error) {
-	if r.tb.Cluster.Nodes == nil {
+	nodeExec := r.tb.Cluster.Exec()
+	if nodeExec == nil {
 		fmt.Fprintf(r.log, "routes: not a kind cluster: droprun cannot watch its nodes' rules, so this run has no (pod, node) pairs (droprun advise needs a run on a kind cluster)\n")
 		return noStop, nil
 	}
@@ -52,7 +53,7 @@ func (r *runner) watchRoutes(ctx context.Context) (stop func() error, err error)
 			}
 		}
 	}
-	nodes, exec, err := r.tb.Cluster.Nodes.Exec()
+	nodes, exec, err := nodeExec.Exec()
 	if err != nil {
 		fmt.Fprintf(r.log, "warning: not watching the nodes' routes: %v\n", err)
 		return noStop, nil

@@ -309,7 +309,7 @@ func (r *runner) run(ctx context.Context) (err error) {
 		}
 	}()
 	switch {
-	case tb.Cluster.Nodes != nil && r.o.ClusterShares > 0 && !sc.Traffic.FromPods():
+	case tb.Cluster.Containers() != nil && r.o.ClusterShares > 0 && !sc.Traffic.FromPods():
 		// The client runs on the host: the nodes yield to it. Generator
 		// pods run in the nodes, and would be starved with them.
 		defer r.favorClient()()
@@ -796,7 +796,7 @@ func (r *runner) scrapeApp(ctx context.Context) {
 // flushConntrack clears stale SYN_SENT entries on kind nodes and records
 // it, as done after rollout n (0: before the control window).
 func (r *runner) flushConntrack(ctx context.Context, variant string, n int) error {
-	nodes := r.tb.Cluster.Nodes
+	nodes := r.tb.Cluster.Conntrack()
 	if nodes == nil {
 		return nil
 	}
@@ -821,14 +821,14 @@ func (r *runner) flushConntrack(ctx context.Context, variant string, n int) erro
 // otherwise: every poll goes through the API server, which on a 2-core
 // machine has no CPU to spare.
 func (r *runner) kubeProxyOptions() observe.KubeProxyOptions {
-	if r.tb.Cluster.Nodes == nil || r.o.Bare {
+	if r.tb.Cluster.Provider != cluster.ProviderKind || r.o.Bare {
 		return observe.KubeProxyOptions{}
 	}
 	return observe.KubeProxyOptions{Interval: 500 * time.Millisecond, Idle: 5 * time.Second, Namespace: "kube-system", LabelSelector: "k8s-app=kube-proxy", Port: 10249}
 }
 
 func (r *runner) clusterInfo(ctx context.Context) analysis.ClusterInfo {
-	ci := analysis.ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Cluster.Nodes != nil, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
+	ci := analysis.ClusterInfo{Name: r.tb.Cluster.Name, Kind: r.tb.Cluster.Provider == cluster.ProviderKind, DroprunVer: r.o.Version, CPUWeight: r.cpuWeight}
 	if k := r.sc.Cluster.Kind; k != nil {
 		ci.Nodes, ci.KubeProxyMode, ci.NodeImage = k.Nodes, k.KubeProxyMode, k.NodeImage
 		if img := r.tb.Cluster.NodeImage.Image; img != "" {

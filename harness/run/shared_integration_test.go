@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/image"
 	"github.com/droprun/droprun/harness/kube"
 	"github.com/droprun/droprun/harness/scenario"
@@ -113,7 +112,7 @@ variants: [{variant: no-prestop}]
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c0.Nodes.LoadImageArchive(ctx, archive); err != nil {
+		if err := c0.Images().LoadImageArchive(ctx, archive); err != nil {
 			t.Fatal(err)
 		}
 		const ns = "droprun-it-generators"
@@ -245,7 +244,7 @@ variants: [{variant: no-prestop}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := cluster.NewKind(testWriter{t})
+	k, err := testbed.NewKind(testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/droprun/droprun/harness/advise"
 	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/jsonl"
 	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
@@ -51,7 +50,7 @@ traffic: {rate: 500, control: 5s, between: 5s, settle: 3s, balance: 10s}
 		Testbed: testbed.Options{ModuleDir: moduleDir(), ImageDir: t.TempDir()}})
 	t.Cleanup(func() {
 		// Run deletes the cluster it created; this covers a failed run.
-		if k, kerr := cluster.NewKind(testWriter{t}); kerr == nil {
+		if k, kerr := testbed.NewKind(testWriter{t}); kerr == nil {
 			_ = k.Down(context.WithoutCancel(ctx), "droprun-it-nft")
 		}
 	})

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/droprun/droprun/harness/analysis"
-	"github.com/droprun/droprun/harness/cluster"
 	"github.com/droprun/droprun/harness/testbed"
 	"github.com/droprun/droprun/harness/timeline"
 	"github.com/droprun/droprun/harness/traffic"
@@ -119,11 +118,11 @@ variants: [{variant: no-prestop}]
 rollouts: 1
 traffic: {rate: 60, target: clusterip, generators: {from: pods}, control: 60s}
 `)
-	k, err := cluster.NewKind(testWriter{t})
+	k, err := testbed.NewKind(testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := k.Up(ctx, cluster.FromScenario(sc.Cluster.Kind))
+	cl, err := k.Up(ctx, testbed.KindConfig(sc.Cluster.Kind))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/droprun/droprun/harness/atomicfile"
 	"github.com/droprun/droprun/harness/image"
+	"github.com/droprun/droprun/harness/runfile"
 	"github.com/droprun/droprun/harness/scenario"
 	"github.com/droprun/droprun/harness/testbed"
 )
@@ -219,7 +220,7 @@ func readDeployment(p string) (*appsv1.Deployment, map[string]any, error) {
 	if err != nil {
 		return nil, nil, &InputError{Msg: err.Error(), Fix: fix}
 	}
-	data, err := scenario.ReadFile(p, "Deployment manifest")
+	data, err := runfile.ReadUser(p, "Deployment manifest")
 	if err != nil {
 		return nil, nil, err
 	}

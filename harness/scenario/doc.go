@@ -3,8 +3,8 @@
 // Kubernetes objects.
 //
 // Reading is bounded and strict, for every file a user names: a scenario,
-// a custom app's Deployment manifest, a kubeconfig (ReadFile, at most
-// MaxFileSize bytes). Keys match case-sensitively, a key given twice or
+// a custom app's Deployment manifest, a kubeconfig (runfile.ReadUser, at most
+// runfile.MaxUserFile bytes). Keys match case-sensitively, a key given twice or
 // unknown is an error, and every problem in a file (decoding and validation
 // alike) is reported at once as a FieldError with the field path and the
 // fix. Paths in a scenario are relative to its folder (output excepted:

@@ -5,15 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/droprun/droprun/harness/variant"
 	"io"
 	"io/fs"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/droprun/droprun/harness/runfile"
+	"github.com/droprun/droprun/harness/variant"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,7 +24,7 @@ import (
 )
 
 // Load reads, strictly decodes, defaults and validates a scenario file of
-// at most MaxFileSize bytes. Relative paths inside the file (custom
+// at most runfile.MaxUserFile bytes. Relative paths inside the file (custom
 // manifests, image archives, a kubeconfig) are resolved against the file's
 // directory, and ~ against the home directory. Every problem found is
 // returned at once, each naming the file, the field path and the fix.
@@ -35,7 +37,7 @@ func Load(path string) (*Scenario, error) {
 func load(files fs.FS, path, dir string) (*Scenario, error) {
 	data, err := readFrom(files, path, "scenario")
 	if e, ok := asTooLarge(err); ok {
-		return nil, &Errors{File: path, List: []FieldError{{Msg: e.msg(), Fix: e.fix()}}}
+		return nil, &Errors{File: path, List: []FieldError{{Msg: e.Msg(), Fix: e.Fix()}}}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario: %w", err)
@@ -127,11 +129,11 @@ func containerProblem(d *appsv1.Deployment, c *CustomApp) (msg, fix string) {
 		"set app.custom.container to the container whose image the rollouts change"
 }
 
-// ReadDeployment strictly decodes a file of at most MaxFileSize bytes
+// ReadDeployment strictly decodes a file of at most runfile.MaxUserFile bytes
 // holding one apps/v1 Deployment: keys match case-sensitively, as the API
 // server matches them, and an unknown or repeated key is an error.
 func ReadDeployment(path string) (*appsv1.Deployment, error) {
-	data, err := ReadFile(path, "Deployment manifest")
+	data, err := runfile.ReadUser(path, "Deployment manifest")
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +186,9 @@ const maxProblems = 50
 // second YAML document. Every problem is reported, decoding and validation
 // alike, except validation problems at a field whose value was refused.
 func Parse(file string, data []byte) (*Scenario, error) {
-	if len(data) > MaxFileSize {
-		e := &TooLargeError{Path: file, What: "scenario", Limit: MaxFileSize}
-		return nil, &Errors{File: file, List: []FieldError{{Msg: e.msg(), Fix: e.fix()}}}
+	if len(data) > runfile.MaxUserFile {
+		e := &runfile.TooLargeError{Path: file, What: "scenario", Limit: runfile.MaxUserFile}
+		return nil, &Errors{File: file, List: []FieldError{{Msg: e.Msg(), Fix: e.Fix()}}}
 	}
 	var problems []FieldError
 	// YAMLToJSONStrict refuses a key given twice in one map; the lax

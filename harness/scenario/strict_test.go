@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/droprun/droprun/harness/runfile"
 )
 
 const head = "apiVersion: droprun/v1alpha1\nkind: Scenario\nmetadata: {name: strict}\n"
@@ -20,7 +22,7 @@ func (endless) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReadCap: no file a user names is read past MaxFileSize, whatever it
+// TestReadCap: no file a user names is read past runfile.MaxUserFile, whatever it
 // is, and the error names the file, the limit and what to do.
 func TestReadCap(t *testing.T) {
 	dir := t.TempDir()
@@ -30,7 +32,7 @@ func TestReadCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	exact := filepath.Join(dir, "exact.yaml")
-	if err := os.WriteFile(exact, append([]byte(body), bytes.Repeat([]byte("#"), MaxFileSize-len(body))...), 0o644); err != nil {
+	if err := os.WriteFile(exact, append([]byte(body), bytes.Repeat([]byte("#"), runfile.MaxUserFile-len(body))...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -52,7 +54,7 @@ func TestReadCap(t *testing.T) {
 			"mem.yaml: is larger than 1 MiB"},
 		{"a 2 MiB Deployment manifest", func() error { _, err := ReadDeployment(big); return err },
 			big + " is larger than 1 MiB, the most droprun reads from a Deployment manifest: check the path"},
-		{"a reader without end", func() error { _, err := readAllCapped(endless{}, "pipe", "kubeconfig", 4096); return err },
+		{"a reader without end", func() error { _, err := runfile.ReadAllCapped(endless{}, "pipe", "kubeconfig", 4096); return err },
 			"pipe is larger than 4096 bytes, the most droprun reads from a kubeconfig"},
 		{"a missing file", func() error { _, err := Load(filepath.Join(dir, "nope.yaml")); return err }, "no such file"},
 	}

@@ -62,8 +62,8 @@ type Options struct {
 // Testbed is a prepared cluster with droprun's namespace in it.
 type Testbed struct {
 	Scenario *scenario.Scenario
-	// Cluster is the cluster; its Nodes are nil where droprun cannot reach
-	// inside the nodes (an existing cluster).
+	// Cluster is the cluster, with the node capabilities its provider
+	// offers (none on an existing cluster).
 	Cluster *cluster.Cluster
 	// URL is where an existing cluster's web Service is reached:
 	// cluster.existing.url, else http://127.0.0.1:<web node port>.
@@ -121,12 +121,16 @@ func Prepare(ctx context.Context, in *Checked, o Options) (_ *Testbed, err error
 			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", tb.Cluster.Name, derr))
 		}
 	}()
+	prov, err := providerOf(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	if tb.Cluster, err = prov.Open(ctx); err != nil {
+		return nil, err
+	}
+	tb.Entries = tb.Cluster.Entries
 	if e := sc.Cluster.Existing; e != nil {
-		cl, err := cluster.Existing(ctx, e.Kubeconfig, e.Context, o.AllowContext, e.Trusted)
-		if err != nil {
-			return nil, err
-		}
-		tb.Cluster = cl
+		cl := tb.Cluster
 		tb.URL = e.URL
 		if tb.URL == "" {
 			tb.URL = fmt.Sprintf("http://127.0.0.1:%d", scenario.DefaultHostPort)
@@ -138,26 +142,9 @@ func Prepare(ctx context.Context, in *Checked, o Options) (_ *Testbed, err error
 			}
 			tb.GeneratorImage = sc.Traffic.Generators.Image
 		}
-	} else {
-		k, err := cluster.NewKind(o.Log)
-		if err != nil {
-			return nil, err
-		}
-		cfg := cluster.FromScenario(sc.Cluster.Kind)
-		var cl *cluster.Cluster
-		if o.CreateCluster {
-			cl, err = k.Up(ctx, cfg)
-		} else {
-			cl, err = k.Connect(ctx, cfg)
-		}
-		if err != nil {
-			return nil, err
-		}
-		tb.Cluster = cl
-		tb.Entries = cfg.Entries()
-		if err := tb.loadImages(ctx, o); err != nil {
-			return nil, err
-		}
+	}
+	if err := tb.loadImages(ctx, o); err != nil {
+		return nil, err
 	}
 	podSecurity := kube.PodSecurityBaseline // droprun's own pods and a custom app without --allow-privileged
 	if c := sc.App.Custom; c != nil && c.PrivilegedAllowed {
@@ -202,6 +189,10 @@ func (o Options) imageDir() (string, error) {
 // bookshop images, or loads a custom app's archives, and the front's image
 // when the path has one of its own.
 func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
+	loader := tb.Cluster.Images()
+	if loader == nil {
+		return nil // an existing cluster: its images must already be on its nodes
+	}
 	archives := []string{}
 	for _, a := range tb.archives {
 		// kind's loader takes docker save's format: an OCI layout is
@@ -247,7 +238,7 @@ func (tb *Testbed) loadImages(ctx context.Context, o Options) error {
 		archives = append(archives, archive)
 	}
 	for _, a := range archives {
-		if err := tb.Cluster.Nodes.LoadImageArchive(ctx, a); err != nil {
+		if err := loader.LoadImageArchive(ctx, a); err != nil {
 			return err
 		}
 	}

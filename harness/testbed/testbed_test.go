@@ -55,7 +55,7 @@ func TestTargetsKind(t *testing.T) {
 		}},
 	} {
 		sc := testScenario(t, tc.target)
-		cfg := cluster.FromScenario(sc.Cluster.Kind)
+		cfg := KindConfig(sc.Cluster.Kind)
 		tb := &Testbed{Scenario: sc, Entries: cfg.Entries()}
 		got := tb.Targets()
 		if !slices.Equal(got, tc.want) {
