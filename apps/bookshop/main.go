@@ -64,6 +64,63 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
+// newServer is the HTTP server of cfg's mode: HTTP/1.1 and HTTP/2 over
+// cleartext (prior knowledge, droprun's protocol h2c) on the one port.
+// Shutdown sends every HTTP/2 connection a GOAWAY; Close cuts them as it
+// cuts HTTP/1.1 ones; a response with "Connection: close" (drain-close)
+// makes net/http send its HTTP/2 connection a GOAWAY instead.
+func newServer(cfg config, id identity, life *lifecycle, m *metrics, log *slog.Logger) *http.Server {
+	var handler http.Handler
+	if cfg.mode == modeGateway {
+		handler = newGateway(cfg, id, life, m, log)
+	} else {
+		handler = newWeb(id, life, m)
+	}
+	if cfg.shutdown == shutdownDrainClose {
+		handler = closeWhileDraining(handler, life)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if cfg.maxConnectionAge > 0 {
+		srv.Handler = closeWhenOld(srv.Handler)
+		srv.ConnContext = connAge(cfg.maxConnectionAge)
+	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	return srv
+}
+
+// listen binds cfg's HTTP port and, in web mode with a gRPC port, the gRPC
+// side, each listener stamped to tell when it closes, whichever mode
+// closes it. It logs after binding, so the log names the port actually
+// bound, and logs a failure itself.
+func listen(cfg config, id identity, m *metrics, log *slog.Logger) (*stampedListener, *grpcSide, error) {
+	l, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		log.Error("listen failed", "addr", cfg.addr, "err", err.Error())
+		return nil, nil, err
+	}
+	ln := &stampedListener{Listener: l}
+	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown, "max_connection_age", cfg.maxConnectionAge.String())
+	if cfg.mode != modeWeb || cfg.grpcAddr == "" {
+		return ln, nil, nil
+	}
+	gl, err := net.Listen("tcp", cfg.grpcAddr)
+	if err != nil {
+		_ = ln.Close()
+		log.Error("listen failed", "addr", cfg.grpcAddr, "err", err.Error())
+		return nil, nil, err
+	}
+	g := &grpcSide{srv: newGRPC(id, m, cfg.maxConnectionAge, cfg.shutdownTimeout), ln: &stampedListener{Listener: gl}, stop: cfg.grpcStop}
+	log.Info("listening", "addr", g.ln.Addr().String(), "protocol", "grpc", "stop", cfg.grpcStop)
+	return ln, g, nil
+}
+
 // run is the whole program; it returns the exit status: 0 after a clean
 // shutdown, 1 when serving or shutting down failed, 2 on a bad command line.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -88,53 +145,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	life := new(lifecycle)
 	m := newMetrics(version, cfg.mode, life)
 
-	var handler http.Handler
-	if cfg.mode == modeGateway {
-		handler = newGateway(cfg, id, life, m, log)
-	} else {
-		handler = newWeb(id, life, m)
-	}
-	if cfg.shutdown == shutdownDrainClose {
-		handler = closeWhileDraining(handler, life)
-	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       cfg.idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	if cfg.maxConnectionAge > 0 {
-		srv.Handler = closeWhenOld(srv.Handler)
-		srv.ConnContext = connAge(cfg.maxConnectionAge)
-	}
-	// HTTP/1.1 and HTTP/2 over cleartext (prior knowledge, droprun's
-	// protocol h2c) on the one port. Shutdown sends every HTTP/2
-	// connection a GOAWAY; Close cuts them as it cuts HTTP/1.1 ones; a
-	// response with "Connection: close" (drain-close) makes net/http send
-	// its HTTP/2 connection a GOAWAY instead.
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-
-	// Listen before logging, so the log names the port actually bound.
-	l, err := net.Listen("tcp", cfg.addr)
+	srv := newServer(cfg, id, life, m, log)
+	ln, g, err := listen(cfg, id, m, log)
 	if err != nil {
-		log.Error("listen failed", "addr", cfg.addr, "err", err.Error())
 		return 1
-	}
-	// Stamped, to tell when it closes, whichever mode closes it.
-	ln := &stampedListener{Listener: l}
-	log.Info("listening", "addr", ln.Addr().String(), "mode", cfg.mode, "shutdown", cfg.shutdown, "max_connection_age", cfg.maxConnectionAge.String())
-	var g *grpcSide
-	if cfg.mode == modeWeb && cfg.grpcAddr != "" {
-		gl, err := net.Listen("tcp", cfg.grpcAddr)
-		if err != nil {
-			_ = ln.Close()
-			log.Error("listen failed", "addr", cfg.grpcAddr, "err", err.Error())
-			return 1
-		}
-		g = &grpcSide{srv: newGRPC(id, m, cfg.maxConnectionAge, cfg.shutdownTimeout), ln: &stampedListener{Listener: gl}, stop: cfg.grpcStop}
-		log.Info("listening", "addr", g.ln.Addr().String(), "protocol", "grpc", "stop", cfg.grpcStop)
 	}
 
 	sig, sigAt, err := serve(srv, ln, g, cfg, life, log)

@@ -139,24 +139,14 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		}
 	}
 	events = byTime(events)
-	var raw []rig.Sample
-	for _, e := range events {
-		if s, ok := decodeRig(e); ok {
-			raw = append(raw, s)
-		}
-	}
-	a.Rig = rigSamples(raw)
+	a.Rig = rigOf(events)
 	app, err := readApp(dir, sum)
 	if err != nil {
 		return nil, err
 	}
-	target := ri.Traffic.Target
-	if target == "" {
-		target = sc.Traffic.Target
-	}
-	via, ok := path.Lookup(target)
-	if !ok {
-		return nil, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", runfile.RunFile, target, strings.Join(path.Names(), ", "))
+	via, err := pathOf(ri, sc)
+	if err != nil {
+		return nil, err
 	}
 	if ri.Traffic.Generators == 0 { // generator pods send from inside: to a Service or a node, no hop droprun did not deploy
 		sum.Unseen = unseenHop(ri.Traffic.URL)
@@ -176,13 +166,9 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
 		}
-		found, err := runfile.ResultsFiles(dir, v.Name)
+		files, err := resultsOf(dir, v.Name)
 		if err != nil {
 			return nil, err
-		}
-		files := make([]resultsFile, len(found))
-		for i, f := range found {
-			files[i] = resultsFile{dir, f}
 		}
 		if len(files) == 0 {
 			continue // its traffic never started
@@ -204,6 +190,44 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 	}
 	SetIntervals(sum)
 	return a, nil
+}
+
+// rigOf is the rig's samples among events.
+func rigOf(events []timeline.Event) []RigSample {
+	var raw []rig.Sample
+	for _, e := range events {
+		if s, ok := decodeRig(e); ok {
+			raw = append(raw, s)
+		}
+	}
+	return rigSamples(raw)
+}
+
+// pathOf is the traffic path the run took: run.json's target, or the
+// scenario's for a run recorded before run.json named it.
+func pathOf(ri *RunInfo, sc *scenario.Scenario) (path.Path, error) {
+	target := ri.Traffic.Target
+	if target == "" {
+		target = sc.Traffic.Target
+	}
+	via, ok := path.Lookup(target)
+	if !ok {
+		return path.Path{}, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", runfile.RunFile, target, strings.Join(path.Names(), ", "))
+	}
+	return via, nil
+}
+
+// resultsOf lists variant's results files in dir (runfile.ResultsFiles).
+func resultsOf(dir, variant string) ([]resultsFile, error) {
+	found, err := runfile.ResultsFiles(dir, variant)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]resultsFile, len(found))
+	for i, f := range found {
+		files[i] = resultsFile{dir, f}
+	}
+	return files, nil
 }
 
 // readEvents reads events.jsonl, up to its last whole line.

@@ -469,36 +469,10 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		e.Slow++
 		return AccountedSlow, ""
 	}
-	switch {
-	case ex.front && node == "" && ex.log.answeredOK(rec.RequestID()):
-		return unexplained(ex.frontAnswered(rec))
-	case ex.front && node == "":
-		return unexplained(WhyFrontNoLine)
-	case ex.front:
-	case proxied && rec.Via == "":
-		return unexplained(WhyNoProxyPod)
-	case proxied && node == "":
-		return unexplained(WhyNoProxyNode)
-	case node == "":
-		return unexplained(WhyNoEntryNode)
+	if why := ex.untried(n, node, proxied, rec, clockBound); why != "" {
+		return unexplained(why)
 	}
-	if !ex.routes.watching(node, rec.Time) {
-		return unexplained(WhyNoRoutes)
-	}
-	if clockBound > 0 && clockBound > ex.narrowest(n, node) {
-		return unexplained(WhyClock)
-	}
-	a := attempt{node: node, rec: rec}
-	if ex.front {
-		h, _ := ex.log.hop(rec.RequestID())
-		a.ip, a.upstream = h.ip, h.class
-		if a.upstream != "" {
-			if e.FrontErrors == nil {
-				e.FrontErrors = map[traffic.Class]uint64{}
-			}
-			e.FrontErrors[a.upstream]++
-		}
-	}
+	a := ex.attempt(e, node, rec)
 	ex.tried[n] = append(ex.tried[n], a)
 	best, cut, noClose, noUnroute := ex.match(n, a)
 	switch {
@@ -532,6 +506,52 @@ func (ex *explainer) explain(n int, node string, proxied bool, rec traffic.Recor
 		e.Answerable++
 	}
 	return how, pod
+}
+
+// untried says why a failure cannot be tried against the race windows
+// (a Why* reason), or "" when it can: the hop that chose its pod is not
+// known, that node's rules were not watched then, or the send time is
+// less certain than rollout n's narrowest window on it (clockBound).
+func (ex *explainer) untried(n int, node string, proxied bool, rec traffic.Record, clockBound time.Duration) string {
+	switch {
+	case ex.front && node == "" && ex.log.answeredOK(rec.RequestID()):
+		return ex.frontAnswered(rec)
+	case ex.front && node == "":
+		return WhyFrontNoLine
+	case ex.front:
+	case proxied && rec.Via == "":
+		return WhyNoProxyPod
+	case proxied && node == "":
+		return WhyNoProxyNode
+	case node == "":
+		return WhyNoEntryNode
+	}
+	if !ex.routes.watching(node, rec.Time) {
+		return WhyNoRoutes
+	}
+	if clockBound > 0 && clockBound > ex.narrowest(n, node) {
+		return WhyClock
+	}
+	return ""
+}
+
+// attempt is rec as tried against node's windows: through a front, with
+// the pod IP the front's log names and the front's own error, counted
+// in e.FrontErrors.
+func (ex *explainer) attempt(e *Explained, node string, rec traffic.Record) attempt {
+	a := attempt{node: node, rec: rec}
+	if !ex.front {
+		return a
+	}
+	h, _ := ex.log.hop(rec.RequestID())
+	a.ip, a.upstream = h.ip, h.class
+	if a.upstream != "" {
+		if e.FrontErrors == nil {
+			e.FrontErrors = map[traffic.Class]uint64{}
+		}
+		e.FrontErrors[a.upstream]++
+	}
+	return a
 }
 
 // narrowest is the shortest race window of rollout n on node, from a

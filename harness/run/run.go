@@ -479,42 +479,16 @@ func (r *runner) startAppMetrics(ctx context.Context) (func() error, error) {
 
 // variant measures variant i and prints what its rows show.
 func (r *runner) variant(ctx context.Context, rv render.Variant) error {
-	sc, tb := r.sc, r.tb
 	v := rv.Entry
 	fmt.Fprintf(r.log, "\n== variant %s\n", v.Name)
 	r.metrics.VariantStarted(v.Name)
 	defer r.metrics.Phase(v.Name, metrics.PhaseDone)
 
-	// Start from a known state: the variant (or its From) at v1.
-	if err := tb.Deploy(ctx, rv, 0, true); err != nil {
+	if err := r.startState(ctx, rv); err != nil {
 		return err
 	}
-	if _, err := tb.WaitAnswering(ctx, time.Minute); err != nil {
-		return err
-	}
-	if err := r.checkFrontGuard(ctx); err != nil {
-		return err
-	}
-	// The control window starts when no node routes to the pods just
-	// replaced, and with no connection stuck on one (conntrack).
-	if err := r.awaitRoutes(ctx); err != nil {
-		return err
-	}
-	if err := r.flushConntrack(ctx, v.Name, 0); err != nil {
-		return err
-	}
-
 	var lastFailure atomic.Int64 // UnixNano of the latest failed request's send time
-	cfg := render.LoadConfig(sc, v.Name)
-	cfg.Targets = tb.Targets()
-	cfg.Allow = tb.Allow // the hosts beyond 127.0.0.1 the user named with --allow-target
-	cfg.OnChannel = func(s traffic.ChannelState) {
-		d := map[string]string{"variant": v.Name, "target": s.Target, "channel": strconv.Itoa(s.Channel), "state": s.State, "at": s.Time.Format(time.RFC3339Nano)}
-		if s.Error != "" {
-			d["error"] = s.Error
-		}
-		r.rec.Mark(timeline.KindGRPCChannel, d)
-	}
+	cfg := r.loadConfig(v.Name)
 	// The pods' counters just before traffic starts: the baseline the
 	// pods' view counts from (scrapes are 5 s apart otherwise), after
 	// WaitAnswering's requests, which the client did not send.
@@ -546,15 +520,7 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	defer stopProgress()
 	r.metrics.Phase(v.Name, metrics.PhaseControl)
 	r.rec.Mark(timeline.KindTrafficStart, map[string]string{"variant": v.Name, "rate": strconv.Itoa(cfg.Rate)})
-	proto := cfg.Protocol.Text()
-	if cfg.Connections > 0 {
-		proto += fmt.Sprintf(", %d per target", cfg.Connections)
-	}
-	if sc.Traffic.FromPods() {
-		fmt.Fprintf(r.log, "traffic: %d req/s from %d generator pods (%s); control window %s\n", cfg.Rate, sc.Traffic.Generators.Count, proto, sc.Traffic.Control)
-	} else {
-		fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s (%s); control window %s\n", cfg.Rate, targetsText(cfg.Targets), proto, sc.Traffic.Control)
-	}
+	r.logTraffic(cfg)
 
 	runErr := r.rollouts(ctx, rv, &lastFailure, &failed, reach, func() error {
 		return unreachable(sent.Load(), failed.Load(), reach.first.Load())
@@ -572,15 +538,69 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 	if runErr == nil {
 		runErr = stopErr
 	}
-	// What this variant's rows show so far, for the log; the run's
-	// summary comes from the whole directory at the end.
 	if ferr := r.rec.Flush(); ferr != nil && runErr == nil {
 		runErr = ferr
 	}
-	a, aerr := analysis.Analyze(r.out.Dir, analysis.Options{Variants: []string{v.Name}})
-	if aerr != nil {
-		fmt.Fprintf(r.log, "warning: analysing %s: %v\n", v.Name, aerr)
-		return runErr
+	r.logRows(v.Name)
+	return runErr
+}
+
+// startState brings the variant (or its From) to v1 and answering, and
+// holds the control window's start until no node routes to the pods just
+// replaced and no connection is stuck on one (conntrack).
+func (r *runner) startState(ctx context.Context, rv render.Variant) error {
+	if err := r.tb.Deploy(ctx, rv, 0, true); err != nil {
+		return err
+	}
+	if _, err := r.tb.WaitAnswering(ctx, time.Minute); err != nil {
+		return err
+	}
+	if err := r.checkFrontGuard(ctx); err != nil {
+		return err
+	}
+	if err := r.awaitRoutes(ctx); err != nil {
+		return err
+	}
+	return r.flushConntrack(ctx, rv.Entry.Name, 0)
+}
+
+// loadConfig is the variant's load: the scenario's, to the testbed's
+// targets, each gRPC channel's state changes marked on the timeline.
+func (r *runner) loadConfig(variant string) traffic.Config {
+	cfg := render.LoadConfig(r.sc, variant)
+	cfg.Targets = r.tb.Targets()
+	cfg.Allow = r.tb.Allow // the hosts beyond 127.0.0.1 the user named with --allow-target
+	cfg.OnChannel = func(s traffic.ChannelState) {
+		d := map[string]string{"variant": variant, "target": s.Target, "channel": strconv.Itoa(s.Channel), "state": s.State, "at": s.Time.Format(time.RFC3339Nano)}
+		if s.Error != "" {
+			d["error"] = s.Error
+		}
+		r.rec.Mark(timeline.KindGRPCChannel, d)
+	}
+	return cfg
+}
+
+// logTraffic says where the load goes and how.
+func (r *runner) logTraffic(cfg traffic.Config) {
+	t := r.sc.Traffic
+	proto := cfg.Protocol.Text()
+	if cfg.Connections > 0 {
+		proto += fmt.Sprintf(", %d per target", cfg.Connections)
+	}
+	if t.FromPods() {
+		fmt.Fprintf(r.log, "traffic: %d req/s from %d generator pods (%s); control window %s\n", cfg.Rate, t.Generators.Count, proto, t.Control)
+	} else {
+		fmt.Fprintf(r.log, "traffic: %d req/s round robin to %s (%s); control window %s\n", cfg.Rate, targetsText(cfg.Targets), proto, t.Control)
+	}
+}
+
+// logRows prints what the variant's rows show so far, for the log; the
+// run's summary comes from the whole directory at the end.
+func (r *runner) logRows(variant string) {
+	a, err := analysis.Analyze(r.out.Dir, analysis.Options{Variants: []string{variant}})
+	if err != nil {
+		fmt.Fprintf(r.log, "warning: analysing %s: %v\n", variant, err)
+		return
 	}
 	for _, row := range a.Summary.Variants {
 		fmt.Fprintf(r.log, "%s: %d drops in %d rollout-window requests (%d rollouts, %d with drops, %d timeouts excused); control %d/%d failures; tail %d\n",
@@ -592,7 +612,6 @@ func (r *runner) variant(ctx context.Context, rv render.Variant) error {
 			fmt.Fprintf(r.log, "  drops by the hop that failed them: %s\n", report.HopsText(row.ByHop))
 		}
 	}
-	return runErr
 }
 
 // rollouts holds the control window, then drives the variant's rollouts,
