@@ -238,7 +238,20 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return cfg, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
 
-	// Environment variables fill in the flags that were not given.
+	if err := applyEnv(fs, getenv); err != nil {
+		return cfg, err
+	}
+	if cfg.showVersion {
+		return cfg, nil
+	}
+
+	err := cfg.check(upstream)
+	return cfg, err
+}
+
+// applyEnv fills in, from the environment, the flags of fs that were not
+// given (each flag's variable: envName).
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var envErr error
@@ -250,53 +263,52 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			}
 		}
 	})
-	if envErr != nil {
-		return cfg, envErr
-	}
-	if cfg.showVersion {
-		return cfg, nil
-	}
+	return envErr
+}
 
+// check refuses a configuration bookshop cannot run with, and sets the
+// gateway's upstream URL from upstream.
+func (cfg *config) check(upstream string) error {
 	switch cfg.mode {
 	case modeWeb, modeGateway:
 	default:
-		return cfg, fmt.Errorf("%w: --mode %q: want web or gateway", errUsage, cfg.mode)
+		return fmt.Errorf("%w: --mode %q: want web or gateway", errUsage, cfg.mode)
 	}
 	switch cfg.shutdown {
 	case shutdownNone, shutdownNaive, shutdownDrain, shutdownDrainClose:
 	default:
-		return cfg, fmt.Errorf("%w: --shutdown %q: want none, naive, drain or drain-close", errUsage, cfg.shutdown)
+		return fmt.Errorf("%w: --shutdown %q: want none, naive, drain or drain-close", errUsage, cfg.shutdown)
 	}
 	switch cfg.grpcStop {
 	case grpcStopGraceful, grpcStopHard:
 	default:
-		return cfg, fmt.Errorf("%w: --grpc-stop %q: want graceful or stop", errUsage, cfg.grpcStop)
+		return fmt.Errorf("%w: --grpc-stop %q: want graceful or stop", errUsage, cfg.grpcStop)
 	}
 	if cfg.maxConnectionAge < 0 {
-		return cfg, fmt.Errorf("%w: --max-connection-age %v: must not be negative (0 for never)", errUsage, cfg.maxConnectionAge)
+		return fmt.Errorf("%w: --max-connection-age %v: must not be negative (0 for never)", errUsage, cfg.maxConnectionAge)
 	}
 	if cfg.idleTimeout < 0 {
-		return cfg, fmt.Errorf("%w: --idle-timeout %v: must not be negative (0 keeps idle connections open)", errUsage, cfg.idleTimeout)
+		return fmt.Errorf("%w: --idle-timeout %v: must not be negative (0 keeps idle connections open)", errUsage, cfg.idleTimeout)
 	}
 	if cfg.drainDelay < 0 {
-		return cfg, fmt.Errorf("%w: --drain-delay %v: must not be negative", errUsage, cfg.drainDelay)
+		return fmt.Errorf("%w: --drain-delay %v: must not be negative", errUsage, cfg.drainDelay)
 	}
 	if cfg.shutdownTimeout <= 0 {
-		return cfg, fmt.Errorf("%w: --shutdown-timeout %v: must be positive", errUsage, cfg.shutdownTimeout)
+		return fmt.Errorf("%w: --shutdown-timeout %v: must be positive", errUsage, cfg.shutdownTimeout)
 	}
 	if cfg.mode == modeGateway {
 		u, err := url.Parse(upstream)
 		switch {
 		case upstream == "":
-			return cfg, fmt.Errorf("%w: --mode gateway needs --upstream", errUsage)
+			return fmt.Errorf("%w: --mode gateway needs --upstream", errUsage)
 		case err != nil:
-			return cfg, fmt.Errorf("%w: --upstream: %v", errUsage, err)
+			return fmt.Errorf("%w: --upstream: %v", errUsage, err)
 		case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return cfg, fmt.Errorf("%w: --upstream %q: want an http:// or https:// URL with a host", errUsage, upstream)
+			return fmt.Errorf("%w: --upstream %q: want an http:// or https:// URL with a host", errUsage, upstream)
 		}
 		cfg.upstream = u
 	}
-	return cfg, nil
+	return nil
 }
 
 // envName is the environment variable a flag falls back to:

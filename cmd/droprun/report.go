@@ -159,17 +159,7 @@ The raw data is never modified.`,
 const exitInconclusive = 3
 
 func newCheckCmd(s streams) *cobra.Command {
-	var (
-		l           gate.Limits
-		rate        float64
-		perRollout  int64
-		share       float64
-		burstiness  float64
-		baseline    string
-		junit       string
-		showPassing bool
-		hist        historyFlags
-	)
+	c := &checkCmd{s: s}
 	cmd := &cobra.Command{
 		Use:   "check RUN_DIR",
 		Short: "A CI gate: exit 1 when a run breaks its drop limits, 3 when it cannot tell",
@@ -258,96 +248,120 @@ see examples/ci/):
   droprun check out/run --variant graceful-drain --max-drops-per-rollout 0 \
     --max-drop-rate 0.001 --junit out/check.xml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("max-drop-rate") {
-				l.MaxDropRate = &rate
-			}
-			if cmd.Flags().Changed("max-drops-per-rollout") {
-				l.MaxDropsPerRollout = &perRollout
-			}
-			if cmd.Flags().Changed("min-new-pod-share") {
-				l.MinNewPodShare = &share
-			}
-			if cmd.Flags().Changed("burstiness") {
-				l.Burstiness = &burstiness
-			}
-			if !(l.Tolerance > 0) {
-				return usageError("--rollout-tolerance %v: give the share of rollouts a per-rollout limit lets break it, above 0 and below 1, e.g. 0.3", l.Tolerance)
-			}
-			if !(l.Margin >= 1) {
-				return usageError("--margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2", l.Margin)
-			}
-			if err := hist.set(cmd, &l); err != nil {
-				return err
-			}
-			if baseline == "" {
-				// Validate before reading anything: bad limits are bad usage.
-				if err := l.Validate(); err != nil {
-					return usageError("%w", err)
-				}
-			}
-			a, err := checkableRun(args[0], s.Err)
-			if err != nil {
-				return err
-			}
-			if err := hist.read(&l, a, args[0], s.Err); err != nil {
-				return err
-			}
-			if baseline != "" {
-				if l.Baseline, err = loadRun(baseline, s.Err); err != nil {
-					return err
-				}
-			}
-			rep, err := gate.Check(a, l)
-			var ue *gate.UsageError
-			if errors.As(err, &ue) {
-				return usageError("%w", err)
-			} else if err != nil {
-				return err
-			}
-			rep.Run = args[0]
-			if junit != "" {
-				if err := atomicfile.WriteFunc(junit, 0o644, rep.JUnit); err != nil {
-					return fmt.Errorf("writing --junit %s: %w", junit, err)
-				}
-			}
-			counts := map[gate.Verdict]int{}
-			for _, r := range rep.Results {
-				counts[r.Verdict]++
-				if r.Verdict == gate.Pass && !showPassing {
-					continue
-				}
-				where := r.Row
-				if where == "" {
-					where = "run"
-				}
-				fmt.Fprintf(s.Out, "%-12s %s %s: %s\n", strings.ToUpper(r.Verdict.String()), where, r.Check, r.Message)
-			}
-			fmt.Fprintf(s.Out, "%s: %d passed, %d failed, %d inconclusive\n", args[0], counts[gate.Pass], counts[gate.Fail], counts[gate.Inconclusive])
-			switch rep.Verdict() {
-			case gate.Fail:
-				return &exitError{code: 1}
-			case gate.Inconclusive:
-				return &exitError{code: exitInconclusive}
-			}
-			return nil
-		},
+		RunE: c.run,
 	}
 	f := cmd.Flags()
-	f.Float64Var(&rate, "max-drop-rate", 0, "highest drop rate allowed, tested against its upper confidence bound (e.g. 0.001)")
-	f.Int64Var(&perRollout, "max-drops-per-rollout", 0, "most drops allowed in any one rollout (0: none)")
-	f.Float64Var(&share, "min-new-pod-share", 0, "least share of an even share each new pod must answer after every rollout (e.g. 0.5)")
-	f.Float64Var(&l.Confidence, "confidence", stats.DefaultConfidence, "confidence of every bound and test")
-	f.Float64Var(&burstiness, "burstiness", gate.DefaultBurstiness, "intraclass correlation of drops within a rollout the rate bounds assume (a floor for rows that drop; a row without drops is bounded for any burst shape unless this is given)")
-	f.Float64Var(&l.Tolerance, "rollout-tolerance", gate.DefaultTolerance, "share of rollouts a per-rollout limit lets break it, tested exactly over rollouts")
-	f.StringVar(&baseline, "baseline", "", "a baseline run directory: pass rows whose rate ratio to it is shown within --margin")
-	f.Float64Var(&l.Margin, "margin", gate.DefaultMargin, "how many times the baseline's (or the history's) drop rate a row may have and pass --baseline (--history)")
-	f.Float64Var(&l.BetweenRuns, "between-runs", 0, "standard deviation of a run's log drop rate between runs beyond its rollouts (e.g. 0.35), included in the baseline's bounds")
-	f.StringSliceVar(&l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
-	f.StringVar(&junit, "junit", "", "also write the results as JUnit XML to this file")
-	f.BoolVar(&showPassing, "verbose", false, "print passing checks too")
-	hist.add(cmd)
+	f.Float64Var(&c.rate, "max-drop-rate", 0, "highest drop rate allowed, tested against its upper confidence bound (e.g. 0.001)")
+	f.Int64Var(&c.perRollout, "max-drops-per-rollout", 0, "most drops allowed in any one rollout (0: none)")
+	f.Float64Var(&c.share, "min-new-pod-share", 0, "least share of an even share each new pod must answer after every rollout (e.g. 0.5)")
+	f.Float64Var(&c.l.Confidence, "confidence", stats.DefaultConfidence, "confidence of every bound and test")
+	f.Float64Var(&c.burstiness, "burstiness", gate.DefaultBurstiness, "intraclass correlation of drops within a rollout the rate bounds assume (a floor for rows that drop; a row without drops is bounded for any burst shape unless this is given)")
+	f.Float64Var(&c.l.Tolerance, "rollout-tolerance", gate.DefaultTolerance, "share of rollouts a per-rollout limit lets break it, tested exactly over rollouts")
+	f.StringVar(&c.baseline, "baseline", "", "a baseline run directory: pass rows whose rate ratio to it is shown within --margin")
+	f.Float64Var(&c.l.Margin, "margin", gate.DefaultMargin, "how many times the baseline's (or the history's) drop rate a row may have and pass --baseline (--history)")
+	f.Float64Var(&c.l.BetweenRuns, "between-runs", 0, "standard deviation of a run's log drop rate between runs beyond its rollouts (e.g. 0.35), included in the baseline's bounds")
+	f.StringSliceVar(&c.l.Rows, "variant", nil, "check only these rows (default: all); a variant with `from` has a NAME/introducing row too")
+	f.StringVar(&c.junit, "junit", "", "also write the results as JUnit XML to this file")
+	f.BoolVar(&c.showPassing, "verbose", false, "print passing checks too")
+	c.hist.add(cmd)
 	return cmd
+}
+
+// checkCmd is droprun check's flags and what it does with them.
+type checkCmd struct {
+	s           streams
+	l           gate.Limits
+	rate        float64
+	perRollout  int64
+	share       float64
+	burstiness  float64
+	baseline    string
+	junit       string
+	showPassing bool
+	hist        historyFlags
+}
+
+// run checks the run in args[0] against the limits and prints each
+// verdict; the exit code is the worst.
+func (c *checkCmd) run(cmd *cobra.Command, args []string) error {
+	if cmd.Flags().Changed("max-drop-rate") {
+		c.l.MaxDropRate = &c.rate
+	}
+	if cmd.Flags().Changed("max-drops-per-rollout") {
+		c.l.MaxDropsPerRollout = &c.perRollout
+	}
+	if cmd.Flags().Changed("min-new-pod-share") {
+		c.l.MinNewPodShare = &c.share
+	}
+	if cmd.Flags().Changed("burstiness") {
+		c.l.Burstiness = &c.burstiness
+	}
+	if !(c.l.Tolerance > 0) {
+		return usageError("--rollout-tolerance %v: give the share of rollouts a per-rollout limit lets break it, above 0 and below 1, e.g. 0.3", c.l.Tolerance)
+	}
+	if !(c.l.Margin >= 1) {
+		return usageError("--margin %v: give how many times the baseline's drop rate a run may have, 1 or more, e.g. 2", c.l.Margin)
+	}
+	if err := c.hist.set(cmd, &c.l); err != nil {
+		return err
+	}
+	if c.baseline == "" {
+		// Validate before reading anything: bad limits are bad usage.
+		if err := c.l.Validate(); err != nil {
+			return usageError("%w", err)
+		}
+	}
+	a, err := checkableRun(args[0], c.s.Err)
+	if err != nil {
+		return err
+	}
+	if err := c.hist.read(&c.l, a, args[0], c.s.Err); err != nil {
+		return err
+	}
+	if c.baseline != "" {
+		if c.l.Baseline, err = loadRun(c.baseline, c.s.Err); err != nil {
+			return err
+		}
+	}
+	rep, err := gate.Check(a, c.l)
+	var ue *gate.UsageError
+	if errors.As(err, &ue) {
+		return usageError("%w", err)
+	} else if err != nil {
+		return err
+	}
+	return c.print(rep, args[0])
+}
+
+// print writes the report's results (--junit too) and returns the exit
+// code its verdict asks for.
+func (c *checkCmd) print(rep *gate.Report, dir string) error {
+	rep.Run = dir
+	if c.junit != "" {
+		if err := atomicfile.WriteFunc(c.junit, 0o644, rep.JUnit); err != nil {
+			return fmt.Errorf("writing --junit %s: %w", c.junit, err)
+		}
+	}
+	counts := map[gate.Verdict]int{}
+	for _, r := range rep.Results {
+		counts[r.Verdict]++
+		if r.Verdict == gate.Pass && !c.showPassing {
+			continue
+		}
+		where := r.Row
+		if where == "" {
+			where = "run"
+		}
+		fmt.Fprintf(c.s.Out, "%-12s %s %s: %s\n", strings.ToUpper(r.Verdict.String()), where, r.Check, r.Message)
+	}
+	fmt.Fprintf(c.s.Out, "%s: %d passed, %d failed, %d inconclusive\n", dir, counts[gate.Pass], counts[gate.Fail], counts[gate.Inconclusive])
+	switch rep.Verdict() {
+	case gate.Fail:
+		return &exitError{code: 1}
+	case gate.Inconclusive:
+		return &exitError{code: exitInconclusive}
+	}
+	return nil
 }
 
 func newCompareCmd(s streams) *cobra.Command {

@@ -113,20 +113,13 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		out = io.Discard
 	}
 	v := opts.Versions.withDefaults()
-	ref := opts.Image
-	if ref == "" {
-		ref = "droprun/node:" + v.Kubernetes
+	ref, err := opts.ref(v)
+	if err != nil {
+		return nil, err
 	}
-	if strings.HasSuffix(ref, ":latest") || !strings.Contains(lastPathElem(ref), ":") {
-		return nil, fmt.Errorf("image %q: give an explicit tag other than latest (kind would try to pull it)", ref)
-	}
-	root := opts.CacheDir
-	if root == "" {
-		d, err := defaultCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		root = d
+	root, err := opts.cacheRoot()
+	if err != nil {
+		return nil, err
 	}
 	c := cache{root: root}
 	src, err := findSource(opts.SourceDir)
@@ -168,10 +161,54 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 	p := &progress{out: out, total: 14}
 	b := &builder{c: c, v: v, out: out, src: src, cniHash: cniHash, inputs: inputs, ref: ref}
 	defer b.cleanup()
-	steps := []struct {
-		name func() string
-		fn   func(context.Context) (bool, error)
-	}{
+	for _, s := range b.steps() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fn := s.fn
+		if err := p.step(s.name(), func() (bool, error) { return fn(ctx) }); err != nil {
+			return nil, fmt.Errorf("node image build: %w", err)
+		}
+	}
+	res.Steps = p.steps
+	res.Images = b.preloaded
+	res.Duration = time.Since(start)
+	fmt.Fprintf(out, "node image %s built in %s\n", ref, roundDuration(res.Duration))
+	return res, nil
+}
+
+// ref is the image to build: Options.Image, or droprun/node:<Kubernetes
+// version>, with an explicit tag other than latest.
+func (o Options) ref(v Versions) (string, error) {
+	ref := o.Image
+	if ref == "" {
+		ref = "droprun/node:" + v.Kubernetes
+	}
+	if strings.HasSuffix(ref, ":latest") || !strings.Contains(lastPathElem(ref), ":") {
+		return "", fmt.Errorf("image %q: give an explicit tag other than latest (kind would try to pull it)", ref)
+	}
+	return ref, nil
+}
+
+// cacheRoot is Options.CacheDir, or the user's cache directory's.
+func (o Options) cacheRoot() (string, error) {
+	if o.CacheDir != "" {
+		return o.CacheDir, nil
+	}
+	return defaultCacheDir()
+}
+
+// buildStep is one step of a build: its name for the progress lines, and
+// what it does (reporting whether its cache served it).
+type buildStep struct {
+	name func() string
+	fn   func(context.Context) (bool, error)
+}
+
+// steps are the build's steps, in order; the progress counts 14.
+func (b *builder) steps() []buildStep {
+	v, cniHash, ref := b.v, b.cniHash, b.ref
+	return []buildStep{
 		{func() string { return "kubernetes binaries " + v.Kubernetes }, b.kubernetes},
 		{func() string { return "containerd " + v.Containerd }, b.component("containerd")},
 		{func() string { return "runc " + v.Runc }, b.component("runc")},
@@ -187,20 +224,6 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		{func() string { return "images for the node's containerd" }, b.buildImages},
 		{func() string { return "node image " + ref }, b.assemble},
 	}
-	for _, s := range steps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		fn := s.fn
-		if err := p.step(s.name(), func() (bool, error) { return fn(ctx) }); err != nil {
-			return nil, fmt.Errorf("node image build: %w", err)
-		}
-	}
-	res.Steps = p.steps
-	res.Images = b.preloaded
-	res.Duration = time.Since(start)
-	fmt.Fprintf(out, "node image %s built in %s\n", ref, roundDuration(res.Duration))
-	return res, nil
 }
 
 // builder carries the state of one Build between its steps.

@@ -171,34 +171,45 @@ func sweepFigure(s analysis.Sweep, delays []float64) (Figure, error) {
 		p.Draw(plots)
 		dc := p.DataCanvas(plots)
 		if overlay {
-			// The right-hand axis of the delays' share.
-			sty := textStyle(tickSize, draw.XLeft, draw.YCenter, delayColor)
-			for _, q := range []float64{0, 0.25, 0.5, 0.75, 1} {
-				y := dc.Y(p.Y.Norm(q * top))
-				c.StrokeLine2(draw.LineStyle{Color: delayColor, Width: vg.Points(0.8)}, dc.Max.X, y, dc.Max.X+vg.Points(4), y)
-				c.FillText(sty, vg.Point{X: dc.Max.X + vg.Points(6), Y: y}, fmt.Sprintf("%.0f%%", q*100))
-			}
+			delayAxis(c, p, dc, top)
 		}
-		head := textStyle(noteSize, draw.XLeft, draw.YBottom, color.Black)
-		c.FillText(head, vg.Point{X: strip.Min.X, Y: dc.Max.Y + vg.Points(2)}, "value: drops / requests")
-		y := dc.Max.Y - vg.Points(10)
-		for _, r := range s.Points {
-			sty := textStyle(noteSize, draw.XLeft, draw.YCenter, rateColor)
-			mark := ""
-			if r.AtFloor {
-				sty.Color, mark = zeroColor, " (floor)"
-			}
-			c.FillText(sty, vg.Point{X: strip.Min.X, Y: y}, fmt.Sprintf("%s: %s / %s%s", r.Point.Value, stats.FormatCount(r.Drops), stats.FormatCount(r.Requests), mark))
-			y -= vg.Points(14)
-		}
-		if overlay {
-			sty := textStyle(noteSize, draw.XLeft, draw.YCenter, delayColor)
-			y -= vg.Points(6)
-			c.FillText(sty, vg.Point{X: strip.Min.X, Y: y}, fmt.Sprintf("nodes stopped routing: %d pairs,", len(delays)))
-			c.FillText(sty, vg.Point{X: strip.Min.X, Y: y - vg.Points(14)}, "last "+stats.FormatSig(delays[len(delays)-1], 2)+" s after deletion")
-		}
+		sweepLegend(c, strip, dc, s.Points, delays, overlay)
 	}
 	var err error
 	fig.PNG, fig.SVG, err = render(figWidth, 4.5*vg.Inch, paint)
 	return fig, err
+}
+
+// delayAxis draws the right-hand axis of the delays' share, 0 to 100 %
+// over the plot's 0 to top.
+func delayAxis(c draw.Canvas, p *gplot.Plot, dc draw.Canvas, top float64) {
+	sty := textStyle(tickSize, draw.XLeft, draw.YCenter, delayColor)
+	for _, q := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		y := dc.Y(p.Y.Norm(q * top))
+		c.StrokeLine2(draw.LineStyle{Color: delayColor, Width: vg.Points(0.8)}, dc.Max.X, y, dc.Max.X+vg.Points(4), y)
+		c.FillText(sty, vg.Point{X: dc.Max.X + vg.Points(6), Y: y}, fmt.Sprintf("%.0f%%", q*100))
+	}
+}
+
+// sweepLegend writes each value's drops and requests in the strip beside
+// the plot, and with the delays' overlay how many pairs it shows.
+func sweepLegend(c, strip, dc draw.Canvas, points []analysis.SweepResult, delays []float64, overlay bool) {
+	head := textStyle(noteSize, draw.XLeft, draw.YBottom, color.Black)
+	c.FillText(head, vg.Point{X: strip.Min.X, Y: dc.Max.Y + vg.Points(2)}, "value: drops / requests")
+	y := dc.Max.Y - vg.Points(10)
+	for _, r := range points {
+		sty := textStyle(noteSize, draw.XLeft, draw.YCenter, rateColor)
+		mark := ""
+		if r.AtFloor {
+			sty.Color, mark = zeroColor, " (floor)"
+		}
+		c.FillText(sty, vg.Point{X: strip.Min.X, Y: y}, fmt.Sprintf("%s: %s / %s%s", r.Point.Value, stats.FormatCount(r.Drops), stats.FormatCount(r.Requests), mark))
+		y -= vg.Points(14)
+	}
+	if overlay {
+		sty := textStyle(noteSize, draw.XLeft, draw.YCenter, delayColor)
+		y -= vg.Points(6)
+		c.FillText(sty, vg.Point{X: strip.Min.X, Y: y}, fmt.Sprintf("nodes stopped routing: %d pairs,", len(delays)))
+		c.FillText(sty, vg.Point{X: strip.Min.X, Y: y - vg.Points(14)}, "last "+stats.FormatSig(delays[len(delays)-1], 2)+" s after deletion")
+	}
 }

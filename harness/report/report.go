@@ -152,53 +152,7 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		}
 	}
 	for _, v := range sum.Variants {
-		if v.Masked > 0 {
-			fmt.Fprintf(w, "%s: %s\n", v.Variant, MaskedText(v))
-		}
-		if v.FrontResent > 0 {
-			fmt.Fprintf(w, "%s: %s\n", v.Variant, FrontResentText(v))
-		}
-		if v.Idle != nil {
-			fmt.Fprintf(w, "%s: %s\n", v.Variant, IdleText(v.Idle))
-		}
-		if sv := v.Server; sv != nil {
-			fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; %s\n", v.Variant, sv.ClientSent, sv.ClientGot2xx, ServerText(sv))
-		} else if v.NoServerView != "" {
-			fmt.Fprintf(w, "%s: %s\n", v.Variant, v.NoServerView)
-		}
-		for _, ro := range v.Rollouts {
-			if ro.LivePods != nil {
-				fmt.Fprintf(w, "%s rollout %d: live pods: %s\n", v.Variant, ro.N, ro.LivePods)
-			}
-		}
-		if len(v.ByNode) > 0 {
-			fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
-		}
-		if len(v.Clocks) > 0 {
-			fmt.Fprintf(w, "%s: %s\n", v.Variant, ClocksText(v.Clocks))
-		}
-		for _, ro := range v.Rollouts {
-			if len(ro.ByHop) > 0 {
-				fmt.Fprintf(w, "%s rollout %d: drops by the hop that failed them: %s\n", v.Variant, ro.N, HopsText(ro.ByHop))
-			}
-		}
-		if t := ExplainedText(v.Explained); t != "" {
-			fmt.Fprintf(w, "%s: %s\n", v.Variant, t)
-		}
-		for _, ro := range v.Rollouts {
-			for _, g := range pairsOf(v, ro.N) {
-				if len(g.Drops) > 0 {
-					fmt.Fprintf(w, "%s rollout %d: %s\n", v.Variant, ro.N, g.RaceText())
-				}
-			}
-			if ro.SlowestNode != "" {
-				fmt.Fprintf(w, "%s rollout %d: slowest kube-proxy %s, synced %.2f s after the deletion request; programming latency up to %.2f s\n",
-					v.Variant, ro.N, ro.SlowestNode, ro.SlowestSync, ro.ProgrammingLatency)
-			}
-			if ro.Balance != nil {
-				fmt.Fprintf(w, "%s rollout %d: %s\n", v.Variant, ro.N, BalanceText(ro.Balance))
-			}
-		}
+		variantLines(w, v)
 	}
 	if sum.Unseen != "" {
 		fmt.Fprintln(w, "note:", sum.Unseen)
@@ -213,6 +167,59 @@ func Table(w io.Writer, sum *analysis.Summary) error {
 		fmt.Fprintln(w, "the run ended early:", sum.Error)
 	}
 	return nil
+}
+
+// variantLines writes what Table says of one row beyond its cells: masked
+// and resent requests, the pods' view, each rollout's live pods, hops,
+// race windows, slowest kube-proxy and balance.
+func variantLines(w io.Writer, v analysis.VariantSummary) {
+	if v.Masked > 0 {
+		fmt.Fprintf(w, "%s: %s\n", v.Variant, MaskedText(v))
+	}
+	if v.FrontResent > 0 {
+		fmt.Fprintf(w, "%s: %s\n", v.Variant, FrontResentText(v))
+	}
+	if v.Idle != nil {
+		fmt.Fprintf(w, "%s: %s\n", v.Variant, IdleText(v.Idle))
+	}
+	if sv := v.Server; sv != nil {
+		fmt.Fprintf(w, "%s: client sent %d, got %d 2xx; %s\n", v.Variant, sv.ClientSent, sv.ClientGot2xx, ServerText(sv))
+	} else if v.NoServerView != "" {
+		fmt.Fprintf(w, "%s: %s\n", v.Variant, v.NoServerView)
+	}
+	for _, ro := range v.Rollouts {
+		if ro.LivePods != nil {
+			fmt.Fprintf(w, "%s rollout %d: live pods: %s\n", v.Variant, ro.N, ro.LivePods)
+		}
+	}
+	if len(v.ByNode) > 0 {
+		fmt.Fprintf(w, "%s: by entry node: %s\n", v.Variant, NodesText(v.ByNode))
+	}
+	if len(v.Clocks) > 0 {
+		fmt.Fprintf(w, "%s: %s\n", v.Variant, ClocksText(v.Clocks))
+	}
+	for _, ro := range v.Rollouts {
+		if len(ro.ByHop) > 0 {
+			fmt.Fprintf(w, "%s rollout %d: drops by the hop that failed them: %s\n", v.Variant, ro.N, HopsText(ro.ByHop))
+		}
+	}
+	if t := ExplainedText(v.Explained); t != "" {
+		fmt.Fprintf(w, "%s: %s\n", v.Variant, t)
+	}
+	for _, ro := range v.Rollouts {
+		for _, g := range pairsOf(v, ro.N) {
+			if len(g.Drops) > 0 {
+				fmt.Fprintf(w, "%s rollout %d: %s\n", v.Variant, ro.N, g.RaceText())
+			}
+		}
+		if ro.SlowestNode != "" {
+			fmt.Fprintf(w, "%s rollout %d: slowest kube-proxy %s, synced %.2f s after the deletion request; programming latency up to %.2f s\n",
+				v.Variant, ro.N, ro.SlowestNode, ro.SlowestSync, ro.ProgrammingLatency)
+		}
+		if ro.Balance != nil {
+			fmt.Fprintf(w, "%s rollout %d: %s\n", v.Variant, ro.N, BalanceText(ro.Balance))
+		}
+	}
 }
 
 // BalanceText says how the pods' answers spread over the new pods in the

@@ -115,6 +115,40 @@ func Story(v analysis.VariantSummary, n int) []string {
 	return lines
 }
 
+// closeText says when the pod's app got SIGTERM and closed its listener,
+// or how the close was seen, or that it was not.
+func closeText(p analysis.RouteGap) string {
+	switch {
+	case p.AppTimes && p.SIGTERM >= 0:
+		return fmt.Sprintf(" Its app got SIGTERM %s later and closed its listener %s after that.", ms(p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
+	case p.AppTimes:
+		// The kubelet was quicker than droprun's watch.
+		return fmt.Sprintf(" Its app got SIGTERM %s before droprun's watch saw the deletion and closed its listener %s after that.", ms(-p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
+	case p.CloseSource == analysis.CloseFromProbe && p.CloseResolution > 0:
+		return fmt.Sprintf(" Its app recorded no SIGTERM or listener close; droprun's prober saw the listener close %s after the deletion (to within %s).", ms(p.ListenerClosed), ms(p.CloseResolution))
+	case p.CloseSource == analysis.CloseFromProbe:
+		return fmt.Sprintf(" Its app recorded no SIGTERM or listener close; droprun's prober found the listener closed at its first connect, %s after the deletion.", ms(p.ListenerClosed))
+	}
+	return " Its app did not record its SIGTERM or listener close, and no prober saw it."
+}
+
+// splitFront splits a pod's pairs into the front pods' (when there are
+// any: they chose its requests' pod) and the nodes'; without a front, all
+// pairs are the first and there are no others.
+func splitFront(pairs []analysis.RouteGap) (first, nodes []analysis.RouteGap) {
+	if !slices.ContainsFunc(pairs, func(g analysis.RouteGap) bool { return g.Source == analysis.RouteSourceFront }) {
+		return pairs, nil
+	}
+	for _, g := range pairs {
+		if g.Source == analysis.RouteSourceFront {
+			first = append(first, g)
+		} else {
+			nodes = append(nodes, g)
+		}
+	}
+	return first, nodes
+}
+
 // podStory is one deleted pod's line of Story; pairs are its nodes (and,
 // through a front, its front pods).
 func podStory(pairs []analysis.RouteGap) string {
@@ -125,32 +159,9 @@ func podStory(pairs []analysis.RouteGap) string {
 		fmt.Fprintf(&b, " (%s)", p.IP)
 	}
 	fmt.Fprintf(&b, ": deletion requested at %s.", p.Deleted.Format("15:04:05.000"))
-	switch {
-	case p.AppTimes && p.SIGTERM >= 0:
-		fmt.Fprintf(&b, " Its app got SIGTERM %s later and closed its listener %s after that.", ms(p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
-	case p.AppTimes:
-		// The kubelet was quicker than droprun's watch.
-		fmt.Fprintf(&b, " Its app got SIGTERM %s before droprun's watch saw the deletion and closed its listener %s after that.", ms(-p.SIGTERM), ms(p.ListenerClosed-p.SIGTERM))
-	case p.CloseSource == analysis.CloseFromProbe && p.CloseResolution > 0:
-		fmt.Fprintf(&b, " Its app recorded no SIGTERM or listener close; droprun's prober saw the listener close %s after the deletion (to within %s).", ms(p.ListenerClosed), ms(p.CloseResolution))
-	case p.CloseSource == analysis.CloseFromProbe:
-		fmt.Fprintf(&b, " Its app recorded no SIGTERM or listener close; droprun's prober found the listener closed at its first connect, %s after the deletion.", ms(p.ListenerClosed))
-	default:
-		b.WriteString(" Its app did not record its SIGTERM or listener close, and no prober saw it.")
-	}
+	b.WriteString(closeText(p))
 	// Through a front, its pods chose; the nodes' rules are told apart.
-	var nodes []analysis.RouteGap
-	if slices.ContainsFunc(pairs, func(g analysis.RouteGap) bool { return g.Source == analysis.RouteSourceFront }) {
-		var front []analysis.RouteGap
-		for _, g := range pairs {
-			if g.Source == analysis.RouteSourceFront {
-				front = append(front, g)
-			} else {
-				nodes = append(nodes, g)
-			}
-		}
-		pairs = front
-	}
+	pairs, nodes := splitFront(pairs)
 	var open, safe []analysis.RouteGap
 	var drops uint64
 	classes := map[traffic.Class]uint64{}

@@ -138,18 +138,9 @@ func Init(o Options) (*Result, error) {
 	if r.Port, r.PortFrom, err = pickPort(c, o.Port); err != nil {
 		return nil, err
 	}
-	r.Path = "/"
-	probe := c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path != ""
-	switch {
-	case o.Path != "":
-		if o.Path[0] != '/' {
-			return nil, inputErr("give an absolute path such as /version", "--path %q does not start with /", o.Path)
-		}
-		r.Path, probe = o.Path, false
-	case probe:
-		r.Path = c.ReadinessProbe.HTTPGet.Path
-	default:
-		r.Notes = append(r.Notes, fmt.Sprintf("traffic.path is / (container %q has no HTTP readiness probe to take a path from): set it to a path your service answers with 200", c.Name))
+	probe, err := r.pickPath(c, o.Path)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkImages(o, c); err != nil {
 		return nil, err
@@ -179,33 +170,61 @@ func Init(o Options) (*Result, error) {
 	for _, a := range o.Archives {
 		t.Archives = append(t.Archives, relTo(dir, a))
 	}
+	if r.Scenario, err = write(t, o.Out, r.PreStopManifest, pre); err != nil {
+		return nil, err
+	}
+	if len(o.Archives) == 0 {
+		r.Notes = append(r.Notes, "no --archive: the cluster's nodes must already have both images, or pull them; for a kind cluster, give an archive holding them (docker save IMAGE1 IMAGE2 -o images.tar)")
+	}
+	return r, nil
+}
+
+// pickPath sets the path the traffic asks for: the one given (absolute),
+// else the container's HTTP readiness probe's, else / with a note. It
+// reports whether the path is the probe's.
+func (r *Result) pickPath(c *corev1.Container, given string) (probe bool, err error) {
+	r.Path = "/"
+	probe = c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet != nil && c.ReadinessProbe.HTTPGet.Path != ""
+	switch {
+	case given != "":
+		if given[0] != '/' {
+			return false, inputErr("give an absolute path such as /version", "--path %q does not start with /", given)
+		}
+		r.Path = given
+		return false, nil
+	case probe:
+		r.Path = c.ReadinessProbe.HTTPGet.Path
+	default:
+		r.Notes = append(r.Notes, fmt.Sprintf("traffic.path is / (container %q has no HTTP readiness probe to take a path from): set it to a path your service answers with 200", c.Name))
+	}
+	return probe, nil
+}
+
+// write renders the scenario of t to out beside the preStop manifest, pre
+// at preStopPath, once the text parses and validates, and returns the
+// scenario as `droprun validate` reads it from the files as written.
+func write(t templateData, out, preStopPath string, pre []byte) (*scenario.Scenario, error) {
 	var b bytes.Buffer
 	if err := scenarioTemplate.Execute(&b, t); err != nil {
 		return nil, fmt.Errorf("writing the scenario: %w", err)
 	}
-	// The text must parse and validate before anything is written.
-	if _, err := scenario.Parse(o.Out, b.Bytes()); err != nil {
+	if _, err := scenario.Parse(out, b.Bytes()); err != nil {
 		return nil, fmt.Errorf("droprun init wrote a scenario that does not validate (a bug; please report it): %w", err)
 	}
-	if err := atomicfile.Write(r.PreStopManifest, pre); err != nil {
+	if err := atomicfile.Write(preStopPath, pre); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(o.Out, b.Bytes()); err != nil {
+	if err := atomicfile.Write(out, b.Bytes()); err != nil {
 		return nil, err
 	}
-	// What `droprun validate` checks, from the files as written.
-	sc, err := scenario.Load(o.Out)
+	sc, err := scenario.Load(out)
 	if err == nil {
 		_, err = testbed.Preflight(sc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("droprun init wrote a scenario that does not validate (a bug; please report it): %w", err)
 	}
-	r.Scenario = sc
-	if len(o.Archives) == 0 {
-		r.Notes = append(r.Notes, "no --archive: the cluster's nodes must already have both images, or pull them; for a kind cluster, give an archive holding them (docker save IMAGE1 IMAGE2 -o images.tar)")
-	}
-	return r, nil
+	return sc, nil
 }
 
 // readDeployment reads the user's manifest strictly (scenario.ReadDeployment:

@@ -64,6 +64,35 @@ func (c *docChecker) wrongType(path string, v any, want string) any {
 	return c.bad(path, msg, "check the value's type against the scenario format (droprun scenarios README)")
 }
 
+// walkStruct is walk of a map decoded into struct type t: every key a
+// field of t's (an unknown one is recorded, with the field it may mean),
+// and no plain int field written as 0.
+func (c *docChecker) walkStruct(v any, t reflect.Type, path string) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return c.wrongType(path, v, "map")
+	}
+	fields := jsonFields(t)
+	out := make(map[string]any, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		p := join(path, k)
+		ft, known := fields[k]
+		if !known {
+			c.unknown[p] = unknownField(p, k, fields)
+			out[k] = m[k]
+			continue
+		}
+		if n, ok := m[k].(json.Number); ok && ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Int64 && n == "0" {
+			// A plain int field reads 0 as not given and takes its
+			// default, which a written 0 never means.
+			out[k] = c.bad(p, "is 0, which droprun would read as not given and replace with the default", "leave it out for the default, or give 1 or more")
+			continue
+		}
+		out[k] = c.walk(m[k], ft, p)
+	}
+	return out
+}
+
 // walk returns v as the decoder may take it: nil where it dropped v.
 func (c *docChecker) walk(v any, t reflect.Type, path string) any {
 	for t.Kind() == reflect.Pointer {
@@ -109,29 +138,7 @@ func (c *docChecker) walk(v any, t reflect.Type, path string) any {
 			return c.bad(path, fmt.Sprintf("%s is not a whole number that fits in %d bits", n, t.Bits()), "check the value against the scenario format (droprun scenarios README)")
 		}
 	case t.Kind() == reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return c.wrongType(path, v, "map")
-		}
-		fields := jsonFields(t)
-		out := make(map[string]any, len(m))
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			p := join(path, k)
-			ft, known := fields[k]
-			if !known {
-				c.unknown[p] = unknownField(p, k, fields)
-				out[k] = m[k]
-				continue
-			}
-			if n, ok := m[k].(json.Number); ok && ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Int64 && n == "0" {
-				// A plain int field reads 0 as not given and takes its
-				// default, which a written 0 never means.
-				out[k] = c.bad(p, "is 0, which droprun would read as not given and replace with the default", "leave it out for the default, or give 1 or more")
-				continue
-			}
-			out[k] = c.walk(m[k], ft, p)
-		}
-		return out
+		return c.walkStruct(v, t, path)
 	case t.Kind() == reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {

@@ -150,8 +150,14 @@ func (s *Scenario) expandEntry(v *validator, i int, vr Variant) ([]Variant, bool
 	if !ok {
 		return nil, false
 	}
-	// From here a value's problem leaves the other values expanded, so
-	// validation still reports theirs.
+	out := expandValues(v, p, vr, sw, recorded)
+	return out, len(out) > 0
+}
+
+// expandValues makes one variant per value of sw (checked: p is the
+// sweep's path), or the one recorded point. A value's problem leaves the
+// other values expanded, so validation still reports theirs.
+func expandValues(v *validator, p string, vr Variant, sw SweepSpec, recorded bool) []Variant {
 	var out []Variant
 	seen := map[string]int{}
 	for k, val := range sw.Values {
@@ -185,7 +191,7 @@ func (s *Scenario) expandEntry(v *validator, i int, vr Variant) ([]Variant, bool
 		}
 		out = append(out, x)
 	}
-	return out, len(out) > 0
+	return out
 }
 
 // ignoredBy says why the built-in variant name does not render field
