@@ -39,7 +39,8 @@ type pipeline struct {
 // process classifies res, trims it and encodes it. It returns the record
 // and the encoding error, if any; with a nil encoder nothing is written.
 func (p *pipeline) process(res *vegeta.Result) (traffic.Record, error) {
-	rec := traffic.FromResult(res)
+	r := traffic.Result(*res)
+	rec := traffic.FromResult(&r)
 	trim(res, rec.Class)
 	if p.enc == nil {
 		return rec, nil

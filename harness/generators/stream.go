@@ -74,7 +74,7 @@ type Stream struct {
 
 	read    uint64 // lines of the current container's log consumed
 	buf     []byte // a result line with its newline
-	dec     *traffic.LineDecoder
+	dec     *lineDecoder
 	restart *Gap   // open from a restart to the new container's first beat
 	Results uint64 // result lines written, over every container
 	// ByClass counts the results written by class: with Results, the
@@ -282,9 +282,9 @@ func minTime(a, b time.Time) time.Time {
 func (s *Stream) result(b []byte) error {
 	s.buf = append(append(s.buf[:0], b...), '\n') // a result line ends in its newline
 	if s.dec == nil {
-		s.dec = traffic.NewLineDecoder()
+		s.dec = newLineDecoder()
 	}
-	rec, err := s.dec.Decode(s.buf)
+	rec, err := s.dec.decode(s.buf)
 	if err != nil {
 		return fmt.Errorf("a result line that is not one vegeta JSON result: %w", err)
 	}

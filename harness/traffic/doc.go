@@ -4,8 +4,9 @@
 // Config and Protocol, where it may go (CheckURL), the outcome classes
 // (Classify), the Record of one request and its reader (ReadResults), the
 // gRPC channels' states, a client's Stats, and the Source seam every load
-// source fills. It holds no client: reading a run needs neither vegeta's
-// attacker nor grpc-go.
+// source fills. It holds no client: reading a run needs neither vegeta
+// (ReadResults decodes vegeta's encodings itself, into Result, a mirror of
+// vegeta.Result) nor grpc-go.
 //
 // # Where the load goes
 //

@@ -2,14 +2,12 @@ package traffic
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // PodHeader is the response header that names the pod that answered.
@@ -86,8 +84,27 @@ func (r Record) RequestID() string {
 // the client, but a failure it would have seen without the retry.
 func (r Record) Masked() bool { return r.Hidden != "" && !r.Class.Failed() }
 
+// Result is one request's result as vegeta writes it to a results file:
+// vegeta.Result's fields, names and JSON keys, so that a vegeta.Result
+// converts to it (traffic.Result(res)) and reading a file needs no vegeta
+// (ReadResults decodes vegeta's gob, JSON and CSV encodings itself).
+type Result struct {
+	Attack    string        `json:"attack"`
+	Seq       uint64        `json:"seq"`
+	Code      uint16        `json:"code"`
+	Timestamp time.Time     `json:"timestamp"`
+	Latency   time.Duration `json:"latency"`
+	BytesOut  uint64        `json:"bytes_out"`
+	BytesIn   uint64        `json:"bytes_in"`
+	Error     string        `json:"error"`
+	Body      []byte        `json:"body"`
+	Method    string        `json:"method"`
+	URL       string        `json:"url"`
+	Headers   http.Header   `json:"headers"`
+}
+
 // FromResult classifies res.
-func FromResult(res *vegeta.Result) Record {
+func FromResult(res *Result) Record {
 	rec := Record{
 		Seq:     res.Seq,
 		Time:    res.Timestamp,
@@ -108,10 +125,10 @@ func FromResult(res *vegeta.Result) Record {
 
 // ReadResults decodes a results file written by an Attack and calls fn for
 // every result, in file order (arrival order). It also reads vegeta's JSON
-// and CSV encodings (vegeta.DecoderFor detects which). An empty input holds
-// no results and is not an error. Record.Pod and Record.Hidden come from
-// the response headers and Record.URL from the result's URL, which vegeta's
-// gob, JSON and CSV encodings all keep.
+// and CSV encodings (resultDecoder detects which, as vegeta.DecoderFor
+// does). An empty input holds no results and is not an error. Record.Pod
+// and Record.Hidden come from the response headers and Record.URL from the
+// result's URL, which vegeta's gob, JSON and CSV encodings all keep.
 //
 // A truncated file (a crash mid-write) delivers every complete result and
 // then returns an error wrapping io.ErrUnexpectedEOF. An error from fn stops
@@ -123,15 +140,15 @@ func ReadResults(r io.Reader, fn func(Record) error) error {
 	} else if err != nil {
 		return fmt.Errorf("traffic: reading results: %w", err)
 	}
-	dec := vegeta.DecoderFor(br)
+	dec := resultDecoder(br)
 	if dec == nil {
 		return errors.New("traffic: reading results: not a vegeta results stream (gob, JSON or CSV)")
 	}
 	for n := 0; ; n++ {
 		// Decode into a fresh Result: gob leaves fields that are zero in the
 		// stream untouched, so a reused one would keep the previous Error.
-		var res vegeta.Result
-		if err := dec.Decode(&res); err == io.EOF {
+		var res Result
+		if err := dec(&res); err == io.EOF {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("traffic: reading results: after %d results: %w", n, err)
@@ -140,33 +157,4 @@ func ReadResults(r io.Reader, fn func(Record) error) error {
 			return err
 		}
 	}
-}
-
-// LineDecoder decodes vegeta JSON results one line at a time, for results
-// that arrive as lines among others (a generator's log): one decoder and
-// its buffers for every line, where ReadResults would set up a reader and
-// sniff the format for each.
-type LineDecoder struct {
-	r   bytes.Reader
-	dec vegeta.Decoder
-}
-
-// NewLineDecoder returns a LineDecoder.
-func NewLineDecoder() *LineDecoder {
-	d := &LineDecoder{}
-	d.dec = vegeta.NewJSONDecoder(&d.r)
-	return d
-}
-
-// Decode decodes line, one JSON result ending in a newline, as a Record.
-func (d *LineDecoder) Decode(line []byte) (Record, error) {
-	if len(line) == 0 || line[len(line)-1] != '\n' || bytes.IndexByte(line, '\n') != len(line)-1 {
-		return Record{}, errors.New("traffic: not one line ending in a newline")
-	}
-	d.r.Reset(line)
-	var res vegeta.Result
-	if err := d.dec(&res); err != nil {
-		return Record{}, fmt.Errorf("traffic: a JSON result: %w", err)
-	}
-	return FromResult(&res), nil
 }
