@@ -47,16 +47,8 @@ func TestDecodersMatchVegeta(t *testing.T) {
 			}
 		}
 		var want []Record
-		dec := vegeta.DecoderFor(bytes.NewReader(file.Bytes()))
-		for {
-			var res vegeta.Result
-			if err := dec.Decode(&res); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: vegeta's decoder: %v", name, err)
-			}
-			r := Result(res)
-			want = append(want, FromResult(&r))
+		if err := vegetaRead(file.Bytes(), func(r Record) { want = append(want, r) }); err != nil {
+			t.Fatalf("%s: vegeta's decoder: %v", name, err)
 		}
 		var got []Record
 		if err := ReadResults(bytes.NewReader(file.Bytes()), func(r Record) error { got = append(got, r); return nil }); err != nil {
@@ -100,18 +92,25 @@ func BenchmarkReadResults(b *testing.B) {
 		})
 		b.Run(enc.name+"/vegeta", func(b *testing.B) {
 			for range b.N {
-				dec := vegeta.DecoderFor(bytes.NewReader(file.Bytes()))
-				for {
-					var res vegeta.Result
-					if err := dec.Decode(&res); err == io.EOF {
-						break
-					} else if err != nil {
-						b.Fatal(err)
-					}
-					r := Result(res)
-					_ = FromResult(&r)
+				if err := vegetaRead(file.Bytes(), func(Record) {}); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// vegetaRead reads file with vegeta's own decoder, each result as a Record.
+func vegetaRead(file []byte, fn func(Record)) error {
+	dec := vegeta.DecoderFor(bytes.NewReader(file))
+	for {
+		var res vegeta.Result
+		if err := dec.Decode(&res); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		r := Result(res)
+		fn(FromResult(&r))
 	}
 }
