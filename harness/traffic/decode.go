@@ -40,18 +40,25 @@ func gobDecoder(r io.Reader) decoder {
 }
 
 // jsonDecoder decodes vegeta's JSON encoding, one result a line
-// (vegeta.NewJSONEncoder).
+// (vegeta.NewJSONEncoder). A blank line holds no result and is skipped (
+// vegeta's decoder took it for the end of the file and dropped the rest);
+// a last line without its newline was cut off: io.ErrUnexpectedEOF, as a
+// cut gob stream gives (vegeta's decoder dropped it without a word).
 func jsonDecoder(r io.Reader) decoder {
 	br := bufio.NewReader(r)
 	return func(res *Result) error {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			if err == io.EOF && len(line) > 0 {
+		for {
+			line, err := br.ReadBytes('\n')
+			switch {
+			case err == io.EOF && len(bytes.TrimSpace(line)) > 0:
 				return io.ErrUnexpectedEOF
+			case err != nil:
+				return err
+			case len(bytes.TrimSpace(line)) == 0:
+				continue
 			}
-			return err
+			return json.Unmarshal(line, res)
 		}
-		return json.Unmarshal(line, res)
 	}
 }
 

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -62,6 +63,34 @@ func TestDecodersMatchVegeta(t *testing.T) {
 				t.Fatalf("%s: result %d: %+v, vegeta's decoder %+v", name, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestJSONResultsEdges: in vegeta's JSON encoding a blank line is skipped
+// (no result is lost behind it), and a last line cut off before its
+// newline ends the reading with io.ErrUnexpectedEOF after every whole
+// result, as a cut gob stream does.
+func TestJSONResultsEdges(t *testing.T) {
+	var file bytes.Buffer
+	enc := vegeta.NewJSONEncoder(&file)
+	for i := range 3 {
+		if err := enc.Encode(&vegeta.Result{Seq: uint64(i), Code: 200, Timestamp: time.Unix(int64(i), 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := bytes.SplitAfter(file.Bytes(), []byte("\n"))
+	read := func(in []byte) ([]uint64, error) {
+		var seqs []uint64
+		err := ReadResults(bytes.NewReader(in), func(r Record) error { seqs = append(seqs, r.Seq); return nil })
+		return seqs, err
+	}
+	blank := bytes.Join([][]byte{lines[0], []byte("\n  \n"), lines[1], lines[2]}, nil)
+	if seqs, err := read(blank); err != nil || len(seqs) != 3 {
+		t.Errorf("a blank line among results: %v, %v; want all 3, no error", seqs, err)
+	}
+	cut := file.Bytes()[:file.Len()-10]
+	if seqs, err := read(cut); !errors.Is(err, io.ErrUnexpectedEOF) || len(seqs) != 2 {
+		t.Errorf("a cut last line: %v, %v; want the 2 whole results, then io.ErrUnexpectedEOF", seqs, err)
 	}
 }
 
