@@ -166,14 +166,14 @@ func Analyze(dir string, o Options) (*Analysis, error) {
 		if o.Variants != nil && !slices.Contains(o.Variants, v.Name) {
 			continue
 		}
-		files, err := resultsOf(dir, v.Name)
+		files, err := runfile.ResultsFiles(dir, v.Name)
 		if err != nil {
 			return nil, err
 		}
 		if len(files) == 0 {
 			continue // its traffic never started
 		}
-		rows, series, err := in.variant(v, files, sum)
+		rows, series, err := in.variant(v, dir, files, sum)
 		if err != nil {
 			return nil, err
 		}
@@ -215,19 +215,6 @@ func pathOf(ri *RunInfo, sc *scenario.Scenario) (path.Path, error) {
 		return path.Path{}, fmt.Errorf("%s: traffic target %q is not a path droprun knows (%s)", runfile.RunFile, target, strings.Join(path.Names(), ", "))
 	}
 	return via, nil
-}
-
-// resultsOf lists variant's results files in dir (runfile.ResultsFiles).
-func resultsOf(dir, variant string) ([]resultsFile, error) {
-	found, err := runfile.ResultsFiles(dir, variant)
-	if err != nil {
-		return nil, err
-	}
-	files := make([]resultsFile, len(found))
-	for i, f := range found {
-		files[i] = resultsFile{dir, f}
-	}
-	return files, nil
 }
 
 // readEvents reads events.jsonl, up to its last whole line.
@@ -335,7 +322,7 @@ func (in *input) entryNode(url string) string {
 
 // variant analyses one scenario variant from its results files, however
 // many sources wrote them.
-func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) ([]VariantSummary, []*RowSeries, error) {
+func (in *input) variant(v scenario.Variant, dir string, files []runfile.Results, sum *Summary) ([]VariantSummary, []*RowSeries, error) {
 	p, err := planOf(in.events, v.Name, in.sc.Traffic.Settle.Duration)
 	if err != nil {
 		return nil, nil, err
@@ -343,7 +330,7 @@ func (in *input) variant(v scenario.Variant, files []resultsFile, sum *Summary) 
 	sum.Warnings = append(sum.Warnings, p.warnings...)
 	ps := in.newPass(v, p)
 	for _, f := range files {
-		if err := ps.read(f, sum); err != nil {
+		if err := ps.read(dir, f, sum); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -403,16 +390,10 @@ func (in *input) newPass(v scenario.Variant, p *plan) *pass {
 	return ps
 }
 
-// resultsFile is one results file of a variant in dir.
-type resultsFile struct {
-	dir string
-	runfile.Results
-}
-
 // read streams one results file through the pass; a file cut off by a
 // killed run is read up to its last whole result, with a warning.
-func (ps *pass) read(f resultsFile, sum *Summary) error {
-	r, err := runfile.OpenRaw(f.dir, f.Name)
+func (ps *pass) read(dir string, f runfile.Results, sum *Summary) error {
+	r, err := runfile.OpenRaw(dir, f.Name)
 	if err != nil {
 		return err
 	}

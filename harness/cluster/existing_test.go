@@ -171,6 +171,12 @@ func TestExistingOverHTTP(t *testing.T) {
 	if cl, err := Existing(t.Context(), writeKubeconfig(t, kind.URL), "", "", false); err != nil || cl.Name != "kind-test" {
 		t.Errorf("kind nodes: %+v, %v", cl, err)
 	}
+	// Through its provider: recorded as existing, no node capability
+	// (droprun does not enter an existing cluster's nodes, kind or not).
+	cl, err := ExistingProvider{Kubeconfig: writeKubeconfig(t, kind.URL)}.Open(t.Context())
+	if err != nil || cl.Provider != ProviderExisting || cl.Conntrack() != nil || cl.Exec() != nil || cl.Containers() != nil || cl.Images() != nil {
+		t.Errorf("ExistingProvider.Open: %+v, %v; want provider %q and no node capability", cl, err, ProviderExisting)
+	}
 	if _, err := Existing(t.Context(), writeKubeconfig(t, kind.URL), "nope", "", false); err == nil || !strings.Contains(err.Error(), `no context "nope" (it has: kind-test)`) {
 		t.Errorf("missing context: %v", err)
 	}
@@ -179,7 +185,7 @@ func TestExistingOverHTTP(t *testing.T) {
 	down := serve()
 	downURL := down.URL
 	down.Close()
-	_, err := Existing(t.Context(), writeKubeconfig(t, downURL), "", "kind-test", false)
+	_, err = Existing(t.Context(), writeKubeconfig(t, downURL), "", "kind-test", false)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the API server "+downURL+` of context "kind-test"`) ||
 		!strings.Contains(err.Error(), "kubectl --kubeconfig") {
 		t.Errorf("API server down, context allowed: err = %v", err)

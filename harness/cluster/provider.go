@@ -9,13 +9,12 @@ import "context"
 // besides the API is each provider's to offer or not (the capabilities in
 // nodes.go).
 type Provider interface {
-	// Name says which provider it is (ProviderKind, ProviderExisting).
-	Name() string
 	// Open returns the cluster with every node Ready.
 	Open(ctx context.Context) (*Cluster, error)
 }
 
-// The providers' names, as Cluster.Provider records them.
+// The providers' names, as the clusters they open record them
+// (Cluster.Provider).
 const (
 	ProviderKind     = "kind"
 	ProviderExisting = "existing"
@@ -29,8 +28,6 @@ type KindProvider struct {
 	Config Config
 	Create bool
 }
-
-func (p KindProvider) Name() string { return ProviderKind }
 
 func (p KindProvider) Open(ctx context.Context) (*Cluster, error) {
 	open := p.Kind.Connect
@@ -52,8 +49,6 @@ type ExistingProvider struct {
 	// Trusted lets the kubeconfig run an exec credential plugin.
 	Trusted bool
 }
-
-func (p ExistingProvider) Name() string { return ProviderExisting }
 
 func (p ExistingProvider) Open(ctx context.Context) (*Cluster, error) {
 	return Existing(ctx, p.Kubeconfig, p.Context, p.AllowContext, p.Trusted)

@@ -33,7 +33,4 @@ func TestCapabilities(t *testing.T) {
 	}
 	var _ Provider = KindProvider{}
 	var _ Provider = ExistingProvider{}
-	if (KindProvider{}).Name() != ProviderKind || (ExistingProvider{}).Name() != ProviderExisting {
-		t.Error("a provider's name is not the one Cluster.Provider records")
-	}
 }

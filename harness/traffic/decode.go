@@ -49,12 +49,13 @@ func jsonDecoder(r io.Reader) decoder {
 	return func(res *Result) error {
 		for {
 			line, err := br.ReadBytes('\n')
+			blank := len(bytes.TrimSpace(line)) == 0
 			switch {
-			case err == io.EOF && len(bytes.TrimSpace(line)) > 0:
+			case err == io.EOF && !blank:
 				return io.ErrUnexpectedEOF
 			case err != nil:
 				return err
-			case len(bytes.TrimSpace(line)) == 0:
+			case blank:
 				continue
 			}
 			return json.Unmarshal(line, res)
